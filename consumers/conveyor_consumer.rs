@@ -1,0 +1,31 @@
+//! `conveyor-consumer <group>`: a consumer process for one queue group against RabbitMQ,
+//! for deployments that ship one binary per role. Same as `conveyor consume <group>`.
+
+use std::process::ExitCode;
+
+#[tokio::main]
+async fn main() -> ExitCode {
+    let _ = rustls::crypto::aws_lc_rs::default_provider().install_default();
+    let Some(group) = std::env::args().nth(1) else {
+        eprintln!(
+            "usage: conveyor-consumer <group>   (groups: {})",
+            conveyor::broker::topology::groups().join(", ")
+        );
+        return ExitCode::from(2);
+    };
+    let settings = match conveyor::config::Settings::load(None) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    conveyor::telemetry::init(&settings.log);
+    match conveyor::cli::consume(settings, &group, conveyor::shutdown::on_signal()).await {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}

@@ -1,0 +1,20 @@
+//! Schema migrations for conveyor, portable to SQLite, MySQL/MariaDB and PostgreSQL.
+//! Migrations depend only on sea-orm-migration, never on the application's entities,
+//! so history keeps its meaning when entities change.
+
+pub use sea_orm_migration::prelude::*;
+
+mod m20261202_000001_delivery_core;
+mod m20261202_000002_users_credits;
+
+pub struct Migrator;
+
+#[async_trait::async_trait]
+impl MigratorTrait for Migrator {
+    fn migrations() -> Vec<Box<dyn MigrationTrait>> {
+        vec![
+            Box::new(m20261202_000001_delivery_core::Migration),
+            Box::new(m20261202_000002_users_credits::Migration),
+        ]
+    }
+}

@@ -1,0 +1,73 @@
+//! Liveness, readiness and metrics.
+
+use std::future::Future;
+
+use axum::Json;
+use axum::extract::State;
+use axum::http::StatusCode;
+use axum::response::IntoResponse;
+use serde_json::{Value, json};
+
+use super::PROBE_TIMEOUT;
+use crate::app::AppState;
+
+/// `GET /healthz`: the process is up.
+pub async fn healthz() -> Json<Value> {
+    Json(json!({ "status": "ok" }))
+}
+
+async fn probe<E: std::fmt::Display>(f: impl Future<Output = Result<(), E>>) -> Result<(), String> {
+    match tokio::time::timeout(PROBE_TIMEOUT, f).await {
+        Ok(Ok(())) => Ok(()),
+        Ok(Err(e)) => Err(e.to_string()),
+        Err(_) => Err(format!("no answer within {PROBE_TIMEOUT:?}")),
+    }
+}
+
+/// `GET /readyz`: database, broker and dedupe store answer; 503 naming those that don't.
+pub async fn readyz(State(state): State<AppState>) -> impl IntoResponse {
+    let (db, broker, dedupe) = tokio::join!(
+        probe(crate::db::ping(&state.db)),
+        probe(state.broker.ping()),
+        probe(state.dedupe.ping()),
+    );
+    let mut checks = serde_json::Map::new();
+    let mut failed = Vec::new();
+    for (name, result) in [("database", db), ("broker", broker), ("dedupe", dedupe)] {
+        match result {
+            Ok(()) => {
+                checks.insert(name.into(), json!("ok"));
+            }
+            Err(e) => {
+                checks.insert(name.into(), json!({ "error": e }));
+                failed.push(name);
+            }
+        }
+    }
+    if failed.is_empty() {
+        (
+            StatusCode::OK,
+            Json(json!({ "status": "ready", "checks": checks })),
+        )
+    } else {
+        (
+            StatusCode::SERVICE_UNAVAILABLE,
+            Json(json!({
+                "status": "unavailable",
+                "error": { "code": "unavailable", "message": format!("not ready: {}", failed.join(", ")) },
+                "checks": checks,
+            })),
+        )
+    }
+}
+
+/// `GET /metrics`: Prometheus text format.
+pub async fn metrics() -> impl IntoResponse {
+    (
+        [(
+            axum::http::header::CONTENT_TYPE,
+            "text/plain; version=0.0.4",
+        )],
+        crate::telemetry::metrics().render(),
+    )
+}

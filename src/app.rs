@@ -1,0 +1,198 @@
+//! Start-up and wiring: [`Platform`] connects the backends the configuration names;
+//! [`Application`] binds the HTTP API and runs it with the outbox relay and, on the
+//! embedded broker, every consumer in the same process.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Context as _;
+use sea_orm::DatabaseConnection;
+use tokio::task::JoinSet;
+use tokio_util::sync::CancellationToken;
+
+use crate::broker::{self, Broker, Topology};
+use crate::config::{BrokerKind, Settings};
+use crate::consumer::{self, Deps, Fence};
+use crate::dedupe::{self, DedupeStore};
+use crate::outbox::Relay;
+use crate::{db, domains};
+
+/// The connected backends of one process.
+#[derive(Clone)]
+pub struct Platform {
+    pub settings: Arc<Settings>,
+    pub db: DatabaseConnection,
+    pub broker: Arc<dyn Broker>,
+    pub dedupe: Arc<dyn DedupeStore>,
+    pub relay: Relay,
+    pub fence: Fence,
+}
+
+impl Platform {
+    /// Connects database (migrating if configured), broker (declaring the topology) and
+    /// dedupe store.
+    pub async fn connect(settings: Settings) -> anyhow::Result<Self> {
+        let db = db::connect(&settings.database).await?;
+        if settings.database.migrate_on_start {
+            db::migrate(&db).await?;
+        }
+        let topology = Topology::from_settings(&settings);
+        let broker = broker::connect(&settings, topology).await?;
+        broker
+            .declare()
+            .await
+            .context("declaring the broker topology")?;
+        let dedupe = dedupe::connect(&settings.dedupe)
+            .await
+            .context("connecting the dedupe store")?;
+        let relay = Relay::new(db.clone(), broker.clone(), settings.outbox.clone());
+        let fence = Fence::start(db.clone(), settings.consumer.fence_batch);
+        Ok(Platform {
+            settings: Arc::new(settings),
+            db,
+            broker,
+            dedupe,
+            relay,
+            fence,
+        })
+    }
+
+    /// What the consumer runtime needs.
+    pub fn consumer_deps(&self) -> Deps {
+        Deps {
+            db: self.db.clone(),
+            broker: self.broker.clone(),
+            dedupe: self.dedupe.clone(),
+            fence: self.fence.clone(),
+            lease: Duration::from_millis(self.settings.dedupe.lease_ms),
+            done_ttl: Duration::from_secs(self.settings.dedupe.done_ttl_secs),
+            max_payload_bytes: self.settings.broker.max_payload_bytes,
+            shutdown_grace: Duration::from_millis(self.settings.consumer.shutdown_grace_ms),
+        }
+    }
+
+    /// Runs the consumers of `groups` (`None`: every group; empty: none) and the outbox
+    /// relay until `shutdown`; returns once they stopped.
+    pub async fn run_workers(
+        &self,
+        groups: Option<&[String]>,
+        shutdown: CancellationToken,
+    ) -> anyhow::Result<()> {
+        let mut tasks = JoinSet::new();
+        for (queue, handler) in domains::handlers(self) {
+            if groups.is_some_and(|g| !g.iter().any(|g| g == queue.group)) {
+                continue;
+            }
+            let (deps, token) = (self.consumer_deps(), shutdown.clone());
+            tasks.spawn(async move { consumer::run(deps, queue, handler, token).await });
+        }
+        let relay = self.relay.clone();
+        let token = shutdown.clone();
+        tasks.spawn(async move {
+            relay.run(token).await;
+            Ok(())
+        });
+        let mut first_error = None;
+        while let Some(joined) = tasks.join_next().await {
+            let result = joined.map_err(anyhow::Error::from).and_then(|r| r);
+            if let Err(e) = result {
+                tracing::error!(error = %e, "worker stopped with an error");
+                shutdown.cancel();
+                first_error.get_or_insert(e);
+            }
+        }
+        first_error.map_or(Ok(()), Err)
+    }
+}
+
+/// Shared state of HTTP handlers.
+#[derive(Clone)]
+pub struct AppState {
+    pub settings: Arc<Settings>,
+    pub db: DatabaseConnection,
+    pub broker: Arc<dyn Broker>,
+    pub dedupe: Arc<dyn DedupeStore>,
+    pub relay: Relay,
+}
+
+impl From<&Platform> for AppState {
+    fn from(p: &Platform) -> Self {
+        AppState {
+            settings: p.settings.clone(),
+            db: p.db.clone(),
+            broker: p.broker.clone(),
+            dedupe: p.dedupe.clone(),
+            relay: p.relay.clone(),
+        }
+    }
+}
+
+/// The API server, bound and ready to run.
+pub struct Application {
+    platform: Platform,
+    listener: tokio::net::TcpListener,
+    addr: SocketAddr,
+}
+
+impl Application {
+    /// Connects the platform and binds `server.host:server.port` (port 0 picks one).
+    pub async fn build(settings: Settings) -> anyhow::Result<Self> {
+        let bind = format!("{}:{}", settings.server.host, settings.server.port);
+        let platform = Platform::connect(settings).await?;
+        let listener = tokio::net::TcpListener::bind(&bind)
+            .await
+            .with_context(|| format!("binding {bind} (server.host, server.port)"))?;
+        let addr = listener.local_addr()?;
+        Ok(Application {
+            platform,
+            listener,
+            addr,
+        })
+    }
+
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    pub fn platform(&self) -> &Platform {
+        &self.platform
+    }
+
+    /// Serves until `shutdown`: in-flight requests get `server.shutdown_grace_ms`, then
+    /// consumers drain, the relay flushes and connections close.
+    pub async fn run_until(self, shutdown: CancellationToken) -> anyhow::Result<()> {
+        let Application {
+            platform,
+            listener,
+            addr,
+        } = self;
+        let router = crate::api::router(AppState::from(&platform));
+        // The embedded broker lives in this process, so its consumers must too; with
+        // RabbitMQ consumers are separate processes (`conveyor consume`), and the API
+        // process only relays its outbox.
+        let in_process = platform.settings.broker.kind == BrokerKind::Embedded;
+        let workers = {
+            let (p, token) = (platform.clone(), shutdown.clone());
+            tokio::spawn(async move {
+                let groups: Option<&[String]> = if in_process { None } else { Some(&[]) };
+                p.run_workers(groups, token).await
+            })
+        };
+        tracing::info!(%addr, broker = ?platform.settings.broker.kind, "conveyor API listening");
+        let grace = Duration::from_millis(platform.settings.server.shutdown_grace_ms);
+        let token = shutdown.clone();
+        let server = axum::serve(listener, router)
+            .with_graceful_shutdown(async move { token.cancelled().await });
+        let served = tokio::select! {
+            r = server => r.context("HTTP server"),
+            // Requests still open after the grace period are cut off.
+            _ = async { shutdown.cancelled().await; tokio::time::sleep(grace).await } => Ok(()),
+        };
+        shutdown.cancel();
+        let worked = workers.await.context("workers task")?;
+        platform.broker.close().await;
+        tracing::info!("conveyor API stopped");
+        served.and(worked)
+    }
+}

@@ -1,0 +1,230 @@
+//! The broker seam: publish with confirmation, subscribe with prefetch, settle each
+//! delivery exactly once. Two implementations built from the same [`Topology`]:
+//! [`rabbitmq::RabbitBroker`] (lapin) and [`embedded::EmbeddedBroker`] (in-process,
+//! persisted in SQLite so a crash loses no accepted message).
+
+pub mod embedded;
+pub mod envelope;
+pub mod rabbitmq;
+pub mod topology;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+
+pub use envelope::{Envelope, EnvelopeError, Failure};
+pub use topology::{DelaySpec, QueueSpec, Target, Topology};
+
+use crate::config::{BrokerKind, Settings};
+
+#[derive(Debug, thiserror::Error)]
+pub enum BrokerError {
+    #[error("broker unreachable: {0}")]
+    Connection(String),
+    #[error("message for {target} was unroutable: no queue is bound for it")]
+    Unroutable { target: String },
+    #[error("broker refused (nacked) the message for {target}")]
+    Nacked { target: String },
+    #[error("no publisher confirm within {0:?}")]
+    ConfirmTimeout(Duration),
+    #[error(transparent)]
+    Envelope(#[from] EnvelopeError),
+    #[error("broker protocol error: {0}")]
+    Protocol(String),
+    #[error("embedded broker store: {0}")]
+    Store(String),
+}
+
+/// Why a message ended in its dead-letter queue.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DeadReason {
+    /// The body was not a valid envelope.
+    Malformed,
+    /// The handler said retrying cannot help.
+    Permanent,
+    /// Every allowed attempt failed transiently.
+    Exhausted,
+}
+
+impl DeadReason {
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            DeadReason::Malformed => "malformed",
+            DeadReason::Permanent => "permanent",
+            DeadReason::Exhausted => "exhausted",
+        }
+    }
+}
+
+/// What travels with a dead letter (also as `x-conveyor-*` headers on RabbitMQ).
+#[derive(Debug, Clone)]
+pub struct DeadLetterInfo {
+    pub reason: DeadReason,
+    pub origin_queue: String,
+    pub attempts: u32,
+    pub last_error: String,
+}
+
+/// One message to publish: where, and its encoded envelope.
+#[derive(Debug, Clone)]
+pub struct Outgoing {
+    pub target: Target,
+    pub message_id: String,
+    pub body: Vec<u8>,
+}
+
+impl Outgoing {
+    pub fn new(target: Target, envelope: &Envelope, limit: usize) -> Result<Self, EnvelopeError> {
+        Ok(Outgoing {
+            target,
+            message_id: envelope.id.clone(),
+            body: envelope.encode(limit)?,
+        })
+    }
+}
+
+#[async_trait]
+pub trait Broker: Send + Sync + 'static {
+    fn topology(&self) -> &Topology;
+
+    /// Declares every exchange and queue of the topology; harmless to repeat.
+    async fn declare(&self) -> Result<(), BrokerError>;
+
+    /// Publishes persistently and returns once the broker confirmed every message.
+    /// An unroutable, refused or unconfirmed message is an error, never silence; on error
+    /// some messages of the batch may have been published (consumers deduplicate).
+    async fn publish_batch(&self, messages: &[Outgoing]) -> Result<(), BrokerError>;
+
+    /// Starts consuming a work queue with its configured prefetch. The subscription
+    /// reconnects by itself; deliveries come until it is cancelled.
+    async fn subscribe(
+        &self,
+        queue: &'static QueueSpec,
+    ) -> Result<Box<dyn Subscription>, BrokerError>;
+
+    /// Messages ready in the named queue (work queue, retry tier or DLQ).
+    async fn depth(&self, queue_name: &str) -> Result<u64, BrokerError>;
+
+    /// A cheap liveness round trip, for readiness checks.
+    async fn ping(&self) -> Result<(), BrokerError>;
+
+    /// Closes connections; in-flight deliveries not yet settled go back to their queues.
+    async fn close(&self);
+}
+
+impl dyn Broker {
+    /// Publishes one envelope.
+    pub async fn publish(&self, target: Target, envelope: &Envelope) -> Result<(), BrokerError> {
+        let limit = usize::MAX;
+        self.publish_batch(&[Outgoing::new(target, envelope, limit)?])
+            .await
+    }
+}
+
+#[async_trait]
+pub trait Subscription: Send {
+    /// The next delivery, waiting as long as needed; `None` once cancelled.
+    async fn next(&mut self) -> Option<Delivery>;
+    /// Stops new deliveries. Deliveries already handed out can still be settled.
+    async fn cancel(&mut self);
+}
+
+/// The backend half of a delivery: how to settle it.
+#[async_trait]
+pub trait Settle: Send + Sync {
+    async fn ack(self: Box<Self>) -> Result<(), BrokerError>;
+    /// Sends `body` (the next attempt) to retry tier `tier` of the queue, then acks.
+    async fn retry(self: Box<Self>, tier: usize, body: Vec<u8>) -> Result<(), BrokerError>;
+    /// Sends `body` to the queue's DLQ with `info`, then acks.
+    async fn dead_letter(
+        self: Box<Self>,
+        body: Vec<u8>,
+        info: &DeadLetterInfo,
+    ) -> Result<(), BrokerError>;
+    /// Hands the message back for redelivery (shutdown, or dropped unsettled).
+    fn requeue(self: Box<Self>);
+}
+
+/// A message handed to a consumer. Settling consumes it, so it is settled at most once;
+/// dropping it unsettled hands it back to the queue.
+pub struct Delivery {
+    pub body: Vec<u8>,
+    pub redelivered: bool,
+    pub queue: &'static QueueSpec,
+    settle: Option<Box<dyn Settle>>,
+}
+
+impl std::fmt::Debug for Delivery {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Delivery")
+            .field("queue", &self.queue.key)
+            .field("redelivered", &self.redelivered)
+            .field("bytes", &self.body.len())
+            .finish()
+    }
+}
+
+impl Delivery {
+    pub fn new(
+        queue: &'static QueueSpec,
+        body: Vec<u8>,
+        redelivered: bool,
+        settle: Box<dyn Settle>,
+    ) -> Self {
+        Delivery {
+            body,
+            redelivered,
+            queue,
+            settle: Some(settle),
+        }
+    }
+
+    /// `settle` is only `None` inside `drop`, after a consuming method took it.
+    fn take(&mut self) -> Result<Box<dyn Settle>, BrokerError> {
+        self.settle
+            .take()
+            .ok_or_else(|| BrokerError::Protocol("delivery already settled".into()))
+    }
+
+    pub async fn ack(mut self) -> Result<(), BrokerError> {
+        self.take()?.ack().await
+    }
+
+    pub async fn retry(mut self, tier: usize, body: Vec<u8>) -> Result<(), BrokerError> {
+        self.take()?.retry(tier, body).await
+    }
+
+    pub async fn dead_letter(
+        mut self,
+        body: Vec<u8>,
+        info: &DeadLetterInfo,
+    ) -> Result<(), BrokerError> {
+        self.take()?.dead_letter(body, info).await
+    }
+
+    pub fn requeue(mut self) {
+        if let Ok(s) = self.take() {
+            s.requeue()
+        }
+    }
+}
+
+impl Drop for Delivery {
+    fn drop(&mut self) {
+        if let Some(s) = self.settle.take() {
+            s.requeue();
+        }
+    }
+}
+
+/// Connects the configured broker and declares the topology.
+pub async fn connect(settings: &Settings, topology: Topology) -> anyhow::Result<Arc<dyn Broker>> {
+    let broker: Arc<dyn Broker> = match settings.broker.kind {
+        BrokerKind::Rabbitmq => Arc::new(rabbitmq::RabbitBroker::new(&settings.broker, topology)),
+        BrokerKind::Embedded => {
+            Arc::new(embedded::EmbeddedBroker::open(&settings.broker, topology).await?)
+        }
+    };
+    Ok(broker)
+}

@@ -1,0 +1,582 @@
+//! RabbitMQ backend (lapin 4). Separate connections for publishing and consuming, both
+//! re-established with backoff; persistent messages with `mandatory` and publisher
+//! confirms awaited as a window, never one by one; manual acks; retries and dead letters
+//! are published (confirmed) before the original delivery is acked.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use futures::StreamExt as _;
+use lapin::options::{
+    BasicAckOptions, BasicCancelOptions, BasicConsumeOptions, BasicNackOptions,
+    BasicPublishOptions, BasicQosOptions, ConfirmSelectOptions, ExchangeDeclareOptions,
+    QueueBindOptions, QueueDeclareOptions,
+};
+use lapin::types::{AMQPValue, FieldTable, ShortString};
+use lapin::{
+    BasicProperties, Channel, Confirmation, Connection, ConnectionProperties, ExchangeKind,
+};
+use tokio::sync::Mutex;
+
+use super::topology::{ResolvedQueue, Target, Topology};
+use super::{
+    Broker, BrokerError, DeadLetterInfo, Delivery, Outgoing, QueueSpec, Settle, Subscription,
+};
+use crate::config::{BrokerSettings, QueueType};
+
+/// How long a quorum queue tolerates redeliveries of one message (consumer crashes, not
+/// handler failures, which go through retry tiers) before dead-lettering it: RabbitMQ
+/// 3.10 has no default limit, 4.x uses 20.
+const QUORUM_DELIVERY_LIMIT: i32 = 20;
+
+pub struct RabbitBroker {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    settings: BrokerSettings,
+    topology: Topology,
+    publisher: Mutex<Option<(Arc<Connection>, Channel)>>,
+    consumer_conn: Mutex<Option<Arc<Connection>>>,
+}
+
+fn err(e: lapin::Error) -> BrokerError {
+    if e.is_io_error() || !e.is_amqp_soft_error() {
+        BrokerError::Connection(e.to_string())
+    } else {
+        BrokerError::Protocol(e.to_string())
+    }
+}
+
+impl RabbitBroker {
+    /// Creates the broker; connections are opened on first use and re-opened after loss.
+    pub fn new(settings: &BrokerSettings, topology: Topology) -> Self {
+        RabbitBroker {
+            inner: Arc::new(Inner {
+                settings: settings.clone(),
+                topology,
+                publisher: Mutex::new(None),
+                consumer_conn: Mutex::new(None),
+            }),
+        }
+    }
+}
+
+impl Inner {
+    async fn connect(&self, role: &str) -> Result<Connection, BrokerError> {
+        let mut uri: lapin::uri::AMQPUri = self
+            .settings
+            .url
+            .parse()
+            .map_err(|e: String| BrokerError::Connection(format!("bad broker.url: {e}")))?;
+        if uri.query.heartbeat.is_none() {
+            uri.query.heartbeat = Some(self.settings.heartbeat_secs);
+        }
+        let name = format!(
+            "conveyor-{role}-{}@{}",
+            std::process::id(),
+            self.topology.namespace
+        );
+        let props = ConnectionProperties::default().with_connection_name(name.into());
+        let connect = Connection::connect_uri(uri, props);
+        match tokio::time::timeout(Duration::from_secs(10), connect).await {
+            Ok(Ok(conn)) => Ok(conn),
+            Ok(Err(e)) => Err(BrokerError::Connection(e.to_string())),
+            Err(_) => Err(BrokerError::Connection(
+                "connect timed out after 10s".into(),
+            )),
+        }
+    }
+
+    /// The confirm-mode publishing channel, (re)connecting and declaring as needed.
+    async fn publish_channel(&self) -> Result<Channel, BrokerError> {
+        let mut guard = self.publisher.lock().await;
+        if let Some((conn, ch)) = guard.as_ref() {
+            if conn.status().connected() && ch.status().connected() {
+                return Ok(ch.clone());
+            }
+        }
+        *guard = None;
+        let conn = Arc::new(self.connect("publish").await?);
+        declare(&conn, &self.topology).await?;
+        let ch = conn.create_channel().await.map_err(err)?;
+        ch.confirm_select(ConfirmSelectOptions::default())
+            .await
+            .map_err(err)?;
+        *guard = Some((conn, ch.clone()));
+        Ok(ch)
+    }
+
+    async fn forget_publisher(&self) {
+        *self.publisher.lock().await = None;
+    }
+
+    async fn consumer_connection(&self) -> Result<Arc<Connection>, BrokerError> {
+        let mut guard = self.consumer_conn.lock().await;
+        if let Some(conn) = guard.as_ref() {
+            if conn.status().connected() {
+                return Ok(conn.clone());
+            }
+        }
+        *guard = None;
+        let conn = Arc::new(self.connect("consume").await?);
+        declare(&conn, &self.topology).await?;
+        *guard = Some(conn.clone());
+        Ok(conn)
+    }
+
+    fn route(&self, target: Target) -> (String, String) {
+        match target {
+            Target::Queue(q) => (
+                self.topology.work_exchange(),
+                self.topology.queue(q).name.clone(),
+            ),
+            Target::Delay(d) => (
+                self.topology.delay_exchange(),
+                self.topology.delay(d).name.clone(),
+            ),
+        }
+    }
+
+    /// Publishes every message, then awaits all confirms together within the timeout.
+    async fn publish_all(&self, items: Vec<Publish>) -> Result<(), BrokerError> {
+        let ch = self.publish_channel().await?;
+        let result = self.publish_on(&ch, items).await;
+        if matches!(
+            result,
+            Err(BrokerError::Connection(_)) | Err(BrokerError::ConfirmTimeout(_))
+        ) {
+            // The channel may be wedged (lapin#409): start afresh next time.
+            self.forget_publisher().await;
+        }
+        result
+    }
+
+    async fn publish_on(&self, ch: &Channel, items: Vec<Publish>) -> Result<(), BrokerError> {
+        let timeout = Duration::from_millis(self.settings.publish_timeout_ms);
+        let work = async {
+            let mut confirms = Vec::with_capacity(items.len());
+            for item in &items {
+                let mut props = BasicProperties::default()
+                    .with_delivery_mode(2)
+                    .with_content_type("application/json".into())
+                    .with_message_id(item.message_id.as_str().into());
+                if let Some(h) = &item.headers {
+                    props = props.with_headers(h.clone());
+                }
+                let confirm = ch
+                    .basic_publish(
+                        item.exchange.as_str().into(),
+                        item.routing_key.as_str().into(),
+                        BasicPublishOptions {
+                            mandatory: true,
+                            ..Default::default()
+                        },
+                        &item.body,
+                        props,
+                    )
+                    .await
+                    .map_err(err)?;
+                confirms.push(confirm);
+            }
+            let results = futures::future::join_all(confirms).await;
+            for (item, res) in items.iter().zip(results) {
+                match res.map_err(err)? {
+                    Confirmation::Ack(None) => {}
+                    Confirmation::Ack(Some(_)) => {
+                        return Err(BrokerError::Unroutable {
+                            target: item.routing_key.clone(),
+                        });
+                    }
+                    Confirmation::Nack(_) => {
+                        return Err(BrokerError::Nacked {
+                            target: item.routing_key.clone(),
+                        });
+                    }
+                    Confirmation::NotRequested => {
+                        return Err(BrokerError::Protocol("publisher confirms are off".into()));
+                    }
+                }
+            }
+            Ok(())
+        };
+        tokio::time::timeout(timeout, work)
+            .await
+            .map_err(|_| BrokerError::ConfirmTimeout(timeout))?
+    }
+}
+
+struct Publish {
+    exchange: String,
+    routing_key: String,
+    message_id: String,
+    body: Vec<u8>,
+    headers: Option<FieldTable>,
+}
+
+fn long_str(s: &str) -> AMQPValue {
+    AMQPValue::LongString(s.into())
+}
+
+fn ms(d: Duration) -> AMQPValue {
+    AMQPValue::LongInt(i32::try_from(d.as_millis()).unwrap_or(i32::MAX))
+}
+
+/// Declares the whole topology on a short-lived channel. Idempotent; a queue whose
+/// arguments changed fails with PRECONDITION_FAILED, which names the queue.
+async fn declare(conn: &Connection, t: &Topology) -> Result<(), BrokerError> {
+    let ch = conn.create_channel().await.map_err(err)?;
+    let durable = ExchangeDeclareOptions {
+        durable: true,
+        ..Default::default()
+    };
+    for (name, kind) in [
+        (t.work_exchange(), ExchangeKind::Direct),
+        (t.delay_exchange(), ExchangeKind::Direct),
+        (t.dead_letter_exchange(), ExchangeKind::Direct),
+        (t.events_exchange(), ExchangeKind::Fanout),
+    ] {
+        ch.exchange_declare(name.as_str().into(), kind, durable, FieldTable::default())
+            .await
+            .map_err(err)?;
+    }
+    let quorum = t.queue_type == QueueType::Quorum;
+    let base_args = || {
+        let mut a = FieldTable::default();
+        if quorum {
+            a.insert("x-queue-type".into(), long_str("quorum"));
+        }
+        a
+    };
+    let declare_bound = |name: String, args: FieldTable, exchange: String| {
+        let ch = ch.clone();
+        async move {
+            ch.queue_declare(name.as_str().into(), QueueDeclareOptions::durable(), args)
+                .await
+                .map_err(|e| BrokerError::Protocol(format!("declaring queue {name}: {e}")))?;
+            ch.queue_bind(
+                name.as_str().into(),
+                exchange.as_str().into(),
+                name.as_str().into(),
+                QueueBindOptions::default(),
+                FieldTable::default(),
+            )
+            .await
+            .map_err(err)
+        }
+    };
+    for q in &t.queues {
+        declare_bound(q.dlq.clone(), base_args(), t.dead_letter_exchange()).await?;
+        let mut args = base_args();
+        args.insert(
+            "x-dead-letter-exchange".into(),
+            long_str(&t.dead_letter_exchange()),
+        );
+        args.insert("x-dead-letter-routing-key".into(), long_str(&q.dlq));
+        if quorum {
+            args.insert(
+                "x-delivery-limit".into(),
+                AMQPValue::LongInt(QUORUM_DELIVERY_LIMIT),
+            );
+            args.insert("x-dead-letter-strategy".into(), long_str("at-least-once"));
+            args.insert("x-overflow".into(), long_str("reject-publish"));
+        }
+        declare_bound(q.name.clone(), args, t.work_exchange()).await?;
+        for (delay, name) in &q.retry {
+            declare_bound(
+                name.clone(),
+                ttl_args(base_args(), *delay, t, &q.name),
+                t.delay_exchange(),
+            )
+            .await?;
+        }
+    }
+    for d in &t.delays {
+        let target = &t.queue(d.spec.target).name;
+        declare_bound(
+            d.name.clone(),
+            ttl_args(base_args(), d.spec.delay, t, target),
+            t.delay_exchange(),
+        )
+        .await?;
+    }
+    let _ = ch.close(200, "declared".into()).await;
+    Ok(())
+}
+
+/// A delay queue: every message waits the queue's TTL, then dead-letters into `target`.
+fn ttl_args(mut args: FieldTable, delay: Duration, t: &Topology, target: &str) -> FieldTable {
+    args.insert("x-message-ttl".into(), ms(delay));
+    args.insert(
+        "x-dead-letter-exchange".into(),
+        long_str(&t.work_exchange()),
+    );
+    args.insert("x-dead-letter-routing-key".into(), long_str(target));
+    args
+}
+
+#[async_trait]
+impl Broker for RabbitBroker {
+    fn topology(&self) -> &Topology {
+        &self.inner.topology
+    }
+
+    async fn declare(&self) -> Result<(), BrokerError> {
+        // Declares on a fresh publisher connection, or again on the live one.
+        let ch = self.inner.publish_channel().await?;
+        drop(ch);
+        let guard = self.inner.publisher.lock().await;
+        match guard.as_ref() {
+            Some((conn, _)) => declare(conn, &self.inner.topology).await,
+            None => Err(BrokerError::Connection("publisher connection lost".into())),
+        }
+    }
+
+    async fn publish_batch(&self, messages: &[Outgoing]) -> Result<(), BrokerError> {
+        let items = messages
+            .iter()
+            .map(|m| {
+                let (exchange, routing_key) = self.inner.route(m.target);
+                Publish {
+                    exchange,
+                    routing_key,
+                    message_id: m.message_id.clone(),
+                    body: m.body.clone(),
+                    headers: None,
+                }
+            })
+            .collect();
+        self.inner.publish_all(items).await
+    }
+
+    async fn subscribe(
+        &self,
+        queue: &'static QueueSpec,
+    ) -> Result<Box<dyn Subscription>, BrokerError> {
+        let resolved = self.inner.topology.queue(queue).clone();
+        let mut sub = RabbitSubscription {
+            inner: self.inner.clone(),
+            spec: queue,
+            queue: Arc::new(resolved),
+            live: None,
+            backoff: Duration::from_millis(self.inner.settings.reconnect_min_ms),
+            cancelled: false,
+        };
+        // Fail fast on a first connection problem so start-up errors are visible;
+        // later losses are retried inside `next`.
+        sub.open().await?;
+        Ok(Box::new(sub))
+    }
+
+    async fn depth(&self, queue_name: &str) -> Result<u64, BrokerError> {
+        let ch = self.inner.publish_channel().await?;
+        let conn = {
+            let guard = self.inner.publisher.lock().await;
+            guard.as_ref().map(|(c, _)| c.clone())
+        };
+        drop(ch);
+        let conn =
+            conn.ok_or_else(|| BrokerError::Connection("publisher connection lost".into()))?;
+        // A passive declare of a missing queue closes its channel: use a throwaway one.
+        let tmp = conn.create_channel().await.map_err(err)?;
+        let q = tmp
+            .queue_declare(
+                queue_name.into(),
+                QueueDeclareOptions {
+                    passive: true,
+                    ..Default::default()
+                },
+                FieldTable::default(),
+            )
+            .await
+            .map_err(err)?;
+        let _ = tmp.close(200, "ok".into()).await;
+        Ok(u64::from(q.message_count()))
+    }
+
+    async fn ping(&self) -> Result<(), BrokerError> {
+        self.inner.publish_channel().await.map(|_| ())
+    }
+
+    async fn close(&self) {
+        if let Some((conn, _)) = self.inner.publisher.lock().await.take() {
+            let _ = conn.close(200, "shutdown".into()).await;
+        }
+        if let Some(conn) = self.inner.consumer_conn.lock().await.take() {
+            let _ = conn.close(200, "shutdown".into()).await;
+        }
+    }
+}
+
+struct RabbitSubscription {
+    inner: Arc<Inner>,
+    spec: &'static QueueSpec,
+    queue: Arc<ResolvedQueue>,
+    live: Option<(Channel, lapin::Consumer)>,
+    backoff: Duration,
+    cancelled: bool,
+}
+
+impl RabbitSubscription {
+    async fn open(&mut self) -> Result<(), BrokerError> {
+        let conn = self.inner.consumer_connection().await?;
+        let ch = conn.create_channel().await.map_err(err)?;
+        ch.basic_qos(self.queue.prefetch, BasicQosOptions::default())
+            .await
+            .map_err(err)?;
+        let tag: ShortString =
+            format!("conveyor-{}-{}", self.spec.key, uuid::Uuid::new_v4()).into();
+        let consumer = ch
+            .basic_consume(
+                self.queue.name.as_str().into(),
+                tag,
+                BasicConsumeOptions::default(),
+                FieldTable::default(),
+            )
+            .await
+            .map_err(err)?;
+        self.live = Some((ch, consumer));
+        self.backoff = Duration::from_millis(self.inner.settings.reconnect_min_ms);
+        Ok(())
+    }
+}
+
+#[async_trait]
+impl Subscription for RabbitSubscription {
+    async fn next(&mut self) -> Option<Delivery> {
+        loop {
+            if self.cancelled {
+                return None;
+            }
+            let Some((_, consumer)) = self.live.as_mut() else {
+                if let Err(e) = self.open().await {
+                    tracing::warn!(queue = %self.queue.name, error = %e, backoff = ?self.backoff, "consumer reconnect failed");
+                    tokio::time::sleep(self.backoff).await;
+                    self.backoff = (self.backoff * 2)
+                        .min(Duration::from_millis(self.inner.settings.reconnect_max_ms));
+                } else {
+                    tracing::info!(queue = %self.queue.name, "consuming");
+                }
+                continue;
+            };
+            match consumer.next().await {
+                Some(Ok(d)) => {
+                    let settle = RabbitSettle {
+                        acker: d.acker,
+                        inner: self.inner.clone(),
+                        queue: self.queue.clone(),
+                    };
+                    return Some(Delivery::new(
+                        self.spec,
+                        d.data,
+                        d.redelivered,
+                        Box::new(settle),
+                    ));
+                }
+                Some(Err(e)) => {
+                    tracing::warn!(queue = %self.queue.name, error = %e, "consumer lost its channel; reconnecting");
+                    self.live = None;
+                }
+                None => {
+                    // A stream that ends without our cancel is a lost consumer (lapin#389).
+                    tracing::warn!(queue = %self.queue.name, "consumer stream ended; reconnecting");
+                    self.live = None;
+                }
+            }
+        }
+    }
+
+    async fn cancel(&mut self) {
+        self.cancelled = true;
+        if let Some((ch, consumer)) = self.live.as_ref() {
+            let _ = ch
+                .basic_cancel(consumer.tag(), BasicCancelOptions::default())
+                .await;
+        }
+        // The channel stays open so in-flight deliveries can still be acked; it closes
+        // with the connection, which hands back whatever is still unacked.
+    }
+}
+
+struct RabbitSettle {
+    acker: lapin::Acker,
+    inner: Arc<Inner>,
+    queue: Arc<ResolvedQueue>,
+}
+
+impl RabbitSettle {
+    async fn ack_now(&self) -> Result<(), BrokerError> {
+        self.acker
+            .ack(BasicAckOptions::default())
+            .await
+            .map(|_| ())
+            .map_err(err)
+    }
+}
+
+#[async_trait]
+impl Settle for RabbitSettle {
+    async fn ack(self: Box<Self>) -> Result<(), BrokerError> {
+        self.ack_now().await
+    }
+
+    async fn retry(self: Box<Self>, tier: usize, body: Vec<u8>) -> Result<(), BrokerError> {
+        let Some((_, name)) = self.queue.retry.get(tier).or(self.queue.retry.last()) else {
+            return Err(BrokerError::Protocol("queue has no retry tiers".into()));
+        };
+        let message_id = String::new();
+        self.inner
+            .publish_all(vec![Publish {
+                exchange: self.inner.topology.delay_exchange(),
+                routing_key: name.clone(),
+                message_id,
+                body,
+                headers: None,
+            }])
+            .await?;
+        self.ack_now().await
+    }
+
+    async fn dead_letter(
+        self: Box<Self>,
+        body: Vec<u8>,
+        info: &DeadLetterInfo,
+    ) -> Result<(), BrokerError> {
+        let mut headers = FieldTable::default();
+        headers.insert("x-conveyor-reason".into(), long_str(info.reason.as_str()));
+        headers.insert(
+            "x-conveyor-origin-queue".into(),
+            long_str(&info.origin_queue),
+        );
+        headers.insert(
+            "x-conveyor-attempts".into(),
+            AMQPValue::LongLongInt(i64::from(info.attempts)),
+        );
+        headers.insert("x-conveyor-last-error".into(), long_str(&info.last_error));
+        self.inner
+            .publish_all(vec![Publish {
+                exchange: self.inner.topology.dead_letter_exchange(),
+                routing_key: self.queue.dlq.clone(),
+                message_id: String::new(),
+                body,
+                headers: Some(headers),
+            }])
+            .await?;
+        self.ack_now().await
+    }
+
+    fn requeue(self: Box<Self>) {
+        if let Ok(handle) = tokio::runtime::Handle::try_current() {
+            handle.spawn(async move {
+                let _ = self
+                    .acker
+                    .nack(BasicNackOptions {
+                        requeue: true,
+                        multiple: false,
+                    })
+                    .await;
+            });
+        }
+    }
+}

@@ -1,0 +1,196 @@
+//! The `conveyor` command line.
+
+use anyhow::Context as _;
+use clap::{Args, Parser, Subcommand};
+use tokio_util::sync::CancellationToken;
+
+use crate::app::{Application, Platform};
+use crate::broker::Topology;
+use crate::broker::topology;
+use crate::config::{BrokerKind, Settings};
+use crate::{db, shutdown, telemetry, users};
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "conveyor",
+    version,
+    about = "Async task platform for AI SaaS products, built on RabbitMQ"
+)]
+pub struct Cli {
+    /// Configuration overlay: config/<ENV>.toml over the built-in defaults
+    /// (also CONVEYOR_ENV; any key can be set as CONVEYOR__SECTION__KEY).
+    #[arg(long, global = true, env = "CONVEYOR_ENV", default_value = "local")]
+    pub env: String,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run the HTTP API. On the embedded broker it also runs every consumer in-process.
+    Serve,
+    /// Run the consumers of one group against RabbitMQ (groups: see `conveyor topology`).
+    Consume(ConsumeArgs),
+    /// Apply pending database migrations and exit.
+    Migrate,
+    /// Print the effective configuration, secrets masked.
+    Config,
+    /// Print the broker topology (queues, retry tiers, dead-letter queues).
+    Topology {
+        /// Print it as a Mermaid flowchart instead.
+        #[arg(long)]
+        mermaid: bool,
+    },
+    /// Manage users and their API keys.
+    #[command(subcommand)]
+    Users(UsersCommand),
+}
+
+#[derive(Debug, Args)]
+pub struct ConsumeArgs {
+    /// Consumer group: ai, orders, payments or search.
+    pub group: String,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum UsersCommand {
+    /// Create a user with initial credits and print its API key (shown only once).
+    Create {
+        #[arg(long)]
+        name: String,
+        #[arg(long, default_value_t = 0)]
+        credits: i64,
+        /// May read every user's tasks and operate dead letters.
+        #[arg(long)]
+        admin: bool,
+    },
+}
+
+/// A failure the CLI reports as one line and an exit code.
+#[derive(Debug, thiserror::Error)]
+pub enum CliError {
+    #[error(transparent)]
+    Config(#[from] crate::config::ConfigError),
+    #[error("{0:#}")]
+    Other(#[from] anyhow::Error),
+}
+
+impl CliError {
+    pub fn exit_code(&self) -> u8 {
+        match self {
+            CliError::Config(_) => 2,
+            CliError::Other(_) => 1,
+        }
+    }
+}
+
+/// Runs one parsed command line.
+pub async fn run(cli: Cli) -> Result<(), CliError> {
+    let settings = Settings::load(Some(&cli.env))?;
+    telemetry::init(&settings.log);
+    match cli.command {
+        Command::Serve => {
+            let app = Application::build(settings).await?;
+            app.run_until(shutdown::on_signal()).await?;
+        }
+        Command::Consume(args) => consume(settings, &args.group, shutdown::on_signal()).await?,
+        Command::Migrate => {
+            let conn = db::connect(&settings.database).await?;
+            db::migrate(&conn).await?;
+            println!(
+                "migrations applied to {}",
+                crate::config::mask_url(&settings.database.url)
+            );
+        }
+        Command::Config => {
+            let text = toml_string(&settings.masked())?;
+            print!("{text}");
+        }
+        Command::Topology { mermaid } => {
+            let t = Topology::from_settings(&settings);
+            print!("{}", if mermaid { t.mermaid() } else { t.describe() });
+        }
+        Command::Users(UsersCommand::Create {
+            name,
+            credits,
+            admin,
+        }) => {
+            if name.trim().is_empty() || name.len() > 128 {
+                return Err(anyhow::anyhow!("--name must be 1 to 128 characters").into());
+            }
+            if credits < 0 {
+                return Err(anyhow::anyhow!("--credits must not be negative").into());
+            }
+            let conn = db::connect(&settings.database).await?;
+            if settings.database.migrate_on_start {
+                db::migrate(&conn).await?;
+            }
+            let (user, key) = users::create(&conn, name.trim(), credits, admin)
+                .await
+                .context("creating the user")?;
+            println!(
+                "user {} ({}) created with {} credits",
+                user.name, user.id, user.credits
+            );
+            println!("API key (shown once, store it now): {key}");
+        }
+    }
+    Ok(())
+}
+
+/// `conveyor consume <group>`: one consumer process against RabbitMQ.
+pub async fn consume(
+    settings: Settings,
+    group: &str,
+    shutdown: CancellationToken,
+) -> anyhow::Result<()> {
+    if !topology::groups().contains(&group) {
+        anyhow::bail!(
+            "unknown consumer group `{group}`; groups: {}",
+            topology::groups().join(", ")
+        );
+    }
+    if settings.broker.kind != BrokerKind::Rabbitmq {
+        anyhow::bail!(
+            "`consume` needs broker.kind = \"rabbitmq\": the embedded broker lives inside `conveyor serve`, which already runs every consumer"
+        );
+    }
+    let platform = Platform::connect(settings).await?;
+    tracing::info!(group, "consumer process started");
+    let result = platform
+        .run_workers(Some(&[group.to_owned()]), shutdown)
+        .await;
+    platform.broker.close().await;
+    tracing::info!(group, "consumer process stopped");
+    result
+}
+
+fn toml_string(settings: &Settings) -> anyhow::Result<String> {
+    // The config crate has no writer; JSON → TOML through serde keeps key names.
+    let value = serde_json::to_value(settings)?;
+    let mut out = String::new();
+    write_toml(&mut out, "", &value);
+    Ok(out)
+}
+
+fn write_toml(out: &mut String, path: &str, v: &serde_json::Value) {
+    let serde_json::Value::Object(map) = v else {
+        return;
+    };
+    for (k, v) in map {
+        if !v.is_object() {
+            out.push_str(&format!("{k} = {v}\n"));
+        }
+    }
+    for (k, v) in map {
+        if v.is_object() {
+            let p = if path.is_empty() {
+                k.clone()
+            } else {
+                format!("{path}.{k}")
+            };
+            out.push_str(&format!("\n[{p}]\n"));
+            write_toml(out, &p, v);
+        }
+    }
+}

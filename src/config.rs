@@ -1,0 +1,353 @@
+//! Layered settings: the compiled-in `config/base.toml`, then `config/<env>.toml`, then
+//! `CONVEYOR__SECTION__KEY` environment variables. Every key has a default in base.toml.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+/// The defaults, compiled in so the binary runs outside the repository.
+const BASE_TOML: &str = include_str!("../config/base.toml");
+
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("configuration: {0}")]
+    Load(#[from] config::ConfigError),
+    #[error("configuration key `{key}`: {problem}")]
+    Invalid { key: &'static str, problem: String },
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Settings {
+    pub server: ServerSettings,
+    pub log: LogSettings,
+    pub database: DatabaseSettings,
+    pub broker: BrokerSettings,
+    pub dedupe: DedupeSettings,
+    pub consumer: ConsumerSettings,
+    pub outbox: OutboxSettings,
+    #[serde(default)]
+    pub queues: BTreeMap<String, QueueOverride>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ServerSettings {
+    pub host: String,
+    pub port: u16,
+    pub request_timeout_ms: u64,
+    pub body_limit_bytes: usize,
+    pub shutdown_grace_ms: u64,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum LogFormat {
+    Pretty,
+    Json,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LogSettings {
+    pub format: LogFormat,
+    pub level: String,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DatabaseSettings {
+    pub url: String,
+    pub max_connections: u32,
+    pub migrate_on_start: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum BrokerKind {
+    Embedded,
+    Rabbitmq,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum QueueType {
+    Classic,
+    Quorum,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BrokerSettings {
+    pub kind: BrokerKind,
+    pub url: String,
+    pub namespace: String,
+    pub queue_type: QueueType,
+    pub publish_timeout_ms: u64,
+    pub heartbeat_secs: u16,
+    pub retry_tiers_ms: Vec<u64>,
+    pub max_payload_bytes: usize,
+    pub embedded_path: PathBuf,
+    pub reconnect_min_ms: u64,
+    pub reconnect_max_ms: u64,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum DedupeKind {
+    Embedded,
+    Redis,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DedupeSettings {
+    pub kind: DedupeKind,
+    pub url: String,
+    pub key_prefix: String,
+    pub lease_ms: u64,
+    pub done_ttl_secs: u64,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ConsumerSettings {
+    pub shutdown_grace_ms: u64,
+    pub fence_batch: usize,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct OutboxSettings {
+    pub batch_size: u64,
+    pub poll_interval_ms: u64,
+    pub retry_min_ms: u64,
+    pub retry_max_ms: u64,
+}
+
+/// `[queues.<key>]`: per-queue concurrency and attempt limits.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct QueueOverride {
+    pub prefetch: Option<u16>,
+    pub max_attempts: Option<u32>,
+}
+
+impl Settings {
+    /// Loads base → `<config_dir>/<env>.toml` (if present) → environment.
+    /// `env` defaults to `CONVEYOR_ENV`, then "local"; the directory to `CONVEYOR_CONFIG_DIR`, then `./config`.
+    pub fn load(env: Option<&str>) -> Result<Self, ConfigError> {
+        let env = env
+            .map(str::to_owned)
+            .or_else(|| std::env::var("CONVEYOR_ENV").ok())
+            .unwrap_or_else(|| "local".to_owned());
+        let dir = std::env::var("CONVEYOR_CONFIG_DIR").unwrap_or_else(|_| "config".to_owned());
+        Self::load_from(Path::new(&dir), &env, std::env::vars())
+    }
+
+    /// The testable core of [`Settings::load`]: explicit directory, overlay and variables.
+    pub fn load_from(
+        dir: &Path,
+        env: &str,
+        vars: impl IntoIterator<Item = (String, String)>,
+    ) -> Result<Self, ConfigError> {
+        let vars: config::Map<String, String> = vars
+            .into_iter()
+            .filter(|(k, _)| k.starts_with("CONVEYOR__"))
+            .collect();
+        let settings: Settings = config::Config::builder()
+            .add_source(config::File::from_str(BASE_TOML, config::FileFormat::Toml))
+            .add_source(config::File::from(dir.join(format!("{env}.toml"))).required(false))
+            .add_source(
+                config::Environment::with_prefix("CONVEYOR")
+                    .prefix_separator("__")
+                    .separator("__")
+                    .try_parsing(true)
+                    .list_separator(",")
+                    .with_list_parse_key("broker.retry_tiers_ms")
+                    .source(Some(vars)),
+            )
+            .build()?
+            .try_deserialize()?;
+        settings.validate()?;
+        Ok(settings)
+    }
+
+    /// Checks what types cannot: ranges and shapes, naming the offending key.
+    fn validate(&self) -> Result<(), ConfigError> {
+        let bad = |key, problem: &str| {
+            Err(ConfigError::Invalid {
+                key,
+                problem: problem.to_owned(),
+            })
+        };
+        if self.server.request_timeout_ms == 0 {
+            return bad("server.request_timeout_ms", "must be greater than 0");
+        }
+        if self.server.body_limit_bytes < 1024 {
+            return bad("server.body_limit_bytes", "must be at least 1024");
+        }
+        let scheme = self.database.url.split(':').next().unwrap_or_default();
+        if !["sqlite", "mysql", "mariadb", "postgres", "postgresql"].contains(&scheme) {
+            return bad(
+                "database.url",
+                "must start with sqlite:, mysql:, mariadb:, postgres: or postgresql:",
+            );
+        }
+        if self.database.max_connections == 0 {
+            return bad("database.max_connections", "must be greater than 0");
+        }
+        if self.broker.kind == BrokerKind::Rabbitmq
+            && !(self.broker.url.starts_with("amqp://") || self.broker.url.starts_with("amqps://"))
+        {
+            return bad("broker.url", "must start with amqp:// or amqps://");
+        }
+        let ns_ok = !self.broker.namespace.is_empty()
+            && self
+                .broker
+                .namespace
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c));
+        if !ns_ok {
+            return bad(
+                "broker.namespace",
+                "must be non-empty ASCII letters, digits, '-', '_' or '.'",
+            );
+        }
+        if self.broker.retry_tiers_ms.is_empty() || self.broker.retry_tiers_ms.contains(&0) {
+            return bad(
+                "broker.retry_tiers_ms",
+                "must list at least one delay, each above 0 ms",
+            );
+        }
+        if self.broker.publish_timeout_ms == 0 {
+            return bad("broker.publish_timeout_ms", "must be greater than 0");
+        }
+        if self.broker.max_payload_bytes == 0 {
+            return bad("broker.max_payload_bytes", "must be greater than 0");
+        }
+        if self.broker.reconnect_min_ms == 0
+            || self.broker.reconnect_max_ms < self.broker.reconnect_min_ms
+        {
+            return bad(
+                "broker.reconnect_max_ms",
+                "needs 0 < reconnect_min_ms <= reconnect_max_ms",
+            );
+        }
+        if self.dedupe.kind == DedupeKind::Redis
+            && !(self.dedupe.url.starts_with("redis://")
+                || self.dedupe.url.starts_with("rediss://"))
+        {
+            return bad("dedupe.url", "must start with redis:// or rediss://");
+        }
+        if self.dedupe.lease_ms == 0 {
+            return bad("dedupe.lease_ms", "must be greater than 0");
+        }
+        if self.consumer.fence_batch == 0 {
+            return bad("consumer.fence_batch", "must be greater than 0");
+        }
+        if self.outbox.batch_size == 0 {
+            return bad("outbox.batch_size", "must be greater than 0");
+        }
+        for (name, q) in &self.queues {
+            if q.prefetch == Some(0) || q.max_attempts == Some(0) {
+                return Err(ConfigError::Invalid {
+                    key: "queues",
+                    problem: format!(
+                        "queues.{name}: prefetch and max_attempts must be greater than 0"
+                    ),
+                });
+            }
+        }
+        Ok(())
+    }
+
+    /// A copy safe to print: passwords in URLs are replaced by `****`.
+    pub fn masked(&self) -> Settings {
+        let mut s = self.clone();
+        s.database.url = mask_url(&s.database.url);
+        s.broker.url = mask_url(&s.broker.url);
+        s.dedupe.url = mask_url(&s.dedupe.url);
+        s
+    }
+
+    pub fn request_timeout(&self) -> Duration {
+        Duration::from_millis(self.server.request_timeout_ms)
+    }
+}
+
+/// Replaces the password of `scheme://user:password@host` with `****`.
+pub fn mask_url(url: &str) -> String {
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return url.to_owned();
+    };
+    let Some((userinfo, host)) = rest.rsplit_once('@') else {
+        return url.to_owned();
+    };
+    match userinfo.split_once(':') {
+        Some((user, _password)) => format!("{scheme}://{user}:****@{host}"),
+        None => url.to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn load(vars: &[(&str, &str)]) -> Result<Settings, ConfigError> {
+        let vars = vars.iter().map(|(k, v)| (k.to_string(), v.to_string()));
+        Settings::load_from(
+            Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/config")),
+            "local",
+            vars,
+        )
+    }
+
+    #[test]
+    fn defaults_are_embedded() {
+        let s = load(&[]).unwrap();
+        assert_eq!(s.broker.kind, BrokerKind::Embedded);
+        assert_eq!(s.dedupe.kind, DedupeKind::Embedded);
+        assert!(s.database.url.starts_with("sqlite:"));
+    }
+
+    #[test]
+    fn environment_overrides_any_key() {
+        let s = load(&[
+            ("CONVEYOR__BROKER__KIND", "rabbitmq"),
+            ("CONVEYOR__SERVER__PORT", "9999"),
+            ("CONVEYOR__BROKER__RETRY_TIERS_MS", "10,20"),
+        ])
+        .unwrap();
+        assert_eq!(s.broker.kind, BrokerKind::Rabbitmq);
+        assert_eq!(s.server.port, 9999);
+        assert_eq!(s.broker.retry_tiers_ms, vec![10, 20]);
+    }
+
+    #[test]
+    fn bad_values_name_the_key() {
+        let err = load(&[("CONVEYOR__SERVER__PORT", "eighty")])
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("server.port"), "{err}");
+        let err = load(&[("CONVEYOR__BROKER__KIND", "kafka")])
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("broker.kind"), "{err}");
+        let err = load(&[("CONVEYOR__DATABASE__URL", "oracle://x")])
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("database.url"), "{err}");
+    }
+
+    #[test]
+    fn masks_passwords() {
+        assert_eq!(
+            mask_url("amqp://guest:secret@h:5672/%2f"),
+            "amqp://guest:****@h:5672/%2f"
+        );
+        assert_eq!(mask_url("redis://h:6379/"), "redis://h:6379/");
+    }
+}

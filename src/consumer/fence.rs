@@ -1,0 +1,99 @@
+//! The processed-message fence: a row per message id whose effect committed. Rows are
+//! written by one task in multi-row inserts (group commit), so per-message work costs a
+//! share of one commit instead of a commit each; callers wait until their row committed
+//! before they ack.
+
+use chrono::Utc;
+use sea_orm::sea_query::OnConflict;
+use sea_orm::{ActiveValue::Set, ConnectionTrait, DatabaseConnection, DbErr, EntityTrait};
+use tokio::sync::{mpsc, oneshot};
+
+use super::fence_entity as entity;
+
+type Request = (String, &'static str, oneshot::Sender<Result<(), String>>);
+
+#[derive(Clone)]
+pub struct Fence {
+    db: DatabaseConnection,
+    tx: mpsc::Sender<Request>,
+}
+
+impl Fence {
+    /// Starts the writer task; at most `batch` rows per insert.
+    pub fn start(db: DatabaseConnection, batch: usize) -> Self {
+        let (tx, rx) = mpsc::channel(batch * 4);
+        tokio::spawn(writer(db.clone(), rx, batch));
+        Fence { db, tx }
+    }
+
+    /// Whether `message_id` was already processed.
+    pub async fn is_processed(&self, message_id: &str) -> Result<bool, DbErr> {
+        Ok(entity::Entity::find_by_id(message_id.to_owned())
+            .one(&self.db)
+            .await?
+            .is_some())
+    }
+
+    /// Records `message_id` as processed; returns once the row committed.
+    pub async fn mark(&self, message_id: &str, queue_key: &'static str) -> Result<(), String> {
+        let (done, committed) = oneshot::channel();
+        self.tx
+            .send((message_id.to_owned(), queue_key, done))
+            .await
+            .map_err(|_| "fence writer stopped".to_owned())?;
+        committed
+            .await
+            .map_err(|_| "fence writer stopped".to_owned())?
+    }
+}
+
+/// Records `message_id` inside the caller's transaction, for handlers that want their
+/// effect and the fence to commit atomically.
+pub async fn mark_in(
+    txn: &impl ConnectionTrait,
+    message_id: &str,
+    queue_key: &str,
+) -> Result<(), DbErr> {
+    insert(txn, [(message_id.to_owned(), queue_key.to_owned())]).await
+}
+
+async fn insert(
+    db: &impl ConnectionTrait,
+    rows: impl IntoIterator<Item = (String, String)>,
+) -> Result<(), DbErr> {
+    let now = Utc::now();
+    let rows = rows.into_iter().map(|(id, q)| entity::ActiveModel {
+        message_id: Set(id),
+        queue: Set(q),
+        processed_at: Set(now),
+    });
+    entity::Entity::insert_many(rows)
+        .on_conflict(
+            OnConflict::column(entity::Column::MessageId)
+                .do_nothing()
+                .to_owned(),
+        )
+        .exec_without_returning(db)
+        .await
+        .map(|_| ())
+}
+
+async fn writer(db: DatabaseConnection, mut rx: mpsc::Receiver<Request>, batch: usize) {
+    let mut buf = Vec::with_capacity(batch);
+    while rx.recv_many(&mut buf, batch).await > 0 {
+        let mut rows: Vec<(String, String)> = buf
+            .iter()
+            .map(|(id, q, _)| (id.clone(), (*q).to_owned()))
+            .collect();
+        // The same id twice in one statement is a conflict with itself on some engines.
+        rows.sort();
+        rows.dedup_by(|a, b| a.0 == b.0);
+        let result = insert(&db, rows).await.map_err(|e| e.to_string());
+        if let Err(e) = &result {
+            tracing::error!(error = %e, "could not write processed-message fences");
+        }
+        for (_, _, done) in buf.drain(..) {
+            let _ = done.send(result.clone());
+        }
+    }
+}

@@ -1,0 +1,74 @@
+//! The consumer runtime: subscribe with prefetch = concurrency, decode, claim the message
+//! id, run the handler, settle exactly once (ack, retry after a delay tier, or
+//! dead-letter with a reason), and shut down without losing in-flight work.
+//!
+//! - [`process::process_one`] handles one delivery, deterministically, for tests;
+//! - [`run::run`] is the loop around it;
+//! - [`fence`] is the database truth of "already processed", written in batches.
+
+pub mod fence;
+pub mod fence_entity;
+pub mod process;
+pub mod run;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use sea_orm::DatabaseConnection;
+
+use crate::broker::{Broker, Envelope, QueueSpec};
+use crate::dedupe::DedupeStore;
+
+pub use fence::Fence;
+pub use process::{Outcome, process_one};
+pub use run::run;
+
+/// What a handler's failure means for the message.
+#[derive(Debug, thiserror::Error)]
+pub enum HandlerError {
+    /// Retrying may help (timeouts, 5xx, a busy dependency): retry after the next tier.
+    #[error("transient: {0}")]
+    Transient(String),
+    /// Retrying cannot help (invalid payload, 4xx, business rule): dead-letter now.
+    #[error("permanent: {0}")]
+    Permanent(String),
+}
+
+impl HandlerError {
+    pub fn transient(e: impl std::fmt::Display) -> Self {
+        HandlerError::Transient(e.to_string())
+    }
+    pub fn permanent(e: impl std::fmt::Display) -> Self {
+        HandlerError::Permanent(e.to_string())
+    }
+}
+
+/// A message handler for one queue. It must be idempotent in its own state (conditional
+/// transitions, unique keys): the runtime deduplicates, but a crash between the
+/// handler's commit and the fence write re-runs it.
+#[async_trait]
+pub trait Handler: Send + Sync + 'static {
+    async fn handle(&self, ctx: &Context, message: &Envelope) -> Result<(), HandlerError>;
+}
+
+/// What a handler can reach.
+#[derive(Clone)]
+pub struct Context {
+    pub db: DatabaseConnection,
+    pub broker: Arc<dyn Broker>,
+    pub queue: &'static QueueSpec,
+}
+
+/// Everything the runtime needs, shared by all consumers of a process.
+#[derive(Clone)]
+pub struct Deps {
+    pub db: DatabaseConnection,
+    pub broker: Arc<dyn Broker>,
+    pub dedupe: Arc<dyn DedupeStore>,
+    pub fence: Fence,
+    pub lease: Duration,
+    pub done_ttl: Duration,
+    pub max_payload_bytes: usize,
+    pub shutdown_grace: Duration,
+}

@@ -1,0 +1,56 @@
+//! The dedupe fast path: claim a message id before processing it, mark it done after.
+//! Redis (`SET NX PX` with a lease) in production, an in-process map when embedded.
+//! It is only the fast path: the database fence (`processed_messages`) is the truth, so
+//! a lost key (eviction, failover) can never double an effect.
+
+pub mod embedded;
+pub mod redis;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+
+use crate::config::{DedupeKind, DedupeSettings};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Claim {
+    /// We hold the lease: process the message.
+    Acquired,
+    /// Another consumer holds a live lease on it right now.
+    InProgress,
+    /// Already processed.
+    Done,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum DedupeError {
+    #[error("dedupe store unreachable: {0}")]
+    Unavailable(String),
+}
+
+#[async_trait]
+pub trait DedupeStore: Send + Sync + 'static {
+    /// Claims `key` for `lease`; the returned token releases it.
+    async fn claim(&self, key: &str, lease: Duration) -> Result<(Claim, String), DedupeError>;
+    /// Marks `key` processed for `ttl`.
+    async fn complete(&self, key: &str, ttl: Duration) -> Result<(), DedupeError>;
+    /// Drops our lease (after a failure) so a retry can claim it; another holder's lease is kept.
+    async fn release(&self, key: &str, token: &str) -> Result<(), DedupeError>;
+    /// Forgets `key` whatever its state (tests, and operators replaying a message).
+    async fn forget(&self, key: &str) -> Result<(), DedupeError>;
+    async fn ping(&self) -> Result<(), DedupeError>;
+}
+
+/// The configured store, its keys under `<key_prefix>:`.
+pub async fn connect(settings: &DedupeSettings) -> anyhow::Result<Arc<dyn DedupeStore>> {
+    Ok(match settings.kind {
+        DedupeKind::Embedded => Arc::new(embedded::EmbeddedDedupe::new(&settings.key_prefix)),
+        DedupeKind::Redis => {
+            Arc::new(redis::RedisDedupe::connect(&settings.url, &settings.key_prefix).await?)
+        }
+    })
+}
+
+/// The value stored for a processed key.
+pub(crate) const DONE: &str = "done";

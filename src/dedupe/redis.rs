@@ -1,0 +1,127 @@
+//! Redis dedupe store: `SET key token NX PX lease` claims, `done` marks, compare-and-delete
+//! releases, all on one auto-reconnecting multiplexed connection.
+
+use std::time::Duration;
+
+use async_trait::async_trait;
+use redis::aio::ConnectionManager;
+
+use super::{Claim, DONE, DedupeError, DedupeStore};
+
+/// Claims atomically and says what was there if the claim lost.
+const CLAIM: &str = r"
+if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then return 'acquired' end
+return redis.call('GET', KEYS[1])
+";
+/// Deletes the key only if we still hold it.
+const RELEASE: &str = r"
+if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
+return 0
+";
+
+pub struct RedisDedupe {
+    conn: ConnectionManager,
+    prefix: String,
+    claim: redis::Script,
+    release: redis::Script,
+}
+
+fn unavailable(e: redis::RedisError) -> DedupeError {
+    DedupeError::Unavailable(e.to_string())
+}
+
+impl RedisDedupe {
+    pub async fn connect(url: &str, prefix: &str) -> Result<Self, DedupeError> {
+        let client = redis::Client::open(url).map_err(unavailable)?;
+        let config = redis::aio::ConnectionManagerConfig::new()
+            .set_connection_timeout(Some(Duration::from_secs(3)))
+            .set_response_timeout(Some(Duration::from_secs(3)));
+        let conn = tokio::time::timeout(
+            Duration::from_secs(5),
+            client.get_connection_manager_with_config(config),
+        )
+        .await
+        .map_err(|_| {
+            DedupeError::Unavailable(format!(
+                "connecting to {} timed out",
+                crate::config::mask_url(url)
+            ))
+        })?
+        .map_err(unavailable)?;
+        Ok(RedisDedupe {
+            conn,
+            prefix: format!("{prefix}:msg:"),
+            claim: redis::Script::new(CLAIM),
+            release: redis::Script::new(RELEASE),
+        })
+    }
+
+    fn key(&self, key: &str) -> String {
+        format!("{}{key}", self.prefix)
+    }
+}
+
+#[async_trait]
+impl DedupeStore for RedisDedupe {
+    async fn claim(&self, key: &str, lease: Duration) -> Result<(Claim, String), DedupeError> {
+        let token = uuid::Uuid::new_v4().to_string();
+        let mut conn = self.conn.clone();
+        let got: Option<String> = self
+            .claim
+            .key(self.key(key))
+            .arg(&token)
+            .arg(lease.as_millis() as u64)
+            .invoke_async(&mut conn)
+            .await
+            .map_err(unavailable)?;
+        let claim = match got.as_deref() {
+            Some("acquired") => Claim::Acquired,
+            Some(DONE) => Claim::Done,
+            // Someone else's lease (or it expired between SET and GET: try again later).
+            _ => Claim::InProgress,
+        };
+        Ok((claim, token))
+    }
+
+    async fn complete(&self, key: &str, ttl: Duration) -> Result<(), DedupeError> {
+        let mut conn = self.conn.clone();
+        redis::cmd("SET")
+            .arg(self.key(key))
+            .arg(DONE)
+            .arg("PX")
+            .arg(ttl.as_millis() as u64)
+            .query_async::<()>(&mut conn)
+            .await
+            .map_err(unavailable)
+    }
+
+    async fn release(&self, key: &str, token: &str) -> Result<(), DedupeError> {
+        let mut conn = self.conn.clone();
+        self.release
+            .key(self.key(key))
+            .arg(token)
+            .invoke_async::<i64>(&mut conn)
+            .await
+            .map(|_| ())
+            .map_err(unavailable)
+    }
+
+    async fn forget(&self, key: &str) -> Result<(), DedupeError> {
+        let mut conn = self.conn.clone();
+        redis::cmd("DEL")
+            .arg(self.key(key))
+            .query_async::<i64>(&mut conn)
+            .await
+            .map(|_| ())
+            .map_err(unavailable)
+    }
+
+    async fn ping(&self) -> Result<(), DedupeError> {
+        let mut conn = self.conn.clone();
+        redis::cmd("PING")
+            .query_async::<String>(&mut conn)
+            .await
+            .map(|_| ())
+            .map_err(unavailable)
+    }
+}

@@ -1,0 +1,99 @@
+//! `ApiError`: the one mapping from failures to HTTP answers. Every error is a JSON body
+//! `{"error": {"code": "...", "message": "...", "field": "..."}}`; details of 5xx errors
+//! go to the log, never to the client.
+
+use axum::Json;
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use serde_json::json;
+
+#[derive(Debug, thiserror::Error)]
+pub enum ApiError {
+    #[error("{message}")]
+    BadRequest {
+        code: &'static str,
+        message: String,
+        field: Option<String>,
+    },
+    #[error("{message}")]
+    Unprocessable {
+        code: &'static str,
+        message: String,
+        field: Option<String>,
+    },
+    #[error("missing or invalid API key")]
+    Unauthorized,
+    #[error("not allowed")]
+    Forbidden,
+    #[error("{0} not found")]
+    NotFound(&'static str),
+    #[error("{0}")]
+    Conflict(String),
+    #[error("request body is larger than the server accepts (server.body_limit_bytes)")]
+    TooLarge,
+    #[error("request took too long")]
+    Timeout,
+    #[error("{0}")]
+    Unavailable(String),
+    #[error(transparent)]
+    Internal(#[from] anyhow::Error),
+}
+
+impl ApiError {
+    pub fn bad_request(field: impl Into<String>, message: impl Into<String>) -> Self {
+        ApiError::BadRequest {
+            code: "invalid_request",
+            message: message.into(),
+            field: Some(field.into()),
+        }
+    }
+
+    fn parts(&self) -> (StatusCode, &'static str, Option<&str>) {
+        match self {
+            ApiError::BadRequest { code, field, .. } => {
+                (StatusCode::BAD_REQUEST, code, field.as_deref())
+            }
+            ApiError::Unprocessable { code, field, .. } => {
+                (StatusCode::UNPROCESSABLE_ENTITY, code, field.as_deref())
+            }
+            ApiError::Unauthorized => (StatusCode::UNAUTHORIZED, "unauthorized", None),
+            ApiError::Forbidden => (StatusCode::FORBIDDEN, "forbidden", None),
+            ApiError::NotFound(_) => (StatusCode::NOT_FOUND, "not_found", None),
+            ApiError::Conflict(_) => (StatusCode::CONFLICT, "conflict", None),
+            ApiError::TooLarge => (StatusCode::PAYLOAD_TOO_LARGE, "payload_too_large", None),
+            ApiError::Timeout => (StatusCode::REQUEST_TIMEOUT, "timeout", None),
+            ApiError::Unavailable(_) => (StatusCode::SERVICE_UNAVAILABLE, "unavailable", None),
+            ApiError::Internal(_) => (StatusCode::INTERNAL_SERVER_ERROR, "internal", None),
+        }
+    }
+}
+
+impl From<sea_orm::DbErr> for ApiError {
+    fn from(e: sea_orm::DbErr) -> Self {
+        ApiError::Internal(anyhow::Error::new(e).context("database"))
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let (status, code, field) = self.parts();
+        let message = if status.is_server_error() && !matches!(self, ApiError::Unavailable(_)) {
+            tracing::error!(error = ?self, "request failed");
+            "internal error; see the server log".to_owned()
+        } else {
+            self.to_string()
+        };
+        let mut error = json!({ "code": code, "message": message });
+        if let Some(f) = field {
+            error["field"] = json!(f);
+        }
+        let mut resp = (status, Json(json!({ "error": error }))).into_response();
+        if matches!(self, ApiError::Unauthorized) {
+            resp.headers_mut().insert(
+                axum::http::header::WWW_AUTHENTICATE,
+                axum::http::HeaderValue::from_static("Bearer"),
+            );
+        }
+        resp
+    }
+}

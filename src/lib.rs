@@ -1,0 +1,42 @@
+//! conveyor: an async task platform for AI SaaS products, built on RabbitMQ.
+//!
+//! The API validates, records and enqueues in milliseconds; consumers do the slow work
+//! through durable queues with manual acks, retry delay tiers and dead-letter queues;
+//! every effect happens once. Each backend has a production implementation (RabbitMQ,
+//! Redis, MySQL/PostgreSQL) and an embedded one (in-process broker persisted in SQLite,
+//! in-process dedupe, SQLite) behind the same small trait, tested by the same suite.
+//!
+//! # Layout
+//!
+//! - [`config`]: layered settings (built-in `config/base.toml`, overlay, `CONVEYOR__*` env).
+//! - [`telemetry`]: tracing subscriber (pretty or JSON) and the Prometheus recorder.
+//! - [`shutdown`]: SIGTERM/Ctrl-C → one cancellation token.
+//! - [`db`]: database connection (SQLite, MySQL/MariaDB, PostgreSQL) and migrations.
+//! - [`broker`]: the broker trait, the message [`broker::Envelope`], the topology table
+//!   (the only place queue names live) and the RabbitMQ and embedded implementations.
+//! - [`dedupe`]: the claim/complete/release store (Redis or in-process).
+//! - [`outbox`]: writes messages inside the caller's transaction; the relay publishes them.
+//! - [`consumer`]: the consume loop, `process_one`, the processed-message fence.
+//! - [`dead_letters`]: dead letters recorded for operators.
+//! - [`users`]: users, hashed API keys, the credit ledger.
+//! - [`domains`]: business flows, each with its messages, routes, handler and store.
+//! - [`api`]: the HTTP router, its layers, extractors and health endpoints.
+//! - [`error`]: `ApiError`, the JSON error answer of every route.
+//! - [`app`]: wiring: `Platform` (connected backends) and `Application` (the server).
+//! - [`cli`]: the `conveyor` command line.
+
+pub mod api;
+pub mod app;
+pub mod broker;
+pub mod cli;
+pub mod config;
+pub mod consumer;
+pub mod db;
+pub mod dead_letters;
+pub mod dedupe;
+pub mod domains;
+pub mod error;
+pub mod outbox;
+pub mod shutdown;
+pub mod telemetry;
+pub mod users;

@@ -1,0 +1,20 @@
+//! The `conveyor` binary: parse, run, and turn any failure into one line on stderr and
+//! a non-zero exit code.
+
+use std::process::ExitCode;
+
+use clap::Parser as _;
+
+#[tokio::main]
+async fn main() -> ExitCode {
+    // One TLS provider for every rustls user in the process (lapin, reqwest, sqlx).
+    let _ = rustls::crypto::aws_lc_rs::default_provider().install_default();
+    let cli = conveyor::cli::Cli::parse();
+    match conveyor::cli::run(cli).await {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::from(e.exit_code())
+        }
+    }
+}

@@ -1,0 +1,70 @@
+//! Tables of users, their API keys and their credit ledger.
+
+pub mod user {
+    use sea_orm::entity::prelude::*;
+
+    #[derive(Clone, Debug, PartialEq, Eq, DeriveEntityModel, serde::Serialize)]
+    #[sea_orm(table_name = "users")]
+    pub struct Model {
+        #[sea_orm(primary_key, auto_increment = false)]
+        pub id: String,
+        pub name: String,
+        /// Spendable balance; every change also writes a ledger row.
+        pub credits: i64,
+        pub is_admin: bool,
+        pub created_at: DateTimeUtc,
+    }
+
+    #[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]
+    pub enum Relation {}
+
+    impl ActiveModelBehavior for ActiveModel {}
+}
+
+pub mod api_key {
+    use sea_orm::entity::prelude::*;
+
+    #[derive(Clone, Debug, PartialEq, Eq, DeriveEntityModel)]
+    #[sea_orm(table_name = "api_keys")]
+    pub struct Model {
+        #[sea_orm(primary_key, auto_increment = false)]
+        pub id: String,
+        pub user_id: String,
+        /// SHA-256 of the key, hex; the key itself is shown once and never stored.
+        #[sea_orm(unique)]
+        pub key_hash: String,
+        /// The key's first characters, to tell keys apart in listings.
+        pub prefix: String,
+        pub created_at: DateTimeUtc,
+        pub revoked_at: Option<DateTimeUtc>,
+    }
+
+    #[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]
+    pub enum Relation {}
+
+    impl ActiveModelBehavior for ActiveModel {}
+}
+
+pub mod ledger {
+    use sea_orm::entity::prelude::*;
+
+    #[derive(Clone, Debug, PartialEq, Eq, DeriveEntityModel, serde::Serialize)]
+    #[sea_orm(table_name = "credit_ledger")]
+    pub struct Model {
+        #[sea_orm(primary_key)]
+        pub id: i64,
+        pub user_id: String,
+        pub delta: i64,
+        pub reason: String,
+        /// Unique per effect (`grant:initial:<user>`, `reserve:<task>`, …): the same
+        /// effect can never be booked twice.
+        #[sea_orm(unique)]
+        pub effect_key: String,
+        pub created_at: DateTimeUtc,
+    }
+
+    #[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]
+    pub enum Relation {}
+
+    impl ActiveModelBehavior for ActiveModel {}
+}

@@ -1,0 +1,114 @@
+//! Users, API keys and credits. Keys are 32 random bytes shown once (`cvk_…`); only
+//! their SHA-256 is stored, and lookups go by that hash.
+
+pub mod entity;
+
+use chrono::Utc;
+use rand::RngCore as _;
+use sea_orm::{
+    ActiveValue::Set, ColumnTrait, ConnectionTrait, DbErr, EntityTrait, QueryFilter,
+    TransactionTrait,
+};
+use sha2::{Digest as _, Sha256};
+
+pub use entity::user::Model as User;
+
+/// The marker every conveyor API key starts with.
+pub const KEY_PREFIX: &str = "cvk_";
+
+pub fn hash_key(key: &str) -> String {
+    hex::encode(Sha256::digest(key.as_bytes()))
+}
+
+fn new_key() -> String {
+    let mut bytes = [0u8; 32];
+    rand::rng().fill_bytes(&mut bytes);
+    format!("{KEY_PREFIX}{}", hex::encode(bytes))
+}
+
+/// Creates a user with an initial credit grant (booked in the ledger) and one API key;
+/// returns the user and the key, which is not stored anywhere.
+pub async fn create(
+    db: &sea_orm::DatabaseConnection,
+    name: &str,
+    credits: i64,
+    is_admin: bool,
+) -> Result<(User, String), DbErr> {
+    let txn = db.begin().await?;
+    let now = Utc::now();
+    let user = entity::user::ActiveModel {
+        id: Set(uuid::Uuid::now_v7().to_string()),
+        name: Set(name.to_owned()),
+        credits: Set(credits),
+        is_admin: Set(is_admin),
+        created_at: Set(now),
+    };
+    let user = entity::user::Entity::insert(user)
+        .exec_with_returning(&txn)
+        .await?;
+    if credits != 0 {
+        book(
+            &txn,
+            &user.id,
+            credits,
+            "grant",
+            &format!("grant:initial:{}", user.id),
+        )
+        .await?;
+    }
+    let key = new_key();
+    let api_key = entity::api_key::ActiveModel {
+        id: Set(uuid::Uuid::now_v7().to_string()),
+        user_id: Set(user.id.clone()),
+        key_hash: Set(hash_key(&key)),
+        prefix: Set(key[..KEY_PREFIX.len() + 6].to_owned()),
+        created_at: Set(now),
+        revoked_at: Set(None),
+    };
+    entity::api_key::Entity::insert(api_key)
+        .exec_without_returning(&txn)
+        .await?;
+    txn.commit().await?;
+    Ok((user, key))
+}
+
+/// Writes one ledger row; a second row with the same `effect_key` fails with a unique
+/// violation, which callers treat as "already booked".
+pub async fn book(
+    txn: &impl ConnectionTrait,
+    user_id: &str,
+    delta: i64,
+    reason: &str,
+    effect_key: &str,
+) -> Result<(), DbErr> {
+    let row = entity::ledger::ActiveModel {
+        user_id: Set(user_id.to_owned()),
+        delta: Set(delta),
+        reason: Set(reason.to_owned()),
+        effect_key: Set(effect_key.to_owned()),
+        created_at: Set(Utc::now()),
+        ..Default::default()
+    };
+    entity::ledger::Entity::insert(row)
+        .exec_without_returning(txn)
+        .await
+        .map(|_| ())
+}
+
+/// The user owning an active key, if any.
+pub async fn authenticate(db: &impl ConnectionTrait, key: &str) -> Result<Option<User>, DbErr> {
+    if !key.starts_with(KEY_PREFIX) {
+        return Ok(None);
+    }
+    let Some(api_key) = entity::api_key::Entity::find()
+        .filter(entity::api_key::Column::KeyHash.eq(hash_key(key)))
+        .filter(entity::api_key::Column::RevokedAt.is_null())
+        .one(db)
+        .await?
+    else {
+        return Ok(None);
+    };
+    entity::user::Entity::find_by_id(api_key.user_id)
+        .one(db)
+        .await
+}
