@@ -93,6 +93,8 @@ enum Op {
         headers: Option<String>,
         done: oneshot::Sender<Result<(), String>>,
     },
+    /// Commit what came before, then stop and close the file.
+    Close(oneshot::Sender<()>),
 }
 
 fn now_ms() -> i64 {
@@ -257,6 +259,7 @@ async fn writer(db: DatabaseConnection, mut rx: mpsc::UnboundedReceiver<Op>) {
                         .await?;
                     }
                     Op::Delete(id) => deletes.push(*id),
+                    Op::Close(_) => {}
                     Op::Move {
                         id,
                         queue,
@@ -292,6 +295,7 @@ async fn writer(db: DatabaseConnection, mut rx: mpsc::UnboundedReceiver<Op>) {
         if let Err(e) = &result {
             tracing::error!(error = %e, "embedded broker could not persist a batch");
         }
+        let mut closing = None;
         for op in batch.drain(..) {
             match op {
                 Op::Insert {
@@ -300,8 +304,14 @@ async fn writer(db: DatabaseConnection, mut rx: mpsc::UnboundedReceiver<Op>) {
                 | Op::Move { done, .. } => {
                     let _ = done.send(result.clone());
                 }
+                Op::Close(done) => closing = Some(done),
                 _ => {}
             }
+        }
+        if let Some(done) = closing {
+            let _ = db.close_by_ref().await;
+            let _ = done.send(());
+            return;
         }
     }
 }
@@ -424,7 +434,20 @@ impl Broker for EmbeddedBroker {
     }
 
     async fn close(&self) {
-        // Pending writes drain through the writer; nothing else holds resources.
+        // Pending writes commit first; closing the file releases its exclusive lock.
+        let (done, closed) = oneshot::channel();
+        if self.inner.writer.send(Op::Close(done)).is_ok() {
+            let _ = closed.await;
+        }
+    }
+
+    async fn teardown(&self) -> Result<(), BrokerError> {
+        self.inner
+            .db
+            .execute_unprepared("DELETE FROM messages")
+            .await
+            .map(|_| ())
+            .map_err(store_err)
     }
 }
 

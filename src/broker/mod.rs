@@ -111,6 +111,10 @@ pub trait Broker: Send + Sync + 'static {
 
     /// Closes connections; in-flight deliveries not yet settled go back to their queues.
     async fn close(&self);
+
+    /// Deletes every queue and exchange of this namespace, messages included
+    /// (test clean-up, decommissioning a namespace). Never touches other namespaces.
+    async fn teardown(&self) -> Result<(), BrokerError>;
 }
 
 impl dyn Broker {

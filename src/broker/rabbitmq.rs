@@ -399,6 +399,48 @@ impl Broker for RabbitBroker {
         self.inner.publish_channel().await.map(|_| ())
     }
 
+    async fn teardown(&self) -> Result<(), BrokerError> {
+        let ch = self.inner.publish_channel().await?;
+        drop(ch);
+        let conn = {
+            let guard = self.inner.publisher.lock().await;
+            guard.as_ref().map(|(c, _)| c.clone())
+        }
+        .ok_or_else(|| BrokerError::Connection("publisher connection lost".into()))?;
+        let ch = conn.create_channel().await.map_err(err)?;
+        let t = &self.inner.topology;
+        let mut queues: Vec<String> = Vec::new();
+        for q in &t.queues {
+            queues.push(q.name.clone());
+            queues.push(q.dlq.clone());
+            queues.extend(q.retry.iter().map(|(_, n)| n.clone()));
+        }
+        queues.extend(t.delays.iter().map(|d| d.name.clone()));
+        for q in queues {
+            ch.queue_delete(
+                q.as_str().into(),
+                lapin::options::QueueDeleteOptions::default(),
+            )
+            .await
+            .map_err(err)?;
+        }
+        for x in [
+            t.work_exchange(),
+            t.delay_exchange(),
+            t.dead_letter_exchange(),
+            t.events_exchange(),
+        ] {
+            ch.exchange_delete(
+                x.as_str().into(),
+                lapin::options::ExchangeDeleteOptions::default(),
+            )
+            .await
+            .map_err(err)?;
+        }
+        let _ = ch.close(200, "torn down".into()).await;
+        Ok(())
+    }
+
     async fn close(&self) {
         if let Some((conn, _)) = self.inner.publisher.lock().await.take() {
             let _ = conn.close(200, "shutdown".into()).await;

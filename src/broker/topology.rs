@@ -14,7 +14,9 @@
 
 use std::time::Duration;
 
-use crate::config::{QueueType, Settings};
+use std::collections::BTreeMap;
+
+use crate::config::{QueueOverride, QueueType, Settings};
 
 /// A work queue consumers subscribe to.
 #[derive(Debug, PartialEq, Eq, Hash)]
@@ -165,50 +167,81 @@ pub struct ResolvedDelay {
 pub struct Topology {
     pub namespace: String,
     pub queue_type: QueueType,
+    tiers: Vec<Duration>,
+    overrides: BTreeMap<String, QueueOverride>,
+    /// The declared work queues.
     pub queues: Vec<ResolvedQueue>,
+    /// The declared business delays.
     pub delays: Vec<ResolvedDelay>,
 }
 
 impl Topology {
+    /// Every queue and delay of the table.
     pub fn from_settings(settings: &Settings) -> Self {
-        let ns = settings.broker.namespace.clone();
-        let tiers: Vec<Duration> = settings
-            .broker
-            .retry_tiers_ms
-            .iter()
-            .map(|ms| Duration::from_millis(*ms))
-            .collect();
-        let queues = QUEUES
-            .iter()
-            .map(|spec| {
-                let name = format!("{ns}.{}", spec.key);
-                let over = settings.queues.get(spec.key).cloned().unwrap_or_default();
-                ResolvedQueue {
-                    spec,
-                    dlq: format!("{name}.dlq"),
-                    retry: tiers
-                        .iter()
-                        .map(|d| (*d, format!("{name}.retry.{}", human(*d))))
-                        .collect(),
-                    name,
-                    prefetch: over.prefetch.unwrap_or(spec.default_prefetch),
-                    max_attempts: over.max_attempts.unwrap_or(spec.default_max_attempts),
-                }
-            })
-            .collect();
-        let delays = DELAYS
-            .iter()
-            .map(|spec| ResolvedDelay {
-                spec,
-                name: format!("{ns}.delay.{}", spec.key),
-            })
-            .collect();
-        Topology {
-            namespace: ns,
+        Self::from_settings_only(settings, QUEUES)
+    }
+
+    /// Only `queues` (and the delays feeding them) are declared and routable; a
+    /// consumer-side subset, and how tests produce an unroutable message.
+    pub fn from_settings_only(settings: &Settings, queues: &[&'static QueueSpec]) -> Self {
+        let mut t = Topology {
+            namespace: settings.broker.namespace.clone(),
             queue_type: settings.broker.queue_type,
-            queues,
-            delays,
+            tiers: settings
+                .broker
+                .retry_tiers_ms
+                .iter()
+                .map(|ms| Duration::from_millis(*ms))
+                .collect(),
+            overrides: settings.queues.clone(),
+            queues: Vec::new(),
+            delays: Vec::new(),
+        };
+        t.queues = queues.iter().map(|spec| t.resolve(spec)).collect();
+        t.delays = DELAYS
+            .iter()
+            .filter(|d| queues.iter().any(|q| q.key == d.target.key))
+            .map(|spec| t.resolve_delay(spec))
+            .collect();
+        t
+    }
+
+    fn resolve(&self, spec: &'static QueueSpec) -> ResolvedQueue {
+        let name = format!("{}.{}", self.namespace, spec.key);
+        let over = self.overrides.get(spec.key).cloned().unwrap_or_default();
+        ResolvedQueue {
+            spec,
+            dlq: format!("{name}.dlq"),
+            retry: self
+                .tiers
+                .iter()
+                .map(|d| (*d, format!("{name}.retry.{}", human(*d))))
+                .collect(),
+            name,
+            prefetch: over.prefetch.unwrap_or(spec.default_prefetch),
+            max_attempts: over.max_attempts.unwrap_or(spec.default_max_attempts),
         }
+    }
+
+    fn resolve_delay(&self, spec: &'static DelaySpec) -> ResolvedDelay {
+        ResolvedDelay {
+            spec,
+            name: format!("{}.delay.{}", self.namespace, spec.key),
+        }
+    }
+
+    /// Names and limits of a work queue (declared or not).
+    pub fn queue(&self, spec: &'static QueueSpec) -> ResolvedQueue {
+        self.queues
+            .iter()
+            .find(|q| q.spec.key == spec.key)
+            .cloned()
+            .unwrap_or_else(|| self.resolve(spec))
+    }
+
+    /// Name of a business delay queue (declared or not).
+    pub fn delay(&self, spec: &'static DelaySpec) -> ResolvedDelay {
+        self.resolve_delay(spec)
     }
 
     /// Direct exchange for work: routing key = work queue name.
@@ -226,21 +259,6 @@ impl Topology {
     /// Fanout exchange for progress events; each API instance binds its own queue.
     pub fn events_exchange(&self) -> String {
         format!("{}.events", self.namespace)
-    }
-
-    pub fn queue(&self, spec: &QueueSpec) -> &ResolvedQueue {
-        // QUEUES lists every spec, and `queues` is built from it in order.
-        self.queues
-            .iter()
-            .find(|q| q.spec.key == spec.key)
-            .unwrap_or(&self.queues[0])
-    }
-
-    pub fn delay(&self, spec: &DelaySpec) -> &ResolvedDelay {
-        self.delays
-            .iter()
-            .find(|d| d.spec.key == spec.key)
-            .unwrap_or(&self.delays[0])
     }
 
     /// Index of the retry tier for a message about to make attempt `next_attempt` (1-based
@@ -381,9 +399,9 @@ mod tests {
     fn retry_tiers_grow_then_stay_on_the_longest() {
         let t = topology();
         let q = t.queue(&AI_SHORT);
-        assert_eq!(t.retry_tier(q, 1), 0);
-        assert_eq!(t.retry_tier(q, 2), 1);
-        assert_eq!(t.retry_tier(q, 99), q.retry.len() - 1);
+        assert_eq!(t.retry_tier(&q, 1), 0);
+        assert_eq!(t.retry_tier(&q, 2), 1);
+        assert_eq!(t.retry_tier(&q, 99), q.retry.len() - 1);
     }
 
     #[test]

@@ -69,8 +69,10 @@ async fn insert(
     });
     entity::Entity::insert_many(rows)
         .on_conflict(
+            // `do_nothing_on` names the key so MySQL gets `ON DUPLICATE KEY UPDATE id = id`
+            // (plain `do_nothing` renders an `IGNORE` MariaDB rejects).
             OnConflict::column(entity::Column::MessageId)
-                .do_nothing()
+                .do_nothing_on([entity::Column::MessageId])
                 .to_owned(),
         )
         .exec_without_returning(db)

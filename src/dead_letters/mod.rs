@@ -47,7 +47,7 @@ pub async fn record(
                 entity::Column::Queue,
                 entity::Column::Attempts,
             ])
-            .do_nothing()
+            .do_nothing_on([entity::Column::MessageId])
             .to_owned(),
         )
         .exec_without_returning(db)

@@ -10,8 +10,8 @@ use std::time::Duration;
 use chrono::Utc;
 use sea_orm::sea_query::{Expr, ExprTrait as _, LockBehavior, LockType};
 use sea_orm::{
-    ColumnTrait, ConnectionTrait, DatabaseConnection, EntityTrait, QueryFilter, QueryOrder,
-    QuerySelect, TransactionTrait,
+    ColumnTrait, ConnectionTrait, DatabaseConnection, EntityTrait, IsolationLevel, QueryFilter,
+    QueryOrder, QuerySelect, TransactionTrait,
 };
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
@@ -82,7 +82,13 @@ impl Relay {
     /// Publishes one batch of pending rows; returns how many went out.
     pub async fn relay_once(&self) -> anyhow::Result<usize> {
         if crate::db::supports_skip_locked(&self.db) {
-            let txn = self.db.begin().await?;
+            // READ COMMITTED: a locking read re-checks `published_at IS NULL` on the latest
+            // row version, so a row another relay just published is not selected again
+            // (under MariaDB's REPEATABLE READ it was: seen in tests).
+            let txn = self
+                .db
+                .begin_with_config(Some(IsolationLevel::ReadCommitted), None)
+                .await?;
             let rows = pending(self.settings.batch_size)
                 .lock_with_behavior(LockType::Update, LockBehavior::SkipLocked)
                 .all(&txn)

@@ -2,6 +2,7 @@
 //! their SHA-256 is stored, and lookups go by that hash.
 
 pub mod entity;
+pub mod routes;
 
 use chrono::Utc;
 use rand::RngCore as _;

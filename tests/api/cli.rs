@@ -1,0 +1,221 @@
+//! The `conveyor` binary as a user runs it: config errors, SIGTERM, users.
+
+use std::io::{BufRead as _, BufReader};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use crate::helpers::{Backend, TestEnv};
+
+const BIN: &str = env!("CARGO_BIN_EXE_conveyor");
+const CONSUMER_BIN: &str = env!("CARGO_BIN_EXE_conveyor-consumer");
+
+fn command(bin: &str, dir: &std::path::Path) -> Command {
+    let mut c = Command::new(bin);
+    c.current_dir(dir)
+        .env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .env("CONVEYOR_ENV", "test")
+        .env(
+            "CONVEYOR_CONFIG_DIR",
+            concat!(env!("CARGO_MANIFEST_DIR"), "/config"),
+        )
+        .env("RUST_LOG", "info");
+    c
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+fn sigterm(child: &Child) {
+    let ok = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(ok.success());
+}
+
+/// Waits for exit; fails if it takes longer than `limit`.
+fn wait_exit(child: &mut Child, limit: Duration) -> std::process::ExitStatus {
+    let start = Instant::now();
+    loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            return status;
+        }
+        if start.elapsed() > limit {
+            let _ = child.kill();
+            panic!("process did not exit within {limit:?}");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+async fn wait_ready(port: u16) {
+    let client = reqwest::Client::new();
+    let start = Instant::now();
+    loop {
+        if let Ok(r) = client
+            .get(format!("http://127.0.0.1:{port}/readyz"))
+            .send()
+            .await
+        {
+            if r.status() == 200 {
+                return;
+            }
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(30),
+            "server never became ready"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+#[test]
+fn a_bad_config_value_exits_non_zero_naming_the_key() {
+    let dir = tempfile::tempdir().unwrap();
+    for (key, value, expect) in [
+        ("CONVEYOR__SERVER__PORT", "eighty", "server.port"),
+        ("CONVEYOR__BROKER__KIND", "kafka", "broker.kind"),
+        ("CONVEYOR__DATABASE__URL", "oracle://db", "database.url"),
+    ] {
+        let out = command(BIN, dir.path())
+            .arg("serve")
+            .env(key, value)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2), "{key}={value}");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(stderr.trim().lines().count(), 1, "one line: {stderr}");
+        assert!(stderr.contains(expect), "{stderr}");
+        assert!(!stderr.contains("panicked"));
+    }
+}
+
+#[test]
+fn config_masks_secrets() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = command(BIN, dir.path())
+        .arg("config")
+        .env(
+            "CONVEYOR__BROKER__URL",
+            "amqp://app:hunter2@rabbit:5672/%2f",
+        )
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("amqp://app:****@rabbit:5672"), "{text}");
+    assert!(!text.contains("hunter2"));
+}
+
+#[tokio::test]
+async fn serve_on_embedded_defaults_answers_and_stops_on_sigterm() {
+    let dir = tempfile::tempdir().unwrap();
+    // A user created from the CLI can use the API the server then runs.
+    let out = command(BIN, dir.path())
+        .args(["users", "create", "--name", "ada", "--credits", "100"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let key = stdout
+        .split_whitespace()
+        .find(|w| w.starts_with("cvk_"))
+        .unwrap_or_else(|| panic!("no key in {stdout}"))
+        .to_owned();
+
+    let port = free_port();
+    let mut child = command(BIN, dir.path())
+        .arg("serve")
+        .env("CONVEYOR__SERVER__PORT", port.to_string())
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    wait_ready(port).await;
+    let me: serde_json::Value = reqwest::Client::new()
+        .get(format!("http://127.0.0.1:{port}/v1/me"))
+        .bearer_auth(&key)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(me["credits"], 100);
+    assert!(
+        dir.path().join("data/conveyor.sqlite").exists(),
+        "embedded database under ./data"
+    );
+
+    sigterm(&child);
+    let status = wait_exit(&mut child, Duration::from_secs(10));
+    assert!(status.success(), "{status:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn consumer_processes_stop_on_sigterm() {
+    let Some(env) = TestEnv::new(
+        Backend::RabbitPostgres,
+        "consumer_processes_stop_on_sigterm",
+    )
+    .await
+    else {
+        return;
+    };
+    for bin in [BIN, CONSUMER_BIN] {
+        let mut cmd = command(bin, env.dir.path());
+        if bin == BIN {
+            cmd.arg("consume");
+        }
+        let mut child = cmd
+            .arg("ai")
+            .env("CONVEYOR__BROKER__KIND", "rabbitmq")
+            .env("CONVEYOR__BROKER__URL", &env.settings.broker.url)
+            .env(
+                "CONVEYOR__BROKER__NAMESPACE",
+                &env.settings.broker.namespace,
+            )
+            .env("CONVEYOR__DEDUPE__KIND", "redis")
+            .env("CONVEYOR__DEDUPE__URL", &env.settings.dedupe.url)
+            .env(
+                "CONVEYOR__DEDUPE__KEY_PREFIX",
+                &env.settings.dedupe.key_prefix,
+            )
+            .env("CONVEYOR__DATABASE__URL", &env.settings.database.url)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let stdout = child.stdout.take().unwrap();
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+                let _ = tx.send(line);
+            }
+        });
+        let start = Instant::now();
+        loop {
+            let line = rx
+                .recv_timeout(Duration::from_secs(30))
+                .expect("consumer logs its start");
+            if line.contains("consumer process started") {
+                break;
+            }
+            assert!(start.elapsed() < Duration::from_secs(30));
+        }
+        sigterm(&child);
+        let status = wait_exit(&mut child, Duration::from_secs(10));
+        assert!(status.success(), "{bin}: {status:?}");
+    }
+    let platform = env.platform().await;
+    env.cleanup(Some(&platform)).await;
+}

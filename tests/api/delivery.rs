@@ -1,0 +1,467 @@
+//! The delivery core's behavioural suite: the same tests against the embedded broker
+//! and dedupe store and against RabbitMQ + Redis.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use conveyor::broker::topology::{AI_LONG, AI_SHORT};
+use conveyor::broker::{BrokerError, Envelope, Outgoing, Target, Topology};
+use conveyor::consumer::{self, Outcome, process_one};
+use conveyor::dead_letters;
+use serde_json::json;
+use tokio_util::sync::CancellationToken;
+
+use crate::helpers::{Backend, Recorder, TestEnv, TestHandler, wait_until};
+use crate::on_every_backend;
+
+const WAIT: Duration = Duration::from_secs(20);
+
+on_every_backend!(
+    publishes_consumes_and_acks,
+    transient_failure_is_retried_after_its_tier_delay,
+    exhausted_attempts_dead_letter_with_history,
+    malformed_message_goes_straight_to_the_dlq,
+    permanent_error_skips_retries,
+    handler_panic_counts_as_transient,
+    unroutable_publish_is_an_error,
+    unsettled_message_is_redelivered_and_takes_effect_once,
+    same_message_id_takes_effect_once,
+    graceful_shutdown_finishes_in_flight_work,
+    unfinished_work_is_handed_back_at_shutdown,
+    redeclaring_the_topology_is_harmless,
+);
+
+fn start_consumer(
+    platform: &conveyor::app::Platform,
+    rec: &Arc<Recorder>,
+) -> (
+    CancellationToken,
+    tokio::task::JoinHandle<anyhow::Result<()>>,
+) {
+    let token = CancellationToken::new();
+    let handle = tokio::spawn(consumer::run(
+        platform.consumer_deps(),
+        &AI_SHORT,
+        Arc::new(TestHandler(rec.clone())),
+        token.clone(),
+    ));
+    (token, handle)
+}
+
+async fn publish(platform: &conveyor::app::Platform, payload: serde_json::Value) -> Envelope {
+    let env = Envelope::new("test.work", payload);
+    platform
+        .broker
+        .publish(Target::Queue(&AI_SHORT), &env)
+        .await
+        .expect("publish");
+    env
+}
+
+async fn dlq_depth(platform: &conveyor::app::Platform) -> u64 {
+    let dlq = platform.broker.topology().queue(&AI_SHORT).dlq;
+    platform.broker.depth(&dlq).await.expect("dlq depth")
+}
+
+async fn publishes_consumes_and_acks(backend: Backend) {
+    let Some(env) = TestEnv::new(backend, "publishes_consumes_and_acks").await else {
+        return;
+    };
+    let platform = env.platform().await;
+    let rec = Arc::new(Recorder::default());
+    let (token, consumer) = start_consumer(&platform, &rec);
+    let mut ids = Vec::new();
+    for i in 0..20 {
+        ids.push(publish(&platform, json!({ "n": i })).await.id);
+    }
+    wait_until(WAIT, "20 effects", || async { rec.total_effects() == 20 }).await;
+    for id in &ids {
+        assert_eq!(rec.effects_of(id), 1);
+    }
+    let work = platform.broker.topology().queue(&AI_SHORT).name;
+    wait_until(WAIT, "empty work queue", || async {
+        platform.broker.depth(&work).await.unwrap() == 0
+    })
+    .await;
+    token.cancel();
+    consumer.await.unwrap().unwrap();
+    assert_eq!(dlq_depth(&platform).await, 0);
+    env.cleanup(Some(&platform)).await;
+}
+
+async fn transient_failure_is_retried_after_its_tier_delay(backend: Backend) {
+    let Some(env) = TestEnv::new(backend, "transient_failure_is_retried").await else {
+        return;
+    };
+    let platform = env.platform().await;
+    let rec = Arc::new(Recorder::default());
+    let (token, consumer) = start_consumer(&platform, &rec);
+    let started = Instant::now();
+    let msg = publish(&platform, json!({ "fail_until_attempt": 2 })).await;
+    wait_until(WAIT, "the retried effect", || async {
+        rec.effects_of(&msg.id) == 1
+    })
+    .await;
+    // Tiers in config/test.toml: 50 ms then 100 ms.
+    assert!(
+        started.elapsed() >= Duration::from_millis(150),
+        "retries waited their tiers: {:?}",
+        started.elapsed()
+    );
+    assert_eq!(rec.calls(), 3);
+    assert_eq!(rec.attempts.lock().unwrap()[&msg.id], 2);
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(rec.effects_of(&msg.id), 1, "no duplicate after success");
+    token.cancel();
+    consumer.await.unwrap().unwrap();
+    env.cleanup(Some(&platform)).await;
+}
+
+async fn exhausted_attempts_dead_letter_with_history(backend: Backend) {
+    let Some(env) = TestEnv::new(backend, "exhausted_attempts_dead_letter").await else {
+        return;
+    };
+    let env = env.with_max_attempts("ai.short", 3);
+    let platform = env.platform().await;
+    let rec = Arc::new(Recorder::default());
+    let (token, consumer) = start_consumer(&platform, &rec);
+    let msg = publish(&platform, json!({ "fail_until_attempt": 99 })).await;
+    wait_until(WAIT, "a dead letter", || async {
+        dlq_depth(&platform).await == 1
+    })
+    .await;
+    let dead = dead_letters::list(&platform.db, Some("ai.short"), 10)
+        .await
+        .unwrap();
+    assert_eq!(dead.len(), 1);
+    let d = &dead[0];
+    assert_eq!(d.message_id, msg.id);
+    assert_eq!(d.reason, "exhausted");
+    assert_eq!(d.attempts, 3);
+    assert!(d.last_error.contains("flaky dependency"));
+    let history: Vec<serde_json::Value> = serde_json::from_str(&d.history).unwrap();
+    assert_eq!(history.len(), 3, "one failure per attempt: {history:?}");
+    assert_eq!(rec.calls(), 3);
+    assert_eq!(rec.effects_of(&msg.id), 0);
+    token.cancel();
+    consumer.await.unwrap().unwrap();
+    env.cleanup(Some(&platform)).await;
+}
+
+async fn malformed_message_goes_straight_to_the_dlq(backend: Backend) {
+    let Some(env) = TestEnv::new(backend, "malformed_message").await else {
+        return;
+    };
+    let platform = env.platform().await;
+    let rec = Arc::new(Recorder::default());
+    let (token, consumer) = start_consumer(&platform, &rec);
+    let raw = Outgoing {
+        target: Target::Queue(&AI_SHORT),
+        message_id: "raw".into(),
+        body: b"{not an envelope".to_vec(),
+    };
+    platform.broker.publish_batch(&[raw]).await.unwrap();
+    wait_until(WAIT, "a dead letter", || async {
+        dlq_depth(&platform).await == 1
+    })
+    .await;
+    let dead = dead_letters::list(&platform.db, Some("ai.short"), 10)
+        .await
+        .unwrap();
+    assert_eq!(dead.len(), 1);
+    assert_eq!(dead[0].reason, "malformed");
+    assert!(
+        dead[0].last_error.contains("not a valid envelope"),
+        "{}",
+        dead[0].last_error
+    );
+    assert_eq!(dead[0].body, "{not an envelope");
+    assert_eq!(rec.calls(), 0, "the handler never saw it");
+    token.cancel();
+    consumer.await.unwrap().unwrap();
+    env.cleanup(Some(&platform)).await;
+}
+
+async fn permanent_error_skips_retries(backend: Backend) {
+    let Some(env) = TestEnv::new(backend, "permanent_error").await else {
+        return;
+    };
+    let platform = env.platform().await;
+    let rec = Arc::new(Recorder::default());
+    let (token, consumer) = start_consumer(&platform, &rec);
+    let msg = publish(&platform, json!({ "permanent": true })).await;
+    wait_until(WAIT, "a dead letter", || async {
+        dlq_depth(&platform).await == 1
+    })
+    .await;
+    let dead = dead_letters::list(&platform.db, Some("ai.short"), 10)
+        .await
+        .unwrap();
+    assert_eq!(dead[0].message_id, msg.id);
+    assert_eq!(dead[0].reason, "permanent");
+    assert_eq!(dead[0].attempts, 1);
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(rec.calls(), 1, "no retry");
+    token.cancel();
+    consumer.await.unwrap().unwrap();
+    env.cleanup(Some(&platform)).await;
+}
+
+async fn handler_panic_counts_as_transient(backend: Backend) {
+    let Some(env) = TestEnv::new(backend, "handler_panic").await else {
+        return;
+    };
+    let platform = env.platform().await;
+    let rec = Arc::new(Recorder::default());
+    let (token, consumer) = start_consumer(&platform, &rec);
+    let msg = publish(&platform, json!({ "panic_until_attempt": 1 })).await;
+    wait_until(WAIT, "the effect after a panic", || async {
+        rec.effects_of(&msg.id) == 1
+    })
+    .await;
+    assert_eq!(rec.attempts.lock().unwrap()[&msg.id], 1);
+    assert_eq!(dlq_depth(&platform).await, 0);
+    token.cancel();
+    consumer.await.unwrap().unwrap();
+    env.cleanup(Some(&platform)).await;
+}
+
+async fn unroutable_publish_is_an_error(backend: Backend) {
+    let Some(env) = TestEnv::new(backend, "unroutable_publish").await else {
+        return;
+    };
+    // Declare only ai.short: nothing is bound for ai.long.
+    let topology = Topology::from_settings_only(&env.settings, &[&AI_SHORT]);
+    let broker = conveyor::broker::connect(&env.settings, topology)
+        .await
+        .unwrap();
+    broker.declare().await.unwrap();
+    let err = broker
+        .publish(Target::Queue(&AI_LONG), &Envelope::new("k", json!({})))
+        .await
+        .unwrap_err();
+    assert!(matches!(err, BrokerError::Unroutable { .. }), "{err:?}");
+    // The routable queue still works on the same connection.
+    broker
+        .publish(Target::Queue(&AI_SHORT), &Envelope::new("k", json!({})))
+        .await
+        .unwrap();
+    let _ = broker.teardown().await;
+    broker.close().await;
+    env.cleanup(None).await;
+}
+
+async fn unsettled_message_is_redelivered_and_takes_effect_once(backend: Backend) {
+    let Some(env) = TestEnv::new(backend, "unsettled_message_redelivered").await else {
+        return;
+    };
+    let first = env.platform().await;
+    let msg = publish(&first, json!({})).await;
+    let mut sub = first.broker.subscribe(&AI_SHORT).await.unwrap();
+    let delivery = tokio::time::timeout(WAIT, sub.next())
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(!delivery.redelivered);
+    // The consumer "dies": its connection goes away with the message unacked.
+    first.broker.close().await;
+    drop(delivery);
+    drop(sub);
+
+    let second = env.platform().await;
+    let rec = Arc::new(Recorder::default());
+    let (token, consumer) = start_consumer(&second, &rec);
+    wait_until(WAIT, "the redelivered effect", || async {
+        rec.effects_of(&msg.id) == 1
+    })
+    .await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(rec.effects_of(&msg.id), 1);
+    token.cancel();
+    consumer.await.unwrap().unwrap();
+    env.cleanup(Some(&second)).await;
+}
+
+async fn same_message_id_takes_effect_once(backend: Backend) {
+    let Some(env) = TestEnv::new(backend, "same_message_id_once").await else {
+        return;
+    };
+    let platform = env.platform().await;
+    let deps = platform.consumer_deps();
+    let rec = Arc::new(Recorder::default());
+    let handler = TestHandler(rec.clone());
+    let msg = Envelope::new("test.work", json!({}));
+    for _ in 0..2 {
+        platform
+            .broker
+            .publish(Target::Queue(&AI_SHORT), &msg)
+            .await
+            .unwrap();
+    }
+    let mut sub = platform.broker.subscribe(&AI_SHORT).await.unwrap();
+    let d = tokio::time::timeout(WAIT, sub.next())
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(process_one(&deps, &handler, d).await, Outcome::Acked);
+    let d = tokio::time::timeout(WAIT, sub.next())
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(process_one(&deps, &handler, d).await, Outcome::Duplicate);
+
+    // Redis lost the key (eviction, failover): the database fence still knows.
+    platform.dedupe.forget(&msg.id).await.unwrap();
+    platform
+        .broker
+        .publish(Target::Queue(&AI_SHORT), &msg)
+        .await
+        .unwrap();
+    let d = tokio::time::timeout(WAIT, sub.next())
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(process_one(&deps, &handler, d).await, Outcome::Duplicate);
+
+    assert_eq!(rec.effects_of(&msg.id), 1);
+    assert_eq!(rec.calls(), 1);
+    sub.cancel().await;
+    env.cleanup(Some(&platform)).await;
+}
+
+async fn graceful_shutdown_finishes_in_flight_work(backend: Backend) {
+    let Some(env) = TestEnv::new(backend, "graceful_shutdown_finishes").await else {
+        return;
+    };
+    let platform = env.platform().await;
+    let rec = Arc::new(Recorder::default());
+    let (token, consumer) = start_consumer(&platform, &rec);
+    let mut ids = Vec::new();
+    for _ in 0..3 {
+        ids.push(publish(&platform, json!({ "sleep_ms": 400 })).await.id);
+    }
+    wait_until(WAIT, "three handlers running", || async {
+        rec.calls() == 3
+    })
+    .await;
+    token.cancel();
+    tokio::time::timeout(Duration::from_secs(10), consumer)
+        .await
+        .unwrap()
+        .unwrap()
+        .unwrap();
+    for id in &ids {
+        assert_eq!(rec.effects_of(id), 1, "in-flight work finished before exit");
+    }
+    let work = platform.broker.topology().queue(&AI_SHORT).name;
+    // Nothing handed back: a new consumer finds no work.
+    let rec2 = Arc::new(Recorder::default());
+    let (token2, consumer2) = start_consumer(&platform, &rec2);
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(rec2.calls(), 0);
+    assert_eq!(platform.broker.depth(&work).await.unwrap(), 0);
+    token2.cancel();
+    consumer2.await.unwrap().unwrap();
+    env.cleanup(Some(&platform)).await;
+}
+
+async fn unfinished_work_is_handed_back_at_shutdown(backend: Backend) {
+    let Some(env) = TestEnv::new(backend, "unfinished_work_handed_back").await else {
+        return;
+    };
+    let mut env = env;
+    env.settings.consumer.shutdown_grace_ms = 100;
+    let platform = env.platform().await;
+    let rec = Arc::new(Recorder::default());
+    let (token, consumer) = start_consumer(&platform, &rec);
+    let slow = publish(&platform, json!({ "sleep_ms": 5000 })).await;
+    wait_until(WAIT, "the slow handler running", || async {
+        rec.calls() == 1
+    })
+    .await;
+    token.cancel();
+    tokio::time::timeout(Duration::from_secs(5), consumer)
+        .await
+        .unwrap()
+        .unwrap()
+        .unwrap();
+    assert_eq!(rec.effects_of(&slow.id), 0);
+
+    // The message went back to the queue: another consumer finishes it.
+    let rec2 = Arc::new(Recorder::default());
+    let other = if backend.is_real() {
+        env.platform().await
+    } else {
+        platform.clone()
+    };
+    let token2 = CancellationToken::new();
+    let quick = Arc::new(FastForward(rec2.clone()));
+    let consumer2 = tokio::spawn(consumer::run(
+        other.consumer_deps(),
+        &AI_SHORT,
+        quick,
+        token2.clone(),
+    ));
+    wait_until(WAIT, "the handed-back message", || async {
+        rec2.effects_of(&slow.id) == 1
+    })
+    .await;
+    token2.cancel();
+    consumer2.await.unwrap().unwrap();
+    if backend.is_real() {
+        other.broker.close().await;
+    }
+    env.cleanup(Some(&platform)).await;
+}
+
+/// Like TestHandler, but ignores `sleep_ms`.
+struct FastForward(Arc<Recorder>);
+
+#[async_trait::async_trait]
+impl conveyor::consumer::Handler for FastForward {
+    async fn handle(
+        &self,
+        _: &conveyor::consumer::Context,
+        msg: &Envelope,
+    ) -> Result<(), conveyor::consumer::HandlerError> {
+        *self
+            .0
+            .effects
+            .lock()
+            .unwrap()
+            .entry(msg.id.clone())
+            .or_default() += 1;
+        Ok(())
+    }
+}
+
+async fn redeclaring_the_topology_is_harmless(backend: Backend) {
+    let Some(env) = TestEnv::new(backend, "redeclaring_is_harmless").await else {
+        return;
+    };
+    let platform = env.platform().await;
+    let msg = publish(&platform, json!({})).await;
+    platform.broker.declare().await.unwrap();
+    platform.broker.declare().await.unwrap();
+    if backend.is_real() {
+        // A second process declaring the same namespace is harmless too (the embedded
+        // broker's file admits one process only).
+        let again = env.platform().await;
+        again.broker.close().await;
+    }
+    let work = platform.broker.topology().queue(&AI_SHORT).name;
+    assert_eq!(
+        platform.broker.depth(&work).await.unwrap(),
+        1,
+        "declaring kept the queued message"
+    );
+    let rec = Arc::new(Recorder::default());
+    let (token, consumer) = start_consumer(&platform, &rec);
+    wait_until(WAIT, "the effect", || async {
+        rec.effects_of(&msg.id) == 1
+    })
+    .await;
+    token.cancel();
+    consumer.await.unwrap().unwrap();
+    env.cleanup(Some(&platform)).await;
+}

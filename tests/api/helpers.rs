@@ -1,0 +1,437 @@
+//! Test harness: per-test settings with a unique namespace (queues, Redis keys,
+//! database, files), the backends to run against, `spawn_app`, and small helpers.
+//!
+//! Real-service tests run when RabbitMQ, Redis, MariaDB and PostgreSQL answer on
+//! localhost; otherwise they print why they were skipped, unless
+//! `CONVEYOR_REQUIRE_SERVICES=1` (CI), where an unreachable service fails the test.
+
+use std::collections::HashMap;
+use std::future::Future;
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use async_trait::async_trait;
+use conveyor::app::{Application, Platform};
+use conveyor::broker::Envelope;
+use conveyor::config::{BrokerKind, DedupeKind, QueueOverride, Settings};
+use conveyor::consumer::{Context, Handler, HandlerError};
+use sea_orm::{ConnectionTrait, Database};
+use tokio::sync::Notify;
+use tokio_util::sync::CancellationToken;
+
+pub fn amqp_url() -> String {
+    std::env::var("CONVEYOR_TEST_AMQP_URL")
+        .unwrap_or_else(|_| "amqp://guest:guest@127.0.0.1:5672/%2f".into())
+}
+pub fn redis_url() -> String {
+    std::env::var("CONVEYOR_TEST_REDIS_URL").unwrap_or_else(|_| "redis://127.0.0.1:6379/".into())
+}
+fn mysql_admin_url() -> String {
+    std::env::var("CONVEYOR_TEST_MYSQL_URL")
+        .unwrap_or_else(|_| "mysql://root@127.0.0.1:3306".into())
+}
+fn postgres_admin_url() -> String {
+    std::env::var("CONVEYOR_TEST_POSTGRES_URL")
+        .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432".into())
+}
+
+/// Which implementations a test runs against.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Backend {
+    /// Embedded broker, embedded dedupe, SQLite.
+    Embedded,
+    /// RabbitMQ, Redis, MariaDB.
+    RabbitMariadb,
+    /// RabbitMQ, Redis, PostgreSQL.
+    RabbitPostgres,
+}
+
+impl Backend {
+    pub fn is_real(self) -> bool {
+        self != Backend::Embedded
+    }
+}
+
+fn required() -> bool {
+    std::env::var("CONVEYOR_REQUIRE_SERVICES").is_ok_and(|v| v == "1")
+}
+
+async fn reachable(addr: &str) -> bool {
+    matches!(
+        tokio::time::timeout(Duration::from_secs(2), tokio::net::TcpStream::connect(addr)).await,
+        Ok(Ok(_))
+    )
+}
+
+/// Whether the services `backend` needs answer. Panics (fails the test) when they don't
+/// and CONVEYOR_REQUIRE_SERVICES=1; otherwise prints the reason to skip.
+pub async fn services_up(backend: Backend, test: &str) -> bool {
+    let needed: &[(&str, &str)] = match backend {
+        Backend::Embedded => &[],
+        Backend::RabbitMariadb => &[
+            ("RabbitMQ", "127.0.0.1:5672"),
+            ("Redis", "127.0.0.1:6379"),
+            ("MariaDB", "127.0.0.1:3306"),
+        ],
+        Backend::RabbitPostgres => &[
+            ("RabbitMQ", "127.0.0.1:5672"),
+            ("Redis", "127.0.0.1:6379"),
+            ("PostgreSQL", "127.0.0.1:5432"),
+        ],
+    };
+    for (name, addr) in needed {
+        if !reachable(addr).await {
+            assert!(
+                !required(),
+                "{test}: {name} at {addr} is unreachable and CONVEYOR_REQUIRE_SERVICES=1"
+            );
+            eprintln!("SKIPPED {test} [{backend:?}]: {name} at {addr} is unreachable");
+            return false;
+        }
+    }
+    true
+}
+
+static COUNTER: AtomicU32 = AtomicU32::new(0);
+
+/// A namespace no other test or process uses.
+pub fn unique_namespace() -> String {
+    let n = COUNTER.fetch_add(1, Ordering::Relaxed);
+    let r: u32 = rand::random();
+    format!(
+        "ct{}x{n}x{:06x}",
+        std::process::id() % 100_000,
+        r & 0xff_ffff
+    )
+}
+
+/// Settings for one test: unique namespace, its own files and database.
+pub struct TestEnv {
+    pub backend: Backend,
+    pub settings: Settings,
+    pub dir: tempfile::TempDir,
+    database: Option<(String, String)>,
+}
+
+impl TestEnv {
+    /// `None` when the backend's services are unreachable (and not required).
+    pub async fn new(backend: Backend, test: &str) -> Option<TestEnv> {
+        if !services_up(backend, test).await {
+            return None;
+        }
+        let ns = unique_namespace();
+        let dir = tempfile::tempdir().expect("temp dir");
+        let config_dir = concat!(env!("CARGO_MANIFEST_DIR"), "/config");
+        let mut settings =
+            Settings::load_from(std::path::Path::new(config_dir), "test", Vec::new())
+                .expect("test settings");
+        settings.server.port = 0;
+        settings.broker.namespace = ns.clone();
+        settings.dedupe.key_prefix = ns.clone();
+        settings.broker.embedded_path = dir.path().join("broker.sqlite");
+        let mut database = None;
+        match backend {
+            Backend::Embedded => {
+                settings.database.url = format!(
+                    "sqlite://{}?mode=rwc",
+                    dir.path().join("conveyor.sqlite").display()
+                );
+            }
+            Backend::RabbitMariadb | Backend::RabbitPostgres => {
+                settings.broker.kind = BrokerKind::Rabbitmq;
+                settings.broker.url = amqp_url();
+                settings.dedupe.kind = DedupeKind::Redis;
+                settings.dedupe.url = redis_url();
+                let admin = if backend == Backend::RabbitMariadb {
+                    mysql_admin_url()
+                } else {
+                    postgres_admin_url()
+                };
+                let admin_db = if backend == Backend::RabbitMariadb {
+                    "test"
+                } else {
+                    "postgres"
+                };
+                let conn = Database::connect(format!("{admin}/{admin_db}"))
+                    .await
+                    .expect("admin connection");
+                conn.execute_unprepared(&format!("CREATE DATABASE {ns}"))
+                    .await
+                    .expect("create test database");
+                conn.close().await.ok();
+                settings.database.url = format!("{admin}/{ns}");
+                settings.database.max_connections = 8;
+                database = Some((admin, format!("{admin_db}|{ns}")));
+            }
+        }
+        Some(TestEnv {
+            backend,
+            settings,
+            dir,
+            database,
+        })
+    }
+
+    pub fn with_max_attempts(mut self, queue: &str, n: u32) -> Self {
+        self.settings.queues.insert(
+            queue.to_owned(),
+            QueueOverride {
+                prefetch: None,
+                max_attempts: Some(n),
+            },
+        );
+        self
+    }
+
+    pub async fn platform(&self) -> Platform {
+        Platform::connect(self.settings.clone())
+            .await
+            .expect("platform connects")
+    }
+
+    /// Removes what the test created: queues and exchanges, Redis keys, the database.
+    pub async fn cleanup(self, platform: Option<&Platform>) {
+        if let Some(p) = platform {
+            let _ = p.broker.teardown().await;
+            p.broker.close().await;
+        }
+        if self.backend.is_real() {
+            if let Ok(client) = redis::Client::open(redis_url()) {
+                if let Ok(mut c) = client.get_multiplexed_async_connection().await {
+                    let keys: Vec<String> = redis::cmd("KEYS")
+                        .arg(format!("{}:*", self.settings.dedupe.key_prefix))
+                        .query_async(&mut c)
+                        .await
+                        .unwrap_or_default();
+                    if !keys.is_empty() {
+                        let _: Result<i64, _> =
+                            redis::cmd("DEL").arg(keys).query_async(&mut c).await;
+                    }
+                }
+            }
+        }
+        if let Some((admin, spec)) = &self.database {
+            let (admin_db, name) = spec.split_once('|').unwrap_or(("test", spec));
+            if let Ok(conn) = Database::connect(format!("{admin}/{admin_db}")).await {
+                let force = if admin.starts_with("postgres") {
+                    " WITH (FORCE)"
+                } else {
+                    ""
+                };
+                let _ = conn
+                    .execute_unprepared(&format!("DROP DATABASE IF EXISTS {name}{force}"))
+                    .await;
+                conn.close().await.ok();
+            }
+        }
+    }
+}
+
+/// A running API server on a free port.
+pub struct TestApp {
+    pub addr: SocketAddr,
+    pub client: reqwest::Client,
+    pub platform: Platform,
+    pub shutdown: CancellationToken,
+    pub server: tokio::task::JoinHandle<anyhow::Result<()>>,
+}
+
+impl TestApp {
+    pub fn url(&self, path: &str) -> String {
+        format!("http://{}{path}", self.addr)
+    }
+
+    pub async fn stop(self) -> Platform {
+        self.shutdown.cancel();
+        self.server
+            .await
+            .expect("server task")
+            .expect("server stops cleanly");
+        self.platform
+    }
+}
+
+pub async fn spawn_app(env: &TestEnv) -> TestApp {
+    let app = Application::build(env.settings.clone())
+        .await
+        .expect("app builds");
+    let addr = app.addr();
+    let platform = app.platform().clone();
+    let shutdown = CancellationToken::new();
+    let server = tokio::spawn(app.run_until(shutdown.clone()));
+    TestApp {
+        addr,
+        client: reqwest::Client::new(),
+        platform,
+        shutdown,
+        server,
+    }
+}
+
+/// Polls `cond` every 20 ms until it holds or `timeout` passes.
+pub async fn wait_until<F, Fut>(timeout: Duration, what: &str, mut cond: F)
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = bool>,
+{
+    let start = Instant::now();
+    while !cond().await {
+        assert!(
+            start.elapsed() < timeout,
+            "timed out after {timeout:?} waiting for {what}"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// Records what a [`TestHandler`] did.
+#[derive(Default)]
+pub struct Recorder {
+    /// Successful effects per message id.
+    pub effects: Mutex<HashMap<String, u32>>,
+    /// Handler invocations (successful or not).
+    pub calls: AtomicU32,
+    /// Attempt number seen on each successful message.
+    pub attempts: Mutex<HashMap<String, u32>>,
+    pub started: Notify,
+}
+
+impl Recorder {
+    pub fn effects_of(&self, id: &str) -> u32 {
+        self.effects.lock().unwrap().get(id).copied().unwrap_or(0)
+    }
+    pub fn total_effects(&self) -> u32 {
+        self.effects.lock().unwrap().values().sum()
+    }
+    pub fn calls(&self) -> u32 {
+        self.calls.load(Ordering::SeqCst)
+    }
+}
+
+/// A handler whose behaviour comes from the payload:
+/// `fail_until_attempt` (transient before that attempt), `permanent`, `panic_until_attempt`,
+/// `sleep_ms`.
+pub struct TestHandler(pub Arc<Recorder>);
+
+#[async_trait]
+impl Handler for TestHandler {
+    async fn handle(&self, _ctx: &Context, msg: &Envelope) -> Result<(), HandlerError> {
+        self.0.calls.fetch_add(1, Ordering::SeqCst);
+        self.0.started.notify_waiters();
+        let p = &msg.payload;
+        let num = |k: &str| p.get(k).and_then(|v| v.as_u64());
+        if let Some(ms) = num("sleep_ms") {
+            tokio::time::sleep(Duration::from_millis(ms)).await;
+        }
+        if p.get("permanent").and_then(|v| v.as_bool()) == Some(true) {
+            return Err(HandlerError::permanent("this can never work"));
+        }
+        if num("panic_until_attempt").is_some_and(|n| u64::from(msg.attempt) < n) {
+            panic!("handler blew up");
+        }
+        if num("fail_until_attempt").is_some_and(|n| u64::from(msg.attempt) < n) {
+            return Err(HandlerError::transient(format!(
+                "flaky dependency (attempt {})",
+                msg.attempt
+            )));
+        }
+        *self
+            .0
+            .effects
+            .lock()
+            .unwrap()
+            .entry(msg.id.clone())
+            .or_default() += 1;
+        self.0
+            .attempts
+            .lock()
+            .unwrap()
+            .insert(msg.id.clone(), msg.attempt);
+        Ok(())
+    }
+}
+
+/// Generates one `#[tokio::test]` per backend for an `async fn(Backend)`.
+#[macro_export]
+macro_rules! on_every_backend {
+    ($($name:ident),* $(,)?) => {
+        $(
+            mod $name {
+                use $crate::helpers::Backend;
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn embedded() { super::$name(Backend::Embedded).await }
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn rabbitmq_mariadb() { super::$name(Backend::RabbitMariadb).await }
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn rabbitmq_postgres() { super::$name(Backend::RabbitPostgres).await }
+            }
+        )*
+    };
+}
+
+/// A TCP forwarder to a real service that a test can take down and bring back, to
+/// simulate an outage without touching the shared service.
+pub struct Proxy {
+    pub port: u16,
+    up: Arc<std::sync::atomic::AtomicBool>,
+    /// Cancelled to cut every open connection; replaced on each outage.
+    cut: Arc<Mutex<CancellationToken>>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Proxy {
+    pub async fn start(target: &'static str) -> Proxy {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let up = Arc::new(std::sync::atomic::AtomicBool::new(true));
+        let cut = Arc::new(Mutex::new(CancellationToken::new()));
+        let (up2, cut2) = (up.clone(), cut.clone());
+        let task = tokio::spawn(async move {
+            loop {
+                let Ok((mut inbound, _)) = listener.accept().await else {
+                    return;
+                };
+                if !up2.load(Ordering::SeqCst) {
+                    drop(inbound);
+                    continue;
+                }
+                let token = cut2.lock().unwrap().clone();
+                tokio::spawn(async move {
+                    let Ok(mut outbound) = tokio::net::TcpStream::connect(target).await else {
+                        return;
+                    };
+                    tokio::select! {
+                        _ = tokio::io::copy_bidirectional(&mut inbound, &mut outbound) => {}
+                        _ = token.cancelled() => {}
+                    }
+                });
+            }
+        });
+        Proxy {
+            port,
+            up,
+            cut,
+            task,
+        }
+    }
+
+    pub fn down(&self) {
+        self.up.store(false, Ordering::SeqCst);
+        let mut cut = self.cut.lock().unwrap();
+        cut.cancel();
+        *cut = CancellationToken::new();
+    }
+
+    pub fn up(&self) {
+        self.up.store(true, Ordering::SeqCst);
+    }
+}
+
+impl Drop for Proxy {
+    fn drop(&mut self) {
+        self.down();
+        self.task.abort();
+    }
+}

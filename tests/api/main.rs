@@ -1,0 +1,8 @@
+//! conveyor's integration tests: one binary, run against the embedded backends and,
+//! when the services answer (always in CI), RabbitMQ + Redis + MariaDB/PostgreSQL.
+
+mod cli;
+mod delivery;
+mod health;
+mod helpers;
+mod outbox;

@@ -1,0 +1,171 @@
+//! The transactional outbox and its relay.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use conveyor::broker::topology::AI_SHORT;
+use conveyor::broker::{Envelope, Target};
+use conveyor::outbox::{self, entity};
+use sea_orm::{EntityTrait, TransactionTrait};
+use serde_json::json;
+use tokio_util::sync::CancellationToken;
+
+use crate::helpers::{Backend, Proxy, Recorder, TestEnv, TestHandler, wait_until};
+use crate::on_every_backend;
+
+const WAIT: Duration = Duration::from_secs(20);
+
+on_every_backend!(
+    relay_publishes_committed_rows_only,
+    relays_in_parallel_publish_each_row_once
+);
+
+async fn enqueue_n(platform: &conveyor::app::Platform, n: usize) -> Vec<String> {
+    let txn = platform.db.begin().await.unwrap();
+    let mut ids = Vec::new();
+    for i in 0..n {
+        let env = Envelope::new("test.work", json!({ "n": i }));
+        outbox::enqueue(&txn, Target::Queue(&AI_SHORT), &env, 65536)
+            .await
+            .unwrap();
+        ids.push(env.id);
+    }
+    txn.commit().await.unwrap();
+    ids
+}
+
+async fn relay_publishes_committed_rows_only(backend: Backend) {
+    let Some(env) = TestEnv::new(backend, "relay_publishes_committed_rows_only").await else {
+        return;
+    };
+    let platform = env.platform().await;
+    let ids = enqueue_n(&platform, 5).await;
+    let rolled_back = {
+        let txn = platform.db.begin().await.unwrap();
+        let e = Envelope::new("test.work", json!({}));
+        outbox::enqueue(&txn, Target::Queue(&AI_SHORT), &e, 65536)
+            .await
+            .unwrap();
+        txn.rollback().await.unwrap();
+        e.id
+    };
+    assert_eq!(platform.relay.backlog().await.unwrap(), 5);
+    assert_eq!(platform.relay.relay_once().await.unwrap(), 5);
+    assert_eq!(platform.relay.backlog().await.unwrap(), 0);
+
+    let rec = Arc::new(Recorder::default());
+    let token = CancellationToken::new();
+    let consumer = tokio::spawn(conveyor::consumer::run(
+        platform.consumer_deps(),
+        &AI_SHORT,
+        Arc::new(TestHandler(rec.clone())),
+        token.clone(),
+    ));
+    wait_until(WAIT, "5 effects", || async { rec.total_effects() == 5 }).await;
+    for id in &ids {
+        assert_eq!(rec.effects_of(id), 1);
+    }
+    assert_eq!(rec.effects_of(&rolled_back), 0);
+    token.cancel();
+    consumer.await.unwrap().unwrap();
+
+    // An oversized payload is refused at enqueue, with a clear error.
+    let txn = platform.db.begin().await.unwrap();
+    let big = Envelope::new("test.work", json!({ "blob": "x".repeat(100_000) }));
+    let err = outbox::enqueue(&txn, Target::Queue(&AI_SHORT), &big, 65536)
+        .await
+        .unwrap_err();
+    assert!(err.to_string().contains("limit"), "{err}");
+    txn.rollback().await.unwrap();
+    env.cleanup(Some(&platform)).await;
+}
+
+async fn relays_in_parallel_publish_each_row_once(backend: Backend) {
+    if !backend.is_real() {
+        // SQLite serves one process with one relay; row locking is the real databases' job.
+        return;
+    }
+    let Some(env) = TestEnv::new(backend, "relays_in_parallel").await else {
+        return;
+    };
+    let platform = env.platform().await;
+    enqueue_n(&platform, 300).await;
+    let (a, b) = (platform.relay.clone(), platform.relay.clone());
+    let (ra, rb) = tokio::join!(
+        async move {
+            let mut n = 0;
+            while let Ok(k) = a.relay_once().await {
+                if k == 0 {
+                    break;
+                }
+                n += k;
+            }
+            n
+        },
+        async move {
+            let mut n = 0;
+            while let Ok(k) = b.relay_once().await {
+                if k == 0 {
+                    break;
+                }
+                n += k;
+            }
+            n
+        }
+    );
+    assert_eq!(
+        ra + rb,
+        300,
+        "each row published by exactly one relay ({ra} + {rb})"
+    );
+    let work = platform.broker.topology().queue(&AI_SHORT).name;
+    assert_eq!(platform.broker.depth(&work).await.unwrap(), 300);
+    env.cleanup(Some(&platform)).await;
+}
+
+/// RabbitMQ goes away; rows committed meanwhile wait and go out once it is back.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn relay_catches_up_after_a_broker_outage() {
+    for backend in [Backend::RabbitMariadb, Backend::RabbitPostgres] {
+        let Some(mut env) = TestEnv::new(backend, "relay_catches_up_after_a_broker_outage").await
+        else {
+            return;
+        };
+        let proxy = Proxy::start("127.0.0.1:5672").await;
+        env.settings.broker.url = format!("amqp://guest:guest@127.0.0.1:{}/%2f", proxy.port);
+        let platform = env.platform().await;
+        proxy.down();
+        let ids = enqueue_n(&platform, 5).await;
+        assert!(
+            platform.relay.relay_once().await.is_err(),
+            "publishing fails while the broker is away"
+        );
+        let rows = entity::Entity::find().all(&platform.db).await.unwrap();
+        assert!(
+            rows.iter()
+                .all(|r| r.published_at.is_none() && r.attempts >= 1 && r.last_error.is_some())
+        );
+
+        proxy.up();
+        let token = CancellationToken::new();
+        let relay = tokio::spawn(platform.relay.clone().run(token.clone()));
+        let rec = Arc::new(Recorder::default());
+        let consumer = tokio::spawn(conveyor::consumer::run(
+            platform.consumer_deps(),
+            &AI_SHORT,
+            Arc::new(TestHandler(rec.clone())),
+            token.clone(),
+        ));
+        wait_until(WAIT, "5 effects after the outage", || async {
+            rec.total_effects() == 5
+        })
+        .await;
+        for id in &ids {
+            assert_eq!(rec.effects_of(id), 1);
+        }
+        token.cancel();
+        relay.await.unwrap();
+        consumer.await.unwrap().unwrap();
+        env.cleanup(Some(&platform)).await;
+    }
+}
