@@ -64,7 +64,7 @@ impl Platform {
             db: self.db.clone(),
             broker: self.broker.clone(),
             dedupe: self.dedupe.clone(),
-            fence: self.fence.clone(),
+            fence: self.settings.consumer.db_fence.then(|| self.fence.clone()),
             lease: Duration::from_millis(self.settings.dedupe.lease_ms),
             done_ttl: Duration::from_secs(self.settings.dedupe.done_ttl_secs),
             max_payload_bytes: self.settings.broker.max_payload_bytes,
@@ -80,7 +80,10 @@ impl Platform {
         shutdown: CancellationToken,
     ) -> anyhow::Result<()> {
         let mut tasks = JoinSet::new();
-        for (queue, handler) in domains::handlers(self) {
+        for job in domains::jobs(self, groups, &shutdown) {
+            tasks.spawn(async move { job.await.map_err(anyhow::Error::from).and_then(|r| r) });
+        }
+        for (queue, handler) in domains::handlers(self)? {
             if groups.is_some_and(|g| !g.iter().any(|g| g == queue.group)) {
                 continue;
             }

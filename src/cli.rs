@@ -21,8 +21,9 @@ pub struct Cli {
     /// (also CONVEYOR_ENV; any key can be set as CONVEYOR__SECTION__KEY).
     #[arg(long, global = true, env = "CONVEYOR_ENV", default_value = "local")]
     pub env: String,
+    /// What to run; `serve` when omitted.
     #[command(subcommand)]
-    pub command: Command,
+    pub command: Option<Command>,
 }
 
 #[derive(Debug, Subcommand)]
@@ -56,8 +57,10 @@ pub struct ConsumeArgs {
 pub enum UsersCommand {
     /// Create a user with initial credits and print its API key (shown only once).
     Create {
+        /// Display name (1-128 characters).
         #[arg(long)]
         name: String,
+        /// Initial credit balance, booked in the ledger as a grant.
         #[arg(long, default_value_t = 0)]
         credits: i64,
         /// May read every user's tasks and operate dead letters.
@@ -88,7 +91,7 @@ impl CliError {
 pub async fn run(cli: Cli) -> Result<(), CliError> {
     let settings = Settings::load(Some(&cli.env))?;
     telemetry::init(&settings.log);
-    match cli.command {
+    match cli.command.unwrap_or(Command::Serve) {
         Command::Serve => {
             let app = Application::build(settings).await?;
             app.run_until(shutdown::on_signal()).await?;

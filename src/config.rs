@@ -28,8 +28,52 @@ pub struct Settings {
     pub dedupe: DedupeSettings,
     pub consumer: ConsumerSettings,
     pub outbox: OutboxSettings,
+    pub ai: AiSettings,
     #[serde(default)]
     pub queues: BTreeMap<String, QueueOverride>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ExecutorKind {
+    Simulated,
+    Openai,
+}
+
+/// `[ai]`: the AI-task flow.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AiSettings {
+    pub executor: ExecutorKind,
+    pub heartbeat_ms: u64,
+    pub stale_after_ms: u64,
+    pub reaper_interval_ms: u64,
+    pub max_prompt_chars: usize,
+    pub max_params_bytes: usize,
+    pub allow_failure_injection: bool,
+    pub kinds: BTreeMap<String, KindSettings>,
+    pub openai: OpenAiSettings,
+}
+
+/// `[ai.kinds.<kind>]`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct KindSettings {
+    pub cost: i64,
+    pub deadline_secs: u64,
+    /// Simulated executor: how long each step takes.
+    pub simulated_step_ms: u64,
+}
+
+/// `[ai.openai]`: an OpenAI-compatible chat-completions endpoint for text kinds.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct OpenAiSettings {
+    pub base_url: String,
+    pub model: String,
+    pub api_key: String,
+    pub timeout_ms: u64,
+    pub requests_per_second: u32,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -115,6 +159,7 @@ pub struct DedupeSettings {
 #[serde(deny_unknown_fields)]
 pub struct ConsumerSettings {
     pub shutdown_grace_ms: u64,
+    pub db_fence: bool,
     pub fence_batch: usize,
 }
 
@@ -251,6 +296,7 @@ impl Settings {
         if self.outbox.batch_size == 0 {
             return bad("outbox.batch_size", "must be greater than 0");
         }
+        self.validate_ai()?;
         for (name, q) in &self.queues {
             if q.prefetch == Some(0) || q.max_attempts == Some(0) {
                 return Err(ConfigError::Invalid {
@@ -264,12 +310,56 @@ impl Settings {
         Ok(())
     }
 
+    fn validate_ai(&self) -> Result<(), ConfigError> {
+        let ai = &self.ai;
+        let bad = |key, problem: String| Err(ConfigError::Invalid { key, problem });
+        if ai.heartbeat_ms == 0 || ai.stale_after_ms <= ai.heartbeat_ms * 2 {
+            return bad(
+                "ai.stale_after_ms",
+                "must be more than twice ai.heartbeat_ms (and that above 0)".into(),
+            );
+        }
+        if ai.reaper_interval_ms == 0 || ai.max_prompt_chars == 0 || ai.max_params_bytes == 0 {
+            return bad(
+                "ai",
+                "reaper_interval_ms, max_prompt_chars and max_params_bytes must be above 0".into(),
+            );
+        }
+        for kind in ["copywriting", "image", "video", "model3d", "video_analysis"] {
+            let Some(k) = ai.kinds.get(kind) else {
+                return bad("ai.kinds", format!("missing [ai.kinds.{kind}]"));
+            };
+            if k.cost < 0 {
+                return bad(
+                    "ai.kinds",
+                    format!("ai.kinds.{kind}.cost must not be negative"),
+                );
+            }
+            // RabbitMQ closes a channel whose delivery stays unacked past consumer_timeout (30 min).
+            if k.deadline_secs == 0 || k.deadline_secs >= 1800 {
+                return bad(
+                    "ai.kinds",
+                    format!(
+                        "ai.kinds.{kind}.deadline_secs must be 1..1799 (below RabbitMQ's consumer_timeout)"
+                    ),
+                );
+            }
+        }
+        if ai.executor == ExecutorKind::Openai && ai.openai.requests_per_second == 0 {
+            return bad("ai.openai.requests_per_second", "must be above 0".into());
+        }
+        Ok(())
+    }
+
     /// A copy safe to print: passwords in URLs are replaced by `****`.
     pub fn masked(&self) -> Settings {
         let mut s = self.clone();
         s.database.url = mask_url(&s.database.url);
         s.broker.url = mask_url(&s.broker.url);
         s.dedupe.url = mask_url(&s.dedupe.url);
+        if !s.ai.openai.api_key.is_empty() {
+            s.ai.openai.api_key = "****".into();
+        }
         s
     }
 

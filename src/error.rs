@@ -25,6 +25,8 @@ pub enum ApiError {
     Unauthorized,
     #[error("not allowed")]
     Forbidden,
+    #[error("insufficient credits: {needed} needed, balance {balance}")]
+    PaymentRequired { needed: i64, balance: i64 },
     #[error("{0} not found")]
     NotFound(&'static str),
     #[error("{0}")]
@@ -58,6 +60,9 @@ impl ApiError {
             }
             ApiError::Unauthorized => (StatusCode::UNAUTHORIZED, "unauthorized", None),
             ApiError::Forbidden => (StatusCode::FORBIDDEN, "forbidden", None),
+            ApiError::PaymentRequired { .. } => {
+                (StatusCode::PAYMENT_REQUIRED, "insufficient_credits", None)
+            }
             ApiError::NotFound(_) => (StatusCode::NOT_FOUND, "not_found", None),
             ApiError::Conflict(_) => (StatusCode::CONFLICT, "conflict", None),
             ApiError::TooLarge => (StatusCode::PAYLOAD_TOO_LARGE, "payload_too_large", None),
@@ -86,6 +91,10 @@ impl IntoResponse for ApiError {
         let mut error = json!({ "code": code, "message": message });
         if let Some(f) = field {
             error["field"] = json!(f);
+        }
+        if let ApiError::PaymentRequired { needed, balance } = &self {
+            error["needed"] = json!(needed);
+            error["balance"] = json!(balance);
         }
         let mut resp = (status, Json(json!({ "error": error }))).into_response();
         if matches!(self, ApiError::Unauthorized) {

@@ -6,6 +6,7 @@ pub use sea_orm_migration::prelude::*;
 
 mod m20261202_000001_delivery_core;
 mod m20261202_000002_users_credits;
+mod m20261202_000003_ai_tasks;
 
 pub struct Migrator;
 
@@ -15,6 +16,7 @@ impl MigratorTrait for Migrator {
         vec![
             Box::new(m20261202_000001_delivery_core::Migration),
             Box::new(m20261202_000002_users_credits::Migration),
+            Box::new(m20261202_000003_ai_tasks::Migration),
         ]
     }
 }

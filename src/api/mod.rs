@@ -4,6 +4,7 @@
 
 pub mod auth;
 pub mod health;
+pub mod idempotency;
 pub mod json;
 
 use std::time::Duration;
@@ -33,6 +34,7 @@ pub fn router(state: AppState) -> Router {
         .route("/readyz", get(health::readyz))
         .route("/metrics", get(health::metrics))
         .route("/v1/me", get(crate::users::routes::me))
+        .merge(crate::domains::routes())
         .fallback(|| async { ApiError::NotFound("route") })
         .layer(DefaultBodyLimit::max(body_limit))
         .layer(

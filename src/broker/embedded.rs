@@ -41,6 +41,8 @@ struct Inner {
     writer: mpsc::UnboundedSender<Op>,
     next_id: Mutex<i64>,
     db: DatabaseConnection,
+    /// Progress events: in-process fan-out.
+    events: tokio::sync::broadcast::Sender<Vec<u8>>,
 }
 
 #[derive(Debug)]
@@ -157,6 +159,7 @@ impl EmbeddedBroker {
                 writer: tx,
                 next_id: Mutex::new(max.unwrap_or(0)),
                 db,
+                events: tokio::sync::broadcast::channel(4096).0,
             }),
         };
         Ok(broker)
@@ -373,6 +376,12 @@ impl Broker for EmbeddedBroker {
             };
             self.inner.enqueue(&state, msg, ready_at);
         }
+        Ok(())
+    }
+
+    async fn publish_event(&self, body: &[u8]) -> Result<(), BrokerError> {
+        // No subscriber is not an error: events are stored as well.
+        let _ = self.inner.events.send(body.to_vec());
         Ok(())
     }
 

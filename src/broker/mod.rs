@@ -96,6 +96,10 @@ pub trait Broker: Send + Sync + 'static {
     /// some messages of the batch may have been published (consumers deduplicate).
     async fn publish_batch(&self, messages: &[Outgoing]) -> Result<(), BrokerError>;
 
+    /// Publishes a progress event to every API instance (fan-out). Best effort: events
+    /// are also stored, so a lost one is recovered from the store on resume.
+    async fn publish_event(&self, body: &[u8]) -> Result<(), BrokerError>;
+
     /// Starts consuming a work queue with its configured prefetch. The subscription
     /// reconnects by itself; deliveries come until it is cancelled.
     async fn subscribe(

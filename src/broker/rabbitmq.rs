@@ -170,7 +170,7 @@ impl Inner {
                         item.exchange.as_str().into(),
                         item.routing_key.as_str().into(),
                         BasicPublishOptions {
-                            mandatory: true,
+                            mandatory: item.mandatory,
                             ..Default::default()
                         },
                         &item.body,
@@ -208,6 +208,8 @@ impl Inner {
 }
 
 struct Publish {
+    /// Unroutable is an error (work); events may have no listener.
+    mandatory: bool,
     exchange: String,
     routing_key: String,
     message_id: String,
@@ -339,6 +341,7 @@ impl Broker for RabbitBroker {
             .map(|m| {
                 let (exchange, routing_key) = self.inner.route(m.target);
                 Publish {
+                    mandatory: true,
                     exchange,
                     routing_key,
                     message_id: m.message_id.clone(),
@@ -348,6 +351,19 @@ impl Broker for RabbitBroker {
             })
             .collect();
         self.inner.publish_all(items).await
+    }
+
+    async fn publish_event(&self, body: &[u8]) -> Result<(), BrokerError> {
+        self.inner
+            .publish_all(vec![Publish {
+                mandatory: false,
+                exchange: self.inner.topology.events_exchange(),
+                routing_key: String::new(),
+                message_id: String::new(),
+                body: body.to_vec(),
+                headers: None,
+            }])
+            .await
     }
 
     async fn subscribe(
@@ -570,6 +586,7 @@ impl Settle for RabbitSettle {
         let message_id = String::new();
         self.inner
             .publish_all(vec![Publish {
+                mandatory: true,
                 exchange: self.inner.topology.delay_exchange(),
                 routing_key: name.clone(),
                 message_id,
@@ -598,6 +615,7 @@ impl Settle for RabbitSettle {
         headers.insert("x-conveyor-last-error".into(), long_str(&info.last_error));
         self.inner
             .publish_all(vec![Publish {
+                mandatory: true,
                 exchange: self.inner.topology.dead_letter_exchange(),
                 routing_key: self.queue.dlq.clone(),
                 message_id: String::new(),

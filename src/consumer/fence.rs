@@ -1,7 +1,7 @@
-//! The processed-message fence: a row per message id whose effect committed. Rows are
-//! written by one task in multi-row inserts (group commit), so per-message work costs a
-//! share of one commit instead of a commit each; callers wait until their row committed
-//! before they ack.
+//! The processed-message fence: a row per message id whose effect committed. Checks
+//! and writes are batched by two tasks (one `IN (…)` query, one multi-row insert per
+//! batch: group commit), so per-message work costs a share of a round trip instead of
+//! one each; callers wait until their row committed before they ack.
 
 use chrono::Utc;
 use sea_orm::sea_query::OnConflict;
@@ -11,27 +11,34 @@ use tokio::sync::{mpsc, oneshot};
 use super::fence_entity as entity;
 
 type Request = (String, &'static str, oneshot::Sender<Result<(), String>>);
+type Check = (String, oneshot::Sender<Result<bool, String>>);
 
 #[derive(Clone)]
 pub struct Fence {
-    db: DatabaseConnection,
     tx: mpsc::Sender<Request>,
+    checks: mpsc::Sender<Check>,
 }
 
 impl Fence {
-    /// Starts the writer task; at most `batch` rows per insert.
+    /// Starts the reader and writer tasks; at most `batch` ids per statement.
     pub fn start(db: DatabaseConnection, batch: usize) -> Self {
         let (tx, rx) = mpsc::channel(batch * 4);
+        let (checks, check_rx) = mpsc::channel(batch * 4);
         tokio::spawn(writer(db.clone(), rx, batch));
-        Fence { db, tx }
+        tokio::spawn(reader(db, check_rx, batch));
+        Fence { tx, checks }
     }
 
     /// Whether `message_id` was already processed.
-    pub async fn is_processed(&self, message_id: &str) -> Result<bool, DbErr> {
-        Ok(entity::Entity::find_by_id(message_id.to_owned())
-            .one(&self.db)
-            .await?
-            .is_some())
+    pub async fn is_processed(&self, message_id: &str) -> Result<bool, String> {
+        let (done, answer) = oneshot::channel();
+        self.checks
+            .send((message_id.to_owned(), done))
+            .await
+            .map_err(|_| "fence reader stopped".to_owned())?;
+        answer
+            .await
+            .map_err(|_| "fence reader stopped".to_owned())?
     }
 
     /// Records `message_id` as processed; returns once the row committed.
@@ -78,6 +85,31 @@ async fn insert(
         .exec_without_returning(db)
         .await
         .map(|_| ())
+}
+
+async fn reader(db: DatabaseConnection, mut rx: mpsc::Receiver<Check>, batch: usize) {
+    use sea_orm::{ColumnTrait as _, QueryFilter as _, QuerySelect as _};
+    let mut buf = Vec::with_capacity(batch);
+    while rx.recv_many(&mut buf, batch).await > 0 {
+        let ids: Vec<String> = buf.iter().map(|(id, _)| id.clone()).collect();
+        let found: Result<std::collections::HashSet<String>, String> = entity::Entity::find()
+            .select_only()
+            .column(entity::Column::MessageId)
+            .filter(entity::Column::MessageId.is_in(ids))
+            .into_tuple::<String>()
+            .all(&db)
+            .await
+            .map(|v| v.into_iter().collect())
+            .map_err(|e| e.to_string());
+        for (id, done) in buf.drain(..) {
+            let _ = done.send(
+                found
+                    .as_ref()
+                    .map(|f| f.contains(&id))
+                    .map_err(Clone::clone),
+            );
+        }
+    }
 }
 
 async fn writer(db: DatabaseConnection, mut rx: mpsc::Receiver<Request>, batch: usize) {

@@ -50,6 +50,31 @@ impl HandlerError {
 #[async_trait]
 pub trait Handler: Send + Sync + 'static {
     async fn handle(&self, ctx: &Context, message: &Envelope) -> Result<(), HandlerError>;
+
+    /// Called after a failure, before the message is retried or dead-lettered, so the
+    /// domain can record it (RETRYING; FAILED with a refund). An error hands the message
+    /// back to the queue unsettled.
+    async fn on_failure(
+        &self,
+        _ctx: &Context,
+        _message: &Envelope,
+        _fate: &Fate,
+    ) -> Result<(), HandlerError> {
+        Ok(())
+    }
+}
+
+/// What happens to a message whose handler failed.
+#[derive(Debug, Clone)]
+pub enum Fate {
+    Retry {
+        next_attempt: u32,
+        error: String,
+    },
+    DeadLetter {
+        reason: crate::broker::DeadReason,
+        error: String,
+    },
 }
 
 /// What a handler can reach.
@@ -66,7 +91,9 @@ pub struct Deps {
     pub db: DatabaseConnection,
     pub broker: Arc<dyn Broker>,
     pub dedupe: Arc<dyn DedupeStore>,
-    pub fence: Fence,
+    /// The database fence; `None` trusts the dedupe store alone (handlers whose
+    /// effects are idempotent by themselves, or benchmarks of the bare core).
+    pub fence: Option<Fence>,
     pub lease: Duration,
     pub done_ttl: Duration,
     pub max_payload_bytes: usize,

@@ -5,7 +5,7 @@ use std::panic::AssertUnwindSafe;
 use futures::FutureExt as _;
 use sha2::{Digest as _, Sha256};
 
-use super::{Context, Deps, Handler, HandlerError};
+use super::{Context, Deps, Fate, Handler, HandlerError};
 use crate::broker::{DeadLetterInfo, DeadReason, Delivery, Envelope};
 use crate::dead_letters;
 use crate::dedupe::Claim;
@@ -72,7 +72,11 @@ pub async fn process_one(deps: &Deps, handler: &dyn Handler, delivery: Delivery)
             None
         }
     };
-    match deps.fence.is_processed(id).await {
+    let fenced = match &deps.fence {
+        Some(fence) => fence.is_processed(id).await,
+        None => Ok(false),
+    };
+    match fenced {
         Ok(true) => {
             let _ = deps.dedupe.complete(id, deps.done_ttl).await;
             return settle_ack(delivery, Outcome::Duplicate).await;
@@ -105,7 +109,11 @@ pub async fn process_one(deps: &Deps, handler: &dyn Handler, delivery: Delivery)
 
     match result {
         Ok(()) => {
-            if let Err(e) = deps.fence.mark(id, queue.spec.key).await {
+            let marked = match &deps.fence {
+                Some(fence) => fence.mark(id, queue.spec.key).await,
+                None => Ok(()),
+            };
+            if let Err(e) = marked {
                 release(deps, id, token.as_deref()).await;
                 delivery.requeue();
                 return Outcome::Unsettled(format!("fence write failed: {e}"));
@@ -118,6 +126,21 @@ pub async fn process_one(deps: &Deps, handler: &dyn Handler, delivery: Delivery)
         Err(HandlerError::Transient(e)) => {
             release(deps, id, token.as_deref()).await;
             let next = envelope.attempt + 1;
+            let fate = if next >= queue.max_attempts {
+                Fate::DeadLetter {
+                    reason: DeadReason::Exhausted,
+                    error: e.clone(),
+                }
+            } else {
+                Fate::Retry {
+                    next_attempt: next,
+                    error: e.clone(),
+                }
+            };
+            if let Err(hook) = handler.on_failure(&ctx, &envelope, &fate).await {
+                delivery.requeue();
+                return Outcome::Unsettled(format!("failure hook: {hook}"));
+            }
             if next >= queue.max_attempts {
                 let info = DeadLetterInfo {
                     reason: DeadReason::Exhausted,
@@ -143,6 +166,14 @@ pub async fn process_one(deps: &Deps, handler: &dyn Handler, delivery: Delivery)
         }
         Err(HandlerError::Permanent(e)) => {
             release(deps, id, token.as_deref()).await;
+            let fate = Fate::DeadLetter {
+                reason: DeadReason::Permanent,
+                error: e.clone(),
+            };
+            if let Err(hook) = handler.on_failure(&ctx, &envelope, &fate).await {
+                delivery.requeue();
+                return Outcome::Unsettled(format!("failure hook: {hook}"));
+            }
             let info = DeadLetterInfo {
                 reason: DeadReason::Permanent,
                 origin_queue: queue.name.clone(),

@@ -87,7 +87,12 @@ pub async fn services_up(backend: Backend, test: &str) -> bool {
                 !required(),
                 "{test}: {name} at {addr} is unreachable and CONVEYOR_REQUIRE_SERVICES=1"
             );
-            eprintln!("SKIPPED {test} [{backend:?}]: {name} at {addr} is unreachable");
+            // Written past the test harness's capture, so a skip is always visible.
+            use std::io::Write as _;
+            let _ = writeln!(
+                std::io::stderr(),
+                "SKIPPED {test} [{backend:?}]: {name} at {addr} is unreachable"
+            );
             return false;
         }
     }
@@ -113,6 +118,7 @@ pub struct TestEnv {
     pub settings: Settings,
     pub dir: tempfile::TempDir,
     database: Option<(String, String)>,
+    cleaned: bool,
 }
 
 impl TestEnv {
@@ -171,6 +177,7 @@ impl TestEnv {
             settings,
             dir,
             database,
+            cleaned: false,
         })
     }
 
@@ -192,39 +199,73 @@ impl TestEnv {
     }
 
     /// Removes what the test created: queues and exchanges, Redis keys, the database.
-    pub async fn cleanup(self, platform: Option<&Platform>) {
+    pub async fn cleanup(mut self, platform: Option<&Platform>) {
         if let Some(p) = platform {
             let _ = p.broker.teardown().await;
             p.broker.close().await;
         }
-        if self.backend.is_real() {
-            if let Ok(client) = redis::Client::open(redis_url()) {
-                if let Ok(mut c) = client.get_multiplexed_async_connection().await {
-                    let keys: Vec<String> = redis::cmd("KEYS")
-                        .arg(format!("{}:*", self.settings.dedupe.key_prefix))
-                        .query_async(&mut c)
-                        .await
-                        .unwrap_or_default();
-                    if !keys.is_empty() {
-                        let _: Result<i64, _> =
-                            redis::cmd("DEL").arg(keys).query_async(&mut c).await;
-                    }
+        self.cleaned = true;
+        remove_resources(self.backend, &self.settings, self.database.take(), false).await;
+    }
+}
+
+/// A test that panicked never reached `cleanup`: remove its queues, keys and database
+/// anyway, so the shared services do not fill up with leftovers.
+impl Drop for TestEnv {
+    fn drop(&mut self) {
+        if self.cleaned || !self.backend.is_real() {
+            return;
+        }
+        let (backend, settings, database) =
+            (self.backend, self.settings.clone(), self.database.take());
+        let _ = std::thread::spawn(move || {
+            if let Ok(rt) = tokio::runtime::Runtime::new() {
+                rt.block_on(remove_resources(backend, &settings, database, true));
+            }
+        })
+        .join();
+    }
+}
+
+async fn remove_resources(
+    backend: Backend,
+    settings: &Settings,
+    database: Option<(String, String)>,
+    broker: bool,
+) {
+    if broker {
+        let topology = conveyor::broker::Topology::from_settings(settings);
+        if let Ok(b) = conveyor::broker::connect(settings, topology).await {
+            let _ = b.teardown().await;
+            b.close().await;
+        }
+    }
+    if backend.is_real() {
+        if let Ok(client) = redis::Client::open(redis_url()) {
+            if let Ok(mut c) = client.get_multiplexed_async_connection().await {
+                let keys: Vec<String> = redis::cmd("KEYS")
+                    .arg(format!("{}:*", settings.dedupe.key_prefix))
+                    .query_async(&mut c)
+                    .await
+                    .unwrap_or_default();
+                if !keys.is_empty() {
+                    let _: Result<i64, _> = redis::cmd("DEL").arg(keys).query_async(&mut c).await;
                 }
             }
         }
-        if let Some((admin, spec)) = &self.database {
-            let (admin_db, name) = spec.split_once('|').unwrap_or(("test", spec));
-            if let Ok(conn) = Database::connect(format!("{admin}/{admin_db}")).await {
-                let force = if admin.starts_with("postgres") {
-                    " WITH (FORCE)"
-                } else {
-                    ""
-                };
-                let _ = conn
-                    .execute_unprepared(&format!("DROP DATABASE IF EXISTS {name}{force}"))
-                    .await;
-                conn.close().await.ok();
-            }
+    }
+    if let Some((admin, spec)) = &database {
+        let (admin_db, name) = spec.split_once('|').unwrap_or(("test", spec));
+        if let Ok(conn) = Database::connect(format!("{admin}/{admin_db}")).await {
+            let force = if admin.starts_with("postgres") {
+                " WITH (FORCE)"
+            } else {
+                ""
+            };
+            let _ = conn
+                .execute_unprepared(&format!("DROP DATABASE IF EXISTS {name}{force}"))
+                .await;
+            conn.close().await.ok();
         }
     }
 }
@@ -433,5 +474,73 @@ impl Drop for Proxy {
     fn drop(&mut self) {
         self.down();
         self.task.abort();
+    }
+}
+
+impl TestApp {
+    /// With RabbitMQ, consumers are separate processes: run them beside the API.
+    pub fn start_consumers(&self) -> Option<tokio::task::JoinHandle<anyhow::Result<()>>> {
+        if self.platform.settings.broker.kind != BrokerKind::Rabbitmq {
+            return None; // `serve` already runs them in-process
+        }
+        let (p, token) = (self.platform.clone(), self.shutdown.clone());
+        Some(tokio::spawn(
+            async move { p.run_workers(None, token).await },
+        ))
+    }
+
+    /// A user with `credits` and its API key.
+    pub async fn user(&self, name: &str, credits: i64) -> (conveyor::users::User, String) {
+        conveyor::users::create(&self.platform.db, name, credits, false)
+            .await
+            .expect("user")
+    }
+
+    pub async fn credits(&self, user_id: &str) -> i64 {
+        use sea_orm::EntityTrait;
+        conveyor::users::entity::user::Entity::find_by_id(user_id.to_owned())
+            .one(&self.platform.db)
+            .await
+            .unwrap()
+            .unwrap()
+            .credits
+    }
+
+    pub async fn submit(&self, key: &str, body: serde_json::Value) -> reqwest::Response {
+        self.client
+            .post(self.url("/v1/tasks"))
+            .bearer_auth(key)
+            .json(&body)
+            .send()
+            .await
+            .unwrap()
+    }
+
+    pub async fn task(&self, key: &str, id: &str) -> serde_json::Value {
+        self.client
+            .get(self.url(&format!("/v1/tasks/{id}")))
+            .bearer_auth(key)
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap()
+    }
+
+    /// Polls the task until its status is `status`.
+    pub async fn wait_status(&self, key: &str, id: &str, status: &str) -> serde_json::Value {
+        let start = Instant::now();
+        loop {
+            let t = self.task(key, id).await;
+            if t["status"] == status {
+                return t;
+            }
+            assert!(
+                start.elapsed() < Duration::from_secs(30),
+                "task {id} never reached {status}: {t}"
+            );
+            tokio::time::sleep(Duration::from_millis(25)).await;
+        }
     }
 }

@@ -1,8 +1,10 @@
 //! conveyor's integration tests: one binary, run against the embedded backends and,
 //! when the services answer (always in CI), RabbitMQ + Redis + MariaDB/PostgreSQL.
 
+mod ai_tasks;
 mod cli;
 mod delivery;
 mod health;
 mod helpers;
 mod outbox;
+mod rabbitmq;

@@ -1,0 +1,13 @@
+# Release image for docker-compose.yml: the `conveyor` CLI and `conveyor-consumer`.
+FROM rust:1.95-bookworm AS build
+WORKDIR /src
+COPY . .
+RUN cargo build --release --locked --bins
+
+FROM debian:bookworm-slim
+RUN apt-get update && apt-get install -y --no-install-recommends ca-certificates curl && rm -rf /var/lib/apt/lists/*
+COPY --from=build /src/target/release/conveyor /src/target/release/conveyor-consumer /usr/local/bin/
+COPY config /app/config
+WORKDIR /app
+EXPOSE 8080
+CMD ["conveyor", "serve"]

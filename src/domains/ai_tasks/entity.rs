@@ -1,0 +1,93 @@
+//! Tables of the AI-task flow.
+
+pub mod task {
+    use sea_orm::entity::prelude::*;
+
+    #[derive(Clone, Debug, PartialEq, Eq, DeriveEntityModel)]
+    #[sea_orm(table_name = "tasks")]
+    pub struct Model {
+        #[sea_orm(primary_key, auto_increment = false)]
+        pub id: String,
+        pub user_id: String,
+        pub kind: String,
+        #[sea_orm(column_type = "Text")]
+        pub prompt: String,
+        /// JSON object.
+        #[sea_orm(column_type = "Text")]
+        pub params: String,
+        pub status: String,
+        /// Fencing token: incremented by every claim; only the holder may commit.
+        pub attempt: i32,
+        /// Index of the pipeline step to run next (0 for single-step kinds).
+        pub step_index: i32,
+        pub step: Option<String>,
+        pub progress: i32,
+        /// Sequence number of the last event.
+        pub seq: i32,
+        /// Credits reserved at submit.
+        pub cost: i64,
+        #[sea_orm(column_type = "Text", nullable)]
+        pub result: Option<String>,
+        #[sea_orm(column_type = "Text", nullable)]
+        pub error: Option<String>,
+        /// Lease: refreshed while a consumer works on the task; NULL when nobody holds it.
+        pub heartbeat_at: Option<DateTimeUtc>,
+        pub created_at: DateTimeUtc,
+        pub updated_at: DateTimeUtc,
+        pub started_at: Option<DateTimeUtc>,
+        pub finished_at: Option<DateTimeUtc>,
+    }
+
+    #[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]
+    pub enum Relation {}
+
+    impl ActiveModelBehavior for ActiveModel {}
+}
+
+pub mod event {
+    use sea_orm::entity::prelude::*;
+
+    #[derive(Clone, Debug, PartialEq, Eq, DeriveEntityModel)]
+    #[sea_orm(table_name = "task_events")]
+    pub struct Model {
+        #[sea_orm(primary_key)]
+        pub id: i64,
+        pub task_id: String,
+        pub seq: i32,
+        pub status: String,
+        pub progress: i32,
+        pub step: Option<String>,
+        #[sea_orm(column_type = "Text", nullable)]
+        pub message: Option<String>,
+        pub created_at: DateTimeUtc,
+    }
+
+    #[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]
+    pub enum Relation {}
+
+    impl ActiveModelBehavior for ActiveModel {}
+}
+
+pub mod material {
+    use sea_orm::entity::prelude::*;
+
+    #[derive(Clone, Debug, PartialEq, Eq, DeriveEntityModel)]
+    #[sea_orm(table_name = "materials")]
+    pub struct Model {
+        #[sea_orm(primary_key, auto_increment = false)]
+        pub id: String,
+        pub user_id: String,
+        #[sea_orm(unique)]
+        pub task_id: String,
+        pub kind: String,
+        /// Text for text kinds; JSON (URL and metadata) for media.
+        #[sea_orm(column_type = "Text")]
+        pub content: String,
+        pub created_at: DateTimeUtc,
+    }
+
+    #[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]
+    pub enum Relation {}
+
+    impl ActiveModelBehavior for ActiveModel {}
+}

@@ -1,0 +1,116 @@
+//! The simulated provider: each step takes its configured time, reports progress in
+//! five ticks, honours cancellation at every tick, and derives its output from the
+//! prompt (same prompt, same output). `params.simulate` can inject failures when
+//! `ai.allow_failure_injection` is on:
+//! `{"fail_transient_attempts": 2}` fails the first two attempts transiently,
+//! `{"fail_permanent": true}` fails for good, `{"step_ms": 3000}` overrides the duration.
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use serde_json::json;
+use sha2::{Digest as _, Sha256};
+use tokio_util::sync::CancellationToken;
+
+use super::{ExecError, Executor, Job, Progress};
+use crate::config::AiSettings;
+
+const TICKS: u64 = 5;
+
+pub struct Simulated {
+    step_ms: HashMap<String, u64>,
+    allow_failures: bool,
+}
+
+impl Simulated {
+    pub fn new(ai: &AiSettings) -> Self {
+        Simulated {
+            step_ms: ai
+                .kinds
+                .iter()
+                .map(|(k, v)| (k.clone(), v.simulated_step_ms))
+                .collect(),
+            allow_failures: ai.allow_failure_injection,
+        }
+    }
+}
+
+fn digest(parts: &[&str]) -> String {
+    let mut h = Sha256::new();
+    for p in parts {
+        h.update(p.as_bytes());
+        h.update([0]);
+    }
+    hex::encode(h.finalize())
+}
+
+#[async_trait]
+impl Executor for Simulated {
+    async fn run(
+        &self,
+        job: &Job<'_>,
+        progress: &Progress,
+        cancel: &CancellationToken,
+    ) -> Result<serde_json::Value, ExecError> {
+        let sim = job.params.get("simulate");
+        let num = |k: &str| sim.and_then(|s| s.get(k)).and_then(|v| v.as_u64());
+        let step_ms = num("step_ms")
+            .unwrap_or_else(|| self.step_ms.get(job.kind.as_str()).copied().unwrap_or(1000));
+        for tick in 1..=TICKS {
+            tokio::select! {
+                _ = cancel.cancelled() => return Err(ExecError::Canceled),
+                _ = tokio::time::sleep(Duration::from_millis(step_ms / TICKS)) => {}
+            }
+            let _ = progress.send((
+                (tick * 100 / TICKS) as i32,
+                Some(format!("{} {}/{}", job.step, tick, TICKS)),
+            ));
+        }
+        if self.allow_failures {
+            if sim
+                .and_then(|s| s.get("fail_permanent"))
+                .and_then(|v| v.as_bool())
+                == Some(true)
+            {
+                return Err(ExecError::Permanent(
+                    "simulated permanent failure: the provider refused the prompt".into(),
+                ));
+            }
+            if num("fail_transient_attempts").is_some_and(|n| job.attempt as u64 <= n) {
+                return Err(ExecError::Transient(format!(
+                    "simulated provider timeout (attempt {})",
+                    job.attempt
+                )));
+            }
+        }
+        let h = digest(&[job.kind.as_str(), job.step, job.prompt]);
+        let words: Vec<&str> = job.prompt.split_whitespace().take(12).collect();
+        Ok(match (job.kind.as_str(), job.step) {
+            ("copywriting", _) => {
+                json!({ "text": format!("✨ {} — crafted for short video. #{}", words.join(" "), &h[..8]) })
+            }
+            ("image", _) => {
+                json!({ "url": format!("https://cdn.conveyor.local/images/{}.png", &h[..16]), "width": 1024, "height": 1024 })
+            }
+            ("video", _) => {
+                json!({ "url": format!("https://cdn.conveyor.local/videos/{}.mp4", &h[..16]), "duration_s": 15, "resolution": "1080x1920" })
+            }
+            ("model3d", _) => {
+                json!({ "url": format!("https://cdn.conveyor.local/models/{}.glb", &h[..16]), "polygons": 24000 })
+            }
+            (_, "extract_audio") => {
+                json!({ "audio_url": format!("https://cdn.conveyor.local/audio/{}.wav", &h[..16]) })
+            }
+            (_, "transcribe") => {
+                json!({ "transcript": format!("Transcript of: {}", words.join(" ")) })
+            }
+            (_, "summarize") => {
+                json!({ "summary": format!("Summary ({}): {}", &h[..6], words.iter().take(6).copied().collect::<Vec<_>>().join(" ")) })
+            }
+            _ => json!({
+                "text": format!("Knowledge entry {}: {}", &h[..8], job.previous.get("summarize").and_then(|s| s.get("summary")).and_then(|s| s.as_str()).unwrap_or("")),
+            }),
+        })
+    }
+}

@@ -1,0 +1,108 @@
+//! Task kinds and statuses: which queue a kind runs on, its steps, and the state names.
+
+use serde::{Deserialize, Serialize};
+
+use crate::broker::QueueSpec;
+use crate::broker::topology::{AI_LONG, AI_PIPELINE, AI_SHORT};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TaskKind {
+    Copywriting,
+    Image,
+    Video,
+    Model3d,
+    VideoAnalysis,
+}
+
+pub const ALL_KINDS: [TaskKind; 5] = [
+    TaskKind::Copywriting,
+    TaskKind::Image,
+    TaskKind::Video,
+    TaskKind::Model3d,
+    TaskKind::VideoAnalysis,
+];
+
+impl TaskKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TaskKind::Copywriting => "copywriting",
+            TaskKind::Image => "image",
+            TaskKind::Video => "video",
+            TaskKind::Model3d => "model3d",
+            TaskKind::VideoAnalysis => "video_analysis",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<TaskKind> {
+        ALL_KINDS.into_iter().find(|k| k.as_str() == s)
+    }
+
+    /// Short kinds never wait behind long ones: they have their own queue.
+    pub fn queue(self) -> &'static QueueSpec {
+        match self {
+            TaskKind::Copywriting | TaskKind::Image => &AI_SHORT,
+            TaskKind::Video | TaskKind::Model3d => &AI_LONG,
+            TaskKind::VideoAnalysis => &AI_PIPELINE,
+        }
+    }
+
+    /// The steps a task of this kind goes through; each pipeline step is its own message.
+    pub fn steps(self) -> &'static [&'static str] {
+        match self {
+            TaskKind::VideoAnalysis => &[
+                "extract_audio",
+                "transcribe",
+                "summarize",
+                "build_knowledge_entry",
+            ],
+            _ => &["generate"],
+        }
+    }
+
+    /// Whether the result is text (stored as is) or media (a URL and metadata).
+    pub fn is_text(self) -> bool {
+        matches!(self, TaskKind::Copywriting | TaskKind::VideoAnalysis)
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum Status {
+    Pending,
+    Processing,
+    Retrying,
+    Success,
+    Failed,
+    Canceled,
+}
+
+impl Status {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Status::Pending => "PENDING",
+            Status::Processing => "PROCESSING",
+            Status::Retrying => "RETRYING",
+            Status::Success => "SUCCESS",
+            Status::Failed => "FAILED",
+            Status::Canceled => "CANCELED",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Status> {
+        [
+            Status::Pending,
+            Status::Processing,
+            Status::Retrying,
+            Status::Success,
+            Status::Failed,
+            Status::Canceled,
+        ]
+        .into_iter()
+        .find(|st| st.as_str() == s)
+    }
+
+    pub fn is_terminal(self) -> bool {
+        matches!(self, Status::Success | Status::Failed | Status::Canceled)
+    }
+}

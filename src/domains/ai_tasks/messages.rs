@@ -1,0 +1,30 @@
+//! The wire contract of the AI-task flow.
+
+use serde::{Deserialize, Serialize};
+
+/// Envelope kind of [`RunStep`].
+pub const RUN_STEP: &str = "ai.task.run";
+/// Envelope kind of the search-sync message written with every material.
+pub const MATERIAL_CHANGED: &str = "search.material.upsert";
+
+/// Run step `step` of task `task_id` (0 for single-step kinds).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct RunStep {
+    pub task_id: String,
+    #[serde(default)]
+    pub step: i32,
+}
+
+/// A progress or status event, as stored and as pushed to subscribers.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct TaskEvent {
+    pub task_id: String,
+    pub user_id: String,
+    pub seq: i32,
+    pub status: String,
+    pub progress: i32,
+    pub step: Option<String>,
+    pub message: Option<String>,
+    pub at: chrono::DateTime<chrono::Utc>,
+}

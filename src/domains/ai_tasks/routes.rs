@@ -1,0 +1,319 @@
+//! HTTP: submit, read, list and cancel tasks. Every read and write is scoped to the
+//! caller (another user's task is 404); admins may read any task.
+
+use axum::Router;
+use axum::extract::{Path, Query, State};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+
+use super::handler::publish_events;
+use super::kinds::{ALL_KINDS, Status, TaskKind};
+use super::store::{self, Guard, StoreError, Task};
+use crate::api::{ApiJson, AuthUser, idempotency};
+use crate::app::AppState;
+use crate::error::ApiError;
+
+pub fn routes() -> Router<AppState> {
+    Router::new()
+        .route("/v1/tasks", post(submit).get(list))
+        .route("/v1/tasks/{id}", get(read))
+        .route("/v1/tasks/{id}/cancel", post(cancel))
+}
+
+#[derive(Debug, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct SubmitRequest {
+    pub kind: String,
+    pub prompt: String,
+    #[serde(default)]
+    pub params: Option<Value>,
+}
+
+/// What clients see of a task.
+#[derive(Debug, Serialize)]
+pub struct TaskView {
+    pub id: String,
+    pub kind: String,
+    pub status: String,
+    pub progress: i32,
+    pub step: Option<String>,
+    pub attempts: i32,
+    pub cost: i64,
+    pub prompt: String,
+    pub result: Option<Value>,
+    pub error: Option<String>,
+    pub created_at: chrono::DateTime<chrono::Utc>,
+    pub updated_at: chrono::DateTime<chrono::Utc>,
+    pub started_at: Option<chrono::DateTime<chrono::Utc>>,
+    pub finished_at: Option<chrono::DateTime<chrono::Utc>>,
+}
+
+impl From<Task> for TaskView {
+    fn from(t: Task) -> Self {
+        let done = t.status == Status::Success.as_str();
+        TaskView {
+            result: if done {
+                t.result
+                    .as_deref()
+                    .and_then(|r| serde_json::from_str(r).ok())
+            } else {
+                None
+            },
+            id: t.id,
+            kind: t.kind,
+            status: t.status,
+            progress: t.progress,
+            step: t.step,
+            attempts: t.attempt,
+            cost: t.cost,
+            prompt: t.prompt,
+            error: t.error,
+            created_at: t.created_at,
+            updated_at: t.updated_at,
+            started_at: t.started_at,
+            finished_at: t.finished_at,
+        }
+    }
+}
+
+fn with_location(status: u16, body: Value) -> Response {
+    let code = StatusCode::from_u16(status).unwrap_or(StatusCode::ACCEPTED);
+    let mut resp = (code, axum::Json(body.clone())).into_response();
+    if let Some(loc) = body["id"]
+        .as_str()
+        .and_then(|id| HeaderValue::from_str(&format!("/v1/tasks/{id}")).ok())
+    {
+        resp.headers_mut().insert(header::LOCATION, loc);
+    }
+    resp
+}
+
+/// Checks a submission; the error names the field.
+fn validate(state: &AppState, req: &SubmitRequest) -> Result<(TaskKind, Value), ApiError> {
+    let kind = TaskKind::parse(&req.kind).ok_or_else(|| ApiError::Unprocessable {
+        code: "invalid_field",
+        message: format!(
+            "unknown kind `{}`; expected one of {}",
+            req.kind,
+            ALL_KINDS.map(|k| k.as_str()).join(", ")
+        ),
+        field: Some("kind".into()),
+    })?;
+    let ai = &state.settings.ai;
+    let chars = req.prompt.chars().count();
+    if req.prompt.trim().is_empty() || chars > ai.max_prompt_chars {
+        return Err(ApiError::Unprocessable {
+            code: "invalid_field",
+            message: format!(
+                "prompt must be 1 to {} characters (got {chars})",
+                ai.max_prompt_chars
+            ),
+            field: Some("prompt".into()),
+        });
+    }
+    let params = req.params.clone().unwrap_or_else(|| json!({}));
+    if !params.is_object() || params.to_string().len() > ai.max_params_bytes {
+        return Err(ApiError::Unprocessable {
+            code: "invalid_field",
+            message: format!(
+                "params must be a JSON object of at most {} bytes",
+                ai.max_params_bytes
+            ),
+            field: Some("params".into()),
+        });
+    }
+    if params.get("simulate").is_some() && !ai.allow_failure_injection {
+        return Err(ApiError::Unprocessable {
+            code: "invalid_field",
+            message: "params.simulate is disabled on this server (ai.allow_failure_injection)"
+                .into(),
+            field: Some("params.simulate".into()),
+        });
+    }
+    Ok((kind, params))
+}
+
+/// `POST /v1/tasks` → 202 with the task and a `Location`; credits reserved, task and run
+/// message committed together.
+async fn submit(
+    State(state): State<AppState>,
+    AuthUser(user): AuthUser,
+    headers: HeaderMap,
+    ApiJson(req): ApiJson<SubmitRequest>,
+) -> Result<Response, ApiError> {
+    let (kind, params) = validate(&state, &req)?;
+    let key = idempotency::key_from(&headers)?;
+    let request_hash = idempotency::hash(
+        &json!({ "kind": kind.as_str(), "prompt": req.prompt, "params": params }),
+    );
+    if let Some(k) = &key {
+        if let Some(row) = idempotency::find(&state.db, &user.id, k).await? {
+            let (status, body) = idempotency::replay(&row, &request_hash)?;
+            return Ok(with_location(status, body));
+        }
+    }
+    let cost = state
+        .settings
+        .ai
+        .kinds
+        .get(kind.as_str())
+        .map(|k| k.cost)
+        .unwrap_or(0);
+    let txn = sea_orm::TransactionTrait::begin(&state.db).await?;
+    let (task, event) = match store::submit(
+        &txn,
+        &user.id,
+        kind,
+        &req.prompt,
+        &params,
+        cost,
+        state.settings.broker.max_payload_bytes,
+    )
+    .await
+    {
+        Ok(v) => v,
+        Err(StoreError::InsufficientCredits { needed, balance }) => {
+            return Err(ApiError::PaymentRequired { needed, balance });
+        }
+        Err(StoreError::Outbox(e)) => return Err(ApiError::Internal(e.into())),
+        Err(StoreError::Db(e)) => return Err(e.into()),
+    };
+    let body =
+        serde_json::to_value(TaskView::from(task)).map_err(|e| ApiError::Internal(e.into()))?;
+    if let Some(k) = &key {
+        if let Err(e) = idempotency::store(&txn, &user.id, k, &request_hash, 202, &body).await {
+            // A concurrent twin with the same key committed first: answer with its response.
+            drop(txn);
+            if let Some(row) = idempotency::find(&state.db, &user.id, k).await? {
+                let (status, body) = idempotency::replay(&row, &request_hash)?;
+                return Ok(with_location(status, body));
+            }
+            return Err(e.into());
+        }
+    }
+    if let Err(e) = txn.commit().await {
+        if let Some(k) = &key {
+            if let Some(row) = idempotency::find(&state.db, &user.id, k).await? {
+                let (status, body) = idempotency::replay(&row, &request_hash)?;
+                return Ok(with_location(status, body));
+            }
+        }
+        return Err(e.into());
+    }
+    state.relay.notify();
+    publish_events(state.broker.as_ref(), &[event]).await;
+    Ok(with_location(202, body))
+}
+
+/// The task if the caller may see it; 404 otherwise (never "forbidden": existence is private).
+async fn visible(state: &AppState, user: &crate::users::User, id: &str) -> Result<Task, ApiError> {
+    match store::get(&state.db, id).await? {
+        Some(t) if t.user_id == user.id || user.is_admin => Ok(t),
+        _ => Err(ApiError::NotFound("task")),
+    }
+}
+
+/// `GET /v1/tasks/{id}`.
+async fn read(
+    State(state): State<AppState>,
+    AuthUser(user): AuthUser,
+    Path(id): Path<String>,
+) -> Result<axum::Json<TaskView>, ApiError> {
+    Ok(axum::Json(visible(&state, &user, &id).await?.into()))
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ListQuery {
+    status: Option<String>,
+    kind: Option<String>,
+    cursor: Option<String>,
+    limit: Option<u64>,
+}
+
+/// `GET /v1/tasks?status=&kind=&cursor=&limit=`: newest first; `next_cursor` continues.
+async fn list(
+    State(state): State<AppState>,
+    AuthUser(user): AuthUser,
+    query: Result<Query<ListQuery>, axum::extract::rejection::QueryRejection>,
+) -> Result<axum::Json<Value>, ApiError> {
+    let Query(q) = query.map_err(|e| ApiError::BadRequest {
+        code: "invalid_query",
+        message: e.body_text(),
+        field: None,
+    })?;
+    let status = match q.status.as_deref() {
+        None => None,
+        Some(s) => Some(
+            Status::parse(&s.to_ascii_uppercase())
+                .ok_or_else(|| ApiError::bad_request("status", format!("unknown status `{s}`")))?,
+        ),
+    };
+    let kind = match q.kind.as_deref() {
+        None => None,
+        Some(k) => Some(
+            TaskKind::parse(k)
+                .ok_or_else(|| ApiError::bad_request("kind", format!("unknown kind `{k}`")))?,
+        ),
+    };
+    let limit = q.limit.unwrap_or(20);
+    if !(1..=100).contains(&limit) {
+        return Err(ApiError::bad_request("limit", "must be 1 to 100"));
+    }
+    if q.cursor.as_ref().is_some_and(|c| c.len() > 64) {
+        return Err(ApiError::bad_request(
+            "cursor",
+            "is not a cursor this API issued",
+        ));
+    }
+    let tasks = store::list(
+        &state.db,
+        &user.id,
+        status,
+        kind,
+        q.cursor.as_deref(),
+        limit,
+    )
+    .await?;
+    let next = (tasks.len() as u64 == limit)
+        .then(|| tasks.last().map(|t| t.id.clone()))
+        .flatten();
+    let items: Vec<TaskView> = tasks.into_iter().map(TaskView::from).collect();
+    Ok(axum::Json(json!({ "items": items, "next_cursor": next })))
+}
+
+/// `POST /v1/tasks/{id}/cancel` → CANCELED and refunded, or 409 if already terminal.
+async fn cancel(
+    State(state): State<AppState>,
+    AuthUser(user): AuthUser,
+    Path(id): Path<String>,
+) -> Result<axum::Json<TaskView>, ApiError> {
+    let t = visible(&state, &user, &id).await?;
+    let guard = Guard::status(&[Status::Pending, Status::Retrying, Status::Processing]);
+    match store::finish_unsuccessfully(
+        &state.db,
+        &t.id,
+        &guard,
+        Status::Canceled,
+        Some("canceled by the user".into()),
+    )
+    .await?
+    {
+        Some((t, ev)) => {
+            publish_events(state.broker.as_ref(), &[ev]).await;
+            Ok(axum::Json(t.into()))
+        }
+        None => {
+            let now = store::get(&state.db, &id)
+                .await?
+                .map(|t| t.status)
+                .unwrap_or_default();
+            Err(ApiError::Conflict(format!(
+                "task is already {now}; only PENDING, RETRYING or PROCESSING tasks can be canceled"
+            )))
+        }
+    }
+}

@@ -1,0 +1,457 @@
+//! The queries of the AI-task flow. Every state change is one conditional UPDATE
+//! (`… WHERE status IN (…) [AND attempt = ?]`), so a transition happens at most once and a
+//! stale attempt cannot write; it appends an event with the next sequence number in the
+//! same transaction, and credits move with the transition that causes them.
+
+use chrono::{DateTime, Utc};
+use sea_orm::sea_query::{Expr, ExprTrait as _, Func};
+use sea_orm::{
+    ActiveValue::Set, ColumnTrait, ConnectionTrait, DatabaseConnection, DbErr, EntityTrait,
+    QueryFilter, QueryOrder, QuerySelect, TransactionTrait,
+};
+
+use super::entity::{event, material, task};
+use super::kinds::{Status, TaskKind};
+use super::messages::{MATERIAL_CHANGED, RUN_STEP, RunStep, TaskEvent};
+use crate::broker::{Envelope, Target};
+use crate::outbox::{self, OutboxError};
+use crate::users;
+
+pub use task::Model as Task;
+
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    #[error("insufficient credits: {needed} needed, {balance} available")]
+    InsufficientCredits { needed: i64, balance: i64 },
+    #[error(transparent)]
+    Outbox(#[from] OutboxError),
+    #[error(transparent)]
+    Db(#[from] DbErr),
+}
+
+/// What a conditional change may do.
+#[derive(Debug, Default)]
+pub struct Change {
+    pub status: Option<Status>,
+    pub progress: Option<i32>,
+    pub step: Option<String>,
+    pub step_index: Option<i32>,
+    pub claim: bool,
+    pub release_lease: bool,
+    pub result: Option<String>,
+    pub error: Option<String>,
+    /// The event's message.
+    pub message: Option<String>,
+}
+
+/// When a change may apply.
+#[derive(Debug)]
+pub struct Guard<'a> {
+    pub statuses: &'a [Status],
+    pub attempt: Option<i32>,
+    pub step_index: Option<i32>,
+    /// Only if the lease is free or its heartbeat is older than this.
+    pub lease_free_before: Option<DateTime<Utc>>,
+}
+
+impl<'a> Guard<'a> {
+    pub fn status(statuses: &'a [Status]) -> Self {
+        Guard {
+            statuses,
+            attempt: None,
+            step_index: None,
+            lease_free_before: None,
+        }
+    }
+    pub fn holder(attempt: i32) -> Self {
+        Guard {
+            statuses: &[Status::Processing],
+            attempt: Some(attempt),
+            step_index: None,
+            lease_free_before: None,
+        }
+    }
+}
+
+/// Applies `change` if `guard` holds; returns the task as it is now and the event
+/// appended, or `None` when the guard did not hold.
+pub async fn apply(
+    txn: &impl ConnectionTrait,
+    id: &str,
+    guard: &Guard<'_>,
+    change: Change,
+) -> Result<Option<(Task, TaskEvent)>, DbErr> {
+    let now = Utc::now();
+    let mut q = task::Entity::update_many()
+        .col_expr(task::Column::Seq, Expr::col(task::Column::Seq).add(1))
+        .col_expr(task::Column::UpdatedAt, Expr::value(now))
+        .filter(task::Column::Id.eq(id))
+        .filter(task::Column::Status.is_in(guard.statuses.iter().map(|s| s.as_str())));
+    if let Some(a) = guard.attempt {
+        q = q.filter(task::Column::Attempt.eq(a));
+    }
+    if let Some(s) = guard.step_index {
+        q = q.filter(task::Column::StepIndex.eq(s));
+    }
+    if let Some(before) = guard.lease_free_before {
+        q = q.filter(
+            task::Column::HeartbeatAt
+                .is_null()
+                .or(task::Column::HeartbeatAt.lt(before))
+                .or(task::Column::Status.ne(Status::Processing.as_str())),
+        );
+    }
+    if let Some(s) = change.status {
+        q = q.col_expr(task::Column::Status, Expr::value(s.as_str()));
+        if s.is_terminal() {
+            q = q.col_expr(task::Column::FinishedAt, Expr::value(now));
+            q = q.col_expr(
+                task::Column::HeartbeatAt,
+                Expr::value(Option::<DateTime<Utc>>::None),
+            );
+        }
+    }
+    if change.claim {
+        q = q
+            .col_expr(
+                task::Column::Attempt,
+                Expr::col(task::Column::Attempt).add(1),
+            )
+            .col_expr(task::Column::HeartbeatAt, Expr::value(now))
+            .col_expr(
+                task::Column::StartedAt,
+                Expr::FunctionCall(Func::coalesce([
+                    Expr::col(task::Column::StartedAt),
+                    Expr::value(now),
+                ])),
+            );
+    }
+    if change.release_lease {
+        q = q.col_expr(
+            task::Column::HeartbeatAt,
+            Expr::value(Option::<DateTime<Utc>>::None),
+        );
+    }
+    if let Some(p) = change.progress {
+        q = q.col_expr(task::Column::Progress, Expr::value(p));
+    }
+    if let Some(s) = &change.step {
+        q = q.col_expr(task::Column::Step, Expr::value(s.clone()));
+    }
+    if let Some(i) = change.step_index {
+        q = q.col_expr(task::Column::StepIndex, Expr::value(i));
+    }
+    if let Some(r) = &change.result {
+        q = q.col_expr(task::Column::Result, Expr::value(r.clone()));
+    }
+    if let Some(e) = &change.error {
+        q = q.col_expr(task::Column::Error, Expr::value(e.clone()));
+    }
+    if q.exec(txn).await?.rows_affected != 1 {
+        return Ok(None);
+    }
+    let Some(t) = task::Entity::find_by_id(id.to_owned()).one(txn).await? else {
+        return Ok(None);
+    };
+    let ev = insert_event(txn, &t, change.message).await?;
+    Ok(Some((t, ev)))
+}
+
+async fn insert_event(
+    txn: &impl ConnectionTrait,
+    t: &Task,
+    message: Option<String>,
+) -> Result<TaskEvent, DbErr> {
+    let ev = TaskEvent {
+        task_id: t.id.clone(),
+        user_id: t.user_id.clone(),
+        seq: t.seq,
+        status: t.status.clone(),
+        progress: t.progress,
+        step: t.step.clone(),
+        message,
+        at: Utc::now(),
+    };
+    event::Entity::insert(event::ActiveModel {
+        task_id: Set(ev.task_id.clone()),
+        seq: Set(ev.seq),
+        status: Set(ev.status.clone()),
+        progress: Set(ev.progress),
+        step: Set(ev.step.clone()),
+        message: Set(ev.message.clone()),
+        created_at: Set(ev.at),
+        ..Default::default()
+    })
+    .exec_without_returning(txn)
+    .await?;
+    Ok(ev)
+}
+
+/// Submits a task in the caller's transaction: reserves its cost, inserts it (PENDING,
+/// event 1) and writes the run message to the outbox.
+pub async fn submit(
+    txn: &impl ConnectionTrait,
+    user_id: &str,
+    kind: TaskKind,
+    prompt: &str,
+    params: &serde_json::Value,
+    cost: i64,
+    max_payload: usize,
+) -> Result<(Task, TaskEvent), StoreError> {
+    let id = uuid::Uuid::now_v7().to_string();
+    if cost > 0 {
+        let reserved = users::entity::user::Entity::update_many()
+            .col_expr(
+                users::entity::user::Column::Credits,
+                Expr::col(users::entity::user::Column::Credits).sub(cost),
+            )
+            .filter(users::entity::user::Column::Id.eq(user_id))
+            .filter(users::entity::user::Column::Credits.gte(cost))
+            .exec(txn)
+            .await?;
+        if reserved.rows_affected != 1 {
+            let balance = users::entity::user::Entity::find_by_id(user_id.to_owned())
+                .one(txn)
+                .await?
+                .map(|u| u.credits)
+                .unwrap_or(0);
+            return Err(StoreError::InsufficientCredits {
+                needed: cost,
+                balance,
+            });
+        }
+        users::book(txn, user_id, -cost, "reserve", &format!("reserve:{id}")).await?;
+    }
+    let now = Utc::now();
+    let t = task::Model {
+        id: id.clone(),
+        user_id: user_id.to_owned(),
+        kind: kind.as_str().to_owned(),
+        prompt: prompt.to_owned(),
+        params: params.to_string(),
+        status: Status::Pending.as_str().to_owned(),
+        attempt: 0,
+        step_index: 0,
+        step: None,
+        progress: 0,
+        seq: 1,
+        cost,
+        result: None,
+        error: None,
+        heartbeat_at: None,
+        created_at: now,
+        updated_at: now,
+        started_at: None,
+        finished_at: None,
+    };
+    task::Entity::insert(task::ActiveModel::from(t.clone()))
+        .exec_without_returning(txn)
+        .await?;
+    let ev = insert_event(txn, &t, Some("accepted".into())).await?;
+    enqueue_step(txn, &t, 0, max_payload).await?;
+    Ok((t, ev))
+}
+
+/// Writes the message that runs step `step` of `t`.
+pub async fn enqueue_step(
+    txn: &impl ConnectionTrait,
+    t: &Task,
+    step: i32,
+    max_payload: usize,
+) -> Result<(), OutboxError> {
+    let kind = TaskKind::parse(&t.kind).unwrap_or(TaskKind::Copywriting);
+    let msg = RunStep {
+        task_id: t.id.clone(),
+        step,
+    };
+    let payload = serde_json::to_value(&msg).unwrap_or_default();
+    let env = Envelope::new(RUN_STEP, payload).with_correlation_id(t.id.clone());
+    outbox::enqueue(txn, Target::Queue(kind.queue()), &env, max_payload).await
+}
+
+/// Books the terminal credit effect of a transition (in its transaction): the
+/// reservation is consumed on SUCCESS and refunded on FAILED or CANCELED. The ledger's
+/// unique effect key makes a second booking fail instead of moving credits twice.
+pub async fn settle_credits(txn: &impl ConnectionTrait, t: &Task) -> Result<(), DbErr> {
+    if t.cost == 0 {
+        return Ok(());
+    }
+    match Status::parse(&t.status) {
+        Some(Status::Success) => {
+            users::book(txn, &t.user_id, 0, "consume", &format!("consume:{}", t.id)).await
+        }
+        Some(Status::Failed) | Some(Status::Canceled) => {
+            users::entity::user::Entity::update_many()
+                .col_expr(
+                    users::entity::user::Column::Credits,
+                    Expr::col(users::entity::user::Column::Credits).add(t.cost),
+                )
+                .filter(users::entity::user::Column::Id.eq(t.user_id.as_str()))
+                .exec(txn)
+                .await?;
+            users::book(
+                txn,
+                &t.user_id,
+                t.cost,
+                "refund",
+                &format!("refund:{}", t.id),
+            )
+            .await
+        }
+        _ => Ok(()),
+    }
+}
+
+/// Moves a task to a terminal failure state (FAILED or CANCELED) from `from`, refunding.
+pub async fn finish_unsuccessfully(
+    db: &DatabaseConnection,
+    id: &str,
+    guard: &Guard<'_>,
+    status: Status,
+    error: Option<String>,
+) -> Result<Option<(Task, TaskEvent)>, DbErr> {
+    let txn = db.begin().await?;
+    let message = error.clone();
+    let change = Change {
+        status: Some(status),
+        error,
+        message,
+        ..Default::default()
+    };
+    let Some((t, ev)) = apply(&txn, id, guard, change).await? else {
+        return Ok(None);
+    };
+    settle_credits(&txn, &t).await?;
+    txn.commit().await?;
+    Ok(Some((t, ev)))
+}
+
+/// Commits a successful final step: result, material, search-sync message, credits.
+pub async fn finish_successfully(
+    txn: &impl ConnectionTrait,
+    t: &Task,
+    attempt: i32,
+    result: &serde_json::Value,
+    max_payload: usize,
+) -> Result<Option<(Task, TaskEvent)>, StoreError> {
+    let change = Change {
+        status: Some(Status::Success),
+        progress: Some(100),
+        step_index: Some(t.step_index + 1),
+        result: Some(result.to_string()),
+        message: Some("done".into()),
+        ..Default::default()
+    };
+    let mut guard = Guard::holder(attempt);
+    guard.step_index = Some(t.step_index);
+    let Some((done, ev)) = apply(txn, &t.id, &guard, change).await? else {
+        return Ok(None);
+    };
+    settle_credits(txn, &done).await?;
+    let kind = TaskKind::parse(&done.kind).unwrap_or(TaskKind::Copywriting);
+    let content = if kind.is_text() {
+        result
+            .get("text")
+            .and_then(|v| v.as_str())
+            .map(str::to_owned)
+            .unwrap_or_else(|| result.to_string())
+    } else {
+        result.to_string()
+    };
+    let material_id = uuid::Uuid::now_v7().to_string();
+    material::Entity::insert(material::ActiveModel {
+        id: Set(material_id.clone()),
+        user_id: Set(done.user_id.clone()),
+        task_id: Set(done.id.clone()),
+        kind: Set(done.kind.clone()),
+        content: Set(content),
+        created_at: Set(Utc::now()),
+    })
+    .exec_without_returning(txn)
+    .await?;
+    let sync = Envelope::new(
+        MATERIAL_CHANGED,
+        serde_json::json!({ "material_id": material_id, "user_id": done.user_id, "op": "upsert" }),
+    )
+    .with_correlation_id(done.id.clone());
+    outbox::enqueue(
+        txn,
+        Target::Queue(&crate::broker::topology::SEARCH_SYNC),
+        &sync,
+        max_payload,
+    )
+    .await?;
+    Ok(Some((done, ev)))
+}
+
+pub async fn get(db: &impl ConnectionTrait, id: &str) -> Result<Option<Task>, DbErr> {
+    task::Entity::find_by_id(id.to_owned()).one(db).await
+}
+
+/// A user's tasks, newest first, after `cursor` (a task id) when given.
+pub async fn list(
+    db: &impl ConnectionTrait,
+    user_id: &str,
+    status: Option<Status>,
+    kind: Option<TaskKind>,
+    cursor: Option<&str>,
+    limit: u64,
+) -> Result<Vec<Task>, DbErr> {
+    let mut q = task::Entity::find()
+        .filter(task::Column::UserId.eq(user_id))
+        .order_by_desc(task::Column::Id)
+        .limit(limit);
+    if let Some(s) = status {
+        q = q.filter(task::Column::Status.eq(s.as_str()));
+    }
+    if let Some(k) = kind {
+        q = q.filter(task::Column::Kind.eq(k.as_str()));
+    }
+    if let Some(c) = cursor {
+        q = q.filter(task::Column::Id.lt(c));
+    }
+    q.all(db).await
+}
+
+/// Events of a task after `after_seq`, in order.
+pub async fn events_after(
+    db: &impl ConnectionTrait,
+    task_id: &str,
+    after_seq: i32,
+) -> Result<Vec<event::Model>, DbErr> {
+    event::Entity::find()
+        .filter(event::Column::TaskId.eq(task_id))
+        .filter(event::Column::Seq.gt(after_seq))
+        .order_by_asc(event::Column::Seq)
+        .all(db)
+        .await
+}
+
+/// PROCESSING tasks whose lease went stale before `before`.
+pub async fn stale(
+    db: &impl ConnectionTrait,
+    before: DateTime<Utc>,
+    limit: u64,
+) -> Result<Vec<Task>, DbErr> {
+    task::Entity::find()
+        .filter(task::Column::Status.eq(Status::Processing.as_str()))
+        .filter(
+            task::Column::HeartbeatAt
+                .is_null()
+                .or(task::Column::HeartbeatAt.lt(before)),
+        )
+        .filter(task::Column::UpdatedAt.lt(before))
+        .limit(limit)
+        .all(db)
+        .await
+}
+
+pub async fn material_of(
+    db: &impl ConnectionTrait,
+    task_id: &str,
+) -> Result<Option<material::Model>, DbErr> {
+    material::Entity::find()
+        .filter(material::Column::TaskId.eq(task_id))
+        .one(db)
+        .await
+}

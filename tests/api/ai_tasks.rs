@@ -1,0 +1,757 @@
+//! AI generation tasks end to end, through the HTTP API and the consumers.
+
+use std::time::Duration;
+
+use conveyor::domains::ai_tasks::Status;
+use conveyor::domains::ai_tasks::entity::{event, material, task};
+use conveyor::domains::ai_tasks::store::{self, Change, Guard};
+use conveyor::users::entity::ledger;
+use sea_orm::{ColumnTrait, EntityTrait, PaginatorTrait, QueryFilter, QueryOrder};
+use serde_json::{Value, json};
+
+use crate::helpers::{Backend, TestApp, TestEnv, spawn_app};
+use crate::on_every_backend;
+
+on_every_backend!(
+    a_task_runs_to_success_and_consumes_its_credits,
+    every_kind_succeeds_and_pipeline_steps_run_in_order,
+    bad_submissions_get_clear_errors,
+    insufficient_credits_is_402,
+    concurrent_identical_submissions_create_one_task,
+    other_users_tasks_are_invisible,
+    listing_pages_newest_first,
+    a_transient_failure_retries_then_succeeds,
+    exhausted_retries_fail_with_exactly_one_refund,
+    a_permanent_failure_dead_letters_and_refunds,
+    cancel_stops_a_running_task_and_refunds,
+    a_killed_consumer_leaves_a_task_that_finishes_once,
+    terminal_states_never_change,
+);
+
+async fn app(backend: Backend, test: &str) -> Option<(TestEnv, TestApp)> {
+    let env = TestEnv::new(backend, test)
+        .await?
+        .with_max_attempts("ai.short", 3);
+    let app = spawn_app(&env).await;
+    app.start_consumers();
+    Some((env, app))
+}
+
+async fn done(env: TestEnv, app: TestApp) {
+    let platform = app.stop().await;
+    env.cleanup(Some(&platform)).await;
+}
+
+async fn ledger_of(app: &TestApp, user_id: &str) -> Vec<ledger::Model> {
+    ledger::Entity::find()
+        .filter(ledger::Column::UserId.eq(user_id))
+        .order_by_asc(ledger::Column::Id)
+        .all(&app.platform.db)
+        .await
+        .unwrap()
+}
+
+async fn events(app: &TestApp, task_id: &str) -> Vec<event::Model> {
+    store::events_after(&app.platform.db, task_id, 0)
+        .await
+        .unwrap()
+}
+
+async fn a_task_runs_to_success_and_consumes_its_credits(backend: Backend) {
+    let Some((env, app)) = app(backend, "task_runs_to_success").await else {
+        return;
+    };
+    let (user, key) = app.user("ada", 100).await;
+    let r = app
+        .submit(
+            &key,
+            json!({ "kind": "copywriting", "prompt": "spring sale on sneakers" }),
+        )
+        .await;
+    assert_eq!(r.status(), 202);
+    let location = r.headers()["location"].to_str().unwrap().to_owned();
+    let body: Value = r.json().await.unwrap();
+    assert_eq!(body["status"], "PENDING");
+    let id = body["id"].as_str().unwrap().to_owned();
+    assert_eq!(location, format!("/v1/tasks/{id}"));
+    assert_eq!(app.credits(&user.id).await, 99, "reserved at submit");
+
+    let t = app.wait_status(&key, &id, "SUCCESS").await;
+    assert_eq!(t["progress"], 100);
+    assert!(
+        t["result"]["text"]
+            .as_str()
+            .unwrap()
+            .contains("spring sale"),
+        "{t}"
+    );
+    assert_eq!(t["attempts"], 1, "{t}");
+    assert_eq!(app.credits(&user.id).await, 99, "consumed, not refunded");
+    let reasons: Vec<String> = ledger_of(&app, &user.id)
+        .await
+        .into_iter()
+        .map(|l| l.reason)
+        .collect();
+    assert_eq!(reasons, ["grant", "reserve", "consume"]);
+    let m = store::material_of(&app.platform.db, &id)
+        .await
+        .unwrap()
+        .expect("a material");
+    assert_eq!(m.user_id, user.id);
+    // Events: monotonic sequence from 1, ending SUCCESS.
+    let evs = events(&app, &id).await;
+    assert!(evs.windows(2).all(|w| w[1].seq == w[0].seq + 1));
+    assert_eq!(evs[0].seq, 1);
+    assert_eq!(evs.first().unwrap().status, "PENDING");
+    assert_eq!(evs.last().unwrap().status, "SUCCESS");
+    assert!(
+        evs.iter()
+            .any(|e| e.status == "PROCESSING" && e.progress > 0 && e.progress < 100)
+    );
+    // The material's search-sync message went through the outbox.
+    let sync = conveyor::outbox::entity::Entity::find()
+        .filter(conveyor::outbox::entity::Column::Queue.eq("search.sync"))
+        .count(&app.platform.db)
+        .await
+        .unwrap();
+    assert_eq!(sync, 1);
+    done(env, app).await;
+}
+
+async fn every_kind_succeeds_and_pipeline_steps_run_in_order(backend: Backend) {
+    let Some((env, app)) = app(backend, "every_kind_succeeds").await else {
+        return;
+    };
+    let (user, key) = app.user("ada", 1000).await;
+    let mut ids = Vec::new();
+    for kind in ["copywriting", "image", "video", "model3d", "video_analysis"] {
+        let r = app
+            .submit(
+                &key,
+                json!({ "kind": kind, "prompt": format!("a {kind} about tea") }),
+            )
+            .await;
+        assert_eq!(r.status(), 202, "{kind}");
+        ids.push((
+            kind,
+            r.json::<Value>().await.unwrap()["id"]
+                .as_str()
+                .unwrap()
+                .to_owned(),
+        ));
+    }
+    for (kind, id) in &ids {
+        let t = app.wait_status(&key, id, "SUCCESS").await;
+        if *kind == "image" || *kind == "video" || *kind == "model3d" {
+            assert!(
+                t["result"]["url"].as_str().unwrap().starts_with("https://"),
+                "{t}"
+            );
+        }
+    }
+    let (_, pipeline) = &ids[4];
+    let steps: Vec<String> = events(&app, pipeline)
+        .await
+        .into_iter()
+        .filter(|e| {
+            e.message
+                .as_deref()
+                .is_some_and(|m| m.ends_with(" started"))
+        })
+        .filter_map(|e| e.step)
+        .collect();
+    assert_eq!(
+        steps,
+        [
+            "extract_audio",
+            "transcribe",
+            "summarize",
+            "build_knowledge_entry"
+        ]
+    );
+    let t = app.task(&key, pipeline).await;
+    for step in [
+        "extract_audio",
+        "transcribe",
+        "summarize",
+        "build_knowledge_entry",
+    ] {
+        assert!(t["result"][step].is_object(), "{step} output kept: {t}");
+    }
+    assert_eq!(app.credits(&user.id).await, 1000 - 1 - 4 - 20 - 30 - 10);
+    done(env, app).await;
+}
+
+async fn bad_submissions_get_clear_errors(backend: Backend) {
+    let Some((env, app)) = app(backend, "bad_submissions").await else {
+        return;
+    };
+    let (user, key) = app.user("ada", 100).await;
+    let cases = [
+        (json!({ "kind": "hologram", "prompt": "x" }), 422, "kind"),
+        (json!({ "kind": "image", "prompt": "   " }), 422, "prompt"),
+        (
+            json!({ "kind": "image", "prompt": "x".repeat(5000) }),
+            422,
+            "prompt",
+        ),
+        (
+            json!({ "kind": "image", "prompt": "x", "params": [1, 2] }),
+            422,
+            "params",
+        ),
+        (
+            json!({ "kind": "image", "prompt": "x", "colour": "red" }),
+            422,
+            "colour",
+        ),
+        (json!({ "prompt": "x" }), 422, "kind"),
+    ];
+    for (body, status, field) in cases {
+        let r = app.submit(&key, body.clone()).await;
+        assert_eq!(r.status(), status, "{body}");
+        let err: Value = r.json().await.unwrap();
+        assert_eq!(err["error"]["field"], field, "{body} → {err}");
+    }
+    let r = app
+        .client
+        .post(app.url("/v1/tasks"))
+        .bearer_auth(&key)
+        .header("content-type", "application/json")
+        .body("{not json")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 400);
+    assert_eq!(
+        r.json::<Value>().await.unwrap()["error"]["code"],
+        "malformed_json"
+    );
+    // A fresh client: the server closes a connection whose body it refused.
+    let r = reqwest::Client::new()
+        .post(app.url("/v1/tasks"))
+        .bearer_auth(&key)
+        .header("content-type", "application/json")
+        .body(format!(
+            "{{\"kind\":\"image\",\"prompt\":\"{}\"}}",
+            "x".repeat(300_000)
+        ))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 413);
+    assert_eq!(
+        r.json::<Value>().await.unwrap()["error"]["code"],
+        "payload_too_large"
+    );
+    let r = app
+        .client
+        .post(app.url("/v1/tasks"))
+        .json(&json!({ "kind": "image", "prompt": "x" }))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 401);
+    let r = app
+        .submit(&key, json!({ "kind": "image", "prompt": "x" }))
+        .await;
+    let r2 = app
+        .client
+        .post(app.url("/v1/tasks"))
+        .bearer_auth(&key)
+        .header("idempotency-key", "x".repeat(200))
+        .json(&json!({ "kind": "image", "prompt": "x" }))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 202);
+    assert_eq!(r2.status(), 400, "oversized Idempotency-Key");
+    assert_eq!(
+        task::Entity::find().count(&app.platform.db).await.unwrap(),
+        1,
+        "nothing else was created"
+    );
+    assert_eq!(app.credits(&user.id).await, 96);
+    done(env, app).await;
+}
+
+async fn insufficient_credits_is_402(backend: Backend) {
+    let Some((env, app)) = app(backend, "insufficient_credits").await else {
+        return;
+    };
+    let (user, key) = app.user("ada", 3).await;
+    let r = app
+        .submit(&key, json!({ "kind": "image", "prompt": "x" }))
+        .await;
+    assert_eq!(r.status(), 402);
+    let err: Value = r.json().await.unwrap();
+    assert_eq!(err["error"]["balance"], 3);
+    assert_eq!(err["error"]["needed"], 4);
+    assert_eq!(app.credits(&user.id).await, 3);
+    assert_eq!(
+        task::Entity::find().count(&app.platform.db).await.unwrap(),
+        0
+    );
+    done(env, app).await;
+}
+
+async fn concurrent_identical_submissions_create_one_task(backend: Backend) {
+    let Some((env, app)) = app(backend, "idempotent_submit").await else {
+        return;
+    };
+    let (user, key) = app.user("ada", 100).await;
+    let body = json!({ "kind": "image", "prompt": "one poster" });
+    let requests = (0..10).map(|_| {
+        app.client
+            .post(app.url("/v1/tasks"))
+            .bearer_auth(&key)
+            .header("idempotency-key", "poster-1")
+            .json(&body)
+            .send()
+    });
+    let responses = futures::future::join_all(requests).await;
+    let mut ids = std::collections::HashSet::new();
+    for r in responses {
+        let r = r.unwrap();
+        assert_eq!(r.status(), 202);
+        ids.insert(
+            r.json::<Value>().await.unwrap()["id"]
+                .as_str()
+                .unwrap()
+                .to_owned(),
+        );
+    }
+    assert_eq!(ids.len(), 1, "one task for ten requests");
+    assert_eq!(
+        task::Entity::find().count(&app.platform.db).await.unwrap(),
+        1
+    );
+    assert_eq!(app.credits(&user.id).await, 96, "charged once");
+    let other = app
+        .client
+        .post(app.url("/v1/tasks"))
+        .bearer_auth(&key)
+        .header("idempotency-key", "poster-1")
+        .json(&json!({ "kind": "image", "prompt": "another poster" }))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(other.status(), 422);
+    assert_eq!(
+        other.json::<Value>().await.unwrap()["error"]["code"],
+        "idempotency_key_reused"
+    );
+    done(env, app).await;
+}
+
+async fn other_users_tasks_are_invisible(backend: Backend) {
+    let Some((env, app)) = app(backend, "cross_user_404").await else {
+        return;
+    };
+    let (_, alice) = app.user("alice", 100).await;
+    let (_, bob) = app.user("bob", 100).await;
+    let id = app
+        .submit(&alice, json!({ "kind": "copywriting", "prompt": "x" }))
+        .await
+        .json::<Value>()
+        .await
+        .unwrap()["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let r = app
+        .client
+        .get(app.url(&format!("/v1/tasks/{id}")))
+        .bearer_auth(&bob)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 404);
+    let r = app
+        .client
+        .post(app.url(&format!("/v1/tasks/{id}/cancel")))
+        .bearer_auth(&bob)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 404);
+    let list: Value = app
+        .client
+        .get(app.url("/v1/tasks"))
+        .bearer_auth(&bob)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(list["items"].as_array().unwrap().len(), 0);
+    let (_, admin) = conveyor::users::create(&app.platform.db, "root", 0, true)
+        .await
+        .unwrap();
+    let r = app
+        .client
+        .get(app.url(&format!("/v1/tasks/{id}")))
+        .bearer_auth(&admin)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200, "admins read any task");
+    done(env, app).await;
+}
+
+async fn listing_pages_newest_first(backend: Backend) {
+    let Some((env, app)) = app(backend, "listing_pages").await else {
+        return;
+    };
+    let (_, key) = app.user("ada", 1000).await;
+    let mut ids = Vec::new();
+    for i in 0..5 {
+        let kind = if i % 2 == 0 { "copywriting" } else { "image" };
+        let r = app
+            .submit(&key, json!({ "kind": kind, "prompt": format!("p{i}") }))
+            .await;
+        ids.push(
+            r.json::<Value>().await.unwrap()["id"]
+                .as_str()
+                .unwrap()
+                .to_owned(),
+        );
+    }
+    ids.reverse();
+    let mut seen = Vec::new();
+    let mut cursor: Option<String> = None;
+    loop {
+        let mut url = app.url("/v1/tasks?limit=2");
+        if let Some(c) = &cursor {
+            url.push_str(&format!("&cursor={c}"));
+        }
+        let page: Value = app
+            .client
+            .get(url)
+            .bearer_auth(&key)
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        for t in page["items"].as_array().unwrap() {
+            seen.push(t["id"].as_str().unwrap().to_owned());
+        }
+        match page["next_cursor"].as_str() {
+            Some(c) => cursor = Some(c.to_owned()),
+            None => break,
+        }
+    }
+    assert_eq!(seen, ids);
+    let images: Value = app
+        .client
+        .get(app.url("/v1/tasks?kind=image"))
+        .bearer_auth(&key)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(images["items"].as_array().unwrap().len(), 2);
+    let r = app
+        .client
+        .get(app.url("/v1/tasks?limit=500"))
+        .bearer_auth(&key)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 400);
+    let r = app
+        .client
+        .get(app.url("/v1/tasks?status=SLEEPING"))
+        .bearer_auth(&key)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 400);
+    done(env, app).await;
+}
+
+async fn a_transient_failure_retries_then_succeeds(backend: Backend) {
+    let Some((env, app)) = app(backend, "transient_then_success").await else {
+        return;
+    };
+    let (user, key) = app.user("ada", 100).await;
+    let r = app
+        .submit(&key, json!({ "kind": "copywriting", "prompt": "x", "params": { "simulate": { "fail_transient_attempts": 1 } } }))
+        .await;
+    let id = r.json::<Value>().await.unwrap()["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let t = app.wait_status(&key, &id, "SUCCESS").await;
+    assert_eq!(t["attempts"], 2);
+    let statuses: Vec<String> = events(&app, &id)
+        .await
+        .into_iter()
+        .map(|e| e.status)
+        .collect();
+    assert!(statuses.contains(&"RETRYING".to_owned()), "{statuses:?}");
+    assert_eq!(app.credits(&user.id).await, 99);
+    done(env, app).await;
+}
+
+async fn exhausted_retries_fail_with_exactly_one_refund(backend: Backend) {
+    let Some((env, app)) = app(backend, "exhausted_retries_refund").await else {
+        return;
+    };
+    let (user, key) = app.user("ada", 100).await;
+    let r = app
+        .submit(&key, json!({ "kind": "copywriting", "prompt": "x", "params": { "simulate": { "fail_transient_attempts": 99 } } }))
+        .await;
+    let id = r.json::<Value>().await.unwrap()["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let t = app.wait_status(&key, &id, "FAILED").await;
+    assert!(t["error"].as_str().unwrap().contains("timeout"), "{t}");
+    assert_eq!(t["attempts"], 3);
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(app.credits(&user.id).await, 100, "refunded");
+    let refunds = ledger_of(&app, &user.id)
+        .await
+        .into_iter()
+        .filter(|l| l.reason == "refund")
+        .count();
+    assert_eq!(refunds, 1);
+    let dead = conveyor::dead_letters::list(&app.platform.db, Some("ai.short"), 10)
+        .await
+        .unwrap();
+    assert_eq!(dead.len(), 1);
+    assert_eq!(dead[0].reason, "exhausted");
+    done(env, app).await;
+}
+
+async fn a_permanent_failure_dead_letters_and_refunds(backend: Backend) {
+    let Some((env, app)) = app(backend, "permanent_failure_refund").await else {
+        return;
+    };
+    let (user, key) = app.user("ada", 100).await;
+    let r = app
+        .submit(&key, json!({ "kind": "image", "prompt": "x", "params": { "simulate": { "fail_permanent": true } } }))
+        .await;
+    let id = r.json::<Value>().await.unwrap()["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let t = app.wait_status(&key, &id, "FAILED").await;
+    assert_eq!(t["attempts"], 1, "no retry");
+    assert_eq!(app.credits(&user.id).await, 100);
+    let dead = conveyor::dead_letters::list(&app.platform.db, Some("ai.short"), 10)
+        .await
+        .unwrap();
+    assert_eq!(dead[0].reason, "permanent");
+    done(env, app).await;
+}
+
+async fn cancel_stops_a_running_task_and_refunds(backend: Backend) {
+    let Some((env, app)) = app(backend, "cancel_mid_run").await else {
+        return;
+    };
+    let (user, key) = app.user("ada", 100).await;
+    let r = app.submit(&key, json!({ "kind": "image", "prompt": "x", "params": { "simulate": { "step_ms": 4000 } } })).await;
+    let id = r.json::<Value>().await.unwrap()["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    app.wait_status(&key, &id, "PROCESSING").await;
+    let r = app
+        .client
+        .post(app.url(&format!("/v1/tasks/{id}/cancel")))
+        .bearer_auth(&key)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    assert_eq!(r.json::<Value>().await.unwrap()["status"], "CANCELED");
+    assert_eq!(app.credits(&user.id).await, 100, "refunded");
+    tokio::time::sleep(Duration::from_millis(800)).await;
+    let t = app.task(&key, &id).await;
+    assert_eq!(
+        t["status"], "CANCELED",
+        "the running attempt stopped and wrote nothing"
+    );
+    assert!(
+        store::material_of(&app.platform.db, &id)
+            .await
+            .unwrap()
+            .is_none()
+    );
+    let r = app
+        .client
+        .post(app.url(&format!("/v1/tasks/{id}/cancel")))
+        .bearer_auth(&key)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 409);
+    assert_eq!(
+        ledger_of(&app, &user.id)
+            .await
+            .iter()
+            .filter(|l| l.reason == "refund")
+            .count(),
+        1
+    );
+    done(env, app).await;
+}
+
+async fn a_killed_consumer_leaves_a_task_that_finishes_once(backend: Backend) {
+    // No API here: the test runs the consumers itself, so it can kill them.
+    let Some(env) = TestEnv::new(backend, "killed_consumer").await else {
+        return;
+    };
+    let platform = env.platform().await;
+    let (user, _) = conveyor::users::create(&platform.db, "ada", 100, false)
+        .await
+        .unwrap();
+    let txn = sea_orm::TransactionTrait::begin(&platform.db)
+        .await
+        .unwrap();
+    let params = json!({ "simulate": { "step_ms": 1500 } });
+    let kind = conveyor::domains::ai_tasks::TaskKind::Image;
+    let (t, _) = store::submit(&txn, &user.id, kind, "x", &params, 4, 65536)
+        .await
+        .unwrap();
+    txn.commit().await.unwrap();
+    let id = t.id;
+    let status = |p: conveyor::app::Platform, id: String| async move {
+        store::get(&p.db, &id).await.unwrap().unwrap()
+    };
+
+    let first = {
+        let p = platform.clone();
+        tokio::spawn(async move {
+            p.run_workers(None, tokio_util::sync::CancellationToken::new())
+                .await
+        })
+    };
+    crate::helpers::wait_until(Duration::from_secs(20), "PROCESSING", || async {
+        status(platform.clone(), id.clone()).await.status == "PROCESSING"
+    })
+    .await;
+    first.abort(); // killed mid-task: no ack, no more heartbeats
+    let _ = first.await;
+
+    let token = tokio_util::sync::CancellationToken::new();
+    let second = {
+        let (p, token) = (platform.clone(), token.clone());
+        tokio::spawn(async move { p.run_workers(None, token).await })
+    };
+    crate::helpers::wait_until(
+        Duration::from_secs(30),
+        "SUCCESS after the kill",
+        || async { status(platform.clone(), id.clone()).await.status == "SUCCESS" },
+    )
+    .await;
+    let done = status(platform.clone(), id.clone()).await;
+    assert!(
+        done.attempt >= 2,
+        "a second attempt finished it (attempt {})",
+        done.attempt
+    );
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let materials = material::Entity::find()
+        .filter(material::Column::TaskId.eq(id.as_str()))
+        .count(&platform.db)
+        .await
+        .unwrap();
+    assert_eq!(materials, 1, "the effect happened once");
+    let consumed = ledger::Entity::find()
+        .filter(ledger::Column::UserId.eq(user.id.as_str()))
+        .filter(ledger::Column::Reason.eq("consume"))
+        .count(&platform.db)
+        .await
+        .unwrap();
+    assert_eq!(consumed, 1);
+    token.cancel();
+    second.await.unwrap().unwrap();
+    env.cleanup(Some(&platform)).await;
+}
+
+async fn terminal_states_never_change(backend: Backend) {
+    let Some((env, app)) = app(backend, "terminal_states").await else {
+        return;
+    };
+    let (user, key) = app.user("ada", 100).await;
+    let id = app
+        .submit(&key, json!({ "kind": "copywriting", "prompt": "x" }))
+        .await
+        .json::<Value>()
+        .await
+        .unwrap()["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let before = app.wait_status(&key, &id, "SUCCESS").await;
+    let db = &app.platform.db;
+    // Forbidden transitions are refused by their guards.
+    let to_failed = store::finish_unsuccessfully(
+        db,
+        &id,
+        &Guard::status(&[Status::Pending, Status::Processing, Status::Retrying]),
+        Status::Failed,
+        None,
+    )
+    .await
+    .unwrap();
+    assert!(to_failed.is_none(), "SUCCESS → FAILED refused");
+    let claim = Change {
+        status: Some(Status::Processing),
+        claim: true,
+        ..Default::default()
+    };
+    assert!(
+        store::apply(
+            db,
+            &id,
+            &Guard::status(&[Status::Pending, Status::Retrying]),
+            claim
+        )
+        .await
+        .unwrap()
+        .is_none()
+    );
+    let stale_write = Change {
+        progress: Some(5),
+        ..Default::default()
+    };
+    assert!(
+        store::apply(db, &id, &Guard::holder(1), stale_write)
+            .await
+            .unwrap()
+            .is_none(),
+        "no write without the lease"
+    );
+    // A duplicate run message for the finished task changes nothing.
+    let dup = conveyor::broker::Envelope::new("ai.task.run", json!({ "task_id": id, "step": 0 }));
+    app.platform
+        .broker
+        .publish(
+            conveyor::broker::Target::Queue(&conveyor::broker::topology::AI_SHORT),
+            &dup,
+        )
+        .await
+        .unwrap();
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let after = app.task(&key, &id).await;
+    assert_eq!(before["updated_at"], after["updated_at"]);
+    assert_eq!(after["status"], "SUCCESS");
+    assert_eq!(app.credits(&user.id).await, 99);
+    let seqs = task::Entity::find_by_id(id.clone())
+        .one(db)
+        .await
+        .unwrap()
+        .unwrap()
+        .seq;
+    assert_eq!(seqs as usize, events(&app, &id).await.len());
+    done(env, app).await;
+}

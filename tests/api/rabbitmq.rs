@@ -1,0 +1,188 @@
+//! RabbitMQ specifics: the declared arguments as the broker reports them, and consumers
+//! that resume on their own after the connection drops.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use conveyor::broker::Target;
+use conveyor::broker::topology::AI_SHORT;
+use conveyor::config::QueueType;
+use serde_json::{Value, json};
+use tokio_util::sync::CancellationToken;
+
+use crate::helpers::{Backend, Proxy, Recorder, TestEnv, TestHandler, wait_until};
+
+/// `rabbitmqctl list_queues` for this namespace, with `arguments` as an object.
+fn list_queues(ns: &str) -> Vec<Value> {
+    let out = std::process::Command::new("rabbitmqctl")
+        .args([
+            "-q",
+            "list_queues",
+            "name",
+            "type",
+            "arguments",
+            "--formatter",
+            "json",
+        ])
+        .output()
+        .expect("rabbitmqctl runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let all: Vec<Value> = serde_json::from_slice(&out.stdout).expect("json from rabbitmqctl");
+    let prefix = format!("{ns}.");
+    all.into_iter()
+        .filter(|q| q["name"].as_str().is_some_and(|n| n.starts_with(&prefix)))
+        .map(|mut q| {
+            // rabbitmqctl lists arguments as [[key, type, value], …].
+            let args: serde_json::Map<String, Value> = q["arguments"]
+                .as_array()
+                .map(|a| {
+                    a.iter()
+                        .filter_map(|kv| Some((kv[0].as_str()?.to_owned(), kv[2].clone())))
+                        .collect()
+                })
+                .unwrap_or_default();
+            q["arguments"] = Value::Object(args);
+            q
+        })
+        .collect()
+}
+
+fn find<'a>(queues: &'a [Value], name: &str) -> &'a Value {
+    queues
+        .iter()
+        .find(|q| q["name"] == name)
+        .unwrap_or_else(|| panic!("queue {name} declared"))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn declared_arguments_match_the_topology() {
+    for queue_type in [QueueType::Classic, QueueType::Quorum] {
+        let Some(mut env) = TestEnv::new(
+            Backend::RabbitPostgres,
+            "declared_arguments_match_the_topology",
+        )
+        .await
+        else {
+            return;
+        };
+        env.settings.broker.queue_type = queue_type;
+        let platform = env.platform().await;
+        let t = platform.broker.topology().clone();
+        let queues = list_queues(&t.namespace);
+        let expected = t.queues.iter().map(|q| 2 + q.retry.len()).sum::<usize>() + t.delays.len();
+        assert_eq!(queues.len(), expected, "every queue declared: {queues:?}");
+
+        let work = t.queue(&AI_SHORT);
+        let kind = if queue_type == QueueType::Quorum {
+            "quorum"
+        } else {
+            "classic"
+        };
+        let q = find(&queues, &work.name);
+        assert_eq!(q["type"], kind);
+        assert_eq!(
+            q["arguments"]["x-dead-letter-exchange"],
+            t.dead_letter_exchange()
+        );
+        assert_eq!(q["arguments"]["x-dead-letter-routing-key"], work.dlq);
+        if queue_type == QueueType::Quorum {
+            assert_eq!(q["arguments"]["x-delivery-limit"], 20);
+            assert_eq!(q["arguments"]["x-dead-letter-strategy"], "at-least-once");
+            assert_eq!(q["arguments"]["x-overflow"], "reject-publish");
+        }
+        for (delay, name) in &work.retry {
+            let r = find(&queues, name);
+            assert_eq!(r["type"], kind);
+            assert_eq!(
+                r["arguments"]["x-message-ttl"],
+                delay.as_millis() as u64,
+                "{name}"
+            );
+            assert_eq!(r["arguments"]["x-dead-letter-exchange"], t.work_exchange());
+            assert_eq!(
+                r["arguments"]["x-dead-letter-routing-key"], work.name,
+                "retry feeds the work queue"
+            );
+        }
+        let dlq = find(&queues, &work.dlq);
+        assert!(
+            dlq["arguments"].get("x-dead-letter-exchange").is_none(),
+            "no DLX cycle"
+        );
+        let timer = &t.delays[0];
+        let d = find(&queues, &timer.name);
+        assert_eq!(d["arguments"]["x-message-ttl"], 30 * 60 * 1000);
+        assert_eq!(
+            d["arguments"]["x-dead-letter-routing-key"],
+            t.queue(timer.spec.target).name
+        );
+        env.cleanup(Some(&platform)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn consumers_resume_after_the_connection_drops() {
+    let Some(mut env) = TestEnv::new(
+        Backend::RabbitPostgres,
+        "consumers_resume_after_the_connection_drops",
+    )
+    .await
+    else {
+        return;
+    };
+    let proxy = Proxy::start("127.0.0.1:5672").await;
+    env.settings.broker.url = format!("amqp://guest:guest@127.0.0.1:{}/%2f", proxy.port);
+    let platform = env.platform().await;
+    let rec = Arc::new(Recorder::default());
+    let token = CancellationToken::new();
+    let consumer = tokio::spawn(conveyor::consumer::run(
+        platform.consumer_deps(),
+        &AI_SHORT,
+        Arc::new(TestHandler(rec.clone())),
+        token.clone(),
+    ));
+    let first = conveyor::broker::Envelope::new("t", json!({}));
+    platform
+        .broker
+        .publish(Target::Queue(&AI_SHORT), &first)
+        .await
+        .unwrap();
+    wait_until(Duration::from_secs(20), "the first effect", || async {
+        rec.effects_of(&first.id) == 1
+    })
+    .await;
+
+    proxy.down();
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    proxy.up();
+
+    // The publisher reconnects on its next publish; the consumer on its own.
+    let second = conveyor::broker::Envelope::new("t", json!({}));
+    let mut published = false;
+    for _ in 0..50 {
+        if platform
+            .broker
+            .publish(Target::Queue(&AI_SHORT), &second)
+            .await
+            .is_ok()
+        {
+            published = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(published, "the publisher reconnected");
+    wait_until(
+        Duration::from_secs(20),
+        "the effect after reconnecting",
+        || async { rec.effects_of(&second.id) == 1 },
+    )
+    .await;
+    token.cancel();
+    consumer.await.unwrap().unwrap();
+    env.cleanup(Some(&platform)).await;
+}
