@@ -202,12 +202,37 @@ async fn core(name: &str, settings: Settings, n: usize) -> anyhow::Result<Report
     let latencies_us = std::mem::take(&mut *lat.lock().await);
     platform.broker.teardown().await.ok();
     platform.broker.close().await;
+    if platform.settings.dedupe.kind == DedupeKind::Redis {
+        forget_keys(
+            &platform.settings.dedupe.url,
+            &platform.settings.dedupe.key_prefix,
+        )
+        .await;
+    }
     Ok(Report {
         name: name.into(),
         n,
         elapsed,
         latencies_us,
     })
+}
+
+/// Deletes this run's dedupe keys (never FLUSHDB: the server is shared).
+async fn forget_keys(url: &str, prefix: &str) {
+    let Ok(client) = redis::Client::open(url) else {
+        return;
+    };
+    let Ok(mut c) = client.get_multiplexed_async_connection().await else {
+        return;
+    };
+    let keys: Vec<String> = redis::cmd("KEYS")
+        .arg(format!("{prefix}:*"))
+        .query_async(&mut c)
+        .await
+        .unwrap_or_default();
+    for chunk in keys.chunks(1000) {
+        let _: Result<i64, _> = redis::cmd("DEL").arg(chunk).query_async(&mut c).await;
+    }
 }
 
 fn base_settings(dir: &std::path::Path, tag: &str) -> anyhow::Result<Settings> {

@@ -117,6 +117,7 @@ pub struct AppState {
     pub broker: Arc<dyn Broker>,
     pub dedupe: Arc<dyn DedupeStore>,
     pub relay: Relay,
+    pub auth_cache: Arc<crate::api::auth::AuthCache>,
 }
 
 impl From<&Platform> for AppState {
@@ -127,6 +128,7 @@ impl From<&Platform> for AppState {
             broker: p.broker.clone(),
             dedupe: p.dedupe.clone(),
             relay: p.relay.clone(),
+            auth_cache: Arc::default(),
         }
     }
 }

@@ -1,4 +1,10 @@
-//! `AuthUser`: the caller, from `Authorization: Bearer <api key>`.
+//! `AuthUser`: the caller, from `Authorization: Bearer <api key>`. Identities are cached
+//! for a few seconds per key hash, so a request costs no key lookup; balances are never
+//! read from the cache (handlers that show credits re-read the user).
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
 
 use axum::extract::FromRequestParts;
 use axum::http::request::Parts;
@@ -7,8 +13,37 @@ use crate::app::AppState;
 use crate::error::ApiError;
 use crate::users::{self, User};
 
+/// How long a key → user mapping is trusted; a revoked key stops working within this.
+const TTL: Duration = Duration::from_secs(10);
+/// Above this many entries the cache starts over (a bound, not an LRU).
+const MAX_ENTRIES: usize = 10_000;
+
 #[derive(Debug, Clone)]
 pub struct AuthUser(pub User);
+
+#[derive(Debug, Default)]
+pub struct AuthCache {
+    entries: Mutex<HashMap<String, (User, Instant)>>,
+}
+
+impl AuthCache {
+    fn get(&self, hash: &str) -> Option<User> {
+        let entries = self.entries.lock().ok()?;
+        entries
+            .get(hash)
+            .filter(|(_, at)| at.elapsed() < TTL)
+            .map(|(u, _)| u.clone())
+    }
+
+    fn put(&self, hash: String, user: User) {
+        if let Ok(mut entries) = self.entries.lock() {
+            if entries.len() >= MAX_ENTRIES {
+                entries.clear();
+            }
+            entries.insert(hash, (user, Instant::now()));
+        }
+    }
+}
 
 impl FromRequestParts<AppState> for AuthUser {
     type Rejection = ApiError;
@@ -24,9 +59,14 @@ impl FromRequestParts<AppState> for AuthUser {
             .and_then(|v| v.strip_prefix("Bearer "))
             .map(str::trim)
             .ok_or(ApiError::Unauthorized)?;
-        users::authenticate(&state.db, key)
+        let hash = users::hash_key(key);
+        if let Some(user) = state.auth_cache.get(&hash) {
+            return Ok(AuthUser(user));
+        }
+        let user = users::authenticate(&state.db, key)
             .await?
-            .map(AuthUser)
-            .ok_or(ApiError::Unauthorized)
+            .ok_or(ApiError::Unauthorized)?;
+        state.auth_cache.put(hash, user.clone());
+        Ok(AuthUser(user))
     }
 }

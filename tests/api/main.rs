@@ -4,6 +4,7 @@
 mod ai_tasks;
 mod cli;
 mod delivery;
+mod executor;
 mod health;
 mod helpers;
 mod outbox;

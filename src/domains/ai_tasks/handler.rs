@@ -39,6 +39,9 @@ pub async fn publish_events(broker: &dyn Broker, events: &[TaskEvent]) {
     }
 }
 
+/// Minimum spacing of stored progress events of one task.
+const PROGRESS_EVERY: Duration = Duration::from_millis(200);
+
 fn transient(e: impl std::fmt::Display) -> HandlerError {
     HandlerError::transient(e)
 }
@@ -153,8 +156,20 @@ impl Handler for AiTaskHandler {
             let step_index = run.step;
             let step = step_name.to_owned();
             tokio::spawn(async move {
-                while let Some((pct, message)) = rx.recv().await {
-                    let pct: i32 = pct;
+                // Progress is written at most every PROGRESS_EVERY; ticks in between are
+                // coalesced (latest wins): a progress bar needs no more, the database less.
+                let mut last_write: Option<std::time::Instant> = None;
+                while let Some((mut pct, mut message)) = rx.recv().await {
+                    if let Some(at) = last_write {
+                        let wait = PROGRESS_EVERY.saturating_sub(at.elapsed());
+                        if !wait.is_zero() {
+                            tokio::time::sleep(wait).await;
+                        }
+                    }
+                    while let Ok((p, m)) = rx.try_recv() {
+                        (pct, message) = (p, m);
+                    }
+                    last_write = Some(std::time::Instant::now());
                     let mut g = Guard::holder(attempt);
                     g.step_index = Some(step_index);
                     let change = Change {

@@ -204,7 +204,9 @@ async fn submit(
         return Err(e.into());
     }
     state.relay.notify();
-    publish_events(state.broker.as_ref(), &[event]).await;
+    // Off the request path: the event is stored; publishing it only speeds up live views.
+    let broker = state.broker.clone();
+    tokio::spawn(async move { publish_events(broker.as_ref(), &[event]).await });
     Ok(with_location(202, body))
 }
 

@@ -1,0 +1,354 @@
+//! `POST /v1/tasks` throughput and latency at 50 and 200 concurrent clients, next to a
+//! floor measured in the same run: a bare axum endpoint doing one insert-and-commit on
+//! the same database at the same concurrency. Then end-to-end tasks/s for
+//! zero-duration simulated tasks (submit → SUCCESS).
+//!
+//!     cargo bench --bench submit                 # embedded, PostgreSQL, MariaDB
+//!     cargo bench --bench submit -- 2000 pg      # requests per level, backend filter
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use axum::extract::State;
+use axum::routing::post;
+use conveyor::app::Application;
+use conveyor::config::{BrokerKind, DedupeKind, Settings};
+use sea_orm::{
+    ColumnTrait, ConnectionTrait, Database, DatabaseConnection, EntityTrait, PaginatorTrait,
+    QueryFilter, Statement,
+};
+use serde_json::json;
+use tokio_util::sync::CancellationToken;
+
+struct Level {
+    rate: f64,
+    p50: f64,
+    p99: f64,
+}
+
+/// `concurrency` clients; client i authenticates with `keys[i % keys.len()]` (none if empty).
+async fn load(
+    url: &str,
+    keys: &[String],
+    body: serde_json::Value,
+    concurrency: usize,
+    total: usize,
+) -> Level {
+    let client = reqwest::Client::builder()
+        .pool_max_idle_per_host(concurrency)
+        .build()
+        .unwrap();
+    let next = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let start = Instant::now();
+    let workers = (0..concurrency).map(|i| {
+        let key = (!keys.is_empty()).then(|| keys[i % keys.len()].clone());
+        let (client, next, url, body) =
+            (client.clone(), next.clone(), url.to_owned(), body.clone());
+        tokio::spawn(async move {
+            let mut lat = Vec::new();
+            while next.fetch_add(1, std::sync::atomic::Ordering::Relaxed) < total {
+                let t = Instant::now();
+                let mut req = client.post(&url).json(&body);
+                if let Some(k) = &key {
+                    req = req.bearer_auth(k);
+                }
+                let r = req.send().await.expect("request");
+                assert!(r.status().is_success(), "{}", r.status());
+                lat.push(t.elapsed().as_secs_f64() * 1000.0);
+            }
+            lat
+        })
+    });
+    let mut all: Vec<f64> = futures::future::join_all(workers)
+        .await
+        .into_iter()
+        .flat_map(|r| r.unwrap())
+        .collect();
+    let elapsed = start.elapsed().as_secs_f64();
+    all.sort_by(|a, b| a.total_cmp(b));
+    let pct = |p: f64| all[((all.len() - 1) as f64 * p) as usize];
+    Level {
+        rate: all.len() as f64 / elapsed,
+        p50: pct(0.5),
+        p99: pct(0.99),
+    }
+}
+
+/// The floor: one insert + commit per request, nothing else.
+async fn floor_server(db: DatabaseConnection) -> (String, CancellationToken) {
+    db.execute_unprepared(
+        "CREATE TABLE IF NOT EXISTS bench_floor (id VARCHAR(36) PRIMARY KEY, body TEXT NOT NULL)",
+    )
+    .await
+    .unwrap();
+    let app = axum::Router::new()
+        .route(
+            "/floor",
+            post(
+                |State(db): State<DatabaseConnection>, body: String| async move {
+                    let backend = db.get_database_backend();
+                    db.execute_raw(Statement::from_sql_and_values(
+                        backend,
+                        if backend == sea_orm::DatabaseBackend::Postgres {
+                            "INSERT INTO bench_floor (id, body) VALUES ($1, $2)"
+                        } else {
+                            "INSERT INTO bench_floor (id, body) VALUES (?, ?)"
+                        },
+                        [uuid::Uuid::now_v7().to_string().into(), body.into()],
+                    ))
+                    .await
+                    .map(|_| "ok")
+                    .map_err(|e| (axum::http::StatusCode::INTERNAL_SERVER_ERROR, e.to_string()))
+                },
+            ),
+        )
+        .with_state(db);
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let token = CancellationToken::new();
+    let t = token.clone();
+    tokio::spawn(async move {
+        axum::serve(listener, app)
+            .with_graceful_shutdown(async move { t.cancelled().await })
+            .await
+    });
+    (format!("http://{addr}/floor"), token)
+}
+
+async fn scratch_db(admin: &str, admin_db: &str, name: &str) -> String {
+    let conn = Database::connect(format!("{admin}/{admin_db}"))
+        .await
+        .unwrap();
+    conn.execute_unprepared(&format!("DROP DATABASE IF EXISTS {name}"))
+        .await
+        .unwrap();
+    conn.execute_unprepared(&format!("CREATE DATABASE {name}"))
+        .await
+        .unwrap();
+    format!("{admin}/{name}")
+}
+
+async fn bench(name: &str, mut settings: Settings, total: usize) {
+    settings.server.port = 0;
+    settings.log.level = "error".into();
+    let floor_db = conveyor::db::connect(&settings.database).await.unwrap();
+    let (floor_url, floor_stop) = floor_server(floor_db).await;
+
+    let app = Application::build(settings.clone()).await.unwrap();
+    let addr = app.addr();
+    let db = app.platform().db.clone();
+    // One user per client, as in production: clients of one user would all queue on
+    // that user's balance row.
+    let mut keys = Vec::new();
+    for i in 0..200 {
+        keys.push(
+            conveyor::users::create(&db, &format!("bench{i}"), i64::MAX / 4, false)
+                .await
+                .unwrap()
+                .1,
+        );
+    }
+    let stop = CancellationToken::new();
+    let server = tokio::spawn(app.run_until(stop.clone()));
+    let url = format!("http://{addr}/v1/tasks");
+    let body =
+        json!({ "kind": "copywriting", "prompt": "a spring campaign for green tea, 15 seconds" });
+
+    println!("\n[{name}] {total} requests per level");
+    println!(
+        "{:<34} {:>10} {:>9} {:>9} {:>12} {:>12}",
+        "", "req/s", "p50 ms", "p99 ms", "x floor rate", "x floor p99"
+    );
+    for concurrency in [50, 200] {
+        let floor = load(
+            &floor_url,
+            &[],
+            json!({ "prompt": "a spring campaign" }),
+            concurrency,
+            total,
+        )
+        .await;
+        let sub = load(&url, &keys, body.clone(), concurrency, total).await;
+        println!(
+            "{:<34} {:>10.0} {:>9.1} {:>9.1}",
+            format!("floor insert+commit @{concurrency}"),
+            floor.rate,
+            floor.p50,
+            floor.p99
+        );
+        println!(
+            "{:<34} {:>10.0} {:>9.1} {:>9.1} {:>12.2} {:>12.2}",
+            format!("POST /v1/tasks @{concurrency}"),
+            sub.rate,
+            sub.p50,
+            sub.p99,
+            sub.rate / floor.rate,
+            sub.p99 / floor.p99
+        );
+    }
+    stop.cancel();
+    let _ = server.await;
+    floor_stop.cancel();
+}
+
+/// Zero-duration simulated tasks, submitted at 50 concurrent clients, until all SUCCESS.
+async fn end_to_end(name: &str, mut settings: Settings, total: usize, consumers: bool) {
+    settings.server.port = 0;
+    settings.log.level = "error".into();
+    if let Some(k) = settings.ai.kinds.get_mut("copywriting") {
+        k.simulated_step_ms = 0;
+    }
+    settings.queues.insert(
+        "ai.short".into(),
+        conveyor::config::QueueOverride {
+            prefetch: Some(128),
+            max_attempts: None,
+        },
+    );
+    let app = Application::build(settings.clone()).await.unwrap();
+    let addr = app.addr();
+    let platform = app.platform().clone();
+    let mut keys = Vec::new();
+    for i in 0..50 {
+        keys.push(
+            conveyor::users::create(&platform.db, &format!("bench{i}"), i64::MAX / 4, false)
+                .await
+                .unwrap()
+                .1,
+        );
+    }
+    let stop = CancellationToken::new();
+    let server = tokio::spawn(app.run_until(stop.clone()));
+    let workers = consumers.then(|| {
+        let (p, t) = (platform.clone(), stop.clone());
+        tokio::spawn(async move { p.run_workers(Some(&["ai".to_owned()]), t).await })
+    });
+    let start = Instant::now();
+    load(
+        &format!("http://{addr}/v1/tasks"),
+        &keys,
+        json!({ "kind": "copywriting", "prompt": "x" }),
+        50,
+        total,
+    )
+    .await;
+    use conveyor::domains::ai_tasks::entity::task;
+    loop {
+        let done = task::Entity::find()
+            .filter(task::Column::Status.eq("SUCCESS"))
+            .count(&platform.db)
+            .await
+            .unwrap();
+        if done as usize >= total {
+            break;
+        }
+        if start.elapsed() > Duration::from_secs(300) {
+            println!("[{name}] only {done}/{total} finished in 300 s");
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let secs = start.elapsed().as_secs_f64();
+    println!(
+        "[{name}] end to end: {total} zero-duration tasks submitted and finished in {secs:.2} s = {:.0} tasks/s",
+        total as f64 / secs
+    );
+    stop.cancel();
+    let _ = server.await;
+    if let Some(w) = workers {
+        let _ = w.await;
+    }
+}
+
+async fn up(addr: &str) -> bool {
+    matches!(
+        tokio::time::timeout(Duration::from_secs(1), tokio::net::TcpStream::connect(addr)).await,
+        Ok(Ok(_))
+    )
+}
+
+#[tokio::main]
+async fn main() {
+    let _ = rustls::crypto::aws_lc_rs::default_provider().install_default();
+    let args: Vec<String> = std::env::args()
+        .skip(1)
+        .filter(|a| !a.starts_with("--"))
+        .collect();
+    let total: usize = args.first().and_then(|a| a.parse().ok()).unwrap_or(3000);
+    let filter = args.get(1).cloned().unwrap_or_default();
+    let dir = tempfile::tempdir().unwrap();
+    let pid = std::process::id();
+    let base = |tag: &str| {
+        let mut s = Settings::load_from(
+            std::path::Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/config")),
+            "local",
+            Vec::new(),
+        )
+        .unwrap();
+        s.broker.namespace = format!("bench{pid}{tag}");
+        s.dedupe.key_prefix = s.broker.namespace.clone();
+        s.broker.embedded_path = dir.path().join(format!("{tag}-broker.sqlite"));
+        s.database.url = format!(
+            "sqlite://{}?mode=rwc",
+            dir.path().join(format!("{tag}.sqlite")).display()
+        );
+        s
+    };
+    let real = |mut s: Settings| {
+        s.broker.kind = BrokerKind::Rabbitmq;
+        s.dedupe.kind = DedupeKind::Redis;
+        s.database.max_connections = 32;
+        s
+    };
+    let wanted = |n: &str| filter.is_empty() || n.contains(&filter);
+    if wanted("embedded") {
+        bench("embedded (SQLite, in-process broker)", base("se"), total).await;
+        end_to_end("embedded", base("ee"), total, false).await;
+    }
+    let rabbit = up("127.0.0.1:5672").await && up("127.0.0.1:6379").await;
+    if rabbit && wanted("pg") && up("127.0.0.1:5432").await {
+        let mut s = real(base("sp"));
+        s.database.url = scratch_db(
+            "postgres://postgres@127.0.0.1:5432",
+            "postgres",
+            &format!("bench{pid}sp"),
+        )
+        .await;
+        bench("PostgreSQL + RabbitMQ + Redis", s, total).await;
+        let mut s = real(base("ep"));
+        s.database.url = scratch_db(
+            "postgres://postgres@127.0.0.1:5432",
+            "postgres",
+            &format!("bench{pid}ep"),
+        )
+        .await;
+        end_to_end("PostgreSQL + RabbitMQ + Redis", s, total, true).await;
+    }
+    if rabbit && wanted("mariadb") && up("127.0.0.1:3306").await {
+        let mut s = real(base("sm"));
+        s.database.url = scratch_db(
+            "mysql://root@127.0.0.1:3306",
+            "test",
+            &format!("bench{pid}sm"),
+        )
+        .await;
+        bench("MariaDB + RabbitMQ + Redis", s, total).await;
+    }
+    // The scratch databases this run created.
+    for (admin, admin_db, tags) in [
+        (
+            "postgres://postgres@127.0.0.1:5432",
+            "postgres",
+            &["sp", "ep"][..],
+        ),
+        ("mysql://root@127.0.0.1:3306", "test", &["sm"][..]),
+    ] {
+        if let Ok(conn) = Database::connect(format!("{admin}/{admin_db}")).await {
+            for tag in tags {
+                let _ = conn
+                    .execute_unprepared(&format!("DROP DATABASE IF EXISTS bench{pid}{tag}"))
+                    .await;
+            }
+        }
+    }
+}
