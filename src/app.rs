@@ -118,6 +118,7 @@ pub struct AppState {
     pub dedupe: Arc<dyn DedupeStore>,
     pub relay: Relay,
     pub auth_cache: Arc<crate::api::auth::AuthCache>,
+    pub submitter: crate::domains::ai_tasks::submitter::Submitter,
 }
 
 impl From<&Platform> for AppState {
@@ -129,6 +130,10 @@ impl From<&Platform> for AppState {
             dedupe: p.dedupe.clone(),
             relay: p.relay.clone(),
             auth_cache: Arc::default(),
+            submitter: crate::domains::ai_tasks::submitter::Submitter::start(
+                p.db.clone(),
+                p.settings.broker.max_payload_bytes,
+            ),
         }
     }
 }

@@ -27,19 +27,34 @@ pub async fn enqueue(
     envelope: &Envelope,
     max_bytes: usize,
 ) -> Result<(), OutboxError> {
-    let body = envelope.encode(max_bytes)?;
-    let row = entity::ActiveModel {
-        message_id: Set(envelope.id.clone()),
-        queue: Set(target.key()),
-        // Envelopes are JSON, so always UTF-8.
-        body: Set(String::from_utf8_lossy(&body).into_owned()),
-        created_at: Set(Utc::now()),
-        published_at: Set(None),
-        attempts: Set(0),
-        last_error: Set(None),
-        ..Default::default()
-    };
-    entity::Entity::insert(row)
+    enqueue_many(txn, &[(target, envelope.clone())], max_bytes).await
+}
+
+/// Writes several messages in one statement (batched submissions).
+pub async fn enqueue_many(
+    txn: &impl ConnectionTrait,
+    messages: &[(Target, Envelope)],
+    max_bytes: usize,
+) -> Result<(), OutboxError> {
+    if messages.is_empty() {
+        return Ok(());
+    }
+    let mut rows = Vec::with_capacity(messages.len());
+    for (target, envelope) in messages {
+        let body = envelope.encode(max_bytes)?;
+        rows.push(entity::ActiveModel {
+            message_id: Set(envelope.id.clone()),
+            queue: Set(target.key()),
+            // Envelopes are JSON, so always UTF-8.
+            body: Set(String::from_utf8_lossy(&body).into_owned()),
+            created_at: Set(Utc::now()),
+            published_at: Set(None),
+            attempts: Set(0),
+            last_error: Set(None),
+            ..Default::default()
+        });
+    }
+    entity::Entity::insert_many(rows)
         .exec_without_returning(txn)
         .await?;
     Ok(())

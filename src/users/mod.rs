@@ -82,15 +82,33 @@ pub async fn book(
     reason: &str,
     effect_key: &str,
 ) -> Result<(), DbErr> {
-    let row = entity::ledger::ActiveModel {
-        user_id: Set(user_id.to_owned()),
-        delta: Set(delta),
-        reason: Set(reason.to_owned()),
-        effect_key: Set(effect_key.to_owned()),
-        created_at: Set(Utc::now()),
-        ..Default::default()
-    };
-    entity::ledger::Entity::insert(row)
+    book_many(
+        txn,
+        &[(user_id.to_owned(), delta, reason, effect_key.to_owned())],
+    )
+    .await
+}
+
+/// Several ledger rows in one statement: (user, delta, reason, effect key).
+pub async fn book_many(
+    txn: &impl ConnectionTrait,
+    rows: &[(String, i64, &str, String)],
+) -> Result<(), DbErr> {
+    if rows.is_empty() {
+        return Ok(());
+    }
+    let now = Utc::now();
+    let rows = rows.iter().map(
+        |(user_id, delta, reason, key)| entity::ledger::ActiveModel {
+            user_id: Set(user_id.clone()),
+            delta: Set(*delta),
+            reason: Set((*reason).to_owned()),
+            effect_key: Set(key.clone()),
+            created_at: Set(now),
+            ..Default::default()
+        },
+    );
+    entity::ledger::Entity::insert_many(rows)
         .exec_without_returning(txn)
         .await
         .map(|_| ())

@@ -18,6 +18,7 @@ pub mod messages;
 pub mod reaper;
 pub mod routes;
 pub mod store;
+pub mod submitter;
 
 pub use handler::AiTaskHandler;
 pub use kinds::{Status, TaskKind};

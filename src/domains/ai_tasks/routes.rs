@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 
 use super::handler::publish_events;
 use super::kinds::{ALL_KINDS, Status, TaskKind};
-use super::store::{self, Guard, StoreError, Task};
+use super::store::{self, Guard, NewTask, StoreError, Task};
 use crate::api::{ApiJson, AuthUser, idempotency};
 use crate::app::AppState;
 use crate::error::ApiError;
@@ -76,6 +76,20 @@ impl From<Task> for TaskView {
             started_at: t.started_at,
             finished_at: t.finished_at,
         }
+    }
+}
+
+fn view_json(t: Task) -> Result<Value, ApiError> {
+    serde_json::to_value(TaskView::from(t)).map_err(|e| ApiError::Internal(e.into()))
+}
+
+fn submit_error(e: StoreError) -> ApiError {
+    match e {
+        StoreError::InsufficientCredits { needed, balance } => {
+            ApiError::PaymentRequired { needed, balance }
+        }
+        StoreError::Outbox(e) => ApiError::Internal(e.into()),
+        StoreError::Db(e) => e.into(),
     }
 }
 
@@ -162,47 +176,50 @@ async fn submit(
         .get(kind.as_str())
         .map(|k| k.cost)
         .unwrap_or(0);
-    let txn = sea_orm::TransactionTrait::begin(&state.db).await?;
-    let (task, event) = match store::submit(
-        &txn,
-        &user.id,
+    let new = NewTask {
+        user_id: user.id.clone(),
         kind,
-        &req.prompt,
-        &params,
+        prompt: req.prompt,
+        params,
         cost,
-        state.settings.broker.max_payload_bytes,
-    )
-    .await
-    {
-        Ok(v) => v,
-        Err(StoreError::InsufficientCredits { needed, balance }) => {
-            return Err(ApiError::PaymentRequired { needed, balance });
-        }
-        Err(StoreError::Outbox(e)) => return Err(ApiError::Internal(e.into())),
-        Err(StoreError::Db(e)) => return Err(e.into()),
     };
-    let body =
-        serde_json::to_value(TaskView::from(task)).map_err(|e| ApiError::Internal(e.into()))?;
-    if let Some(k) = &key {
-        if let Err(e) = idempotency::store(&txn, &user.id, k, &request_hash, 202, &body).await {
-            // A concurrent twin with the same key committed first: answer with its response.
-            drop(txn);
-            if let Some(row) = idempotency::find(&state.db, &user.id, k).await? {
-                let (status, body) = idempotency::replay(&row, &request_hash)?;
-                return Ok(with_location(status, body));
-            }
-            return Err(e.into());
+    let max_payload = state.settings.broker.max_payload_bytes;
+    let (event, body) = match &key {
+        // Without a key, submissions share transactions (group commit).
+        None => {
+            let (task, event) = state.submitter.submit(new).await.map_err(submit_error)?;
+            (event, view_json(task)?)
         }
-    }
-    if let Err(e) = txn.commit().await {
-        if let Some(k) = &key {
-            if let Some(row) = idempotency::find(&state.db, &user.id, k).await? {
-                let (status, body) = idempotency::replay(&row, &request_hash)?;
-                return Ok(with_location(status, body));
+        // With one, the stored response commits in the task's own transaction; a
+        // concurrent twin loses on the unique key and replays the winner's response.
+        Some(k) => {
+            let txn = sea_orm::TransactionTrait::begin(&state.db).await?;
+            let (task, event) = store::submit_many(&txn, std::slice::from_ref(&new), max_payload)
+                .await
+                .map_err(submit_error)?
+                .pop()
+                .unwrap_or_else(|| Err(StoreError::Db(sea_orm::DbErr::Custom("no result".into()))))
+                .map_err(submit_error)?;
+            let body = view_json(task)?;
+            let stored = idempotency::store(&txn, &user.id, k, &request_hash, 202, &body).await;
+            let committed = match stored {
+                Ok(()) => txn.commit().await,
+                Err(e) => {
+                    // Release the connection before reading the winner's row (SQLite has one).
+                    let _ = txn.rollback().await;
+                    Err(e)
+                }
+            };
+            if let Err(e) = committed {
+                if let Some(row) = idempotency::find(&state.db, &user.id, k).await? {
+                    let (status, body) = idempotency::replay(&row, &request_hash)?;
+                    return Ok(with_location(status, body));
+                }
+                return Err(e.into());
             }
+            (event, body)
         }
-        return Err(e.into());
-    }
+    };
     state.relay.notify();
     // Off the request path: the event is stored; publishing it only speeds up live views.
     let broker = state.broker.clone();

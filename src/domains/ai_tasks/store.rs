@@ -157,12 +157,8 @@ pub async fn apply(
     Ok(Some((t, ev)))
 }
 
-async fn insert_event(
-    txn: &impl ConnectionTrait,
-    t: &Task,
-    message: Option<String>,
-) -> Result<TaskEvent, DbErr> {
-    let ev = TaskEvent {
+fn event_of(t: &Task, message: Option<String>) -> TaskEvent {
+    TaskEvent {
         task_id: t.id.clone(),
         user_id: t.user_id.clone(),
         seq: t.seq,
@@ -171,8 +167,11 @@ async fn insert_event(
         step: t.step.clone(),
         message,
         at: Utc::now(),
-    };
-    event::Entity::insert(event::ActiveModel {
+    }
+}
+
+fn event_row(ev: &TaskEvent) -> event::ActiveModel {
+    event::ActiveModel {
         task_id: Set(ev.task_id.clone()),
         seq: Set(ev.seq),
         status: Set(ev.status.clone()),
@@ -181,14 +180,139 @@ async fn insert_event(
         message: Set(ev.message.clone()),
         created_at: Set(ev.at),
         ..Default::default()
-    })
-    .exec_without_returning(txn)
-    .await?;
+    }
+}
+
+async fn insert_event(
+    txn: &impl ConnectionTrait,
+    t: &Task,
+    message: Option<String>,
+) -> Result<TaskEvent, DbErr> {
+    let ev = event_of(t, message);
+    event::Entity::insert(event_row(&ev))
+        .exec_without_returning(txn)
+        .await?;
     Ok(ev)
 }
 
-/// Submits a task in the caller's transaction: reserves its cost, inserts it (PENDING,
-/// event 1) and writes the run message to the outbox.
+/// One task submission.
+#[derive(Debug, Clone)]
+pub struct NewTask {
+    pub user_id: String,
+    pub kind: TaskKind,
+    pub prompt: String,
+    pub params: serde_json::Value,
+    pub cost: i64,
+}
+
+/// Reserves `cost` from the user's balance; the balance when it is short.
+async fn reserve(
+    txn: &impl ConnectionTrait,
+    user_id: &str,
+    cost: i64,
+) -> Result<Result<(), i64>, DbErr> {
+    use users::entity::user;
+    if cost == 0 {
+        return Ok(Ok(()));
+    }
+    let reserved = user::Entity::update_many()
+        .col_expr(
+            user::Column::Credits,
+            Expr::col(user::Column::Credits).sub(cost),
+        )
+        .filter(user::Column::Id.eq(user_id))
+        .filter(user::Column::Credits.gte(cost))
+        .exec(txn)
+        .await?;
+    if reserved.rows_affected == 1 {
+        return Ok(Ok(()));
+    }
+    let balance = user::Entity::find_by_id(user_id.to_owned())
+        .one(txn)
+        .await?
+        .map(|u| u.credits)
+        .unwrap_or(0);
+    Ok(Err(balance))
+}
+
+/// Submits tasks in the caller's transaction: for each, reserves its cost (or reports
+/// the shortfall), and for those reserved inserts the task (PENDING, event 1), the
+/// ledger row and the run message, each kind of row in one statement. Many submissions
+/// share one transaction and one commit (see `submitter`).
+pub async fn submit_many(
+    txn: &impl ConnectionTrait,
+    batch: &[NewTask],
+    max_payload: usize,
+) -> Result<Vec<Result<(Task, TaskEvent), StoreError>>, StoreError> {
+    let now = Utc::now();
+    // Balances are locked in user-id order, so concurrent batches (several API
+    // instances) cannot deadlock on each other's rows.
+    let mut order: Vec<usize> = (0..batch.len()).collect();
+    order.sort_by(|a, b| batch[*a].user_id.cmp(&batch[*b].user_id));
+    let mut reserved = vec![Ok(()); batch.len()];
+    for i in order {
+        reserved[i] = reserve(txn, &batch[i].user_id, batch[i].cost).await?;
+    }
+    let mut results = Vec::with_capacity(batch.len());
+    let (mut tasks, mut ledger, mut events, mut messages) =
+        (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    for (n, reserved) in batch.iter().zip(reserved) {
+        if let Err(balance) = reserved {
+            results.push(Err(StoreError::InsufficientCredits {
+                needed: n.cost,
+                balance,
+            }));
+            continue;
+        }
+        let t = task::Model {
+            id: uuid::Uuid::now_v7().to_string(),
+            user_id: n.user_id.clone(),
+            kind: n.kind.as_str().to_owned(),
+            prompt: n.prompt.clone(),
+            params: n.params.to_string(),
+            status: Status::Pending.as_str().to_owned(),
+            attempt: 0,
+            step_index: 0,
+            step: None,
+            progress: 0,
+            seq: 1,
+            cost: n.cost,
+            result: None,
+            error: None,
+            heartbeat_at: None,
+            created_at: now,
+            updated_at: now,
+            started_at: None,
+            finished_at: None,
+        };
+        if n.cost > 0 {
+            ledger.push((
+                t.user_id.clone(),
+                -n.cost,
+                "reserve",
+                format!("reserve:{}", t.id),
+            ));
+        }
+        let ev = event_of(&t, Some("accepted".into()));
+        events.push(event_row(&ev));
+        messages.push((Target::Queue(n.kind.queue()), run_message(&t, 0)));
+        tasks.push(task::ActiveModel::from(t.clone()));
+        results.push(Ok((t, ev)));
+    }
+    if !tasks.is_empty() {
+        task::Entity::insert_many(tasks)
+            .exec_without_returning(txn)
+            .await?;
+        event::Entity::insert_many(events)
+            .exec_without_returning(txn)
+            .await?;
+        users::book_many(txn, &ledger).await?;
+        outbox::enqueue_many(txn, &messages, max_payload).await?;
+    }
+    Ok(results)
+}
+
+/// Submits one task in the caller's transaction (see [`submit_many`]).
 pub async fn submit(
     txn: &impl ConnectionTrait,
     user_id: &str,
@@ -198,58 +322,26 @@ pub async fn submit(
     cost: i64,
     max_payload: usize,
 ) -> Result<(Task, TaskEvent), StoreError> {
-    let id = uuid::Uuid::now_v7().to_string();
-    if cost > 0 {
-        let reserved = users::entity::user::Entity::update_many()
-            .col_expr(
-                users::entity::user::Column::Credits,
-                Expr::col(users::entity::user::Column::Credits).sub(cost),
-            )
-            .filter(users::entity::user::Column::Id.eq(user_id))
-            .filter(users::entity::user::Column::Credits.gte(cost))
-            .exec(txn)
-            .await?;
-        if reserved.rows_affected != 1 {
-            let balance = users::entity::user::Entity::find_by_id(user_id.to_owned())
-                .one(txn)
-                .await?
-                .map(|u| u.credits)
-                .unwrap_or(0);
-            return Err(StoreError::InsufficientCredits {
-                needed: cost,
-                balance,
-            });
-        }
-        users::book(txn, user_id, -cost, "reserve", &format!("reserve:{id}")).await?;
-    }
-    let now = Utc::now();
-    let t = task::Model {
-        id: id.clone(),
+    let new = NewTask {
         user_id: user_id.to_owned(),
-        kind: kind.as_str().to_owned(),
+        kind,
         prompt: prompt.to_owned(),
-        params: params.to_string(),
-        status: Status::Pending.as_str().to_owned(),
-        attempt: 0,
-        step_index: 0,
-        step: None,
-        progress: 0,
-        seq: 1,
+        params: params.clone(),
         cost,
-        result: None,
-        error: None,
-        heartbeat_at: None,
-        created_at: now,
-        updated_at: now,
-        started_at: None,
-        finished_at: None,
     };
-    task::Entity::insert(task::ActiveModel::from(t.clone()))
-        .exec_without_returning(txn)
-        .await?;
-    let ev = insert_event(txn, &t, Some("accepted".into())).await?;
-    enqueue_step(txn, &t, 0, max_payload).await?;
-    Ok((t, ev))
+    let mut results = submit_many(txn, &[new], max_payload).await?;
+    results
+        .pop()
+        .unwrap_or_else(|| Err(StoreError::Db(DbErr::Custom("no submission result".into()))))
+}
+
+fn run_message(t: &Task, step: i32) -> Envelope {
+    let payload = serde_json::to_value(RunStep {
+        task_id: t.id.clone(),
+        step,
+    })
+    .unwrap_or_default();
+    Envelope::new(RUN_STEP, payload).with_correlation_id(t.id.clone())
 }
 
 /// Writes the message that runs step `step` of `t`.
@@ -260,13 +352,13 @@ pub async fn enqueue_step(
     max_payload: usize,
 ) -> Result<(), OutboxError> {
     let kind = TaskKind::parse(&t.kind).unwrap_or(TaskKind::Copywriting);
-    let msg = RunStep {
-        task_id: t.id.clone(),
-        step,
-    };
-    let payload = serde_json::to_value(&msg).unwrap_or_default();
-    let env = Envelope::new(RUN_STEP, payload).with_correlation_id(t.id.clone());
-    outbox::enqueue(txn, Target::Queue(kind.queue()), &env, max_payload).await
+    outbox::enqueue(
+        txn,
+        Target::Queue(kind.queue()),
+        &run_message(t, step),
+        max_payload,
+    )
+    .await
 }
 
 /// Books the terminal credit effect of a transition (in its transaction): the
