@@ -96,6 +96,7 @@ impl Platform {
             relay.run(token).await;
             Ok(())
         });
+        tasks.spawn(crate::housekeeping::run(self.db.clone(), shutdown.clone()));
         let mut first_error = None;
         while let Some(joined) = tasks.join_next().await {
             let result = joined.map_err(anyhow::Error::from).and_then(|r| r);

@@ -19,6 +19,7 @@
 //! - [`consumer`]: the consume loop, `process_one`, the processed-message fence.
 //! - [`dead_letters`]: dead letters recorded for operators.
 //! - [`users`]: users, hashed API keys, the credit ledger.
+//! - [`housekeeping`]: hourly trimming of idempotency keys and published outbox rows.
 //! - [`domains`]: business flows, each with its messages, routes, handler and store.
 //! - [`api`]: the HTTP router, its layers, extractors and health endpoints.
 //! - [`error`]: `ApiError`, the JSON error answer of every route.
@@ -36,6 +37,7 @@ pub mod dead_letters;
 pub mod dedupe;
 pub mod domains;
 pub mod error;
+pub mod housekeeping;
 pub mod outbox;
 pub mod shutdown;
 pub mod telemetry;

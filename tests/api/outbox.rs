@@ -169,3 +169,48 @@ async fn relay_catches_up_after_a_broker_outage() {
         env.cleanup(Some(&platform)).await;
     }
 }
+
+on_every_backend!(housekeeping_trims_only_old_rows);
+
+async fn housekeeping_trims_only_old_rows(backend: Backend) {
+    use sea_orm::{ActiveModelTrait, ActiveValue::Set, PaginatorTrait};
+    let Some(env) = TestEnv::new(backend, "housekeeping_trims_only_old_rows").await else {
+        return;
+    };
+    let platform = env.platform().await;
+    enqueue_n(&platform, 3).await;
+    platform.relay.relay_once().await.unwrap();
+    let rows = entity::Entity::find().all(&platform.db).await.unwrap();
+    // Age one published row past the retention.
+    let mut old: entity::ActiveModel = rows[0].clone().into();
+    old.published_at = Set(Some(chrono::Utc::now() - chrono::Duration::days(8)));
+    old.update(&platform.db).await.unwrap();
+    let key = |k: &str, age: chrono::Duration| conveyor::api::idempotency::entity::ActiveModel {
+        user_id: Set("u1".into()),
+        key: Set(k.into()),
+        request_hash: Set("h".into()),
+        status: Set(202),
+        response: Set("{}".into()),
+        created_at: Set(chrono::Utc::now() - age),
+        ..Default::default()
+    };
+    key("old", chrono::Duration::hours(49))
+        .insert(&platform.db)
+        .await
+        .unwrap();
+    key("fresh", chrono::Duration::hours(25))
+        .insert(&platform.db)
+        .await
+        .unwrap();
+
+    let (keys, outbox_rows) = conveyor::housekeeping::once(&platform.db).await.unwrap();
+    assert_eq!((keys, outbox_rows), (1, 1));
+    assert_eq!(entity::Entity::find().count(&platform.db).await.unwrap(), 2);
+    let left = conveyor::api::idempotency::entity::Entity::find()
+        .all(&platform.db)
+        .await
+        .unwrap();
+    assert_eq!(left.len(), 1);
+    assert_eq!(left[0].key, "fresh", "keys are kept at least 24 hours");
+    env.cleanup(Some(&platform)).await;
+}

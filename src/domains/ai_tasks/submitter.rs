@@ -4,8 +4,10 @@
 //! delay. If a batch fails as a whole, its submissions are retried one by one so one bad
 //! row cannot fail its neighbours.
 
+use std::sync::Arc;
+
 use sea_orm::{DatabaseConnection, TransactionTrait};
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::{Mutex, mpsc, oneshot};
 
 use super::messages::TaskEvent;
 use super::store::{self, NewTask, StoreError, Task};
@@ -14,6 +16,8 @@ type Reply = oneshot::Sender<Result<(Task, TaskEvent), StoreError>>;
 
 /// Most submissions per transaction.
 const BATCH: usize = 128;
+/// Transactions in flight at once on a server database.
+const WRITERS: usize = 4;
 
 #[derive(Clone)]
 pub struct Submitter {
@@ -21,9 +25,19 @@ pub struct Submitter {
 }
 
 impl Submitter {
+    /// Starts the writers: several on a server database, so batches commit in parallel
+    /// on the pool; one on SQLite, which has a single writer anyway.
     pub fn start(db: DatabaseConnection, max_payload: usize) -> Self {
         let (tx, rx) = mpsc::channel(BATCH * 8);
-        tokio::spawn(run(db, rx, max_payload));
+        let rx = Arc::new(Mutex::new(rx));
+        let writers = if db.get_database_backend() == sea_orm::DatabaseBackend::Sqlite {
+            1
+        } else {
+            WRITERS
+        };
+        for _ in 0..writers {
+            tokio::spawn(run(db.clone(), rx.clone(), max_payload));
+        }
         Submitter { tx }
     }
 
@@ -36,9 +50,17 @@ impl Submitter {
     }
 }
 
-async fn run(db: DatabaseConnection, mut rx: mpsc::Receiver<(NewTask, Reply)>, max_payload: usize) {
+async fn run(
+    db: DatabaseConnection,
+    rx: Arc<Mutex<mpsc::Receiver<(NewTask, Reply)>>>,
+    max_payload: usize,
+) {
     let mut buf = Vec::with_capacity(BATCH);
-    while rx.recv_many(&mut buf, BATCH).await > 0 {
+    loop {
+        // One writer collects a batch at a time; the others commit theirs meanwhile.
+        if rx.lock().await.recv_many(&mut buf, BATCH).await == 0 {
+            return;
+        }
         let (batch, replies): (Vec<NewTask>, Vec<Reply>) = buf.drain(..).unzip();
         match commit(&db, &batch, max_payload).await {
             Ok(results) => {
