@@ -120,6 +120,10 @@ pub struct AppState {
     pub relay: Relay,
     pub auth_cache: Arc<crate::api::auth::AuthCache>,
     pub submitter: crate::domains::ai_tasks::submitter::Submitter,
+    /// This instance's share of the task-event fan-out (WebSocket, SSE).
+    pub hub: crate::live::Hub,
+    /// Cancelled at shutdown: long-lived streams close with a proper close frame.
+    pub shutdown: CancellationToken,
 }
 
 impl From<&Platform> for AppState {
@@ -135,6 +139,8 @@ impl From<&Platform> for AppState {
                 p.db.clone(),
                 p.settings.broker.max_payload_bytes,
             ),
+            hub: crate::live::Hub::start(p.broker.clone()),
+            shutdown: CancellationToken::new(),
         }
     }
 }
@@ -178,7 +184,9 @@ impl Application {
             listener,
             addr,
         } = self;
-        let router = crate::api::router(AppState::from(&platform));
+        let mut state = AppState::from(&platform);
+        state.shutdown = shutdown.clone();
+        let router = crate::api::router(state);
         // The embedded broker lives in this process, so its consumers must too; with
         // RabbitMQ consumers are separate processes (`conveyor consume`), and the API
         // process only relays its outbox.

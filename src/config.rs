@@ -29,6 +29,7 @@ pub struct Settings {
     pub consumer: ConsumerSettings,
     pub outbox: OutboxSettings,
     pub ai: AiSettings,
+    pub live: LiveSettings,
     #[serde(default)]
     pub queues: BTreeMap<String, QueueOverride>,
 }
@@ -53,6 +54,20 @@ pub struct AiSettings {
     pub allow_failure_injection: bool,
     pub kinds: BTreeMap<String, KindSettings>,
     pub openai: OpenAiSettings,
+}
+
+/// `[live]`: WebSocket and SSE progress streams.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LiveSettings {
+    pub ticket_ttl_secs: u64,
+    pub allowed_origins: Vec<String>,
+    pub max_message_bytes: usize,
+    pub max_subscriptions: usize,
+    pub ping_interval_ms: u64,
+    pub idle_timeout_ms: u64,
+    pub send_timeout_ms: u64,
+    pub buffer_bytes: usize,
 }
 
 /// `[ai.kinds.<kind>]`.

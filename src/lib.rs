@@ -21,6 +21,7 @@
 //! - [`users`]: users, hashed API keys, the credit ledger.
 //! - [`housekeeping`]: hourly trimming of idempotency keys and published outbox rows.
 //! - [`domains`]: business flows, each with its messages, routes, handler and store.
+//! - [`live`]: task-event fan-out to WebSocket and SSE subscribers, WebSocket tickets.
 //! - [`api`]: the HTTP router, its layers, extractors and health endpoints.
 //! - [`error`]: `ApiError`, the JSON error answer of every route.
 //! - [`app`]: wiring: `Platform` (connected backends) and `Application` (the server).
@@ -38,6 +39,7 @@ pub mod dedupe;
 pub mod domains;
 pub mod error;
 pub mod housekeeping;
+pub mod live;
 pub mod outbox;
 pub mod shutdown;
 pub mod telemetry;

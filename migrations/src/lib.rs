@@ -7,6 +7,7 @@ pub use sea_orm_migration::prelude::*;
 mod m20261202_000001_delivery_core;
 mod m20261202_000002_users_credits;
 mod m20261202_000003_ai_tasks;
+mod m20261202_000004_ws_tickets;
 
 pub struct Migrator;
 
@@ -17,6 +18,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261202_000001_delivery_core::Migration),
             Box::new(m20261202_000002_users_credits::Migration),
             Box::new(m20261202_000003_ai_tasks::Migration),
+            Box::new(m20261202_000004_ws_tickets::Migration),
         ]
     }
 }

@@ -35,6 +35,7 @@ pub fn router(state: AppState) -> Router {
         .route("/metrics", get(health::metrics))
         .route("/v1/me", get(crate::users::routes::me))
         .merge(crate::domains::routes())
+        .merge(crate::live::routes())
         .fallback(|| async { ApiError::NotFound("route") })
         .layer(DefaultBodyLimit::max(body_limit))
         .layer(

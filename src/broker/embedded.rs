@@ -385,6 +385,26 @@ impl Broker for EmbeddedBroker {
         Ok(())
     }
 
+    async fn subscribe_events(&self) -> Result<mpsc::Receiver<Vec<u8>>, BrokerError> {
+        let mut events = self.inner.events.subscribe();
+        let (tx, rx) = mpsc::channel(1024);
+        tokio::spawn(async move {
+            loop {
+                match events.recv().await {
+                    Ok(e) => {
+                        if tx.send(e).await.is_err() {
+                            return;
+                        }
+                    }
+                    // A lagging listener skips ahead: events are also stored.
+                    Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => continue,
+                    Err(tokio::sync::broadcast::error::RecvError::Closed) => return,
+                }
+            }
+        });
+        Ok(rx)
+    }
+
     async fn subscribe(
         &self,
         queue: &'static QueueSpec,

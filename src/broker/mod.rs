@@ -100,6 +100,11 @@ pub trait Broker: Send + Sync + 'static {
     /// are also stored, so a lost one is recovered from the store on resume.
     async fn publish_event(&self, body: &[u8]) -> Result<(), BrokerError>;
 
+    /// This process's share of the event fan-out: every event published by any process
+    /// (RabbitMQ: an exclusive auto-delete queue bound to `<ns>.events`, re-bound after a
+    /// reconnect). The stream ends only when the receiver is dropped.
+    async fn subscribe_events(&self) -> Result<tokio::sync::mpsc::Receiver<Vec<u8>>, BrokerError>;
+
     /// Starts consuming a work queue with its configured prefetch. The subscription
     /// reconnects by itself; deliveries come until it is cancelled.
     async fn subscribe(

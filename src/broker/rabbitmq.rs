@@ -366,6 +366,28 @@ impl Broker for RabbitBroker {
             .await
     }
 
+    async fn subscribe_events(&self) -> Result<tokio::sync::mpsc::Receiver<Vec<u8>>, BrokerError> {
+        let (tx, rx) = tokio::sync::mpsc::channel(1024);
+        let inner = self.inner.clone();
+        // Fail fast if the broker is not there at all.
+        inner.consumer_connection().await?;
+        tokio::spawn(async move {
+            let mut backoff = Duration::from_millis(inner.settings.reconnect_min_ms);
+            while !tx.is_closed() {
+                match listen_events(&inner, &tx).await {
+                    Ok(()) => return,
+                    Err(e) => {
+                        tracing::warn!(error = %e, ?backoff, "event listener lost its connection; re-binding");
+                        tokio::time::sleep(backoff).await;
+                        backoff = (backoff * 2)
+                            .min(Duration::from_millis(inner.settings.reconnect_max_ms));
+                    }
+                }
+            }
+        });
+        Ok(rx)
+    }
+
     async fn subscribe(
         &self,
         queue: &'static QueueSpec,
@@ -465,6 +487,57 @@ impl Broker for RabbitBroker {
             let _ = conn.close(200, "shutdown".into()).await;
         }
     }
+}
+
+/// Binds a server-named exclusive queue to the events exchange and forwards what
+/// arrives until the receiver goes away (Ok) or the channel fails (Err).
+async fn listen_events(
+    inner: &Inner,
+    tx: &tokio::sync::mpsc::Sender<Vec<u8>>,
+) -> Result<(), BrokerError> {
+    let conn = inner.consumer_connection().await?;
+    let ch = conn.create_channel().await.map_err(err)?;
+    let q = ch
+        .queue_declare(
+            "".into(),
+            QueueDeclareOptions {
+                exclusive: true,
+                auto_delete: true,
+                ..Default::default()
+            },
+            FieldTable::default(),
+        )
+        .await
+        .map_err(err)?;
+    ch.queue_bind(
+        q.name().clone(),
+        inner.topology.events_exchange().as_str().into(),
+        "".into(),
+        QueueBindOptions::default(),
+        FieldTable::default(),
+    )
+    .await
+    .map_err(err)?;
+    let mut consumer = ch
+        .basic_consume(
+            q.name().clone(),
+            "".into(),
+            BasicConsumeOptions {
+                no_ack: true,
+                ..Default::default()
+            },
+            FieldTable::default(),
+        )
+        .await
+        .map_err(err)?;
+    while let Some(d) = consumer.next().await {
+        let d = d.map_err(err)?;
+        if tx.send(d.data).await.is_err() {
+            let _ = ch.close(200, "listener gone".into()).await;
+            return Ok(());
+        }
+    }
+    Err(BrokerError::Connection("event consumer ended".into()))
 }
 
 struct RabbitSubscription {

@@ -7,5 +7,6 @@ mod delivery;
 mod executor;
 mod health;
 mod helpers;
+mod live;
 mod outbox;
 mod rabbitmq;

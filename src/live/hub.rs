@@ -1,0 +1,58 @@
+//! One listener per API instance, fanning task events out to its connections.
+
+use std::sync::Arc;
+
+use tokio::sync::broadcast;
+
+use crate::broker::Broker;
+use crate::domains::ai_tasks::messages::TaskEvent;
+
+/// Events waiting for the slowest connection of this instance; beyond it, a
+/// connection is told it lagged and re-reads the store.
+const BACKLOG: usize = 4096;
+
+#[derive(Clone)]
+pub struct Hub {
+    tx: broadcast::Sender<Arc<TaskEvent>>,
+}
+
+impl std::fmt::Debug for Hub {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Hub")
+            .field("receivers", &self.tx.receiver_count())
+            .finish()
+    }
+}
+
+impl Hub {
+    /// Starts listening to the broker's event fan-out.
+    pub fn start(broker: Arc<dyn Broker>) -> Self {
+        let (tx, _) = broadcast::channel(BACKLOG);
+        let hub = Hub { tx: tx.clone() };
+        tokio::spawn(async move {
+            let mut rx = match broker.subscribe_events().await {
+                Ok(rx) => rx,
+                Err(e) => {
+                    tracing::error!(error = %e, "cannot listen to task events; live streams will only show stored events");
+                    return;
+                }
+            };
+            while let Some(body) = rx.recv().await {
+                match serde_json::from_slice::<TaskEvent>(&body) {
+                    Ok(ev) => {
+                        // No receiver is fine: nobody is watching.
+                        let _ = tx.send(Arc::new(ev));
+                    }
+                    Err(e) => {
+                        tracing::debug!(error = %e, "ignored an event that is not a task event")
+                    }
+                }
+            }
+        });
+        hub
+    }
+
+    pub fn subscribe(&self) -> broadcast::Receiver<Arc<TaskEvent>> {
+        self.tx.subscribe()
+    }
+}

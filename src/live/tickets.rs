@@ -1,0 +1,78 @@
+//! `POST /v1/ws-tickets`: trade an API key for a short-lived, single-use ticket that a
+//! browser puts in the WebSocket URL. Stored hashed; redeemed by a conditional UPDATE,
+//! so a ticket works once, on any API instance.
+
+use axum::Json;
+use axum::extract::State;
+use axum::http::StatusCode;
+use chrono::Utc;
+use rand::RngCore as _;
+use sea_orm::sea_query::Expr;
+use sea_orm::{ActiveValue::Set, ColumnTrait, ConnectionTrait, DbErr, EntityTrait, QueryFilter};
+use serde_json::{Value, json};
+
+use crate::api::AuthUser;
+use crate::app::AppState;
+use crate::error::ApiError;
+use crate::users::hash_key;
+
+pub mod entity {
+    use sea_orm::entity::prelude::*;
+
+    #[derive(Clone, Debug, PartialEq, Eq, DeriveEntityModel)]
+    #[sea_orm(table_name = "ws_tickets")]
+    pub struct Model {
+        #[sea_orm(primary_key, auto_increment = false)]
+        pub ticket_hash: String,
+        pub user_id: String,
+        pub expires_at: DateTimeUtc,
+        pub used_at: Option<DateTimeUtc>,
+    }
+
+    #[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]
+    pub enum Relation {}
+
+    impl ActiveModelBehavior for ActiveModel {}
+}
+
+pub async fn issue(
+    State(state): State<AppState>,
+    AuthUser(user): AuthUser,
+) -> Result<(StatusCode, Json<Value>), ApiError> {
+    let mut bytes = [0u8; 24];
+    rand::rng().fill_bytes(&mut bytes);
+    let ticket = format!("wst_{}", hex::encode(bytes));
+    let ttl = state.settings.live.ticket_ttl_secs;
+    entity::Entity::insert(entity::ActiveModel {
+        ticket_hash: Set(hash_key(&ticket)),
+        user_id: Set(user.id),
+        expires_at: Set(Utc::now() + chrono::Duration::seconds(ttl as i64)),
+        used_at: Set(None),
+    })
+    .exec_without_returning(&state.db)
+    .await?;
+    Ok((
+        StatusCode::CREATED,
+        Json(json!({ "ticket": ticket, "expires_in_secs": ttl })),
+    ))
+}
+
+/// The ticket's user if it is valid, unexpired and unused; it is used up either way.
+pub async fn redeem(db: &impl ConnectionTrait, ticket: &str) -> Result<Option<String>, DbErr> {
+    let hash = hash_key(ticket);
+    let now = Utc::now();
+    let used = entity::Entity::update_many()
+        .col_expr(entity::Column::UsedAt, Expr::value(now))
+        .filter(entity::Column::TicketHash.eq(hash.as_str()))
+        .filter(entity::Column::UsedAt.is_null())
+        .filter(entity::Column::ExpiresAt.gt(now))
+        .exec(db)
+        .await?;
+    if used.rows_affected != 1 {
+        return Ok(None);
+    }
+    Ok(entity::Entity::find_by_id(hash)
+        .one(db)
+        .await?
+        .map(|t| t.user_id))
+}
