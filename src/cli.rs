@@ -45,6 +45,39 @@ pub enum Command {
     /// Manage users and their API keys.
     #[command(subcommand)]
     Users(UsersCommand),
+    /// Submit and watch tasks through a running server's API.
+    Tasks(TasksArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct TasksArgs {
+    /// The API's base URL (default: http://<server.host>:<server.port>).
+    #[arg(long, global = true)]
+    pub server: Option<String>,
+    /// An API key (from `conveyor users create`).
+    #[arg(long, global = true, env = "CONVEYOR_API_KEY", hide_env_values = true)]
+    pub key: Option<String>,
+    #[command(subcommand)]
+    pub command: TasksCommand,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum TasksCommand {
+    /// Submit a task; with --watch, follow it to the end with a progress bar.
+    Submit {
+        /// copywriting, image, video, model3d or video_analysis.
+        #[arg(long)]
+        kind: String,
+        #[arg(long)]
+        prompt: String,
+        /// Task parameters as a JSON object.
+        #[arg(long)]
+        params: Option<String>,
+        #[arg(long)]
+        watch: bool,
+    },
+    /// Follow a task to its end with a progress bar, then print its result or error.
+    Watch { id: String },
 }
 
 #[derive(Debug, Args)]
@@ -113,6 +146,7 @@ pub async fn run(cli: Cli) -> Result<(), CliError> {
             let t = Topology::from_settings(&settings);
             print!("{}", if mermaid { t.mermaid() } else { t.describe() });
         }
+        Command::Tasks(args) => tasks(&settings, args).await?,
         Command::Users(UsersCommand::Create {
             name,
             credits,
@@ -136,6 +170,46 @@ pub async fn run(cli: Cli) -> Result<(), CliError> {
                 user.name, user.id, user.credits
             );
             println!("API key (shown once, store it now): {key}");
+        }
+    }
+    Ok(())
+}
+
+async fn tasks(settings: &Settings, args: TasksArgs) -> anyhow::Result<()> {
+    let key = args
+        .key
+        .ok_or_else(|| anyhow::anyhow!("an API key is needed: --key or CONVEYOR_API_KEY"))?;
+    let server = args
+        .server
+        .unwrap_or_else(|| format!("http://{}:{}", settings.server.host, settings.server.port));
+    let client = crate::client::Client::new(&server, &key);
+    let (id, watch) = match args.command {
+        TasksCommand::Submit {
+            kind,
+            prompt,
+            params,
+            watch,
+        } => {
+            let params = params
+                .map(|p| serde_json::from_str(&p))
+                .transpose()
+                .map_err(|e| anyhow::anyhow!("--params is not JSON: {e}"))?;
+            let task = client.submit(&kind, &prompt, params).await?;
+            let id = task["id"].as_str().unwrap_or_default().to_owned();
+            println!("task {id} {}", task["status"].as_str().unwrap_or_default());
+            (id, watch)
+        }
+        TasksCommand::Watch { id } => (id, true),
+    };
+    if watch {
+        let task = client.watch(&id).await?;
+        match task["status"].as_str() {
+            Some("SUCCESS") => println!("{}", serde_json::to_string_pretty(&task["result"])?),
+            other => anyhow::bail!(
+                "task {id} ended {}: {}",
+                other.unwrap_or("?"),
+                task["error"].as_str().unwrap_or("")
+            ),
         }
     }
     Ok(())

@@ -26,11 +26,13 @@
 //! - [`error`]: `ApiError`, the JSON error answer of every route.
 //! - [`app`]: wiring: `Platform` (connected backends) and `Application` (the server).
 //! - [`cli`]: the `conveyor` command line.
+//! - [`client`]: the CLI's API client (submit, watch with a progress bar).
 
 pub mod api;
 pub mod app;
 pub mod broker;
 pub mod cli;
+pub mod client;
 pub mod config;
 pub mod consumer;
 pub mod db;

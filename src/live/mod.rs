@@ -25,4 +25,10 @@ pub fn routes() -> Router<AppState> {
         .route("/v1/ws-tickets", post(tickets::issue))
         .route("/v1/ws", get(ws::upgrade))
         .route("/v1/tasks/{id}/events", get(sse::stream))
+        .route("/demo", get(demo))
+}
+
+/// `GET /demo`: a page that submits a task and draws its progress from the WebSocket.
+async fn demo() -> axum::response::Html<&'static str> {
+    axum::response::Html(include_str!("demo.html"))
 }

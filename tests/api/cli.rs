@@ -156,6 +156,49 @@ async fn serve_on_embedded_defaults_answers_and_stops_on_sigterm() {
         "embedded database under ./data"
     );
 
+    // The CLI submits a task and follows it over the WebSocket to its result.
+    let out = command(BIN, dir.path())
+        .args([
+            "tasks",
+            "submit",
+            "--kind",
+            "copywriting",
+            "--prompt",
+            "tea for summer",
+            "--watch",
+        ])
+        .args([
+            "--server",
+            &format!("http://127.0.0.1:{port}"),
+            "--key",
+            &key,
+        ])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout} {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        stdout.contains("tea for summer"),
+        "the result is printed: {stdout}"
+    );
+    let out = command(BIN, dir.path())
+        .args([
+            "tasks",
+            "watch",
+            "no-such-task",
+            "--server",
+            &format!("http://127.0.0.1:{port}"),
+            "--key",
+            &key,
+        ])
+        .output()
+        .unwrap();
+    assert!(!out.status.success(), "watching an unknown task fails");
+
     sigterm(&child);
     let status = wait_exit(&mut child, Duration::from_secs(10));
     assert!(status.success(), "{status:?}");

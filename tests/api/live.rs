@@ -366,3 +366,27 @@ async fn events_cross_api_instances() {
     let platform = a.stop().await;
     env.cleanup(Some(&platform)).await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn shutdown_closes_sockets_with_a_close_frame_and_the_demo_page_is_served() {
+    let env = TestEnv::new(Backend::Embedded, "ws_shutdown_close")
+        .await
+        .unwrap();
+    let app = spawn_app(&env).await;
+    let page = app.client.get(app.url("/demo")).send().await.unwrap();
+    assert_eq!(page.status(), 200);
+    assert!(page.text().await.unwrap().contains("/v1/ws-tickets"));
+    let (_, key) = app.user("ada", 1).await;
+    let mut ws = connect(&app, &key).await;
+    send(&mut ws, json!({ "op": "subscribe", "all": true })).await;
+    assert_eq!(next(&mut ws).await["type"], "subscribed");
+    app.shutdown.cancel();
+    let f = next(&mut ws).await;
+    assert_eq!(f["type"], "closed");
+    assert!(
+        f["frame"].as_str().unwrap().contains("Away"),
+        "close code 1001: {f}"
+    );
+    let platform = app.stop().await;
+    env.cleanup(Some(&platform)).await;
+}
