@@ -9,8 +9,8 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use axum::extract::ws::{Message as AxMessage, WebSocketUpgrade};
 use axum::extract::State;
+use axum::extract::ws::{Message as AxMessage, WebSocketUpgrade};
 use axum::routing::get;
 use conveyor::app::Application;
 use conveyor::config::Settings;
@@ -28,13 +28,19 @@ fn now_us() -> i64 {
 fn rss_kib() -> u64 {
     std::fs::read_to_string("/proc/self/statm")
         .ok()
-        .and_then(|s| s.split_whitespace().nth(1).and_then(|p| p.parse::<u64>().ok()))
+        .and_then(|s| {
+            s.split_whitespace()
+                .nth(1)
+                .and_then(|p| p.parse::<u64>().ok())
+        })
         .map(|pages| pages * 4)
         .unwrap_or(0)
 }
 
 fn client_config() -> WebSocketConfig {
-    WebSocketConfig::default().read_buffer_size(4096).write_buffer_size(4096)
+    WebSocketConfig::default()
+        .read_buffer_size(4096)
+        .write_buffer_size(4096)
 }
 
 /// Connects `n` clients to `urls(i)`, sends `subscribe` on each (if any), and spawns
@@ -48,11 +54,14 @@ async fn clients(
 ) -> Vec<tokio::task::JoinHandle<()>> {
     let mut handles = Vec::with_capacity(n);
     for i in 0..n {
-        let (mut ws, _) = tokio_tungstenite::connect_async_with_config(url(i), Some(client_config()), false)
-            .await
-            .expect("connect");
+        let (mut ws, _) =
+            tokio_tungstenite::connect_async_with_config(url(i), Some(client_config()), false)
+                .await
+                .expect("connect");
         if let Some(s) = &subscribe {
-            ws.send(Message::Text(s.clone().into())).await.expect("subscribe");
+            ws.send(Message::Text(s.clone().into()))
+                .await
+                .expect("subscribe");
             // The "subscribed" acknowledgement.
             let _ = ws.next().await;
         }
@@ -102,8 +111,18 @@ struct Row {
 
 fn summarize(mut v: Vec<i64>) -> Row {
     v.sort_unstable();
-    let pct = |p: f64| if v.is_empty() { 0.0 } else { v[((v.len() - 1) as f64 * p) as usize] as f64 / 1000.0 };
-    Row { p50: pct(0.5), p99: pct(0.99), received: v.len() }
+    let pct = |p: f64| {
+        if v.is_empty() {
+            0.0
+        } else {
+            v[((v.len() - 1) as f64 * p) as usize] as f64 / 1000.0
+        }
+    };
+    Row {
+        p50: pct(0.5),
+        p99: pct(0.99),
+        received: v.len(),
+    }
 }
 
 async fn floor(n: usize, rate: u64, secs: u64) -> (Row, f64) {
@@ -111,16 +130,20 @@ async fn floor(n: usize, rate: u64, secs: u64) -> (Row, f64) {
     let app = axum::Router::new()
         .route(
             "/ws",
-            get(|State(tx): State<broadcast::Sender<String>>, ws: WebSocketUpgrade| async move {
-                ws.read_buffer_size(4096).write_buffer_size(4096).on_upgrade(move |mut socket| async move {
-                    let mut rx = tx.subscribe();
-                    while let Ok(m) = rx.recv().await {
-                        if socket.send(AxMessage::Text(m.into())).await.is_err() {
-                            break;
-                        }
-                    }
-                })
-            }),
+            get(
+                |State(tx): State<broadcast::Sender<String>>, ws: WebSocketUpgrade| async move {
+                    ws.read_buffer_size(4096)
+                        .write_buffer_size(4096)
+                        .on_upgrade(move |mut socket| async move {
+                            let mut rx = tx.subscribe();
+                            while let Ok(m) = rx.recv().await {
+                                if socket.send(AxMessage::Text(m.into())).await.is_err() {
+                                    break;
+                                }
+                            }
+                        })
+                },
+            ),
         )
         .with_state(tx.clone());
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
@@ -129,7 +152,14 @@ async fn floor(n: usize, rate: u64, secs: u64) -> (Row, f64) {
     let before = rss_kib();
     let lat = Arc::new(Mutex::new(Vec::new()));
     let stop = CancellationToken::new();
-    let handles = clients(n, |_| format!("ws://{addr}/ws"), None, lat.clone(), stop.clone()).await;
+    let handles = clients(
+        n,
+        |_| format!("ws://{addr}/ws"),
+        None,
+        lat.clone(),
+        stop.clone(),
+    )
+    .await;
     tokio::time::sleep(Duration::from_millis(300)).await;
     let per_conn = (rss_kib().saturating_sub(before)) as f64 / n as f64;
     emit(rate, secs, |seq| {
@@ -156,18 +186,35 @@ async fn emit(rate: u64, secs: u64, mut f: impl FnMut(i32)) {
     }
 }
 
-async fn conveyor_run(n: usize, rate: u64, secs: u64, dir: &std::path::Path, tag: &str) -> (Row, f64) {
-    let mut s = Settings::load_from(std::path::Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/config")), "local", Vec::new()).unwrap();
+async fn conveyor_run(
+    n: usize,
+    rate: u64,
+    secs: u64,
+    dir: &std::path::Path,
+    tag: &str,
+) -> (Row, f64) {
+    let mut s = Settings::load_from(
+        std::path::Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/config")),
+        "local",
+        Vec::new(),
+    )
+    .unwrap();
     s.server.port = 0;
     s.log.level = "error".into();
     s.broker.embedded_path = dir.join(format!("{tag}-broker.sqlite"));
-    s.database.url = format!("sqlite://{}?mode=rwc", dir.join(format!("{tag}.sqlite")).display());
+    s.database.url = format!(
+        "sqlite://{}?mode=rwc",
+        dir.join(format!("{tag}.sqlite")).display()
+    );
     s.live.ping_interval_ms = 600_000;
+    s.live.ticket_ttl_secs = 3600;
     s.live.idle_timeout_ms = 600_000;
     let app = Application::build(s).await.unwrap();
     let addr = app.addr();
     let platform = app.platform().clone();
-    let (user, key) = conveyor::users::create(&platform.db, "bench", 0, false).await.unwrap();
+    let (user, key) = conveyor::users::create(&platform.db, "bench", 0, false)
+        .await
+        .unwrap();
     let stop_server = CancellationToken::new();
     let server = tokio::spawn(app.run_until(stop_server.clone()));
     let http = reqwest::Client::new();
@@ -188,7 +235,14 @@ async fn conveyor_run(n: usize, rate: u64, secs: u64, dir: &std::path::Path, tag
     let lat = Arc::new(Mutex::new(Vec::new()));
     let stop = CancellationToken::new();
     let sub = serde_json::json!({ "op": "subscribe", "all": true }).to_string();
-    let handles = clients(n, |i| format!("ws://{addr}/v1/ws?ticket={}", tickets[i]), Some(sub), lat.clone(), stop.clone()).await;
+    let handles = clients(
+        n,
+        |i| format!("ws://{addr}/v1/ws?ticket={}", tickets[i]),
+        Some(sub),
+        lat.clone(),
+        stop.clone(),
+    )
+    .await;
     tokio::time::sleep(Duration::from_millis(300)).await;
     let per_conn = (rss_kib().saturating_sub(before)) as f64 / n as f64;
     let broker = platform.broker.clone();
@@ -196,7 +250,9 @@ async fn conveyor_run(n: usize, rate: u64, secs: u64, dir: &std::path::Path, tag
     let (etx, mut erx) = tokio::sync::mpsc::unbounded_channel::<TaskEvent>();
     let publisher = tokio::spawn(async move {
         while let Some(ev) = erx.recv().await {
-            let _ = broker.publish_event(&serde_json::to_vec(&ev).unwrap()).await;
+            let _ = broker
+                .publish_event(&serde_json::to_vec(&ev).unwrap())
+                .await;
         }
     });
     emit(rate, secs, |seq| {
@@ -220,13 +276,40 @@ async fn conveyor_run(n: usize, rate: u64, secs: u64, dir: &std::path::Path, tag
 async fn main() {
     let _ = rustls::crypto::aws_lc_rs::default_provider().install_default();
     let dir = tempfile::tempdir().unwrap();
-    println!("{:<36} {:>9} {:>9} {:>10} {:>14}", "", "p50 ms", "p99 ms", "received", "KiB/idle conn");
-    for (i, (n, rate, secs)) in [(1usize, 50u64, 5u64), (1000, 50, 5), (9000, 10, 5)].into_iter().enumerate() {
+    println!(
+        "{:<36} {:>9} {:>9} {:>10} {:>14}",
+        "", "p50 ms", "p99 ms", "received", "KiB/idle conn"
+    );
+    for (i, (n, rate, secs)) in [(1usize, 50u64, 5u64), (1000, 50, 5), (9000, 10, 5)]
+        .into_iter()
+        .enumerate()
+    {
         let (f, fm) = floor(n, rate, secs).await;
-        println!("{:<36} {:>9.1} {:>9.1} {:>10} {:>14.1}", format!("floor: axum broadcast {n} x {rate}/s"), f.p50, f.p99, f.received, fm);
+        println!(
+            "{:<36} {:>9.1} {:>9.1} {:>10} {:>14.1}",
+            format!("floor: axum broadcast {n} x {rate}/s"),
+            f.p50,
+            f.p99,
+            f.received,
+            fm
+        );
         let (c, cm) = conveyor_run(n, rate, secs, dir.path(), &format!("l{i}")).await;
-        println!("{:<36} {:>9.1} {:>9.1} {:>10} {:>14.1}", format!("conveyor /v1/ws {n} x {rate}/s"), c.p50, c.p99, c.received, cm);
-        println!("{:<36} {:>9} {:>9.2}", "  p99 vs floor", "", if f.p99 > 0.0 { c.p99 / f.p99 } else { 0.0 });
+        println!(
+            "{:<36} {:>9.1} {:>9.1} {:>10} {:>14.1}",
+            format!("conveyor /v1/ws {n} x {rate}/s"),
+            c.p50,
+            c.p99,
+            c.received,
+            cm
+        );
+        println!(
+            "{:<36} {:>9} {:>9.2}",
+            "  p99 vs floor",
+            "",
+            if f.p99 > 0.0 { c.p99 / f.p99 } else { 0.0 }
+        );
     }
-    println!("(KiB/idle conn is the process RSS growth per connected client, both ends: client buffers are 4 KiB in both runs)");
+    println!(
+        "(KiB/idle conn is the process RSS growth per connected client, both ends: client buffers are 4 KiB in both runs)"
+    );
 }

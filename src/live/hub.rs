@@ -11,9 +11,16 @@ use crate::domains::ai_tasks::messages::TaskEvent;
 /// connection is told it lagged and re-reads the store.
 const BACKLOG: usize = 4096;
 
+/// An event with its WebSocket frame, serialized once for every connection.
+#[derive(Debug)]
+pub struct Shared {
+    pub event: TaskEvent,
+    pub frame: axum::extract::ws::Utf8Bytes,
+}
+
 #[derive(Clone)]
 pub struct Hub {
-    tx: broadcast::Sender<Arc<TaskEvent>>,
+    tx: broadcast::Sender<Arc<Shared>>,
 }
 
 impl std::fmt::Debug for Hub {
@@ -39,9 +46,10 @@ impl Hub {
             };
             while let Some(body) = rx.recv().await {
                 match serde_json::from_slice::<TaskEvent>(&body) {
-                    Ok(ev) => {
+                    Ok(event) => {
+                        let frame = super::ws::event_json(&event).to_string().into();
                         // No receiver is fine: nobody is watching.
-                        let _ = tx.send(Arc::new(ev));
+                        let _ = tx.send(Arc::new(Shared { event, frame }));
                     }
                     Err(e) => {
                         tracing::debug!(error = %e, "ignored an event that is not a task event")
@@ -52,7 +60,7 @@ impl Hub {
         hub
     }
 
-    pub fn subscribe(&self) -> broadcast::Receiver<Arc<TaskEvent>> {
+    pub fn subscribe(&self) -> broadcast::Receiver<Arc<Shared>> {
         self.tx.subscribe()
     }
 }

@@ -103,7 +103,8 @@ pub async fn stream(
                 ev = live.recv() => ev,
             };
             match ev {
-                Ok(ev) if ev.task_id == task.id && ev.seq > last => {
+                Ok(shared) if shared.event.task_id == task.id && shared.event.seq > last => {
+                    let ev = &shared.event;
                     last = ev.seq;
                     if tx.send(sse_event(&ev)).await.is_err() || terminal(&ev.status) {
                         return;

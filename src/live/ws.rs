@@ -27,6 +27,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 use tokio::sync::broadcast::error::RecvError;
 
+use super::hub::Shared;
 use crate::app::AppState;
 use crate::domains::ai_tasks::Status;
 use crate::domains::ai_tasks::messages::TaskEvent;
@@ -86,7 +87,7 @@ struct Connection {
     tasks: HashMap<String, i32>,
     all: bool,
     /// Live events not sent yet, latest per task.
-    pending: BTreeMap<String, Arc<TaskEvent>>,
+    pending: BTreeMap<String, Arc<Shared>>,
 }
 
 enum Flow {
@@ -188,14 +189,15 @@ impl Connection {
     }
 
     /// Keeps a live event if this connection wants it (latest per task wins).
-    fn offer(&mut self, ev: Arc<TaskEvent>) {
+    fn offer(&mut self, shared: Arc<Shared>) {
+        let ev = &shared.event;
         let last = self.tasks.get(&ev.task_id).copied();
         let wanted = match last {
             Some(seq) => ev.seq > seq,
             None => self.all && ev.user_id == self.user.id,
         };
         if wanted {
-            self.pending.insert(ev.task_id.clone(), ev);
+            self.pending.insert(ev.task_id.clone(), shared);
         }
     }
 
@@ -206,15 +208,18 @@ impl Connection {
         for (task, seq) in tasks {
             if let Ok(evs) = store::events_after(&self.state.db, &task, seq).await {
                 if let Some(e) = evs.last() {
+                    let event = stored(e, &self.user.id);
+                    let frame = event_json(&event).to_string().into();
                     self.pending
-                        .insert(task.clone(), Arc::new(stored(e, &self.user.id)));
+                        .insert(task.clone(), Arc::new(Shared { event, frame }));
                 }
             }
         }
     }
 
     /// Frames for one event, updating the subscription it belongs to.
-    fn frames_for(&mut self, ev: &TaskEvent) -> Vec<Message> {
+    fn frames_for(&mut self, shared: &Shared) -> Vec<Message> {
+        let ev = &shared.event;
         if self
             .tasks
             .get(&ev.task_id)
@@ -222,7 +227,7 @@ impl Connection {
         {
             return Vec::new();
         }
-        let mut frames = vec![event_frame(ev)];
+        let mut frames = vec![Message::Text(shared.frame.clone())];
         let terminal = Status::parse(&ev.status).is_some_and(Status::is_terminal);
         if terminal {
             self.tasks.remove(&ev.task_id);
@@ -341,7 +346,12 @@ fn stored(e: &crate::domains::ai_tasks::entity::event::Model, user_id: &str) -> 
 }
 
 fn event_frame(ev: &TaskEvent) -> Message {
-    json_frame(json!({
+    json_frame(event_json(ev))
+}
+
+/// The `event` frame's JSON.
+pub(crate) fn event_json(ev: &TaskEvent) -> Value {
+    json!({
         "type": "event",
         "task_id": ev.task_id,
         "seq": ev.seq,
@@ -350,7 +360,7 @@ fn event_frame(ev: &TaskEvent) -> Message {
         "step": ev.step,
         "message": ev.message,
         "at": ev.at,
-    }))
+    })
 }
 
 fn error_frame(code: &str, message: &str, task_id: Option<&str>) -> Message {

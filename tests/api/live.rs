@@ -390,3 +390,89 @@ async fn shutdown_closes_sockets_with_a_close_frame_and_the_demo_page_is_served(
     let platform = app.stop().await;
     env.cleanup(Some(&platform)).await;
 }
+
+/// A client that stops reading is closed once its socket backs up; a client reading
+/// the same events meanwhile gets all of them, without waiting for the slow one.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_slow_reader_is_closed_and_does_not_delay_a_fast_one() {
+    let env = TestEnv::new(Backend::Embedded, "ws_slow_reader")
+        .await
+        .unwrap();
+    let app = spawn_app(&env).await;
+    let (user, key) = app.user("ada", 1).await;
+    // The slow reader's socket has a small receive buffer, so the server backs up soon.
+    let sock = tokio::net::TcpSocket::new_v4().unwrap();
+    sock.set_recv_buffer_size(4096).unwrap();
+    let stream = sock.connect(app.addr).await.unwrap();
+    let url = format!(
+        "ws://{}/v1/ws?ticket={}",
+        app.addr,
+        ticket(&app, &key).await
+    );
+    let (mut slow, _) = tokio_tungstenite::client_async(url, stream).await.unwrap();
+    let mut fast = connect(&app, &key).await;
+    let subscribe = json!({ "op": "subscribe", "all": true }).to_string();
+    slow.send(Message::Text(subscribe.clone().into()))
+        .await
+        .unwrap();
+    assert!(matches!(slow.next().await, Some(Ok(Message::Text(_)))));
+    send(&mut fast, json!({ "op": "subscribe", "all": true })).await;
+    assert_eq!(next(&mut fast).await["type"], "subscribed");
+    // Many distinct tasks, so nothing can be coalesced away: ~20 MB of frames.
+    let n = 60_000;
+    let broker = app.platform.broker.clone();
+    let uid = user.id.clone();
+    let emitter = tokio::spawn(async move {
+        for i in 0..n {
+            let ev = conveyor::domains::ai_tasks::messages::TaskEvent {
+                task_id: format!("slow-{i:06}"),
+                user_id: uid.clone(),
+                seq: 1,
+                status: "PROCESSING".into(),
+                progress: 50,
+                step: Some("x".repeat(200)),
+                message: None,
+                at: chrono::Utc::now(),
+            };
+            broker
+                .publish_event(&serde_json::to_vec(&ev).unwrap())
+                .await
+                .unwrap();
+            // Paced (20,000/s) so readers keep up with the fan-out instead of lagging.
+            if i % 1000 == 999 {
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+        }
+    });
+    // The fast reader keeps up and sees events to the end.
+    let mut got = 0usize;
+    let start = std::time::Instant::now();
+    loop {
+        match tokio::time::timeout(Duration::from_secs(5), fast.next()).await {
+            Ok(Some(Ok(Message::Text(_)))) => got += 1,
+            Ok(Some(Ok(_))) => {}
+            _ => break,
+        }
+        if got >= 1000 && emitter.is_finished() && start.elapsed() > Duration::from_secs(3) {
+            break;
+        }
+    }
+    emitter.await.unwrap();
+    assert!(got >= 1000, "the fast reader kept receiving ({got} frames)");
+    // The slow one, reading only now, finds its socket closed by the server.
+    let mut closed = false;
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    while std::time::Instant::now() < deadline {
+        match tokio::time::timeout(Duration::from_secs(5), slow.next()).await {
+            Ok(Some(Ok(Message::Close(_)))) | Ok(None) | Ok(Some(Err(_))) => {
+                closed = true;
+                break;
+            }
+            Ok(Some(Ok(_))) => {}
+            Err(_) => break,
+        }
+    }
+    assert!(closed, "the server closed the slow reader");
+    let platform = app.stop().await;
+    env.cleanup(Some(&platform)).await;
+}
