@@ -126,8 +126,8 @@ pub struct AppState {
     pub shutdown: CancellationToken,
 }
 
-impl From<&Platform> for AppState {
-    fn from(p: &Platform) -> Self {
+impl AppState {
+    fn new(p: &Platform, hub: crate::live::Hub) -> Self {
         AppState {
             settings: p.settings.clone(),
             db: p.db.clone(),
@@ -139,7 +139,7 @@ impl From<&Platform> for AppState {
                 p.db.clone(),
                 p.settings.broker.max_payload_bytes,
             ),
-            hub: crate::live::Hub::start(p.broker.clone()),
+            hub,
             shutdown: CancellationToken::new(),
         }
     }
@@ -148,6 +148,7 @@ impl From<&Platform> for AppState {
 /// The API server, bound and ready to run.
 pub struct Application {
     platform: Platform,
+    hub: crate::live::Hub,
     listener: tokio::net::TcpListener,
     addr: SocketAddr,
 }
@@ -161,8 +162,12 @@ impl Application {
             .await
             .with_context(|| format!("binding {bind} (server.host, server.port)"))?;
         let addr = listener.local_addr()?;
+        let hub = crate::live::Hub::start(platform.broker.clone())
+            .await
+            .context("listening to task events")?;
         Ok(Application {
             platform,
+            hub,
             listener,
             addr,
         })
@@ -181,10 +186,11 @@ impl Application {
     pub async fn run_until(self, shutdown: CancellationToken) -> anyhow::Result<()> {
         let Application {
             platform,
+            hub,
             listener,
             addr,
         } = self;
-        let mut state = AppState::from(&platform);
+        let mut state = AppState::new(&platform, hub);
         state.shutdown = shutdown.clone();
         let router = crate::api::router(state);
         // The embedded broker lives in this process, so its consumers must too; with

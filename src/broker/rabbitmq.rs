@@ -369,12 +369,22 @@ impl Broker for RabbitBroker {
     async fn subscribe_events(&self) -> Result<tokio::sync::mpsc::Receiver<Vec<u8>>, BrokerError> {
         let (tx, rx) = tokio::sync::mpsc::channel(1024);
         let inner = self.inner.clone();
-        // Fail fast if the broker is not there at all.
-        inner.consumer_connection().await?;
+        // Bound before returning: events published from now on reach this listener.
+        let mut bound = Some(bind_events(&inner).await?);
         tokio::spawn(async move {
             let mut backoff = Duration::from_millis(inner.settings.reconnect_min_ms);
             while !tx.is_closed() {
-                match listen_events(&inner, &tx).await {
+                let result = match bound.take() {
+                    Some(b) => forward_events(b, &tx).await,
+                    None => match bind_events(&inner).await {
+                        Ok(b) => {
+                            backoff = Duration::from_millis(inner.settings.reconnect_min_ms);
+                            forward_events(b, &tx).await
+                        }
+                        Err(e) => Err(e),
+                    },
+                };
+                match result {
                     Ok(()) => return,
                     Err(e) => {
                         tracing::warn!(error = %e, ?backoff, "event listener lost its connection; re-binding");
@@ -489,12 +499,8 @@ impl Broker for RabbitBroker {
     }
 }
 
-/// Binds a server-named exclusive queue to the events exchange and forwards what
-/// arrives until the receiver goes away (Ok) or the channel fails (Err).
-async fn listen_events(
-    inner: &Inner,
-    tx: &tokio::sync::mpsc::Sender<Vec<u8>>,
-) -> Result<(), BrokerError> {
+/// Binds a server-named exclusive queue to the events exchange and starts consuming it.
+async fn bind_events(inner: &Inner) -> Result<(Channel, lapin::Consumer), BrokerError> {
     let conn = inner.consumer_connection().await?;
     let ch = conn.create_channel().await.map_err(err)?;
     let q = ch
@@ -518,7 +524,7 @@ async fn listen_events(
     )
     .await
     .map_err(err)?;
-    let mut consumer = ch
+    let consumer = ch
         .basic_consume(
             q.name().clone(),
             "".into(),
@@ -530,6 +536,14 @@ async fn listen_events(
         )
         .await
         .map_err(err)?;
+    Ok((ch, consumer))
+}
+
+/// Forwards events until the receiver goes away (Ok) or the channel fails (Err).
+async fn forward_events(
+    (ch, mut consumer): (Channel, lapin::Consumer),
+    tx: &tokio::sync::mpsc::Sender<Vec<u8>>,
+) -> Result<(), BrokerError> {
     while let Some(d) = consumer.next().await {
         let d = d.map_err(err)?;
         if tx.send(d.data).await.is_err() {

@@ -32,18 +32,13 @@ impl std::fmt::Debug for Hub {
 }
 
 impl Hub {
-    /// Starts listening to the broker's event fan-out.
-    pub fn start(broker: Arc<dyn Broker>) -> Self {
+    /// Starts listening to the broker's event fan-out; returns once listening, so no
+    /// event published after the server starts serving can miss this instance.
+    pub async fn start(broker: Arc<dyn Broker>) -> Result<Self, crate::broker::BrokerError> {
         let (tx, _) = broadcast::channel(BACKLOG);
         let hub = Hub { tx: tx.clone() };
+        let mut rx = broker.subscribe_events().await?;
         tokio::spawn(async move {
-            let mut rx = match broker.subscribe_events().await {
-                Ok(rx) => rx,
-                Err(e) => {
-                    tracing::error!(error = %e, "cannot listen to task events; live streams will only show stored events");
-                    return;
-                }
-            };
             while let Some(body) = rx.recv().await {
                 match serde_json::from_slice::<TaskEvent>(&body) {
                     Ok(event) => {
@@ -57,7 +52,7 @@ impl Hub {
                 }
             }
         });
-        hub
+        Ok(hub)
     }
 
     pub fn subscribe(&self) -> broadcast::Receiver<Arc<Shared>> {

@@ -66,16 +66,7 @@ pub async fn stream(
                     .await
                     .unwrap_or_default();
                 for e in &evs {
-                    let ev = TaskEvent {
-                        task_id: e.task_id.clone(),
-                        user_id: task.user_id.clone(),
-                        seq: e.seq,
-                        status: e.status.clone(),
-                        progress: e.progress,
-                        step: e.step.clone(),
-                        message: e.message.clone(),
-                        at: e.created_at,
-                    };
+                    let ev = TaskEvent::from_stored(e, &task.user_id);
                     if tx.send(sse_event(&ev)).await.is_err() {
                         return;
                     }
@@ -117,16 +108,7 @@ pub async fn stream(
                         .await
                         .unwrap_or_default()
                     {
-                        let ev = TaskEvent {
-                            task_id: e.task_id.clone(),
-                            user_id: task.user_id.clone(),
-                            seq: e.seq,
-                            status: e.status.clone(),
-                            progress: e.progress,
-                            step: e.step.clone(),
-                            message: e.message.clone(),
-                            at: e.created_at,
-                        };
+                        let ev = TaskEvent::from_stored(&e, &task.user_id);
                         last = ev.seq;
                         if tx.send(sse_event(&ev)).await.is_err() || terminal(&ev.status) {
                             return;

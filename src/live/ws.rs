@@ -208,7 +208,7 @@ impl Connection {
         for (task, seq) in tasks {
             if let Ok(evs) = store::events_after(&self.state.db, &task, seq).await {
                 if let Some(e) = evs.last() {
-                    let event = stored(e, &self.user.id);
+                    let event = TaskEvent::from_stored(e, &self.user.id);
                     let frame = event_json(&event).to_string().into();
                     self.pending
                         .insert(task.clone(), Arc::new(Shared { event, frame }));
@@ -307,7 +307,7 @@ impl Connection {
                     .await
                     .unwrap_or_default();
                 for e in &evs {
-                    frames.push(event_frame(&stored(e, &task.user_id)));
+                    frames.push(event_frame(&TaskEvent::from_stored(e, &task.user_id)));
                 }
                 evs.last().map(|e| e.seq).unwrap_or(after)
             }
@@ -329,19 +329,6 @@ impl Connection {
             self.tasks.insert(id, last);
         }
         frames
-    }
-}
-
-fn stored(e: &crate::domains::ai_tasks::entity::event::Model, user_id: &str) -> TaskEvent {
-    TaskEvent {
-        task_id: e.task_id.clone(),
-        user_id: user_id.to_owned(),
-        seq: e.seq,
-        status: e.status.clone(),
-        progress: e.progress,
-        step: e.step.clone(),
-        message: e.message.clone(),
-        at: e.created_at,
     }
 }
 

@@ -28,3 +28,19 @@ pub struct TaskEvent {
     pub message: Option<String>,
     pub at: chrono::DateTime<chrono::Utc>,
 }
+
+impl TaskEvent {
+    /// A stored event as it is pushed (stored rows do not repeat the owner).
+    pub fn from_stored(e: &super::entity::event::Model, user_id: &str) -> Self {
+        TaskEvent {
+            task_id: e.task_id.clone(),
+            user_id: user_id.to_owned(),
+            seq: e.seq,
+            status: e.status.clone(),
+            progress: e.progress,
+            step: e.step.clone(),
+            message: e.message.clone(),
+            at: e.created_at,
+        }
+    }
+}
