@@ -522,6 +522,14 @@ async fn exhausted_retries_fail_with_exactly_one_refund(backend: Backend) {
         .filter(|l| l.reason == "refund")
         .count();
     assert_eq!(refunds, 1);
+    // The task turns FAILED (with its refund) just before the dead letter is recorded.
+    crate::helpers::wait_until(Duration::from_secs(10), "the dead letter", || async {
+        !conveyor::dead_letters::list(&app.platform.db, Some("ai.short"), 10)
+            .await
+            .unwrap()
+            .is_empty()
+    })
+    .await;
     let dead = conveyor::dead_letters::list(&app.platform.db, Some("ai.short"), 10)
         .await
         .unwrap();
@@ -545,6 +553,14 @@ async fn a_permanent_failure_dead_letters_and_refunds(backend: Backend) {
     let t = app.wait_status(&key, &id, "FAILED").await;
     assert_eq!(t["attempts"], 1, "no retry");
     assert_eq!(app.credits(&user.id).await, 100);
+    // The task turns FAILED (with its refund) just before the dead letter is recorded.
+    crate::helpers::wait_until(Duration::from_secs(10), "the dead letter", || async {
+        !conveyor::dead_letters::list(&app.platform.db, Some("ai.short"), 10)
+            .await
+            .unwrap()
+            .is_empty()
+    })
+    .await;
     let dead = conveyor::dead_letters::list(&app.platform.db, Some("ai.short"), 10)
         .await
         .unwrap();
