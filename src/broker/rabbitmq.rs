@@ -25,6 +25,19 @@ use super::{
 };
 use crate::config::{BrokerSettings, QueueType};
 
+/// Bound on broker round trips that have no deadline of their own (declare, cancel,
+/// close): a wedged channel must not hang shutdown (lapin#409).
+const OP_TIMEOUT: Duration = Duration::from_secs(10);
+
+async fn bounded<T>(
+    what: &str,
+    f: impl std::future::Future<Output = Result<T, BrokerError>>,
+) -> Result<T, BrokerError> {
+    tokio::time::timeout(OP_TIMEOUT, f)
+        .await
+        .map_err(|_| BrokerError::Connection(format!("{what}: no answer within {OP_TIMEOUT:?}")))?
+}
+
 /// How long a quorum queue tolerates redeliveries of one message (consumer crashes, not
 /// handler failures, which go through retry tiers) before dead-lettering it: RabbitMQ
 /// 3.10 has no default limit, 4.x uses 20.
@@ -50,6 +63,48 @@ fn err(e: lapin::Error) -> BrokerError {
 }
 
 impl RabbitBroker {
+    async fn teardown_unbounded(&self) -> Result<(), BrokerError> {
+        let ch = self.inner.publish_channel().await?;
+        drop(ch);
+        let conn = {
+            let guard = self.inner.publisher.lock().await;
+            guard.as_ref().map(|(c, _)| c.clone())
+        }
+        .ok_or_else(|| BrokerError::Connection("publisher connection lost".into()))?;
+        let ch = conn.create_channel().await.map_err(err)?;
+        let t = &self.inner.topology;
+        let mut queues: Vec<String> = Vec::new();
+        for q in &t.queues {
+            queues.push(q.name.clone());
+            queues.push(q.dlq.clone());
+            queues.extend(q.retry.iter().map(|(_, n)| n.clone()));
+        }
+        queues.extend(t.delays.iter().map(|d| d.name.clone()));
+        for q in queues {
+            ch.queue_delete(
+                q.as_str().into(),
+                lapin::options::QueueDeleteOptions::default(),
+            )
+            .await
+            .map_err(err)?;
+        }
+        for x in [
+            t.work_exchange(),
+            t.delay_exchange(),
+            t.dead_letter_exchange(),
+            t.events_exchange(),
+        ] {
+            ch.exchange_delete(
+                x.as_str().into(),
+                lapin::options::ExchangeDeleteOptions::default(),
+            )
+            .await
+            .map_err(err)?;
+        }
+        let _ = ch.close(200, "torn down".into()).await;
+        Ok(())
+    }
+
     /// Creates the broker; connections are opened on first use and re-opened after loss.
     pub fn new(settings: &BrokerSettings, topology: Topology) -> Self {
         RabbitBroker {
@@ -99,7 +154,7 @@ impl Inner {
         }
         *guard = None;
         let conn = Arc::new(self.connect("publish").await?);
-        declare(&conn, &self.topology).await?;
+        bounded("declaring the topology", declare(&conn, &self.topology)).await?;
         let ch = conn.create_channel().await.map_err(err)?;
         ch.confirm_select(ConfirmSelectOptions::default())
             .await
@@ -121,7 +176,7 @@ impl Inner {
         }
         *guard = None;
         let conn = Arc::new(self.connect("consume").await?);
-        declare(&conn, &self.topology).await?;
+        bounded("declaring the topology", declare(&conn, &self.topology)).await?;
         *guard = Some(conn.clone());
         Ok(conn)
     }
@@ -413,7 +468,7 @@ impl Broker for RabbitBroker {
         };
         // Fail fast on a first connection problem so start-up errors are visible;
         // later losses are retried inside `next`.
-        sub.open().await?;
+        bounded("starting a consumer", sub.open()).await?;
         Ok(Box::new(sub))
     }
 
@@ -448,53 +503,17 @@ impl Broker for RabbitBroker {
     }
 
     async fn teardown(&self) -> Result<(), BrokerError> {
-        let ch = self.inner.publish_channel().await?;
-        drop(ch);
-        let conn = {
-            let guard = self.inner.publisher.lock().await;
-            guard.as_ref().map(|(c, _)| c.clone())
-        }
-        .ok_or_else(|| BrokerError::Connection("publisher connection lost".into()))?;
-        let ch = conn.create_channel().await.map_err(err)?;
-        let t = &self.inner.topology;
-        let mut queues: Vec<String> = Vec::new();
-        for q in &t.queues {
-            queues.push(q.name.clone());
-            queues.push(q.dlq.clone());
-            queues.extend(q.retry.iter().map(|(_, n)| n.clone()));
-        }
-        queues.extend(t.delays.iter().map(|d| d.name.clone()));
-        for q in queues {
-            ch.queue_delete(
-                q.as_str().into(),
-                lapin::options::QueueDeleteOptions::default(),
-            )
+        tokio::time::timeout(OP_TIMEOUT * 3, self.teardown_unbounded())
             .await
-            .map_err(err)?;
-        }
-        for x in [
-            t.work_exchange(),
-            t.delay_exchange(),
-            t.dead_letter_exchange(),
-            t.events_exchange(),
-        ] {
-            ch.exchange_delete(
-                x.as_str().into(),
-                lapin::options::ExchangeDeleteOptions::default(),
-            )
-            .await
-            .map_err(err)?;
-        }
-        let _ = ch.close(200, "torn down".into()).await;
-        Ok(())
+            .map_err(|_| BrokerError::Connection("teardown: no answer in time".into()))?
     }
 
     async fn close(&self) {
         if let Some((conn, _)) = self.inner.publisher.lock().await.take() {
-            let _ = conn.close(200, "shutdown".into()).await;
+            let _ = tokio::time::timeout(OP_TIMEOUT, conn.close(200, "shutdown".into())).await;
         }
         if let Some(conn) = self.inner.consumer_conn.lock().await.take() {
-            let _ = conn.close(200, "shutdown".into()).await;
+            let _ = tokio::time::timeout(OP_TIMEOUT, conn.close(200, "shutdown".into())).await;
         }
     }
 }
@@ -595,7 +614,7 @@ impl Subscription for RabbitSubscription {
                 return None;
             }
             let Some((_, consumer)) = self.live.as_mut() else {
-                if let Err(e) = self.open().await {
+                if let Err(e) = bounded("starting a consumer", self.open()).await {
                     tracing::warn!(queue = %self.queue.name, error = %e, backoff = ?self.backoff, "consumer reconnect failed");
                     tokio::time::sleep(self.backoff).await;
                     self.backoff = (self.backoff * 2)
@@ -635,9 +654,11 @@ impl Subscription for RabbitSubscription {
     async fn cancel(&mut self) {
         self.cancelled = true;
         if let Some((ch, consumer)) = self.live.as_ref() {
-            let _ = ch
-                .basic_cancel(consumer.tag(), BasicCancelOptions::default())
-                .await;
+            let _ = tokio::time::timeout(
+                OP_TIMEOUT,
+                ch.basic_cancel(consumer.tag(), BasicCancelOptions::default()),
+            )
+            .await;
         }
         // The channel stays open so in-flight deliveries can still be acked; it closes
         // with the connection, which hands back whatever is still unacked.

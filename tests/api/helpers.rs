@@ -304,7 +304,11 @@ pub async fn spawn_app(env: &TestEnv) -> TestApp {
     let server = tokio::spawn(app.run_until(shutdown.clone()));
     TestApp {
         addr,
-        client: reqwest::Client::new(),
+        // A hung request fails its test instead of hanging the suite.
+        client: reqwest::Client::builder()
+            .timeout(Duration::from_secs(30))
+            .build()
+            .expect("client"),
         platform,
         shutdown,
         server,
