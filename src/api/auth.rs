@@ -63,7 +63,11 @@ impl FromRequestParts<AppState> for AuthUser {
         if let Some(user) = state.auth_cache.get(&hash) {
             return Ok(AuthUser(user));
         }
-        let user = users::authenticate(&state.db, key)
+        if !key.starts_with(users::KEY_PREFIX) {
+            return Err(ApiError::Unauthorized);
+        }
+        // Hashed once above, for the cache and the lookup both.
+        let user = users::authenticate_hash(&state.db, &hash)
             .await?
             .ok_or(ApiError::Unauthorized)?;
         state.auth_cache.put(hash, user.clone());

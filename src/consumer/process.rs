@@ -57,11 +57,9 @@ pub async fn process_one(deps: &Deps, handler: &dyn Handler, delivery: Delivery)
         Ok((Claim::Done, _)) => return settle_ack(delivery, Outcome::Duplicate).await,
         Ok((Claim::InProgress, _)) => {
             // Never ack what someone else is processing: look again after the first tier.
-            let tier = 0;
-            return match delivery
-                .retry(tier, envelope.encode(usize::MAX).unwrap_or_default())
-                .await
-            {
+            // The envelope is unchanged: send back the bytes as received.
+            let body = delivery.body.clone();
+            return match delivery.retry(0, body).await {
                 Ok(()) => Outcome::Busy,
                 Err(e) => Outcome::Unsettled(e.to_string()),
             };

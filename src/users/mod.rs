@@ -119,8 +119,16 @@ pub async fn authenticate(db: &impl ConnectionTrait, key: &str) -> Result<Option
     if !key.starts_with(KEY_PREFIX) {
         return Ok(None);
     }
+    authenticate_hash(db, &hash_key(key)).await
+}
+
+/// The user owning the active key with this hash (callers that hashed already).
+pub async fn authenticate_hash(
+    db: &impl ConnectionTrait,
+    key_hash: &str,
+) -> Result<Option<User>, DbErr> {
     let Some(api_key) = entity::api_key::Entity::find()
-        .filter(entity::api_key::Column::KeyHash.eq(hash_key(key)))
+        .filter(entity::api_key::Column::KeyHash.eq(key_hash))
         .filter(entity::api_key::Column::RevokedAt.is_null())
         .one(db)
         .await?
