@@ -282,7 +282,8 @@ async fn main() {
         let mut s = Settings::load_from(
             std::path::Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/config")),
             "local",
-            Vec::new(),
+            // CONVEYOR__… variables tune the runs (e.g. CONVEYOR__DATABASE__GROUP_COMMIT_WRITERS).
+            std::env::vars(),
         )
         .unwrap();
         s.broker.namespace = format!("bench{pid}{tag}");

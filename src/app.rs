@@ -137,7 +137,10 @@ impl AppState {
             auth_cache: Arc::default(),
             submitter: crate::domains::ai_tasks::submitter::Submitter::start(
                 p.db.clone(),
+                p.broker.clone(),
+                p.relay.clone(),
                 p.settings.broker.max_payload_bytes,
+                p.settings.database.group_commit_writers,
             ),
             hub,
             shutdown: CancellationToken::new(),

@@ -121,6 +121,8 @@ pub struct DatabaseSettings {
     pub url: String,
     pub max_connections: u32,
     pub migrate_on_start: bool,
+    /// Submission batches committing at once (group commit); SQLite always uses one.
+    pub group_commit_writers: u32,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -258,6 +260,14 @@ impl Settings {
         }
         if self.database.max_connections == 0 {
             return bad("database.max_connections", "must be greater than 0");
+        }
+        if self.database.group_commit_writers == 0
+            || self.database.group_commit_writers > self.database.max_connections
+        {
+            return bad(
+                "database.group_commit_writers",
+                "must be between 1 and database.max_connections",
+            );
         }
         if self.broker.kind == BrokerKind::Rabbitmq
             && !(self.broker.url.starts_with("amqp://") || self.broker.url.starts_with("amqps://"))

@@ -379,9 +379,11 @@ impl Broker for EmbeddedBroker {
         Ok(())
     }
 
-    async fn publish_event(&self, body: &[u8]) -> Result<(), BrokerError> {
-        // No subscriber is not an error: events are stored as well.
-        let _ = self.inner.events.send(body.to_vec());
+    async fn publish_events(&self, bodies: Vec<Vec<u8>>) -> Result<(), BrokerError> {
+        for body in bodies {
+            // No subscriber is not an error: events are stored as well.
+            let _ = self.inner.events.send(body);
+        }
         Ok(())
     }
 

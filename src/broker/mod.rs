@@ -96,9 +96,10 @@ pub trait Broker: Send + Sync + 'static {
     /// some messages of the batch may have been published (consumers deduplicate).
     async fn publish_batch(&self, messages: &[Outgoing]) -> Result<(), BrokerError>;
 
-    /// Publishes a progress event to every API instance (fan-out). Best effort: events
-    /// are also stored, so a lost one is recovered from the store on resume.
-    async fn publish_event(&self, body: &[u8]) -> Result<(), BrokerError>;
+    /// Publishes progress events to every API instance (fan-out), in order, as one batch
+    /// (one confirm wait however many). Best effort: events are also stored, so a lost
+    /// one is recovered from the store on resume.
+    async fn publish_events(&self, bodies: Vec<Vec<u8>>) -> Result<(), BrokerError>;
 
     /// This process's share of the event fan-out: every event published by any process
     /// (RabbitMQ: an exclusive auto-delete queue bound to `<ns>.events`, re-bound after a

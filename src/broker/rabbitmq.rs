@@ -408,17 +408,23 @@ impl Broker for RabbitBroker {
         self.inner.publish_all(items).await
     }
 
-    async fn publish_event(&self, body: &[u8]) -> Result<(), BrokerError> {
-        self.inner
-            .publish_all(vec![Publish {
+    async fn publish_events(&self, bodies: Vec<Vec<u8>>) -> Result<(), BrokerError> {
+        if bodies.is_empty() {
+            return Ok(());
+        }
+        let exchange = self.inner.topology.events_exchange();
+        let items = bodies
+            .into_iter()
+            .map(|body| Publish {
                 mandatory: false,
-                exchange: self.inner.topology.events_exchange(),
+                exchange: exchange.clone(),
                 routing_key: String::new(),
                 message_id: String::new(),
-                body: body.to_vec(),
+                body,
                 headers: None,
-            }])
-            .await
+            })
+            .collect();
+        self.inner.publish_all(items).await
     }
 
     async fn subscribe_events(&self) -> Result<tokio::sync::mpsc::Receiver<Vec<u8>>, BrokerError> {

@@ -40,12 +40,13 @@ impl Hub {
         let mut rx = broker.subscribe_events().await?;
         tokio::spawn(async move {
             while let Some(body) = rx.recv().await {
-                match serde_json::from_slice::<TaskEvent>(&body) {
-                    Ok(event) => {
-                        let frame = super::ws::event_json(&event).to_string().into();
-                        // No receiver is fine: nobody is watching.
-                        let _ = tx.send(Arc::new(Shared { event, frame }));
-                    }
+                // Nobody watching on this instance: skip decoding and framing.
+                if tx.receiver_count() == 0 {
+                    continue;
+                }
+                match serde_json::from_slice::<EventBody>(&body) {
+                    Ok(EventBody::One(event)) => send(&tx, event),
+                    Ok(EventBody::Many(events)) => events.into_iter().for_each(|e| send(&tx, e)),
                     Err(e) => {
                         tracing::debug!(error = %e, "ignored an event that is not a task event")
                     }
@@ -58,4 +59,19 @@ impl Hub {
     pub fn subscribe(&self) -> broadcast::Receiver<Arc<Shared>> {
         self.tx.subscribe()
     }
+}
+
+/// An events message: one event, or a batch (a submission batch's "accepted" events
+/// travel as one message).
+#[derive(serde::Deserialize)]
+#[serde(untagged)]
+enum EventBody {
+    Many(Vec<TaskEvent>),
+    One(TaskEvent),
+}
+
+fn send(tx: &broadcast::Sender<Arc<Shared>>, event: TaskEvent) {
+    let frame = super::ws::event_json(&event).to_string().into();
+    // No receiver is fine: nobody is watching.
+    let _ = tx.send(Arc::new(Shared { event, frame }));
 }

@@ -17,6 +17,7 @@ on_every_backend!(
     every_kind_succeeds_and_pipeline_steps_run_in_order,
     bad_submissions_get_clear_errors,
     insufficient_credits_is_402,
+    a_batch_reserves_what_each_balance_covers,
     concurrent_identical_submissions_create_one_task,
     other_users_tasks_are_invisible,
     listing_pages_newest_first,
@@ -618,6 +619,76 @@ async fn cancel_stops_a_running_task_and_refunds(backend: Backend) {
         1
     );
     done(env, app).await;
+}
+
+/// Group commit reserves a whole batch at once: each user's balance covers their
+/// submissions in order, a shortfall fails only the submissions it affects, and the
+/// ledger and balances agree afterwards.
+async fn a_batch_reserves_what_each_balance_covers(backend: Backend) {
+    let Some(env) = TestEnv::new(backend, "batch_reserve").await else {
+        return;
+    };
+    let platform = env.platform().await;
+    let db = &platform.db;
+    let (rich, _) = conveyor::users::create(db, "rich", 100, false)
+        .await
+        .unwrap();
+    let (tight, _) = conveyor::users::create(db, "tight", 10, false)
+        .await
+        .unwrap();
+    let (broke, _) = conveyor::users::create(db, "broke", 0, false)
+        .await
+        .unwrap();
+    let new = |user: &str, cost: i64| store::NewTask {
+        user_id: user.to_owned(),
+        kind: conveyor::domains::ai_tasks::TaskKind::Copywriting,
+        prompt: "x".into(),
+        params: json!({}),
+        cost,
+    };
+    // tight (10): 4 + 4 fit, the third 4 does not; a free task always fits.
+    let batch = [
+        new(&tight.id, 4),
+        new(&rich.id, 30),
+        new(&tight.id, 4),
+        new(&broke.id, 1),
+        new(&tight.id, 4),
+        new(&broke.id, 0),
+        new(&rich.id, 30),
+    ];
+    let txn = sea_orm::TransactionTrait::begin(db).await.unwrap();
+    let results = store::submit_many(&txn, &batch, 65536).await.unwrap();
+    txn.commit().await.unwrap();
+    let outcome: Vec<Result<(), i64>> = results
+        .iter()
+        .map(|r| match r {
+            Ok(_) => Ok(()),
+            Err(store::StoreError::InsufficientCredits { balance, .. }) => Err(*balance),
+            Err(e) => panic!("unexpected error: {e}"),
+        })
+        .collect();
+    assert_eq!(
+        outcome,
+        vec![Ok(()), Ok(()), Ok(()), Err(0), Err(2), Ok(()), Ok(())],
+        "per-submission reservations"
+    );
+    for (user, balance, reserves) in [(&rich, 40, 2), (&tight, 2, 2), (&broke, 0, 0)] {
+        let u = conveyor::users::entity::user::Entity::find_by_id(user.id.clone())
+            .one(db)
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(u.credits, balance, "balance of {}", user.name);
+        let rows = ledger::Entity::find()
+            .filter(ledger::Column::UserId.eq(user.id.as_str()))
+            .filter(ledger::Column::Reason.eq("reserve"))
+            .count(db)
+            .await
+            .unwrap();
+        assert_eq!(rows, reserves, "reserve rows of {}", user.name);
+    }
+    let tasks = task::Entity::find().count(db).await.unwrap();
+    assert_eq!(tasks, 5, "one task per reserved submission");
 }
 
 async fn a_killed_consumer_leaves_a_task_that_finishes_once(backend: Backend) {

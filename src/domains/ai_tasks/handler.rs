@@ -30,12 +30,16 @@ pub struct AiTaskHandler {
 
 /// Publishes events after their transaction committed; best effort (they are stored).
 pub async fn publish_events(broker: &dyn Broker, events: &[TaskEvent]) {
-    for ev in events {
-        if let Ok(body) = serde_json::to_vec(ev) {
-            if let Err(e) = broker.publish_event(&body).await {
-                tracing::debug!(error = %e, "progress event not published (it is stored)");
-            }
-        }
+    // Several events travel as one message (a JSON array): the broker's cost is per
+    // message, and a submission batch emits one event per task.
+    let body = match events {
+        [] => return,
+        [one] => serde_json::to_vec(one),
+        many => serde_json::to_vec(many),
+    };
+    let Ok(body) = body else { return };
+    if let Err(e) = broker.publish_events(vec![body]).await {
+        tracing::debug!(error = %e, "progress events not published (they are stored)");
     }
 }
 

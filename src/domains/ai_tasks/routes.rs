@@ -95,11 +95,11 @@ fn submit_error(e: StoreError) -> ApiError {
 
 fn with_location(status: u16, body: Value) -> Response {
     let code = StatusCode::from_u16(status).unwrap_or(StatusCode::ACCEPTED);
-    let mut resp = (code, axum::Json(body.clone())).into_response();
-    if let Some(loc) = body["id"]
+    let location = body["id"]
         .as_str()
-        .and_then(|id| HeaderValue::from_str(&format!("/v1/tasks/{id}")).ok())
-    {
+        .and_then(|id| HeaderValue::from_str(&format!("/v1/tasks/{id}")).ok());
+    let mut resp = (code, axum::Json(body)).into_response();
+    if let Some(loc) = location {
         resp.headers_mut().insert(header::LOCATION, loc);
     }
     resp
@@ -160,12 +160,17 @@ async fn submit(
 ) -> Result<Response, ApiError> {
     let (kind, params) = validate(&state, &req)?;
     let key = idempotency::key_from(&headers)?;
-    let request_hash = idempotency::hash(
-        &json!({ "kind": kind.as_str(), "prompt": req.prompt, "params": params }),
-    );
+    // Hashed only when there is a key to compare it with.
+    let request_hash = match key {
+        Some(_) => idempotency::hash(
+            &json!({ "kind": kind.as_str(), "prompt": req.prompt, "params": params }),
+        ),
+        None => String::new(),
+    };
+    let request_hash = request_hash.as_str();
     if let Some(k) = &key {
         if let Some(row) = idempotency::find(&state.db, &user.id, k).await? {
-            let (status, body) = idempotency::replay(&row, &request_hash)?;
+            let (status, body) = idempotency::replay(&row, request_hash)?;
             return Ok(with_location(status, body));
         }
     }
@@ -184,16 +189,17 @@ async fn submit(
         cost,
     };
     let max_payload = state.settings.broker.max_payload_bytes;
-    let (event, body) = match &key {
-        // Without a key, submissions share transactions (group commit).
+    let body = match &key {
+        // Without a key, submissions share transactions (group commit); the submitter
+        // wakes the relay and publishes the event.
         None => {
-            let (task, event) = state.submitter.submit(new).await.map_err(submit_error)?;
-            (event, view_json(task)?)
+            let (task, _) = state.submitter.submit(new).await.map_err(submit_error)?;
+            view_json(task)?
         }
         // With one, the stored response commits in the task's own transaction; a
         // concurrent twin loses on the unique key and replays the winner's response.
         Some(k) => {
-            let txn = sea_orm::TransactionTrait::begin(&state.db).await?;
+            let txn = crate::db::begin_write(&state.db).await?;
             let (task, event) = store::submit_many(&txn, std::slice::from_ref(&new), max_payload)
                 .await
                 .map_err(submit_error)?
@@ -201,7 +207,7 @@ async fn submit(
                 .unwrap_or_else(|| Err(StoreError::Db(sea_orm::DbErr::Custom("no result".into()))))
                 .map_err(submit_error)?;
             let body = view_json(task)?;
-            let stored = idempotency::store(&txn, &user.id, k, &request_hash, 202, &body).await;
+            let stored = idempotency::store(&txn, &user.id, k, request_hash, 202, &body).await;
             let committed = match stored {
                 Ok(()) => txn.commit().await,
                 Err(e) => {
@@ -212,18 +218,19 @@ async fn submit(
             };
             if let Err(e) = committed {
                 if let Some(row) = idempotency::find(&state.db, &user.id, k).await? {
-                    let (status, body) = idempotency::replay(&row, &request_hash)?;
+                    let (status, body) = idempotency::replay(&row, request_hash)?;
                     return Ok(with_location(status, body));
                 }
                 return Err(e.into());
             }
-            (event, body)
+            state.relay.notify();
+            // Off the request path: the event is stored; publishing it only speeds up
+            // live views.
+            let broker = state.broker.clone();
+            tokio::spawn(async move { publish_events(broker.as_ref(), &[event]).await });
+            body
         }
     };
-    state.relay.notify();
-    // Off the request path: the event is stored; publishing it only speeds up live views.
-    let broker = state.broker.clone();
-    tokio::spawn(async move { publish_events(broker.as_ref(), &[event]).await });
     Ok(with_location(202, body))
 }
 

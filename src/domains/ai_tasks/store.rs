@@ -235,6 +235,74 @@ async fn reserve(
     Ok(Err(balance))
 }
 
+/// Reserves a batch's costs in two statements however large it is: locks the users'
+/// rows (in id order, so concurrent batches cannot deadlock on each other), decides in
+/// submission order which costs each balance covers, and takes each user's covered
+/// total in one `UPDATE … CASE`. Per submission: reserved, or the balance it lacked.
+async fn reserve_many(
+    txn: &impl ConnectionTrait,
+    batch: &[NewTask],
+) -> Result<Vec<Result<(), i64>>, DbErr> {
+    use sea_orm::sea_query::{CaseStatement, LockType};
+    use std::collections::{BTreeMap, BTreeSet, HashMap};
+    use users::entity::user;
+    let ids: BTreeSet<&str> = batch
+        .iter()
+        .filter(|n| n.cost > 0)
+        .map(|n| n.user_id.as_str())
+        .collect();
+    if ids.is_empty() {
+        return Ok(vec![Ok(()); batch.len()]);
+    }
+    let mut balances: HashMap<String, i64> = user::Entity::find()
+        .select_only()
+        .column(user::Column::Id)
+        .column(user::Column::Credits)
+        .filter(user::Column::Id.is_in(ids))
+        .order_by_asc(user::Column::Id)
+        .lock(LockType::Update)
+        .into_tuple::<(String, i64)>()
+        .all(txn)
+        .await?
+        .into_iter()
+        .collect();
+    let mut taken: BTreeMap<&str, i64> = BTreeMap::new();
+    let reserved = batch
+        .iter()
+        .map(|n| {
+            if n.cost == 0 {
+                return Ok(());
+            }
+            let balance = balances.get_mut(&n.user_id).ok_or(0)?;
+            if *balance < n.cost {
+                return Err(*balance);
+            }
+            *balance -= n.cost;
+            *taken.entry(n.user_id.as_str()).or_default() += n.cost;
+            Ok(())
+        })
+        .collect();
+    let mut case: Option<CaseStatement> = None;
+    for (id, total) in &taken {
+        let cond = user::Column::Id.eq(*id);
+        case = Some(match case {
+            None => Expr::case(cond, *total),
+            Some(c) => c.case(cond, *total),
+        });
+    }
+    if let Some(case) = case {
+        user::Entity::update_many()
+            .col_expr(
+                user::Column::Credits,
+                Expr::col(user::Column::Credits).sub(case.finally(0)),
+            )
+            .filter(user::Column::Id.is_in(taken.keys().copied()))
+            .exec(txn)
+            .await?;
+    }
+    Ok(reserved)
+}
+
 /// Submits tasks in the caller's transaction: for each, reserves its cost (or reports
 /// the shortfall), and for those reserved inserts the task (PENDING, event 1), the
 /// ledger row and the run message, each kind of row in one statement. Many submissions
@@ -245,14 +313,10 @@ pub async fn submit_many(
     max_payload: usize,
 ) -> Result<Vec<Result<(Task, TaskEvent), StoreError>>, StoreError> {
     let now = Utc::now();
-    // Balances are locked in user-id order, so concurrent batches (several API
-    // instances) cannot deadlock on each other's rows.
-    let mut order: Vec<usize> = (0..batch.len()).collect();
-    order.sort_by(|a, b| batch[*a].user_id.cmp(&batch[*b].user_id));
-    let mut reserved = vec![Ok(()); batch.len()];
-    for i in order {
-        reserved[i] = reserve(txn, &batch[i].user_id, batch[i].cost).await?;
-    }
+    let reserved = match batch {
+        [one] => vec![reserve(txn, &one.user_id, one.cost).await?],
+        _ => reserve_many(txn, batch).await?,
+    };
     let mut results = Vec::with_capacity(batch.len());
     let (mut tasks, mut ledger, mut events, mut messages) =
         (Vec::new(), Vec::new(), Vec::new(), Vec::new());

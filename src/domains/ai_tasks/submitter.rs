@@ -2,22 +2,24 @@
 //! transaction (one multi-row insert per table, one commit) instead of one each. A batch
 //! is whatever queued while the previous one committed, so an idle server adds no
 //! delay. If a batch fails as a whole, its submissions are retried one by one so one bad
-//! row cannot fail its neighbours.
+//! row cannot fail its neighbours. After a commit the writer wakes the outbox relay and
+//! publishes the batch's "accepted" events, once per batch rather than once per request.
 
 use std::sync::Arc;
 
-use sea_orm::{DatabaseConnection, TransactionTrait};
+use sea_orm::DatabaseConnection;
 use tokio::sync::{Mutex, mpsc, oneshot};
 
+use super::handler::publish_events;
 use super::messages::TaskEvent;
 use super::store::{self, NewTask, StoreError, Task};
+use crate::broker::Broker;
+use crate::outbox::Relay;
 
 type Reply = oneshot::Sender<Result<(Task, TaskEvent), StoreError>>;
 
 /// Most submissions per transaction.
 const BATCH: usize = 128;
-/// Transactions in flight at once on a server database.
-const WRITERS: usize = 4;
 
 #[derive(Clone)]
 pub struct Submitter {
@@ -25,18 +27,30 @@ pub struct Submitter {
 }
 
 impl Submitter {
-    /// Starts the writers: several on a server database, so batches commit in parallel
-    /// on the pool; one on SQLite, which has a single writer anyway.
-    pub fn start(db: DatabaseConnection, max_payload: usize) -> Self {
+    /// Starts `writers` writers on a server database, so batches commit in parallel on
+    /// the pool; one on SQLite, which has a single writer anyway.
+    pub fn start(
+        db: DatabaseConnection,
+        broker: Arc<dyn Broker>,
+        relay: Relay,
+        max_payload: usize,
+        writers: u32,
+    ) -> Self {
         let (tx, rx) = mpsc::channel(BATCH * 8);
         let rx = Arc::new(Mutex::new(rx));
         let writers = if db.get_database_backend() == sea_orm::DatabaseBackend::Sqlite {
             1
         } else {
-            WRITERS
+            writers.max(1)
         };
         for _ in 0..writers {
-            tokio::spawn(run(db.clone(), rx.clone(), max_payload));
+            let writer = Writer {
+                db: db.clone(),
+                broker: broker.clone(),
+                relay: relay.clone(),
+                max_payload,
+            };
+            tokio::spawn(writer.run(rx.clone()));
         }
         Submitter { tx }
     }
@@ -50,52 +64,71 @@ impl Submitter {
     }
 }
 
-async fn run(
+struct Writer {
     db: DatabaseConnection,
-    rx: Arc<Mutex<mpsc::Receiver<(NewTask, Reply)>>>,
+    broker: Arc<dyn Broker>,
+    relay: Relay,
     max_payload: usize,
-) {
-    let mut buf = Vec::with_capacity(BATCH);
-    loop {
-        // One writer collects a batch at a time; the others commit theirs meanwhile.
-        if rx.lock().await.recv_many(&mut buf, BATCH).await == 0 {
-            return;
-        }
-        let (batch, replies): (Vec<NewTask>, Vec<Reply>) = buf.drain(..).unzip();
-        match commit(&db, &batch, max_payload).await {
-            Ok(results) => {
-                for (reply, result) in replies.into_iter().zip(results) {
-                    let _ = reply.send(result);
-                }
+}
+
+impl Writer {
+    async fn run(self, rx: Arc<Mutex<mpsc::Receiver<(NewTask, Reply)>>>) {
+        let mut buf = Vec::with_capacity(BATCH);
+        loop {
+            // One writer collects a batch at a time; the others commit theirs meanwhile.
+            if rx.lock().await.recv_many(&mut buf, BATCH).await == 0 {
+                return;
             }
+            let (batch, replies): (Vec<NewTask>, Vec<Reply>) = buf.drain(..).unzip();
+            let results = self.commit_batch(batch).await;
+            let events: Vec<TaskEvent> = results
+                .iter()
+                .filter_map(|r| r.as_ref().ok().map(|(_, ev)| ev.clone()))
+                .collect();
+            if !events.is_empty() {
+                self.relay.notify();
+                // Off the request path: the events are stored; publishing them only
+                // speeds up live views.
+                let broker = self.broker.clone();
+                tokio::spawn(async move { publish_events(broker.as_ref(), &events).await });
+            }
+            for (reply, result) in replies.into_iter().zip(results) {
+                let _ = reply.send(result);
+            }
+        }
+    }
+
+    /// One result per submission, in order.
+    async fn commit_batch(
+        &self,
+        batch: Vec<NewTask>,
+    ) -> Vec<Result<(Task, TaskEvent), StoreError>> {
+        match self.commit(&batch).await {
+            Ok(results) => results,
             Err(e) if batch.len() > 1 => {
                 tracing::warn!(error = %e, size = batch.len(), "batched submission failed; retrying one by one");
-                for (new, reply) in batch.into_iter().zip(replies) {
-                    let result = match commit(&db, std::slice::from_ref(&new), max_payload).await {
+                let mut results = Vec::with_capacity(batch.len());
+                for new in batch {
+                    results.push(match self.commit(std::slice::from_ref(&new)).await {
                         Ok(mut r) => r.pop().unwrap_or_else(|| {
                             Err(StoreError::Db(sea_orm::DbErr::Custom("no result".into())))
                         }),
                         Err(e) => Err(e),
-                    };
-                    let _ = reply.send(result);
+                    });
                 }
+                results
             }
-            Err(e) => {
-                for reply in replies {
-                    let _ = reply.send(Err(StoreError::Db(sea_orm::DbErr::Custom(e.to_string()))));
-                }
-            }
+            Err(e) => vec![Err(e)],
         }
     }
-}
 
-async fn commit(
-    db: &DatabaseConnection,
-    batch: &[NewTask],
-    max_payload: usize,
-) -> Result<Vec<Result<(Task, TaskEvent), StoreError>>, StoreError> {
-    let txn = db.begin().await?;
-    let results = store::submit_many(&txn, batch, max_payload).await?;
-    txn.commit().await?;
-    Ok(results)
+    async fn commit(
+        &self,
+        batch: &[NewTask],
+    ) -> Result<Vec<Result<(Task, TaskEvent), StoreError>>, StoreError> {
+        let txn = crate::db::begin_write(&self.db).await?;
+        let results = store::submit_many(&txn, batch, self.max_payload).await?;
+        txn.commit().await?;
+        Ok(results)
+    }
 }
