@@ -1,8 +1,9 @@
 //! Event fan-out latency (consumer emit → WebSocket client receive) at 1, 1,000 and
-//! 10,000 subscribers, and memory per idle connection, next to a floor measured in the
-//! same run: a bare axum WebSocket endpoint forwarding a tokio broadcast to the same
-//! clients. Both ends live in this process, so it raises its open-file limit to fit
-//! 10,000 connections twice over; where it may not, the largest level shrinks to fit.
+//! 10,000 subscribers, and the server's memory per idle connection, next to a floor
+//! measured in the same run: a bare axum WebSocket endpoint forwarding a tokio broadcast
+//! to the same clients. The clients run in a child process (this binary again, with
+//! `--clients`), so each side holds one socket per connection and the server's memory
+//! is measured alone.
 //!
 //!     cargo bench --bench live
 
@@ -43,23 +44,14 @@ fn client_config() -> WebSocketConfig {
         .write_buffer_size(4096)
 }
 
-/// Raises the open-file limit as far as allowed; returns the soft limit now in force.
-fn raise_file_limit(want: u64) -> u64 {
+/// Raises the soft open-file limit to the hard one; returns the limit now in force.
+fn raise_file_limit() -> u64 {
     use rustix::process::{Resource, Rlimit, getrlimit, setrlimit};
     let now = getrlimit(Resource::Nofile);
-    let raised = Rlimit {
-        current: Some(want),
-        maximum: Some(want.max(now.maximum.unwrap_or(want))),
-    };
-    if setrlimit(Resource::Nofile, raised).is_ok() {
-        return want;
-    }
-    // Not privileged: up to the hard limit.
-    let hard = now.maximum.unwrap_or(want);
     let _ = setrlimit(
         Resource::Nofile,
         Rlimit {
-            current: Some(hard.min(want)),
+            current: now.maximum,
             maximum: now.maximum,
         },
     );
@@ -158,6 +150,106 @@ fn summarize(mut v: Vec<i64>) -> Row {
     }
 }
 
+/// Child-process mode: `--clients <ws url> <n> [<http base> <api key>]`. With a key,
+/// each client first gets a ticket and subscribes to all of the user's tasks. Prints
+/// `ready` once every client is connected, then, when its stdin closes or says `stop`,
+/// `result <p50 ms> <p99 ms> <received>`.
+async fn client_process(args: &[String]) {
+    let ws_url = args[0].clone();
+    let n: usize = args[1].parse().expect("client count");
+    let urls: Vec<String> = match (args.get(2), args.get(3)) {
+        (Some(http_base), Some(key)) => {
+            let http = reqwest::Client::new();
+            futures::stream::iter((0..n).map(|_| {
+                let (http, key, ws_url) = (http.clone(), key.clone(), ws_url.clone());
+                let url = format!("{http_base}/v1/ws-tickets");
+                async move {
+                    let t: serde_json::Value = http
+                        .post(url)
+                        .bearer_auth(&key)
+                        .send()
+                        .await
+                        .expect("ticket request")
+                        .json()
+                        .await
+                        .expect("ticket body");
+                    format!("{ws_url}?ticket={}", t["ticket"].as_str().expect("ticket"))
+                }
+            }))
+            .buffer_unordered(CONNECT_PARALLEL)
+            .collect()
+            .await
+        }
+        _ => vec![ws_url; n],
+    };
+    let subscribe =
+        (args.len() > 2).then(|| serde_json::json!({ "op": "subscribe", "all": true }).to_string());
+    let lat = Arc::new(Mutex::new(Vec::new()));
+    let stop = CancellationToken::new();
+    let handles = clients(n, |i| urls[i].clone(), subscribe, lat.clone(), stop.clone()).await;
+    println!("ready");
+    let mut stdin = tokio::io::BufReader::new(tokio::io::stdin());
+    let mut line = String::new();
+    let _ = tokio::io::AsyncBufReadExt::read_line(&mut stdin, &mut line).await;
+    stop.cancel();
+    for h in handles {
+        let _ = h.await;
+    }
+    let r = summarize(std::mem::take(&mut *lat.lock().await));
+    println!("result {} {} {}", r.p50, r.p99, r.received);
+}
+
+/// `n` clients in a child process, connected and subscribed.
+struct Clients {
+    child: tokio::process::Child,
+    stdout: tokio::io::Lines<tokio::io::BufReader<tokio::process::ChildStdout>>,
+}
+
+impl Clients {
+    async fn start(args: Vec<String>) -> Clients {
+        let mut child = tokio::process::Command::new(std::env::current_exe().unwrap())
+            .arg("--clients")
+            .args(args)
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .kill_on_drop(true)
+            .spawn()
+            .expect("client process");
+        let mut stdout = tokio::io::AsyncBufReadExt::lines(tokio::io::BufReader::new(
+            child.stdout.take().unwrap(),
+        ));
+        let ready = stdout.next_line().await.unwrap();
+        assert_eq!(ready.as_deref(), Some("ready"), "client process failed");
+        Clients { child, stdout }
+    }
+
+    async fn finish(mut self) -> Row {
+        use tokio::io::AsyncWriteExt as _;
+        let mut stdin = self.child.stdin.take().unwrap();
+        stdin.write_all(b"stop\n").await.unwrap();
+        drop(stdin);
+        let line = self.stdout.next_line().await.unwrap().unwrap_or_default();
+        let _ = self.child.wait().await;
+        let f: Vec<f64> = line
+            .split_whitespace()
+            .skip(1)
+            .filter_map(|x| x.parse().ok())
+            .collect();
+        assert_eq!(f.len(), 3, "client result: {line}");
+        Row {
+            p50: f[0],
+            p99: f[1],
+            received: f[2] as usize,
+        }
+    }
+}
+
+/// Server RSS growth per connection, once the clients are connected and idle.
+async fn per_connection(before: u64, n: usize) -> f64 {
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    rss_kib().saturating_sub(before) as f64 / n as f64
+}
+
 async fn floor(n: usize, rate: u64, secs: u64) -> (Row, f64) {
     let (tx, _) = broadcast::channel::<String>(4096);
     let app = axum::Router::new()
@@ -169,9 +261,18 @@ async fn floor(n: usize, rate: u64, secs: u64) -> (Row, f64) {
                         .write_buffer_size(4096)
                         .on_upgrade(move |mut socket| async move {
                             let mut rx = tx.subscribe();
-                            while let Ok(m) = rx.recv().await {
-                                if socket.send(AxMessage::Text(m.into())).await.is_err() {
-                                    break;
+                            loop {
+                                tokio::select! {
+                                    m = rx.recv() => match m {
+                                        Ok(m) => if socket.send(AxMessage::Text(m.into())).await.is_err() {
+                                            break;
+                                        },
+                                        Err(_) => break,
+                                    },
+                                    // The client went away.
+                                    r = socket.recv() => if !matches!(r, Some(Ok(_))) {
+                                        break;
+                                    },
                                 }
                             }
                         })
@@ -181,31 +282,25 @@ async fn floor(n: usize, rate: u64, secs: u64) -> (Row, f64) {
         .with_state(tx.clone());
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
-    tokio::spawn(async move { axum::serve(listener, app).await });
-    let before = rss_kib();
-    let lat = Arc::new(Mutex::new(Vec::new()));
     let stop = CancellationToken::new();
-    let handles = clients(
-        n,
-        |_| format!("ws://{addr}/ws"),
-        None,
-        lat.clone(),
-        stop.clone(),
-    )
-    .await;
-    tokio::time::sleep(Duration::from_millis(300)).await;
-    let per_conn = (rss_kib().saturating_sub(before)) as f64 / n as f64;
+    let s = stop.clone();
+    let server = tokio::spawn(async move {
+        axum::serve(listener, app)
+            .with_graceful_shutdown(async move { s.cancelled().await })
+            .await
+    });
+    let before = rss_kib();
+    let clients = Clients::start(vec![format!("ws://{addr}/ws"), n.to_string()]).await;
+    let per_conn = per_connection(before, n).await;
     emit(rate, secs, |seq| {
         let _ = tx.send(serde_json::to_string(&event("u", seq)).unwrap());
     })
     .await;
     tokio::time::sleep(Duration::from_millis(500)).await;
+    let row = clients.finish().await;
     stop.cancel();
-    for h in handles {
-        let _ = h.await;
-    }
-    let v = std::mem::take(&mut *lat.lock().await);
-    (summarize(v), per_conn)
+    let _ = server.await;
+    (row, per_conn)
 }
 
 async fn emit(rate: u64, secs: u64, mut f: impl FnMut(i32)) {
@@ -250,39 +345,15 @@ async fn conveyor_run(
         .unwrap();
     let stop_server = CancellationToken::new();
     let server = tokio::spawn(app.run_until(stop_server.clone()));
-    let http = reqwest::Client::new();
-    let tickets: Vec<String> = futures::stream::iter((0..n).map(|_| {
-        let (http, key) = (http.clone(), key.clone());
-        async move {
-            let t: serde_json::Value = http
-                .post(format!("http://{addr}/v1/ws-tickets"))
-                .bearer_auth(&key)
-                .send()
-                .await
-                .unwrap()
-                .json()
-                .await
-                .unwrap();
-            t["ticket"].as_str().unwrap().to_owned()
-        }
-    }))
-    .buffer_unordered(CONNECT_PARALLEL)
-    .collect()
-    .await;
     let before = rss_kib();
-    let lat = Arc::new(Mutex::new(Vec::new()));
-    let stop = CancellationToken::new();
-    let sub = serde_json::json!({ "op": "subscribe", "all": true }).to_string();
-    let handles = clients(
-        n,
-        |i| format!("ws://{addr}/v1/ws?ticket={}", tickets[i]),
-        Some(sub),
-        lat.clone(),
-        stop.clone(),
-    )
+    let clients = Clients::start(vec![
+        format!("ws://{addr}/v1/ws"),
+        n.to_string(),
+        format!("http://{addr}"),
+        key,
+    ])
     .await;
-    tokio::time::sleep(Duration::from_millis(300)).await;
-    let per_conn = (rss_kib().saturating_sub(before)) as f64 / n as f64;
+    let per_conn = per_connection(before, n).await;
     let broker = platform.broker.clone();
     let uid = user.id.clone();
     let (etx, mut erx) = tokio::sync::mpsc::unbounded_channel::<TaskEvent>();
@@ -300,23 +371,24 @@ async fn conveyor_run(
     drop(etx);
     let _ = publisher.await;
     tokio::time::sleep(Duration::from_millis(500)).await;
-    stop.cancel();
-    for h in handles {
-        let _ = h.await;
-    }
+    let row = clients.finish().await;
     stop_server.cancel();
     let _ = server.await;
-    let v = std::mem::take(&mut *lat.lock().await);
-    (summarize(v), per_conn)
+    (row, per_conn)
 }
 
 #[tokio::main]
 async fn main() {
     let _ = rustls::crypto::aws_lc_rs::default_provider().install_default();
+    let files = raise_file_limit();
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    if let Some(i) = args.iter().position(|a| a == "--clients") {
+        client_process(&args[i + 1..]).await;
+        return;
+    }
     let dir = tempfile::tempdir().unwrap();
-    // Two sockets per connection (both ends here), plus databases and spare.
-    let files = raise_file_limit(24_000);
-    let largest = 10_000.min((files.saturating_sub(1_000) / 2) as usize);
+    // One socket per connection on each side, plus databases and spare.
+    let largest = 10_000.min(files.saturating_sub(500) as usize);
     if largest < 10_000 {
         println!("(open-file limit {files}: the largest level is {largest} subscribers)");
     }
@@ -354,6 +426,6 @@ async fn main() {
         );
     }
     println!(
-        "(KiB/idle conn is the process RSS growth per connected client, both ends: client buffers are 4 KiB in both runs)"
+        "(KiB/idle conn: the server process's RSS growth per connected client; the clients run in a child process with 4 KiB buffers)"
     );
 }

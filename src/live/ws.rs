@@ -14,7 +14,7 @@
 //! progress coalesced; one that cannot take a frame within `live.send_timeout_ms` is
 //! closed. It never slows other connections: each reads the instance's fan-out on its own.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -87,7 +87,30 @@ struct Connection {
     tasks: HashMap<String, i32>,
     all: bool,
     /// Live events not sent yet, latest per task.
-    pending: BTreeMap<String, Arc<Shared>>,
+    pending: Pending,
+}
+
+/// Events waiting to be written, at most one (the latest) per task. A short list: a
+/// connection rarely has more than a few tasks in flight, and a scan beats hashing and
+/// copying the task id for every event on every connection.
+#[derive(Default)]
+struct Pending(Vec<Arc<Shared>>);
+
+impl Pending {
+    fn insert(&mut self, shared: Arc<Shared>) {
+        match self
+            .0
+            .iter_mut()
+            .find(|p| p.event.task_id == shared.event.task_id)
+        {
+            Some(slot) => *slot = shared,
+            None => self.0.push(shared),
+        }
+    }
+
+    fn remove(&mut self, task_id: &str) {
+        self.0.retain(|p| p.event.task_id != task_id);
+    }
 }
 
 enum Flow {
@@ -102,7 +125,7 @@ impl Connection {
             user,
             tasks: HashMap::new(),
             all: false,
-            pending: BTreeMap::new(),
+            pending: Pending::default(),
         }
     }
 
@@ -115,40 +138,35 @@ impl Connection {
         let mut ping = tokio::time::interval(Duration::from_millis(live.ping_interval_ms));
         ping.tick().await;
         let mut heard = Instant::now();
-        let shutdown = self.state.shutdown.clone();
+        // One waiter for the whole connection: re-registering on the shared token every
+        // turn of the loop costs a lock per event at 10,000 connections.
+        let shutdown = self.state.shutdown.clone().cancelled_owned();
+        tokio::pin!(shutdown);
         let close = loop {
-            // Drain what is pending before waiting again.
-            let mut slow = false;
-            while let Some((_, ev)) = self.pending.pop_first() {
-                for frame in self.frames_for(&ev) {
-                    if !send(&mut sink, frame, send_timeout).await {
-                        slow = true;
-                        break;
-                    }
+            // Drain what is pending before waiting again: every frame in one write,
+            // under one deadline.
+            if !self.pending.0.is_empty() {
+                let mut frames = Vec::with_capacity(self.pending.0.len());
+                for ev in std::mem::take(&mut self.pending.0) {
+                    self.frames_for(&ev, &mut frames);
                 }
-                if slow {
-                    break;
+                if !send_all(&mut sink, frames, send_timeout).await {
+                    break (1008, "too slow: frames not read in time");
                 }
-            }
-            if slow {
-                break (1008, "too slow: frames not read in time");
             }
             let flow = tokio::select! {
-                _ = shutdown.cancelled() => Flow::Close(1001, "server shutting down"),
+                _ = &mut shutdown => Flow::Close(1001, "server shutting down"),
                 msg = stream.next() => match msg {
                     None | Some(Err(_)) => break (1000, ""),
                     Some(Ok(Message::Close(_))) => break (1000, ""),
                     Some(Ok(Message::Text(text))) => {
                         heard = Instant::now();
                         let replies = self.command(text.as_str()).await;
-                        let mut flow = Flow::Continue;
-                        for frame in replies {
-                            if !send(&mut sink, frame, send_timeout).await {
-                                flow = Flow::Close(1008, "too slow: frames not read in time");
-                                break;
-                            }
+                        if send_all(&mut sink, replies, send_timeout).await {
+                            Flow::Continue
+                        } else {
+                            Flow::Close(1008, "too slow: frames not read in time")
                         }
-                        flow
                     }
                     Some(Ok(Message::Binary(_))) => {
                         let frame = error_frame("unsupported", "send JSON text frames", None);
@@ -197,7 +215,7 @@ impl Connection {
             None => self.all && ev.user_id == self.user.id,
         };
         if wanted {
-            self.pending.insert(ev.task_id.clone(), shared);
+            self.pending.insert(shared);
         }
     }
 
@@ -210,36 +228,34 @@ impl Connection {
                 if let Some(e) = evs.last() {
                     let event = TaskEvent::from_stored(e, &self.user.id);
                     let frame = event_json(&event).to_string().into();
-                    self.pending
-                        .insert(task.clone(), Arc::new(Shared { event, frame }));
+                    self.pending.insert(Arc::new(Shared { event, frame }));
                 }
             }
         }
     }
 
-    /// Frames for one event, updating the subscription it belongs to.
-    fn frames_for(&mut self, shared: &Shared) -> Vec<Message> {
+    /// Appends the frames for one event, updating the subscription it belongs to.
+    fn frames_for(&mut self, shared: &Shared, frames: &mut Vec<Message>) {
         let ev = &shared.event;
         if self
             .tasks
             .get(&ev.task_id)
             .is_some_and(|seq| ev.seq <= *seq)
         {
-            return Vec::new();
+            return;
         }
-        let mut frames = vec![Message::Text(shared.frame.clone())];
+        frames.push(Message::Text(shared.frame.clone()));
         let terminal = Status::parse(&ev.status).is_some_and(Status::is_terminal);
         if terminal {
             self.tasks.remove(&ev.task_id);
             frames.push(json_frame(
                 json!({ "type": "unsubscribed", "task_id": ev.task_id, "reason": "terminal" }),
             ));
-        } else if self.tasks.contains_key(&ev.task_id)
-            || self.tasks.len() < self.state.settings.live.max_subscriptions
-        {
+        } else if let Some(seq) = self.tasks.get_mut(&ev.task_id) {
+            *seq = ev.seq;
+        } else if self.tasks.len() < self.state.settings.live.max_subscriptions {
             self.tasks.insert(ev.task_id.clone(), ev.seq);
         }
-        frames
     }
 
     async fn command(&mut self, text: &str) -> Vec<Message> {
@@ -364,8 +380,20 @@ async fn send(
     frame: Message,
     timeout: Duration,
 ) -> bool {
-    matches!(
-        tokio::time::timeout(timeout, sink.send(frame)).await,
-        Ok(Ok(()))
-    )
+    send_all(sink, vec![frame], timeout).await
+}
+
+/// Writes frames and flushes once; false when the client did not take them in time.
+async fn send_all(
+    sink: &mut futures::stream::SplitSink<WebSocket, Message>,
+    frames: Vec<Message>,
+    timeout: Duration,
+) -> bool {
+    let write = async {
+        for frame in frames {
+            sink.feed(frame).await?;
+        }
+        sink.flush().await
+    };
+    matches!(tokio::time::timeout(timeout, write).await, Ok(Ok(())))
 }
