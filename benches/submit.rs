@@ -3,6 +3,10 @@
 //! the same database at the same concurrency. Then end-to-end tasks/s for
 //! zero-duration simulated tasks (submit → SUCCESS).
 //!
+//! `CPU ms/req` is the machine's busy CPU time per request during a level (every
+//! process: this one, the database, the broker); `bench ms` is this process's share
+//! (HTTP client and server). On a small machine the rate is CPU over CPU per request.
+//!
 //!     cargo bench --bench submit                 # embedded, PostgreSQL, MariaDB
 //!     cargo bench --bench submit -- 2000 pg      # requests per level, backend filter
 
@@ -24,6 +28,37 @@ struct Level {
     rate: f64,
     p50: f64,
     p99: f64,
+    /// Machine-wide CPU milliseconds per request (every process: this one, the
+    /// database, the broker), and this process's share (HTTP client and server).
+    cpu_ms: f64,
+    own_cpu_ms: f64,
+}
+
+/// Busy CPU ticks of the whole machine and of this process (1 tick = 10 ms).
+fn cpu_ticks() -> (u64, u64) {
+    let machine = std::fs::read_to_string("/proc/stat")
+        .ok()
+        .and_then(|s| {
+            let cpu = s.lines().next()?.to_owned();
+            // user nice system idle iowait irq softirq steal: busy = all but idle, iowait.
+            let f: Vec<u64> = cpu
+                .split_whitespace()
+                .skip(1)
+                .filter_map(|x| x.parse().ok())
+                .collect();
+            Some(f.iter().sum::<u64>() - f.get(3).unwrap_or(&0) - f.get(4).unwrap_or(&0))
+        })
+        .unwrap_or(0);
+    let own = std::fs::read_to_string("/proc/self/stat")
+        .ok()
+        .and_then(|s| {
+            let after = s.rsplit_once(')')?.1.to_owned();
+            let f: Vec<&str> = after.split_whitespace().collect();
+            // Fields 14 and 15 (utime, stime) are 11 and 12 after the name (field 3 is 0).
+            Some(f.get(11)?.parse::<u64>().ok()? + f.get(12)?.parse::<u64>().ok()?)
+        })
+        .unwrap_or(0);
+    (machine, own)
 }
 
 /// `concurrency` clients; client i authenticates with `keys[i % keys.len()]` (none if empty).
@@ -39,6 +74,7 @@ async fn load(
         .build()
         .unwrap();
     let next = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let cpu_before = cpu_ticks();
     let start = Instant::now();
     let workers = (0..concurrency).map(|i| {
         let key = (!keys.is_empty()).then(|| keys[i % keys.len()].clone());
@@ -65,12 +101,15 @@ async fn load(
         .flat_map(|r| r.unwrap())
         .collect();
     let elapsed = start.elapsed().as_secs_f64();
+    let cpu_after = cpu_ticks();
     all.sort_by(|a, b| a.total_cmp(b));
     let pct = |p: f64| all[((all.len() - 1) as f64 * p) as usize];
     Level {
         rate: all.len() as f64 / elapsed,
         p50: pct(0.5),
         p99: pct(0.99),
+        cpu_ms: (cpu_after.0 - cpu_before.0) as f64 * 10.0 / all.len() as f64,
+        own_cpu_ms: (cpu_after.1 - cpu_before.1) as f64 * 10.0 / all.len() as f64,
     }
 }
 
@@ -156,8 +195,8 @@ async fn bench(name: &str, mut settings: Settings, total: usize) {
 
     println!("\n[{name}] {total} requests per level");
     println!(
-        "{:<34} {:>10} {:>9} {:>9} {:>12} {:>12}",
-        "", "req/s", "p50 ms", "p99 ms", "x floor rate", "x floor p99"
+        "{:<34} {:>10} {:>9} {:>9} {:>12} {:>12} {:>10} {:>10}",
+        "", "req/s", "p50 ms", "p99 ms", "x floor rate", "x floor p99", "CPU ms/req", "bench ms"
     );
     for concurrency in [50, 200] {
         let floor = load(
@@ -170,20 +209,26 @@ async fn bench(name: &str, mut settings: Settings, total: usize) {
         .await;
         let sub = load(&url, &keys, body.clone(), concurrency, total).await;
         println!(
-            "{:<34} {:>10.0} {:>9.1} {:>9.1}",
+            "{:<34} {:>10.0} {:>9.1} {:>9.1} {:>12} {:>12} {:>10.3} {:>10.3}",
             format!("floor insert+commit @{concurrency}"),
             floor.rate,
             floor.p50,
-            floor.p99
+            floor.p99,
+            "",
+            "",
+            floor.cpu_ms,
+            floor.own_cpu_ms
         );
         println!(
-            "{:<34} {:>10.0} {:>9.1} {:>9.1} {:>12.2} {:>12.2}",
+            "{:<34} {:>10.0} {:>9.1} {:>9.1} {:>12.2} {:>12.2} {:>10.3} {:>10.3}",
             format!("POST /v1/tasks @{concurrency}"),
             sub.rate,
             sub.p50,
             sub.p99,
             sub.rate / floor.rate,
-            sub.p99 / floor.p99
+            sub.p99 / floor.p99,
+            sub.cpu_ms,
+            sub.own_cpu_ms
         );
     }
     stop.cancel();

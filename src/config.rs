@@ -185,6 +185,7 @@ pub struct ConsumerSettings {
 pub struct OutboxSettings {
     pub batch_size: u64,
     pub poll_interval_ms: u64,
+    pub linger_ms: u64,
     pub retry_min_ms: u64,
     pub retry_max_ms: u64,
 }

@@ -17,6 +17,9 @@ use crate::config::DatabaseSettings;
 pub use sea_orm::DatabaseConnection as Db;
 
 /// Opens a pool for `settings.url`, creating the directory of a SQLite file if needed.
+/// Prepared statements kept per server connection (sqlx's default is 100).
+const STATEMENT_CACHE: usize = 400;
+
 pub async fn connect(settings: &DatabaseSettings) -> anyhow::Result<DatabaseConnection> {
     connect_url(&settings.url, settings.max_connections).await
 }
@@ -42,7 +45,11 @@ pub async fn connect_url(url: &str, max_connections: u32) -> anyhow::Result<Data
                 .busy_timeout(Duration::from_secs(10))
         });
     } else {
-        opts.max_connections(max_connections);
+        // Batched statements take a shape per batch size (see `ai_tasks::submitter`):
+        // room for all of them, so each is prepared once per connection, not per use.
+        opts.max_connections(max_connections)
+            .map_sqlx_postgres_opts(|o| o.statement_cache_capacity(STATEMENT_CACHE))
+            .map_sqlx_mysql_opts(|o| o.statement_cache_capacity(STATEMENT_CACHE));
     }
     Database::connect(opts)
         .await

@@ -49,6 +49,7 @@ impl Relay {
         let min = Duration::from_millis(self.settings.retry_min_ms);
         let max = Duration::from_millis(self.settings.retry_max_ms);
         let poll = Duration::from_millis(self.settings.poll_interval_ms);
+        let linger = Duration::from_millis(self.settings.linger_ms);
         let mut backoff = min;
         loop {
             let wait = match self.relay_once().await {
@@ -70,7 +71,15 @@ impl Relay {
             };
             tokio::select! {
                 _ = shutdown.cancelled() => break,
-                _ = self.wake.notified() => {}
+                _ = self.wake.notified() => {
+                    // Let neighbouring commits land: one round publishes them together.
+                    if !linger.is_zero() {
+                        tokio::select! {
+                            _ = shutdown.cancelled() => break,
+                            _ = tokio::time::sleep(linger) => {}
+                        }
+                    }
+                }
                 _ = tokio::time::sleep(wait) => {}
             }
         }

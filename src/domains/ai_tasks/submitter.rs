@@ -18,8 +18,9 @@ use crate::outbox::Relay;
 
 type Reply = oneshot::Sender<Result<(Task, TaskEvent), StoreError>>;
 
-/// Most submissions per transaction.
-const BATCH: usize = 128;
+/// Most submissions per transaction. Each batch size is its own statement shape (six
+/// statements per batch), so this also bounds the prepared statements a connection keeps.
+const BATCH: usize = 48;
 
 #[derive(Clone)]
 pub struct Submitter {
