@@ -154,6 +154,17 @@ async fn floor_server(db: DatabaseConnection) -> (String, CancellationToken) {
     (format!("http://{addr}/floor"), token)
 }
 
+/// Deletes the run's queues and exchanges (and the messages nobody consumed).
+async fn teardown(settings: &Settings) {
+    if settings.broker.kind == BrokerKind::Rabbitmq {
+        let topology = conveyor::broker::Topology::from_settings(settings);
+        if let Ok(b) = conveyor::broker::connect(settings, topology).await {
+            let _ = b.teardown().await;
+            b.close().await;
+        }
+    }
+}
+
 async fn scratch_db(admin: &str, admin_db: &str, name: &str) -> String {
     let conn = Database::connect(format!("{admin}/{admin_db}"))
         .await
@@ -234,6 +245,7 @@ async fn bench(name: &str, mut settings: Settings, total: usize) {
     stop.cancel();
     let _ = server.await;
     floor_stop.cancel();
+    teardown(&settings).await;
 }
 
 /// Zero-duration simulated tasks, submitted at 50 concurrent clients, until all SUCCESS.
@@ -303,6 +315,7 @@ async fn end_to_end(name: &str, mut settings: Settings, total: usize, consumers:
     if let Some(w) = workers {
         let _ = w.await;
     }
+    teardown(&settings).await;
 }
 
 async fn up(addr: &str) -> bool {

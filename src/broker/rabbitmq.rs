@@ -52,6 +52,10 @@ struct Inner {
     topology: Topology,
     publisher: Mutex<Option<(Arc<Connection>, Channel)>>,
     consumer_conn: Mutex<Option<Arc<Connection>>>,
+    /// Set by `close`: no reconnecting afterwards. A straggler (a late event publish,
+    /// a subscription retrying) would otherwise reconnect and re-declare the topology,
+    /// undoing a teardown that followed the close.
+    closed: std::sync::atomic::AtomicBool,
 }
 
 fn err(e: lapin::Error) -> BrokerError {
@@ -64,13 +68,14 @@ fn err(e: lapin::Error) -> BrokerError {
 
 impl RabbitBroker {
     async fn teardown_unbounded(&self) -> Result<(), BrokerError> {
-        let ch = self.inner.publish_channel().await?;
-        drop(ch);
-        let conn = {
-            let guard = self.inner.publisher.lock().await;
-            guard.as_ref().map(|(c, _)| c.clone())
-        }
-        .ok_or_else(|| BrokerError::Connection("publisher connection lost".into()))?;
+        // A connection of its own, which declares nothing (and works after `close`).
+        let conn = self.inner.connect("teardown").await?;
+        let result = self.delete_all(&conn).await;
+        let _ = conn.close(200, "torn down".into()).await;
+        result
+    }
+
+    async fn delete_all(&self, conn: &Connection) -> Result<(), BrokerError> {
         let ch = conn.create_channel().await.map_err(err)?;
         let t = &self.inner.topology;
         let mut queues: Vec<String> = Vec::new();
@@ -113,6 +118,7 @@ impl RabbitBroker {
                 topology,
                 publisher: Mutex::new(None),
                 consumer_conn: Mutex::new(None),
+                closed: Default::default(),
             }),
         }
     }
@@ -153,6 +159,7 @@ impl Inner {
             }
         }
         *guard = None;
+        self.ensure_open()?;
         let conn = Arc::new(self.connect("publish").await?);
         bounded("declaring the topology", declare(&conn, &self.topology)).await?;
         let ch = conn.create_channel().await.map_err(err)?;
@@ -161,6 +168,13 @@ impl Inner {
             .map_err(err)?;
         *guard = Some((conn, ch.clone()));
         Ok(ch)
+    }
+
+    fn ensure_open(&self) -> Result<(), BrokerError> {
+        if self.closed.load(std::sync::atomic::Ordering::Acquire) {
+            return Err(BrokerError::Connection("broker closed".into()));
+        }
+        Ok(())
     }
 
     async fn forget_publisher(&self) {
@@ -175,6 +189,7 @@ impl Inner {
             }
         }
         *guard = None;
+        self.ensure_open()?;
         let conn = Arc::new(self.connect("consume").await?);
         bounded("declaring the topology", declare(&conn, &self.topology)).await?;
         *guard = Some(conn.clone());
@@ -515,6 +530,9 @@ impl Broker for RabbitBroker {
     }
 
     async fn close(&self) {
+        self.inner
+            .closed
+            .store(true, std::sync::atomic::Ordering::Release);
         if let Some((conn, _)) = self.inner.publisher.lock().await.take() {
             let _ = tokio::time::timeout(OP_TIMEOUT, conn.close(200, "shutdown".into())).await;
         }

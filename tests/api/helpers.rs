@@ -277,6 +277,9 @@ pub struct TestApp {
     pub platform: Platform,
     pub shutdown: CancellationToken,
     pub server: tokio::task::JoinHandle<anyhow::Result<()>>,
+    /// Consumers started beside the API (RabbitMQ backends): awaited by `stop`, so the
+    /// clean-up that follows cannot race a subscription re-declaring its queue.
+    consumers: std::sync::Mutex<Vec<tokio::task::JoinHandle<anyhow::Result<()>>>>,
 }
 
 impl TestApp {
@@ -290,6 +293,10 @@ impl TestApp {
             .await
             .expect("server task")
             .expect("server stops cleanly");
+        let consumers = std::mem::take(&mut *self.consumers.lock().expect("consumers"));
+        for c in consumers {
+            let _ = tokio::time::timeout(Duration::from_secs(30), c).await;
+        }
         self.platform
     }
 }
@@ -312,6 +319,7 @@ pub async fn spawn_app(env: &TestEnv) -> TestApp {
         platform,
         shutdown,
         server,
+        consumers: Default::default(),
     }
 }
 
@@ -483,14 +491,13 @@ impl Drop for Proxy {
 
 impl TestApp {
     /// With RabbitMQ, consumers are separate processes: run them beside the API.
-    pub fn start_consumers(&self) -> Option<tokio::task::JoinHandle<anyhow::Result<()>>> {
+    pub fn start_consumers(&self) {
         if self.platform.settings.broker.kind != BrokerKind::Rabbitmq {
-            return None; // `serve` already runs them in-process
+            return; // `serve` already runs them in-process
         }
         let (p, token) = (self.platform.clone(), self.shutdown.clone());
-        Some(tokio::spawn(
-            async move { p.run_workers(None, token).await },
-        ))
+        let handle = tokio::spawn(async move { p.run_workers(None, token).await });
+        self.consumers.lock().expect("consumers").push(handle);
     }
 
     /// A user with `credits` and its API key.
