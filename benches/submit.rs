@@ -9,6 +9,7 @@
 //!
 //!     cargo bench --bench submit                 # embedded, PostgreSQL, MariaDB
 //!     cargo bench --bench submit -- 2000 pg      # requests per level, backend filter
+//!     BENCH_LEVELS=50,50,200 cargo bench --bench submit   # other client counts
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -209,7 +210,14 @@ async fn bench(name: &str, mut settings: Settings, total: usize) {
         "{:<34} {:>10} {:>9} {:>9} {:>12} {:>12} {:>10} {:>10}",
         "", "req/s", "p50 ms", "p99 ms", "x floor rate", "x floor p99", "CPU ms/req", "bench ms"
     );
-    for concurrency in [50, 200] {
+    // BENCH_LEVELS=50,50,200 repeats a level (the first one also pays warm-up:
+    // statement preparation per connection, auto-analyze of the fresh tables).
+    let levels: Vec<usize> = std::env::var("BENCH_LEVELS")
+        .ok()
+        .map(|v| v.split(',').filter_map(|x| x.trim().parse().ok()).collect())
+        .filter(|l: &Vec<usize>| !l.is_empty())
+        .unwrap_or_else(|| vec![50, 200]);
+    for concurrency in levels {
         let floor = load(
             &floor_url,
             &[],
