@@ -141,6 +141,7 @@ impl AppState {
                 p.relay.clone(),
                 p.settings.broker.max_payload_bytes,
                 p.settings.database.group_commit_writers,
+                std::time::Duration::from_millis(p.settings.database.group_commit_linger_ms),
             ),
             hub,
             shutdown: CancellationToken::new(),

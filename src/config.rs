@@ -123,6 +123,8 @@ pub struct DatabaseSettings {
     pub migrate_on_start: bool,
     /// Submission batches committing at once (group commit); SQLite always uses one.
     pub group_commit_writers: u32,
+    /// How long a less-than-half-full submission batch waits for more.
+    pub group_commit_linger_ms: u64,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
