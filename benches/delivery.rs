@@ -10,6 +10,9 @@
 //! fence: the real per-message work), and the same on the embedded backends. Real
 //! services are skipped with a note when unreachable.
 
+// Test and bench code: a failed unwrap is a failed run, which is what it should be.
+#![allow(clippy::unwrap_used)]
+
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};

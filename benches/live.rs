@@ -7,6 +7,9 @@
 //!
 //!     cargo bench --bench live
 
+// Test and bench code: a failed unwrap is a failed run, which is what it should be.
+#![allow(clippy::unwrap_used)]
+
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -98,11 +101,10 @@ async fn clients(
                     _ = stop.cancelled() => break,
                     msg = ws.next() => match msg {
                         Some(Ok(Message::Text(t))) => {
-                            if let Ok(v) = serde_json::from_str::<serde_json::Value>(&t) {
-                                if let Some(at) = v["at"].as_str().and_then(|a| chrono::DateTime::parse_from_rfc3339(a).ok()) {
+                            if let Ok(v) = serde_json::from_str::<serde_json::Value>(&t)
+                                && let Some(at) = v["at"].as_str().and_then(|a| chrono::DateTime::parse_from_rfc3339(a).ok()) {
                                     mine.push(now_us() - at.timestamp_micros());
                                 }
-                            }
                         }
                         Some(Ok(_)) => {}
                         _ => break,

@@ -411,6 +411,7 @@ pub fn mask_url(url: &str) -> String {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 

@@ -156,6 +156,7 @@ impl Envelope {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 

@@ -153,10 +153,11 @@ impl Inner {
     /// The confirm-mode publishing channel, (re)connecting and declaring as needed.
     async fn publish_channel(&self) -> Result<Channel, BrokerError> {
         let mut guard = self.publisher.lock().await;
-        if let Some((conn, ch)) = guard.as_ref() {
-            if conn.status().connected() && ch.status().connected() {
-                return Ok(ch.clone());
-            }
+        if let Some((conn, ch)) = guard.as_ref()
+            && conn.status().connected()
+            && ch.status().connected()
+        {
+            return Ok(ch.clone());
         }
         *guard = None;
         self.ensure_open()?;
@@ -183,10 +184,10 @@ impl Inner {
 
     async fn consumer_connection(&self) -> Result<Arc<Connection>, BrokerError> {
         let mut guard = self.consumer_conn.lock().await;
-        if let Some(conn) = guard.as_ref() {
-            if conn.status().connected() {
-                return Ok(conn.clone());
-            }
+        if let Some(conn) = guard.as_ref()
+            && conn.status().connected()
+        {
+            return Ok(conn.clone());
         }
         *guard = None;
         self.ensure_open()?;

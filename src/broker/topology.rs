@@ -362,9 +362,9 @@ impl Topology {
 /// `1500ms` → "1500ms", `5s` → "5s", `120s` → "2m", `30m` → "30m".
 pub fn human(d: Duration) -> String {
     let ms = d.as_millis();
-    if ms % 60_000 == 0 {
+    if ms.is_multiple_of(60_000) {
         format!("{}m", ms / 60_000)
-    } else if ms % 1000 == 0 {
+    } else if ms.is_multiple_of(1000) {
         format!("{}s", ms / 1000)
     } else {
         format!("{ms}ms")
@@ -372,6 +372,7 @@ pub fn human(d: Duration) -> String {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 

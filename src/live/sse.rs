@@ -97,7 +97,7 @@ pub async fn stream(
                 Ok(shared) if shared.event.task_id == task.id && shared.event.seq > last => {
                     let ev = &shared.event;
                     last = ev.seq;
-                    if tx.send(sse_event(&ev)).await.is_err() || terminal(&ev.status) {
+                    if tx.send(sse_event(ev)).await.is_err() || terminal(&ev.status) {
                         return;
                     }
                 }

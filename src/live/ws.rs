@@ -224,12 +224,12 @@ impl Connection {
     async fn resync(&mut self) {
         let tasks: Vec<(String, i32)> = self.tasks.iter().map(|(k, v)| (k.clone(), *v)).collect();
         for (task, seq) in tasks {
-            if let Ok(evs) = store::events_after(&self.state.db, &task, seq).await {
-                if let Some(e) = evs.last() {
-                    let event = TaskEvent::from_stored(e, &self.user.id);
-                    let frame = event_json(&event).to_string().into();
-                    self.pending.insert(Arc::new(Shared { event, frame }));
-                }
+            if let Ok(evs) = store::events_after(&self.state.db, &task, seq).await
+                && let Some(e) = evs.last()
+            {
+                let event = TaskEvent::from_stored(e, &self.user.id);
+                let frame = event_json(&event).to_string().into();
+                self.pending.insert(Arc::new(Shared { event, frame }));
             }
         }
     }

@@ -62,10 +62,9 @@ async fn wait_ready(port: u16) {
             .get(format!("http://127.0.0.1:{port}/readyz"))
             .send()
             .await
+            && r.status() == 200
         {
-            if r.status() == 200 {
-                return;
-            }
+            return;
         }
         assert!(
             start.elapsed() < Duration::from_secs(30),

@@ -240,18 +240,17 @@ async fn remove_resources(
             b.close().await;
         }
     }
-    if backend.is_real() {
-        if let Ok(client) = redis::Client::open(redis_url()) {
-            if let Ok(mut c) = client.get_multiplexed_async_connection().await {
-                let keys: Vec<String> = redis::cmd("KEYS")
-                    .arg(format!("{}:*", settings.dedupe.key_prefix))
-                    .query_async(&mut c)
-                    .await
-                    .unwrap_or_default();
-                if !keys.is_empty() {
-                    let _: Result<i64, _> = redis::cmd("DEL").arg(keys).query_async(&mut c).await;
-                }
-            }
+    if backend.is_real()
+        && let Ok(client) = redis::Client::open(redis_url())
+        && let Ok(mut c) = client.get_multiplexed_async_connection().await
+    {
+        let keys: Vec<String> = redis::cmd("KEYS")
+            .arg(format!("{}:*", settings.dedupe.key_prefix))
+            .query_async(&mut c)
+            .await
+            .unwrap_or_default();
+        if !keys.is_empty() {
+            let _: Result<i64, _> = redis::cmd("DEL").arg(keys).query_async(&mut c).await;
         }
     }
     if let Some((admin, spec)) = &database {

@@ -1,6 +1,9 @@
 //! conveyor's integration tests: one binary, run against the embedded backends and,
 //! when the services answer (always in CI), RabbitMQ + Redis + MariaDB/PostgreSQL.
 
+// Test and bench code: a failed unwrap is a failed run, which is what it should be.
+#![allow(clippy::unwrap_used)]
+
 mod ai_tasks;
 mod cli;
 mod delivery;

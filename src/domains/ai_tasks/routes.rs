@@ -168,11 +168,11 @@ async fn submit(
         None => String::new(),
     };
     let request_hash = request_hash.as_str();
-    if let Some(k) = &key {
-        if let Some(row) = idempotency::find(&state.db, &user.id, k).await? {
-            let (status, body) = idempotency::replay(&row, request_hash)?;
-            return Ok(with_location(status, body));
-        }
+    if let Some(k) = &key
+        && let Some(row) = idempotency::find(&state.db, &user.id, k).await?
+    {
+        let (status, body) = idempotency::replay(&row, request_hash)?;
+        return Ok(with_location(status, body));
     }
     let cost = state
         .settings
