@@ -18,6 +18,13 @@ pub struct Shared {
     pub frame: axum::extract::ws::Utf8Bytes,
 }
 
+impl Shared {
+    pub fn new(event: TaskEvent) -> Arc<Self> {
+        let frame = super::ws::event_json(&event).to_string().into();
+        Arc::new(Shared { event, frame })
+    }
+}
+
 #[derive(Clone)]
 pub struct Hub {
     tx: broadcast::Sender<Arc<Shared>>,
@@ -71,7 +78,6 @@ enum EventBody {
 }
 
 fn send(tx: &broadcast::Sender<Arc<Shared>>, event: TaskEvent) {
-    let frame = super::ws::event_json(&event).to_string().into();
     // No receiver is fine: nobody is watching.
-    let _ = tx.send(Arc::new(Shared { event, frame }));
+    let _ = tx.send(Shared::new(event));
 }

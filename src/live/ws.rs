@@ -111,6 +111,10 @@ impl Pending {
     fn remove(&mut self, task_id: &str) {
         self.0.retain(|p| p.event.task_id != task_id);
     }
+
+    fn take(&mut self) -> Vec<Arc<Shared>> {
+        std::mem::take(&mut self.0)
+    }
 }
 
 enum Flow {
@@ -145,9 +149,10 @@ impl Connection {
         let close = loop {
             // Drain what is pending before waiting again: every frame in one write,
             // under one deadline.
-            if !self.pending.0.is_empty() {
-                let mut frames = Vec::with_capacity(self.pending.0.len());
-                for ev in std::mem::take(&mut self.pending.0) {
+            let pending = self.pending.take();
+            if !pending.is_empty() {
+                let mut frames = Vec::with_capacity(pending.len());
+                for ev in pending {
                     self.frames_for(&ev, &mut frames);
                 }
                 if !send_all(&mut sink, frames, send_timeout).await {
@@ -227,9 +232,8 @@ impl Connection {
             if let Ok(evs) = store::events_after(&self.state.db, &task, seq).await
                 && let Some(e) = evs.last()
             {
-                let event = TaskEvent::from_stored(e, &self.user.id);
-                let frame = event_json(&event).to_string().into();
-                self.pending.insert(Arc::new(Shared { event, frame }));
+                self.pending
+                    .insert(Shared::new(TaskEvent::from_stored(e, &self.user.id)));
             }
         }
     }

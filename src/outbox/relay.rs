@@ -71,15 +71,8 @@ impl Relay {
             };
             tokio::select! {
                 _ = shutdown.cancelled() => break,
-                _ = self.wake.notified() => {
-                    // Let neighbouring commits land: one round publishes them together.
-                    if !linger.is_zero() {
-                        tokio::select! {
-                            _ = shutdown.cancelled() => break,
-                            _ = tokio::time::sleep(linger) => {}
-                        }
-                    }
-                }
+                // Let neighbouring commits land: one round publishes them together.
+                _ = self.wake.notified() => tokio::time::sleep(linger).await,
                 _ = tokio::time::sleep(wait) => {}
             }
         }

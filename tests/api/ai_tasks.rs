@@ -52,6 +52,17 @@ async fn ledger_of(app: &TestApp, user_id: &str) -> Vec<ledger::Model> {
         .unwrap()
 }
 
+/// The `ai.short` dead letters, once there is one: a task turns FAILED (with its
+/// refund) just before its dead letter is recorded.
+async fn dead_letters_of(app: &TestApp) -> Vec<conveyor::dead_letters::DeadLetter> {
+    let list = || conveyor::dead_letters::list(&app.platform.db, Some("ai.short"), 10);
+    crate::helpers::wait_until(Duration::from_secs(10), "the dead letter", || async {
+        !list().await.unwrap().is_empty()
+    })
+    .await;
+    list().await.unwrap()
+}
+
 async fn events(app: &TestApp, task_id: &str) -> Vec<event::Model> {
     store::events_after(&app.platform.db, task_id, 0)
         .await
@@ -523,17 +534,7 @@ async fn exhausted_retries_fail_with_exactly_one_refund(backend: Backend) {
         .filter(|l| l.reason == "refund")
         .count();
     assert_eq!(refunds, 1);
-    // The task turns FAILED (with its refund) just before the dead letter is recorded.
-    crate::helpers::wait_until(Duration::from_secs(10), "the dead letter", || async {
-        !conveyor::dead_letters::list(&app.platform.db, Some("ai.short"), 10)
-            .await
-            .unwrap()
-            .is_empty()
-    })
-    .await;
-    let dead = conveyor::dead_letters::list(&app.platform.db, Some("ai.short"), 10)
-        .await
-        .unwrap();
+    let dead = dead_letters_of(&app).await;
     assert_eq!(dead.len(), 1);
     assert_eq!(dead[0].reason, "exhausted");
     done(env, app).await;
@@ -554,17 +555,7 @@ async fn a_permanent_failure_dead_letters_and_refunds(backend: Backend) {
     let t = app.wait_status(&key, &id, "FAILED").await;
     assert_eq!(t["attempts"], 1, "no retry");
     assert_eq!(app.credits(&user.id).await, 100);
-    // The task turns FAILED (with its refund) just before the dead letter is recorded.
-    crate::helpers::wait_until(Duration::from_secs(10), "the dead letter", || async {
-        !conveyor::dead_letters::list(&app.platform.db, Some("ai.short"), 10)
-            .await
-            .unwrap()
-            .is_empty()
-    })
-    .await;
-    let dead = conveyor::dead_letters::list(&app.platform.db, Some("ai.short"), 10)
-        .await
-        .unwrap();
+    let dead = dead_letters_of(&app).await;
     assert_eq!(dead[0].reason, "permanent");
     done(env, app).await;
 }

@@ -156,6 +156,8 @@ async fn serve_on_embedded_defaults_answers_and_stops_on_sigterm() {
     );
 
     // The CLI submits a task and follows it over the WebSocket to its result.
+    let server = format!("http://127.0.0.1:{port}");
+    let server_args = ["--server", server.as_str(), "--key", key.as_str()];
     let out = command(BIN, dir.path())
         .args([
             "tasks",
@@ -166,12 +168,7 @@ async fn serve_on_embedded_defaults_answers_and_stops_on_sigterm() {
             "tea for summer",
             "--watch",
         ])
-        .args([
-            "--server",
-            &format!("http://127.0.0.1:{port}"),
-            "--key",
-            &key,
-        ])
+        .args(server_args)
         .output()
         .unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
@@ -185,15 +182,8 @@ async fn serve_on_embedded_defaults_answers_and_stops_on_sigterm() {
         "the result is printed: {stdout}"
     );
     let out = command(BIN, dir.path())
-        .args([
-            "tasks",
-            "watch",
-            "no-such-task",
-            "--server",
-            &format!("http://127.0.0.1:{port}"),
-            "--key",
-            &key,
-        ])
+        .args(["tasks", "watch", "no-such-task"])
+        .args(server_args)
         .output()
         .unwrap();
     assert!(!out.status.success(), "watching an unknown task fails");

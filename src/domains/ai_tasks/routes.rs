@@ -12,6 +12,7 @@ use serde_json::{Value, json};
 use super::handler::publish_events;
 use super::kinds::{ALL_KINDS, Status, TaskKind};
 use super::store::{self, Guard, NewTask, StoreError, Task};
+use super::submitter::announce;
 use crate::api::{ApiJson, AuthUser, idempotency};
 use crate::app::AppState;
 use crate::error::ApiError;
@@ -160,20 +161,6 @@ async fn submit(
 ) -> Result<Response, ApiError> {
     let (kind, params) = validate(&state, &req)?;
     let key = idempotency::key_from(&headers)?;
-    // Hashed only when there is a key to compare it with.
-    let request_hash = match key {
-        Some(_) => idempotency::hash(
-            &json!({ "kind": kind.as_str(), "prompt": req.prompt, "params": params }),
-        ),
-        None => String::new(),
-    };
-    let request_hash = request_hash.as_str();
-    if let Some(k) = &key
-        && let Some(row) = idempotency::find(&state.db, &user.id, k).await?
-    {
-        let (status, body) = idempotency::replay(&row, request_hash)?;
-        return Ok(with_location(status, body));
-    }
     let cost = state
         .settings
         .ai
@@ -191,14 +178,19 @@ async fn submit(
     let max_payload = state.settings.broker.max_payload_bytes;
     let body = match &key {
         // Without a key, submissions share transactions (group commit); the submitter
-        // wakes the relay and publishes the event.
-        None => {
-            let (task, _) = state.submitter.submit(new).await.map_err(submit_error)?;
-            view_json(task)?
-        }
+        // announces them.
+        None => view_json(state.submitter.submit(new).await.map_err(submit_error)?)?,
         // With one, the stored response commits in the task's own transaction; a
         // concurrent twin loses on the unique key and replays the winner's response.
         Some(k) => {
+            let request_hash = idempotency::hash(
+                &json!({ "kind": kind.as_str(), "prompt": new.prompt, "params": new.params }),
+            );
+            let request_hash = request_hash.as_str();
+            if let Some(row) = idempotency::find(&state.db, &user.id, k).await? {
+                let (status, body) = idempotency::replay(&row, request_hash)?;
+                return Ok(with_location(status, body));
+            }
             let txn = crate::db::begin_write(&state.db).await?;
             let (task, event) = store::submit_many(&txn, std::slice::from_ref(&new), max_payload)
                 .await
@@ -223,11 +215,7 @@ async fn submit(
                 }
                 return Err(e.into());
             }
-            state.relay.notify();
-            // Off the request path: the event is stored; publishing it only speeds up
-            // live views.
-            let broker = state.broker.clone();
-            tokio::spawn(async move { publish_events(broker.as_ref(), &[event]).await });
+            announce(&state.relay, &state.broker, vec![event]);
             body
         }
     };

@@ -16,7 +16,7 @@ use super::store::{self, NewTask, StoreError, Task};
 use crate::broker::Broker;
 use crate::outbox::Relay;
 
-type Reply = oneshot::Sender<Result<(Task, TaskEvent), StoreError>>;
+type Reply = oneshot::Sender<Result<Task, StoreError>>;
 
 /// Most submissions per transaction. Each batch size is its own statement shape (six
 /// statements per batch), so this also bounds the prepared statements a connection keeps.
@@ -59,7 +59,7 @@ impl Submitter {
     }
 
     /// Commits the submission (with others queued beside it) and returns the task.
-    pub async fn submit(&self, new: NewTask) -> Result<(Task, TaskEvent), StoreError> {
+    pub async fn submit(&self, new: NewTask) -> Result<Task, StoreError> {
         let stopped = || StoreError::Db(sea_orm::DbErr::Custom("submitter stopped".into()));
         let (reply, answer) = oneshot::channel();
         self.tx.send((new, reply)).await.map_err(|_| stopped())?;
@@ -101,21 +101,14 @@ impl Writer {
                 }
             }
             let (batch, replies): (Vec<NewTask>, Vec<Reply>) = buf.drain(..).unzip();
-            let results = self.commit_batch(batch).await;
-            let events: Vec<TaskEvent> = results
-                .iter()
-                .filter_map(|r| r.as_ref().ok().map(|(_, ev)| ev.clone()))
-                .collect();
-            if !events.is_empty() {
-                self.relay.notify();
-                // Off the request path: the events are stored; publishing them only
-                // speeds up live views.
-                let broker = self.broker.clone();
-                tokio::spawn(async move { publish_events(broker.as_ref(), &events).await });
+            let mut events = Vec::with_capacity(batch.len());
+            for (reply, result) in replies.into_iter().zip(self.commit_batch(batch).await) {
+                let _ = reply.send(result.map(|(task, event)| {
+                    events.push(event);
+                    task
+                }));
             }
-            for (reply, result) in replies.into_iter().zip(results) {
-                let _ = reply.send(result);
-            }
+            announce(&self.relay, &self.broker, events);
         }
     }
 
@@ -152,4 +145,16 @@ impl Writer {
         txn.commit().await?;
         Ok(results)
     }
+}
+
+/// After submissions committed: wakes the outbox relay and publishes their "accepted"
+/// events off the request path (the events are stored; publishing them only speeds up
+/// live views).
+pub fn announce(relay: &Relay, broker: &Arc<dyn Broker>, events: Vec<TaskEvent>) {
+    if events.is_empty() {
+        return;
+    }
+    relay.notify();
+    let broker = broker.clone();
+    tokio::spawn(async move { publish_events(broker.as_ref(), &events).await });
 }
