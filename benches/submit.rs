@@ -4,8 +4,9 @@
 //! zero-duration simulated tasks (submit → SUCCESS).
 //!
 //! `CPU ms/req` is the machine's busy CPU time per request during a level (every
-//! process: this one, the database, the broker); `bench ms` is this process's share
-//! (HTTP client and server). On a small machine the rate is CPU over CPU per request.
+//! process: this one, the database, the broker); `bench`, `db` and `broker` are the
+//! shares of this process (HTTP client and server), the database server(s) and
+//! RabbitMQ, in ms per request. On a small machine the rate is CPU over CPU per request.
 //!
 //!     cargo bench --bench submit                 # embedded, PostgreSQL, MariaDB
 //!     cargo bench --bench submit -- 2000 pg      # requests per level, backend filter
@@ -13,6 +14,10 @@
 
 // Test and bench code: a failed unwrap is a failed run, which is what it should be.
 #![allow(clippy::unwrap_used)]
+
+// Measured with the allocator the `conveyor` binary ships with.
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -36,10 +41,29 @@ struct Level {
     /// database, the broker), and this process's share (HTTP client and server).
     cpu_ms: f64,
     own_cpu_ms: f64,
+    db_cpu_ms: f64,
+    broker_cpu_ms: f64,
 }
 
-/// Busy CPU ticks of the whole machine and of this process (1 tick = 10 ms).
-fn cpu_ticks() -> (u64, u64) {
+/// Busy CPU ticks (1 tick = 10 ms) of the whole machine, of this process, of the
+/// database servers and of the broker.
+#[derive(Clone, Copy, Default)]
+struct Ticks {
+    machine: u64,
+    own: u64,
+    db: u64,
+    broker: u64,
+}
+
+/// utime + stime of a `/proc/<pid>/stat` line.
+fn stat_ticks(stat: &str) -> Option<u64> {
+    let after = stat.rsplit_once(')')?.1;
+    let f: Vec<&str> = after.split_whitespace().collect();
+    // Fields 14 and 15 (utime, stime) are 11 and 12 after the name (field 3 is 0).
+    Some(f.get(11)?.parse::<u64>().ok()? + f.get(12)?.parse::<u64>().ok()?)
+}
+
+fn cpu_ticks() -> Ticks {
     let machine = std::fs::read_to_string("/proc/stat")
         .ok()
         .and_then(|s| {
@@ -55,14 +79,31 @@ fn cpu_ticks() -> (u64, u64) {
         .unwrap_or(0);
     let own = std::fs::read_to_string("/proc/self/stat")
         .ok()
-        .and_then(|s| {
-            let after = s.rsplit_once(')')?.1.to_owned();
-            let f: Vec<&str> = after.split_whitespace().collect();
-            // Fields 14 and 15 (utime, stime) are 11 and 12 after the name (field 3 is 0).
-            Some(f.get(11)?.parse::<u64>().ok()? + f.get(12)?.parse::<u64>().ok()?)
-        })
+        .and_then(|s| stat_ticks(&s))
         .unwrap_or(0);
-    (machine, own)
+    let mut t = Ticks {
+        machine,
+        own,
+        ..Ticks::default()
+    };
+    // PostgreSQL backends are processes of their own: sum every one (a backend that
+    // exits during a level takes its ticks with it; the pools keep theirs open).
+    for entry in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+        let path = entry.path();
+        let Ok(comm) = std::fs::read_to_string(path.join("comm")) else {
+            continue;
+        };
+        let slot = match comm.trim() {
+            "mariadbd" | "mysqld" | "postgres" => &mut t.db,
+            "beam.smp" => &mut t.broker,
+            _ => continue,
+        };
+        *slot += std::fs::read_to_string(path.join("stat"))
+            .ok()
+            .and_then(|s| stat_ticks(&s))
+            .unwrap_or(0);
+    }
+    t
 }
 
 /// `concurrency` clients; client i authenticates with `keys[i % keys.len()]` (none if empty).
@@ -108,12 +149,16 @@ async fn load(
     let cpu_after = cpu_ticks();
     all.sort_by(|a, b| a.total_cmp(b));
     let pct = |p: f64| all[((all.len() - 1) as f64 * p) as usize];
+    let per_req =
+        |after: u64, before: u64| after.saturating_sub(before) as f64 * 10.0 / all.len() as f64;
     Level {
         rate: all.len() as f64 / elapsed,
         p50: pct(0.5),
         p99: pct(0.99),
-        cpu_ms: (cpu_after.0 - cpu_before.0) as f64 * 10.0 / all.len() as f64,
-        own_cpu_ms: (cpu_after.1 - cpu_before.1) as f64 * 10.0 / all.len() as f64,
+        cpu_ms: per_req(cpu_after.machine, cpu_before.machine),
+        own_cpu_ms: per_req(cpu_after.own, cpu_before.own),
+        db_cpu_ms: per_req(cpu_after.db, cpu_before.db),
+        broker_cpu_ms: per_req(cpu_after.broker, cpu_before.broker),
     }
 }
 
@@ -210,8 +255,17 @@ async fn bench(name: &str, mut settings: Settings, total: usize) {
 
     println!("\n[{name}] {total} requests per level");
     println!(
-        "{:<34} {:>10} {:>9} {:>9} {:>12} {:>12} {:>10} {:>10}",
-        "", "req/s", "p50 ms", "p99 ms", "x floor rate", "x floor p99", "CPU ms/req", "bench ms"
+        "{:<34} {:>8} {:>7} {:>7} {:>12} {:>11} {:>10} {:>8} {:>6} {:>6}",
+        "",
+        "req/s",
+        "p50 ms",
+        "p99 ms",
+        "x floor rate",
+        "x floor p99",
+        "CPU ms/req",
+        "bench",
+        "db",
+        "broker"
     );
     // BENCH_LEVELS=50,50,200 repeats a level (the first one also pays warm-up:
     // statement preparation per connection, auto-analyze of the fresh tables).
@@ -231,7 +285,7 @@ async fn bench(name: &str, mut settings: Settings, total: usize) {
         .await;
         let sub = load(&url, &keys, body.clone(), concurrency, total).await;
         println!(
-            "{:<34} {:>10.0} {:>9.1} {:>9.1} {:>12} {:>12} {:>10.3} {:>10.3}",
+            "{:<34} {:>8.0} {:>7.1} {:>7.1} {:>12} {:>11} {:>10.3} {:>8.3} {:>6.3} {:>6.3}",
             format!("floor insert+commit @{concurrency}"),
             floor.rate,
             floor.p50,
@@ -239,10 +293,12 @@ async fn bench(name: &str, mut settings: Settings, total: usize) {
             "",
             "",
             floor.cpu_ms,
-            floor.own_cpu_ms
+            floor.own_cpu_ms,
+            floor.db_cpu_ms,
+            floor.broker_cpu_ms
         );
         println!(
-            "{:<34} {:>10.0} {:>9.1} {:>9.1} {:>12.2} {:>12.2} {:>10.3} {:>10.3}",
+            "{:<34} {:>8.0} {:>7.1} {:>7.1} {:>12.2} {:>11.2} {:>10.3} {:>8.3} {:>6.3} {:>6.3}",
             format!("POST /v1/tasks @{concurrency}"),
             sub.rate,
             sub.p50,
@@ -250,7 +306,9 @@ async fn bench(name: &str, mut settings: Settings, total: usize) {
             sub.rate / floor.rate,
             sub.p99 / floor.p99,
             sub.cpu_ms,
-            sub.own_cpu_ms
+            sub.own_cpu_ms,
+            sub.db_cpu_ms,
+            sub.broker_cpu_ms
         );
     }
     stop.cancel();

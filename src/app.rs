@@ -127,7 +127,7 @@ pub struct AppState {
 }
 
 impl AppState {
-    fn new(p: &Platform, hub: crate::live::Hub) -> Self {
+    fn new(p: &Platform, hub: crate::live::Hub, writers_db: DatabaseConnection) -> Self {
         AppState {
             settings: p.settings.clone(),
             db: p.db.clone(),
@@ -136,7 +136,7 @@ impl AppState {
             relay: p.relay.clone(),
             auth_cache: Arc::default(),
             submitter: crate::domains::ai_tasks::submitter::Submitter::start(
-                p.db.clone(),
+                writers_db,
                 p.broker.clone(),
                 p.relay.clone(),
                 p.settings.broker.max_payload_bytes,
@@ -149,10 +149,25 @@ impl AppState {
     }
 }
 
+/// A pool with one connection per submission writer, so each writer keeps to one
+/// server connection: every batch size is its own prepared statement, and on the shared
+/// pool (which hands out idle connections in turn) every connection prepared every
+/// size. SQLite has one connection, which the writers must share.
+async fn writers_pool(p: &Platform) -> anyhow::Result<DatabaseConnection> {
+    if p.db.get_database_backend() == sea_orm::DatabaseBackend::Sqlite {
+        return Ok(p.db.clone());
+    }
+    db::connect_url(&p.settings.database.url, p.settings.database.group_commit_writers)
+        .await
+        .context("opening the submission writers' pool")
+}
+
 /// The API server, bound and ready to run.
 pub struct Application {
     platform: Platform,
     hub: crate::live::Hub,
+    /// The submission writers' own pool (see [`writers_pool`]).
+    writers_db: DatabaseConnection,
     listener: tokio::net::TcpListener,
     addr: SocketAddr,
 }
@@ -169,9 +184,11 @@ impl Application {
         let hub = crate::live::Hub::start(platform.broker.clone())
             .await
             .context("listening to task events")?;
+        let writers_db = writers_pool(&platform).await?;
         Ok(Application {
             platform,
             hub,
+            writers_db,
             listener,
             addr,
         })
@@ -191,10 +208,11 @@ impl Application {
         let Application {
             platform,
             hub,
+            writers_db,
             listener,
             addr,
         } = self;
-        let mut state = AppState::new(&platform, hub);
+        let mut state = AppState::new(&platform, hub, writers_db);
         state.shutdown = shutdown.clone();
         let router = crate::api::router(state);
         // The embedded broker lives in this process, so its consumers must too; with

@@ -49,7 +49,15 @@ pub async fn connect_url(url: &str, max_connections: u32) -> anyhow::Result<Data
         // room for all of them, so each is prepared once per connection, not per use.
         opts.max_connections(max_connections)
             .map_sqlx_postgres_opts(|o| o.statement_cache_capacity(STATEMENT_CACHE))
-            .map_sqlx_mysql_opts(|o| o.statement_cache_capacity(STATEMENT_CACHE));
+            .map_sqlx_mysql_opts(|o| o.statement_cache_capacity(STATEMENT_CACHE))
+            .map_sqlx_mysql_pool_opts(|o| {
+                o.after_connect(|conn, _| {
+                    Box::pin(async move {
+                        use sea_orm::sqlx::Executor as _;
+                        conn.execute(MYSQL_SESSION_INIT).await.map(|_| ())
+                    })
+                })
+            });
     }
     Database::connect(opts)
         .await
@@ -81,14 +89,21 @@ pub async fn ping(db: &DatabaseConnection) -> Result<(), sea_orm::DbErr> {
     db.ping().await
 }
 
-/// Begins a transaction for short writes that lock rows by primary key. On
-/// MySQL/MariaDB it runs at READ COMMITTED: under the default REPEATABLE READ, a
-/// locking statement whose plan scans a small table locks every row it scans (seen:
-/// batched credit reservations on a 200-row `users` table serialized every writer),
-/// while READ COMMITTED keeps only the rows that match. PostgreSQL's default is
-/// already READ COMMITTED, and SQLite has one writer.
-pub async fn begin_write(db: &DatabaseConnection) -> Result<DatabaseTransaction, DbErr> {
-    if db.get_database_backend() == DatabaseBackend::MySql {
+/// The statement every MySQL/MariaDB connection runs once when it opens. Under the
+/// default REPEATABLE READ a locking statement whose plan scans a small table locks
+/// every row it scans (seen: batched credit reservations on a 200-row `users` table
+/// serialized every writer); READ COMMITTED locks only the rows that match, and a
+/// locking read re-checks the latest row version (the outbox relay relies on that).
+/// It is also PostgreSQL's default, so both server backends run the same semantics.
+/// Set per session rather than per transaction: `SET TRANSACTION` would cost a round
+/// trip on every transaction.
+const MYSQL_SESSION_INIT: &str = "SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED";
+
+/// Begins a READ COMMITTED transaction: MySQL/MariaDB sessions already are (see
+/// [`MYSQL_SESSION_INIT`]); PostgreSQL says so explicitly, in case the server's default
+/// was changed; SQLite has one writer and no levels.
+pub async fn begin_read_committed(db: &DatabaseConnection) -> Result<DatabaseTransaction, DbErr> {
+    if db.get_database_backend() == DatabaseBackend::Postgres {
         db.begin_with_config(Some(IsolationLevel::ReadCommitted), None)
             .await
     } else {

@@ -10,8 +10,8 @@ use std::time::Duration;
 use chrono::Utc;
 use sea_orm::sea_query::{Expr, ExprTrait as _, LockBehavior, LockType};
 use sea_orm::{
-    ColumnTrait, ConnectionTrait, DatabaseConnection, EntityTrait, IsolationLevel, QueryFilter,
-    QueryOrder, QuerySelect, TransactionTrait,
+    ColumnTrait, ConnectionTrait, DatabaseConnection, EntityTrait, QueryFilter,
+    QueryOrder, QuerySelect,
 };
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
@@ -87,10 +87,7 @@ impl Relay {
             // READ COMMITTED: a locking read re-checks `published_at IS NULL` on the latest
             // row version, so a row another relay just published is not selected again
             // (under MariaDB's REPEATABLE READ it was: seen in tests).
-            let txn = self
-                .db
-                .begin_with_config(Some(IsolationLevel::ReadCommitted), None)
-                .await?;
+            let txn = crate::db::begin_read_committed(&self.db).await?;
             let rows = pending(self.settings.batch_size)
                 .lock_with_behavior(LockType::Update, LockBehavior::SkipLocked)
                 .all(&txn)

@@ -191,7 +191,7 @@ async fn submit(
                 let (status, body) = idempotency::replay(&row, request_hash)?;
                 return Ok(with_location(status, body));
             }
-            let txn = crate::db::begin_write(&state.db).await?;
+            let txn = crate::db::begin_read_committed(&state.db).await?;
             let (task, event) = store::submit_many(&txn, std::slice::from_ref(&new), max_payload)
                 .await
                 .map_err(submit_error)?

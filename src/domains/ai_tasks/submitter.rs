@@ -140,7 +140,7 @@ impl Writer {
         &self,
         batch: &[NewTask],
     ) -> Result<Vec<Result<(Task, TaskEvent), StoreError>>, StoreError> {
-        let txn = crate::db::begin_write(&self.db).await?;
+        let txn = crate::db::begin_read_committed(&self.db).await?;
         let results = store::submit_many(&txn, batch, self.max_payload).await?;
         txn.commit().await?;
         Ok(results)
