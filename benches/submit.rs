@@ -3,6 +3,10 @@
 //! the same database at the same concurrency. Then end-to-end tasks/s for
 //! zero-duration simulated tasks (submit → SUCCESS).
 //!
+//! Within a level, floor and conveyor take turns in three rounds of a third of the
+//! requests each: this machine's speed drifts by up to 2x over minutes, and turns
+//! give both the same mix of fast and slow spells.
+//!
 //! `CPU ms/req` is the machine's busy CPU time per request during a level (every
 //! process: this one, the database, the broker); `bench`, `db` and `broker` are the
 //! shares of this process (HTTP client and server), the database server(s) and
@@ -45,6 +49,43 @@ struct Level {
     broker_cpu_ms: f64,
 }
 
+impl Level {
+    /// One level from several rounds: the machine's speed drifts over minutes (other
+    /// tenants), so floor and conveyor take turns in short rounds and both see the same
+    /// mix of fast and slow spells.
+    fn from_rounds(rounds: Vec<Round>) -> Level {
+        let secs: f64 = rounds.iter().map(|r| r.secs).sum();
+        let mut ticks = Ticks::default();
+        let mut all = Vec::new();
+        for r in rounds {
+            ticks.machine += r.ticks.machine;
+            ticks.own += r.ticks.own;
+            ticks.db += r.ticks.db;
+            ticks.broker += r.ticks.broker;
+            all.extend(r.latencies);
+        }
+        all.sort_by(|a, b| a.total_cmp(b));
+        let pct = |p: f64| all[((all.len() - 1) as f64 * p) as usize];
+        let per_req = |t: u64| t as f64 * 10.0 / all.len() as f64;
+        Level {
+            rate: all.len() as f64 / secs,
+            p50: pct(0.5),
+            p99: pct(0.99),
+            cpu_ms: per_req(ticks.machine),
+            own_cpu_ms: per_req(ticks.own),
+            db_cpu_ms: per_req(ticks.db),
+            broker_cpu_ms: per_req(ticks.broker),
+        }
+    }
+}
+
+/// One stretch of load: each request's latency (ms), the wall time, the CPU spent.
+struct Round {
+    latencies: Vec<f64>,
+    secs: f64,
+    ticks: Ticks,
+}
+
 /// Busy CPU ticks (1 tick = 10 ms) of the whole machine, of this process, of the
 /// database servers and of the broker.
 #[derive(Clone, Copy, Default)]
@@ -53,6 +94,17 @@ struct Ticks {
     own: u64,
     db: u64,
     broker: u64,
+}
+
+impl Ticks {
+    fn since(self, before: Ticks) -> Ticks {
+        Ticks {
+            machine: self.machine.saturating_sub(before.machine),
+            own: self.own.saturating_sub(before.own),
+            db: self.db.saturating_sub(before.db),
+            broker: self.broker.saturating_sub(before.broker),
+        }
+    }
 }
 
 /// utime + stime of a `/proc/<pid>/stat` line.
@@ -113,7 +165,7 @@ async fn load(
     body: serde_json::Value,
     concurrency: usize,
     total: usize,
-) -> Level {
+) -> Round {
     let client = reqwest::Client::builder()
         .pool_max_idle_per_host(concurrency)
         .build()
@@ -140,25 +192,15 @@ async fn load(
             lat
         })
     });
-    let mut all: Vec<f64> = futures::future::join_all(workers)
+    let latencies: Vec<f64> = futures::future::join_all(workers)
         .await
         .into_iter()
         .flat_map(|r| r.unwrap())
         .collect();
-    let elapsed = start.elapsed().as_secs_f64();
-    let cpu_after = cpu_ticks();
-    all.sort_by(|a, b| a.total_cmp(b));
-    let pct = |p: f64| all[((all.len() - 1) as f64 * p) as usize];
-    let per_req =
-        |after: u64, before: u64| after.saturating_sub(before) as f64 * 10.0 / all.len() as f64;
-    Level {
-        rate: all.len() as f64 / elapsed,
-        p50: pct(0.5),
-        p99: pct(0.99),
-        cpu_ms: per_req(cpu_after.machine, cpu_before.machine),
-        own_cpu_ms: per_req(cpu_after.own, cpu_before.own),
-        db_cpu_ms: per_req(cpu_after.db, cpu_before.db),
-        broker_cpu_ms: per_req(cpu_after.broker, cpu_before.broker),
+    Round {
+        latencies,
+        secs: start.elapsed().as_secs_f64(),
+        ticks: cpu_ticks().since(cpu_before),
     }
 }
 
@@ -227,6 +269,9 @@ async fn scratch_db(admin: &str, admin_db: &str, name: &str) -> String {
     format!("{admin}/{name}")
 }
 
+/// Turns floor and conveyor take within a level (see [`Level::from_rounds`]).
+const ROUNDS: usize = 3;
+
 async fn bench(name: &str, mut settings: Settings, total: usize) {
     settings.server.port = 0;
     settings.log.level = "error".into();
@@ -275,15 +320,14 @@ async fn bench(name: &str, mut settings: Settings, total: usize) {
         .filter(|l: &Vec<usize>| !l.is_empty())
         .unwrap_or_else(|| vec![50, 200]);
     for concurrency in levels {
-        let floor = load(
-            &floor_url,
-            &[],
-            json!({ "prompt": "a spring campaign" }),
-            concurrency,
-            total,
-        )
-        .await;
-        let sub = load(&url, &keys, body.clone(), concurrency, total).await;
+        let (mut floor, mut sub) = (Vec::new(), Vec::new());
+        for _ in 0..ROUNDS {
+            let n = total / ROUNDS;
+            let floor_body = json!({ "prompt": "a spring campaign" });
+            floor.push(load(&floor_url, &[], floor_body, concurrency, n).await);
+            sub.push(load(&url, &keys, body.clone(), concurrency, n).await);
+        }
+        let (floor, sub) = (Level::from_rounds(floor), Level::from_rounds(sub));
         println!(
             "{:<34} {:>8.0} {:>7.1} {:>7.1} {:>12} {:>11} {:>10.3} {:>8.3} {:>6.3} {:>6.3}",
             format!("floor insert+commit @{concurrency}"),

@@ -157,9 +157,12 @@ async fn writers_pool(p: &Platform) -> anyhow::Result<DatabaseConnection> {
     if p.db.get_database_backend() == sea_orm::DatabaseBackend::Sqlite {
         return Ok(p.db.clone());
     }
-    db::connect_url(&p.settings.database.url, p.settings.database.group_commit_writers)
-        .await
-        .context("opening the submission writers' pool")
+    db::connect_url(
+        &p.settings.database.url,
+        p.settings.database.group_commit_writers,
+    )
+    .await
+    .context("opening the submission writers' pool")
 }
 
 /// The API server, bound and ready to run.

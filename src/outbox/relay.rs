@@ -10,8 +10,8 @@ use std::time::Duration;
 use chrono::Utc;
 use sea_orm::sea_query::{Expr, ExprTrait as _, LockBehavior, LockType};
 use sea_orm::{
-    ColumnTrait, ConnectionTrait, DatabaseConnection, EntityTrait, QueryFilter,
-    QueryOrder, QuerySelect,
+    ColumnTrait, ConnectionTrait, DatabaseConnection, EntityTrait, QueryFilter, QueryOrder,
+    QuerySelect,
 };
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
