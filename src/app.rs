@@ -33,6 +33,9 @@ impl Platform {
     /// Connects database (migrating if configured), broker (declaring the topology) and
     /// dedupe store.
     pub async fn connect(settings: Settings) -> anyhow::Result<Self> {
+        // Install the metrics recorder now: counts recorded before the first scrape of
+        // /metrics would otherwise go nowhere.
+        crate::telemetry::metrics();
         let db = db::connect(&settings.database).await?;
         if settings.database.migrate_on_start {
             db::migrate(&db).await?;

@@ -43,8 +43,27 @@ async fn ready_when_every_dependency_answers(backend: Backend) {
     let body: Value = r.json().await.unwrap();
     assert_eq!(body["error"]["code"], "not_found");
 
+    // Recorded before the first scrape, so the recorder exists from startup.
+    let (_, key) = app.user("metrics", 100).await;
+    let r = app
+        .submit(
+            &key,
+            serde_json::json!({"kind": "copywriting", "prompt": "p"}),
+        )
+        .await;
+    assert_eq!(r.status(), 202);
     let r = app.client.get(app.url("/metrics")).send().await.unwrap();
     assert_eq!(r.status(), 200);
+    let text = r.text().await.unwrap();
+    for metric in [
+        "conveyor_submit_batch_size",
+        "conveyor_submit_commit_seconds",
+    ] {
+        assert!(
+            text.contains(metric),
+            "{metric} missing from /metrics:\n{text}"
+        );
+    }
 
     let platform = app.stop().await;
     env.cleanup(Some(&platform)).await;

@@ -105,7 +105,12 @@ impl Writer {
             }
             let (batch, replies): (Vec<NewTask>, Vec<Reply>) = buf.drain(..).unzip();
             let mut events = Vec::with_capacity(batch.len());
-            for (reply, result) in replies.into_iter().zip(self.commit_batch(batch).await) {
+            metrics::histogram!("conveyor_submit_batch_size").record(batch.len() as f64);
+            let started = std::time::Instant::now();
+            let results = self.commit_batch(batch).await;
+            metrics::histogram!("conveyor_submit_commit_seconds")
+                .record(started.elapsed().as_secs_f64());
+            for (reply, result) in replies.into_iter().zip(results) {
                 let _ = reply.send(result.map(|(task, event)| {
                     events.push(event);
                     task
