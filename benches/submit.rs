@@ -269,6 +269,26 @@ async fn scratch_db(admin: &str, admin_db: &str, name: &str) -> String {
     format!("{admin}/{name}")
 }
 
+/// The group commit's cumulative counters from the server's /metrics: batches,
+/// submissions in them, seconds spent committing.
+async fn group_commit_totals(addr: std::net::SocketAddr) -> (f64, f64, f64) {
+    let text = match reqwest::get(format!("http://{addr}/metrics")).await {
+        Ok(r) => r.text().await.unwrap_or_default(),
+        Err(_) => String::new(),
+    };
+    let value = |name: &str| {
+        text.lines()
+            .find_map(|l| l.strip_prefix(name)?.strip_prefix(' '))
+            .and_then(|v| v.trim().parse::<f64>().ok())
+            .unwrap_or(0.0)
+    };
+    (
+        value("conveyor_submit_batch_size_count"),
+        value("conveyor_submit_batch_size_sum"),
+        value("conveyor_submit_commit_seconds_sum"),
+    )
+}
+
 /// Turns floor and conveyor take within a level (see [`Level::from_rounds`]).
 const ROUNDS: usize = 3;
 
@@ -321,6 +341,7 @@ async fn bench(name: &str, mut settings: Settings, total: usize) {
         .unwrap_or_else(|| vec![50, 200]);
     for concurrency in levels {
         let (mut floor, mut sub) = (Vec::new(), Vec::new());
+        let before = group_commit_totals(addr).await;
         for _ in 0..ROUNDS {
             let n = total / ROUNDS;
             let floor_body = json!({ "prompt": "a spring campaign" });
@@ -353,6 +374,15 @@ async fn bench(name: &str, mut settings: Settings, total: usize) {
             sub.own_cpu_ms,
             sub.db_cpu_ms,
             sub.broker_cpu_ms
+        );
+        let after = group_commit_totals(addr).await;
+        let batches = (after.0 - before.0).max(1.0);
+        println!(
+            "{:<34} {:.0} batches: {:.1} submissions and {:.1} ms of commit each on average",
+            "",
+            batches,
+            (after.1 - before.1) / batches,
+            (after.2 - before.2) * 1000.0 / batches
         );
     }
     stop.cancel();
