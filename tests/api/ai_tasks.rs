@@ -637,6 +637,33 @@ async fn a_batch_reserves_what_each_balance_covers(backend: Backend) {
         params: json!({}),
         cost,
     };
+    let balance = |id: String| async move {
+        conveyor::users::entity::user::Entity::find_by_id(id)
+            .one(db)
+            .await
+            .unwrap()
+            .unwrap()
+            .credits
+    };
+    // The one-statement path charges all or nothing: tight's 12 exceed its 10.
+    let uncovered = [
+        new(&rich.id, 30),
+        new(&tight.id, 4),
+        new(&tight.id, 4),
+        new(&tight.id, 4),
+    ];
+    let txn = sea_orm::TransactionTrait::begin(db).await.unwrap();
+    let answer = store::submit_many_if_covered(&txn, &uncovered, 65536)
+        .await
+        .unwrap();
+    assert!(
+        answer.is_none(),
+        "a short balance sends the batch to the exact path"
+    );
+    txn.rollback().await.unwrap();
+    assert_eq!(balance(rich.id.clone()).await, 100);
+    assert_eq!(balance(tight.id.clone()).await, 10);
+
     // tight (10): 4 + 4 fit, the third 4 does not; a free task always fits.
     let batch = [
         new(&tight.id, 4),
@@ -680,6 +707,26 @@ async fn a_batch_reserves_what_each_balance_covers(backend: Backend) {
     }
     let tasks = task::Entity::find().count(db).await.unwrap();
     assert_eq!(tasks, 5, "one task per reserved submission");
+
+    // Covered: one statement charges each user their batch total.
+    let covered = [
+        new(&rich.id, 30),
+        new(&tight.id, 1),
+        new(&rich.id, 5),
+        new(&broke.id, 0),
+    ];
+    let txn = sea_orm::TransactionTrait::begin(db).await.unwrap();
+    let results = store::submit_many_if_covered(&txn, &covered, 65536)
+        .await
+        .unwrap()
+        .expect("every balance covers its share");
+    txn.commit().await.unwrap();
+    assert!(results.iter().all(Result::is_ok));
+    assert_eq!(balance(rich.id.clone()).await, 5);
+    assert_eq!(balance(tight.id.clone()).await, 1);
+    assert_eq!(balance(broke.id.clone()).await, 0);
+    let tasks = task::Entity::find().count(db).await.unwrap();
+    assert_eq!(tasks, 9);
 }
 
 async fn a_killed_consumer_leaves_a_task_that_finishes_once(backend: Backend) {

@@ -303,6 +303,64 @@ async fn reserve_many(
     Ok(reserved)
 }
 
+/// Charges every user of the batch their batch total in one conditional statement,
+/// if every balance covers it; `false` (nothing charged that the caller keeps: it
+/// rolls back) when one does not. The common case costs one statement instead of
+/// [`reserve_many`]'s two, which on a loaded server is one round trip less on the
+/// commit path of every batch.
+async fn reserve_if_all_covered(
+    txn: &impl ConnectionTrait,
+    batch: &[NewTask],
+) -> Result<bool, DbErr> {
+    use sea_orm::sea_query::CaseStatement;
+    use std::collections::BTreeMap;
+    use users::entity::user;
+    let mut totals: BTreeMap<&str, i64> = BTreeMap::new();
+    for n in batch.iter().filter(|n| n.cost > 0) {
+        *totals.entry(n.user_id.as_str()).or_default() += n.cost;
+    }
+    let mut case: Option<CaseStatement> = None;
+    for (id, total) in &totals {
+        let cond = user::Column::Id.eq(*id);
+        case = Some(match case {
+            None => Expr::case(cond, *total),
+            Some(c) => c.case(cond, *total),
+        });
+    }
+    let Some(case) = case else {
+        return Ok(true);
+    };
+    let total = case.finally(0);
+    // Every matched row changes (each total is positive), so rows affected = rows
+    // matched on MySQL too.
+    let charged = user::Entity::update_many()
+        .col_expr(
+            user::Column::Credits,
+            Expr::col(user::Column::Credits).sub(total.clone()),
+        )
+        .filter(user::Column::Id.is_in(totals.keys().copied()))
+        .filter(Expr::col(user::Column::Credits).gte(total))
+        .exec(txn)
+        .await?;
+    Ok(charged.rows_affected == totals.len() as u64)
+}
+
+/// [`submit_many`] for the common case where every balance covers its user's share
+/// of the batch: one reservation statement. `None` when a balance falls short: the
+/// caller must roll back and submit the batch with [`submit_many`], which decides
+/// submission by submission.
+pub async fn submit_many_if_covered(
+    txn: &impl ConnectionTrait,
+    batch: &[NewTask],
+    max_payload: usize,
+) -> Result<Option<Vec<Result<(Task, TaskEvent), StoreError>>>, StoreError> {
+    if !reserve_if_all_covered(txn, batch).await? {
+        return Ok(None);
+    }
+    let reserved = vec![Ok(()); batch.len()];
+    Ok(Some(write_batch(txn, batch, reserved, max_payload).await?))
+}
+
 /// Submits tasks in the caller's transaction: for each, reserves its cost (or reports
 /// the shortfall), and for those reserved inserts the task (PENDING, event 1), the
 /// ledger row and the run message, each kind of row in one statement. Many submissions
@@ -312,11 +370,22 @@ pub async fn submit_many(
     batch: &[NewTask],
     max_payload: usize,
 ) -> Result<Vec<Result<(Task, TaskEvent), StoreError>>, StoreError> {
-    let now = Utc::now();
     let reserved = match batch {
         [one] => vec![reserve(txn, &one.user_id, one.cost).await?],
         _ => reserve_many(txn, batch).await?,
     };
+    write_batch(txn, batch, reserved, max_payload).await
+}
+
+/// Writes the rows of the submissions whose reservation succeeded; the others answer
+/// with the balance they lacked.
+async fn write_batch(
+    txn: &impl ConnectionTrait,
+    batch: &[NewTask],
+    reserved: Vec<Result<(), i64>>,
+    max_payload: usize,
+) -> Result<Vec<Result<(Task, TaskEvent), StoreError>>, StoreError> {
+    let now = Utc::now();
     let mut results = Vec::with_capacity(batch.len());
     let (mut tasks, mut ledger, mut events, mut messages) =
         (Vec::new(), Vec::new(), Vec::new(), Vec::new());

@@ -1,9 +1,12 @@
 //! Group commit for submissions: concurrent `POST /v1/tasks` requests are written in one
 //! transaction (one multi-row insert per table, one commit) instead of one each. A batch
 //! is whatever queued while the previous one committed, so an idle server adds no
-//! delay. If a batch fails as a whole, its submissions are retried one by one so one bad
-//! row cannot fail its neighbours. After a commit the writer wakes the outbox relay and
-//! publishes the batch's "accepted" events, once per batch rather than once per request.
+//! delay. A batch first reserves credits in one statement that charges every user
+//! their share only if every balance covers it; if one falls short, the batch rolls
+//! back and goes again deciding submission by submission. If a batch fails as a whole,
+//! its submissions are retried one by one so one bad row cannot fail its neighbours.
+//! After a commit the writer wakes the outbox relay and publishes the batch's
+//! "accepted" events, once per batch rather than once per request.
 
 use std::sync::Arc;
 
@@ -148,6 +151,17 @@ impl Writer {
         &self,
         batch: &[NewTask],
     ) -> Result<Vec<Result<(Task, TaskEvent), StoreError>>, StoreError> {
+        if batch.len() > 1 {
+            let txn = crate::db::begin_read_committed(&self.db).await?;
+            if let Some(results) =
+                store::submit_many_if_covered(&txn, batch, self.max_payload).await?
+            {
+                txn.commit().await?;
+                return Ok(results);
+            }
+            // A balance fell short: start over, deciding submission by submission.
+            txn.rollback().await?;
+        }
         let txn = crate::db::begin_read_committed(&self.db).await?;
         let results = store::submit_many(&txn, batch, self.max_payload).await?;
         txn.commit().await?;
