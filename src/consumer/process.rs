@@ -4,6 +4,7 @@ use std::panic::AssertUnwindSafe;
 
 use futures::FutureExt as _;
 use sha2::{Digest as _, Sha256};
+use tracing::Instrument as _;
 
 use super::{Context, Deps, Fate, Handler, HandlerError};
 use crate::broker::{DeadLetterInfo, DeadReason, Delivery, Envelope};
@@ -48,9 +49,24 @@ pub async fn process_one(deps: &Deps, handler: &dyn Handler, delivery: Delivery)
             return dead_letter(deps, delivery, body, &id, "unknown", &[], info).await;
         }
     };
+    // The span instruments the future rather than being entered: an entered guard held
+    // across awaits follows the task to other threads and corrupts the span stack
+    // (seen as a tracing-subscriber panic, "tried to clone a span that already closed").
+    let span = tracing::info_span!("message", queue = %queue.spec.key, id = %envelope.id, kind = %envelope.kind, attempt = envelope.attempt);
+    process_envelope(deps, handler, delivery, queue, envelope)
+        .instrument(span)
+        .await
+}
+
+/// [`process_one`] once the body decoded.
+async fn process_envelope(
+    deps: &Deps,
+    handler: &dyn Handler,
+    delivery: Delivery,
+    queue: crate::broker::topology::ResolvedQueue,
+    envelope: Envelope,
+) -> Outcome {
     let id = envelope.id.as_str();
-    let span = tracing::info_span!("message", queue = %queue.spec.key, id, kind = %envelope.kind, attempt = envelope.attempt);
-    let _entered = span.enter();
 
     // Fast path: the dedupe store. If it is down, the database fence still decides.
     let token = match deps.dedupe.claim(id, deps.lease).await {

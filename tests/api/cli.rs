@@ -31,6 +31,32 @@ fn free_port() -> u16 {
         .port()
 }
 
+/// A spawned process that is killed if the test fails before it exits, so a failed
+/// run leaves no server behind (holding ports and the test's output pipes).
+struct Running(Child);
+
+impl std::ops::Deref for Running {
+    type Target = Child;
+    fn deref(&self) -> &Child {
+        &self.0
+    }
+}
+
+impl std::ops::DerefMut for Running {
+    fn deref_mut(&mut self) -> &mut Child {
+        &mut self.0
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        if let Ok(None) = self.0.try_wait() {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+}
+
 fn sigterm(child: &Child) {
     let ok = Command::new("kill")
         .args(["-TERM", &child.id().to_string()])
@@ -133,12 +159,14 @@ async fn serve_on_embedded_defaults_answers_and_stops_on_sigterm() {
         .to_owned();
 
     let port = free_port();
-    let mut child = command(BIN, dir.path())
-        .arg("serve")
-        .env("CONVEYOR__SERVER__PORT", port.to_string())
-        .stdout(Stdio::null())
-        .spawn()
-        .unwrap();
+    let mut child = Running(
+        command(BIN, dir.path())
+            .arg("serve")
+            .env("CONVEYOR__SERVER__PORT", port.to_string())
+            .stdout(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
     wait_ready(port).await;
     let me: serde_json::Value = reqwest::Client::new()
         .get(format!("http://127.0.0.1:{port}/v1/me"))
@@ -226,6 +254,7 @@ async fn consumer_processes_stop_on_sigterm() {
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()
+            .map(Running)
             .unwrap();
         let stdout = child.stdout.take().unwrap();
         let (tx, rx) = std::sync::mpsc::channel();
