@@ -20,7 +20,7 @@ async fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    conveyor::telemetry::init(&settings.log);
+    conveyor::telemetry::init(&settings.log, conveyor::telemetry::LogTo::Stdout);
     match conveyor::cli::consume(settings, &group, conveyor::shutdown::on_signal()).await {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {

@@ -127,6 +127,8 @@ pub struct AppState {
     pub hub: crate::live::Hub,
     /// Cancelled at shutdown: long-lived streams close with a proper close frame.
     pub shutdown: CancellationToken,
+    /// Paces dead-letter replays through the admin API.
+    pub replay_limiter: Arc<crate::dead_letters::operate::ReplayLimiter>,
 }
 
 impl AppState {
@@ -148,6 +150,9 @@ impl AppState {
             ),
             hub,
             shutdown: CancellationToken::new(),
+            replay_limiter: Arc::new(crate::dead_letters::operate::replay_limiter(
+                p.settings.dead_letters.replay_per_second,
+            )),
         }
     }
 }

@@ -30,6 +30,7 @@ pub struct Settings {
     pub outbox: OutboxSettings,
     pub ai: AiSettings,
     pub live: LiveSettings,
+    pub dead_letters: DeadLetterSettings,
     #[serde(default)]
     pub queues: BTreeMap<String, QueueOverride>,
 }
@@ -192,6 +193,15 @@ pub struct OutboxSettings {
     pub retry_max_ms: u64,
 }
 
+/// `[dead_letters]`: operating the dead letters.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DeadLetterSettings {
+    /// Replays per second, per process (API or CLI), so replaying a large backlog
+    /// cannot flood the work queues it returns to.
+    pub replay_per_second: u32,
+}
+
 /// `[queues.<key>]`: per-queue concurrency and attempt limits.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -317,6 +327,9 @@ impl Settings {
         }
         if self.dedupe.lease_ms == 0 {
             return bad("dedupe.lease_ms", "must be greater than 0");
+        }
+        if self.dead_letters.replay_per_second == 0 {
+            return bad("dead_letters.replay_per_second", "must be greater than 0");
         }
         if self.consumer.fence_batch == 0 {
             return bad("consumer.fence_batch", "must be greater than 0");

@@ -35,6 +35,8 @@ pub enum ApiError {
     TooLarge,
     #[error("request took too long")]
     Timeout,
+    #[error("too many requests; retry in {retry_after_secs} s")]
+    TooManyRequests { retry_after_secs: u64 },
     #[error("{0}")]
     Unavailable(String),
     #[error(transparent)]
@@ -67,6 +69,9 @@ impl ApiError {
             ApiError::Conflict(_) => (StatusCode::CONFLICT, "conflict", None),
             ApiError::TooLarge => (StatusCode::PAYLOAD_TOO_LARGE, "payload_too_large", None),
             ApiError::Timeout => (StatusCode::REQUEST_TIMEOUT, "timeout", None),
+            ApiError::TooManyRequests { .. } => {
+                (StatusCode::TOO_MANY_REQUESTS, "rate_limited", None)
+            }
             ApiError::Unavailable(_) => (StatusCode::SERVICE_UNAVAILABLE, "unavailable", None),
             ApiError::Internal(_) => (StatusCode::INTERNAL_SERVER_ERROR, "internal", None),
         }
@@ -97,6 +102,12 @@ impl IntoResponse for ApiError {
             error["balance"] = json!(balance);
         }
         let mut resp = (status, Json(json!({ "error": error }))).into_response();
+        if let ApiError::TooManyRequests { retry_after_secs } = &self {
+            resp.headers_mut().insert(
+                axum::http::header::RETRY_AFTER,
+                axum::http::HeaderValue::from(*retry_after_secs),
+            );
+        }
         if matches!(self, ApiError::Unauthorized) {
             resp.headers_mut().insert(
                 axum::http::header::WWW_AUTHENTICATE,

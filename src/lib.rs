@@ -17,7 +17,7 @@
 //! - [`dedupe`]: the claim/complete/release store (Redis or in-process).
 //! - [`outbox`]: writes messages inside the caller's transaction; the relay publishes them.
 //! - [`consumer`]: the consume loop, `process_one`, the processed-message fence.
-//! - [`dead_letters`]: dead letters recorded for operators.
+//! - [`dead_letters`]: dead letters recorded for operators; replay and discard (audited, paced), admin API.
 //! - [`users`]: users, hashed API keys, the credit ledger.
 //! - [`housekeeping`]: hourly trimming of idempotency keys and published outbox rows.
 //! - [`domains`]: business flows, each with its messages, routes, handler and store.

@@ -1,5 +1,6 @@
 //! Logging (tracing: pretty locally, JSON in production) and the Prometheus recorder.
 
+use std::io::IsTerminal as _;
 use std::sync::OnceLock;
 
 use metrics_exporter_prometheus::{PrometheusBuilder, PrometheusHandle};
@@ -9,9 +10,24 @@ use tracing_subscriber::util::SubscriberInitExt as _;
 
 use crate::config::{LogFormat, LogSettings};
 
+/// Where logs go.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LogTo {
+    /// Services (`serve`, `consume`): the event stream on stdout, as platforms collect it.
+    Stdout,
+    /// One-shot commands: stdout is the command's answer, so logs stay out of it.
+    Stderr,
+}
+
 /// Installs the global subscriber once; later calls (tests) are no-ops. `RUST_LOG` wins
 /// over `log.level`.
-pub fn init(settings: &LogSettings) {
+pub fn init(settings: &LogSettings, to: LogTo) {
+    let writer = move || -> Box<dyn std::io::Write> {
+        match to {
+            LogTo::Stdout => Box::new(std::io::stdout()),
+            LogTo::Stderr => Box::new(std::io::stderr()),
+        }
+    };
     let filter = EnvFilter::try_from_default_env()
         .or_else(|_| EnvFilter::try_new(&settings.level))
         .unwrap_or_else(|_| EnvFilter::new("info"));
@@ -20,6 +36,7 @@ pub fn init(settings: &LogSettings) {
         LogFormat::Json => registry
             .with(
                 tracing_subscriber::fmt::layer()
+                    .with_writer(writer)
                     .json()
                     .with_current_span(true),
             )
@@ -27,6 +44,12 @@ pub fn init(settings: &LogSettings) {
         LogFormat::Pretty => registry
             .with(
                 tracing_subscriber::fmt::layer()
+                    .with_writer(writer)
+                    // Colours for a terminal only, not for log files and pipes.
+                    .with_ansi(match to {
+                        LogTo::Stdout => std::io::stdout().is_terminal(),
+                        LogTo::Stderr => std::io::stderr().is_terminal(),
+                    })
                     .with_target(false)
                     .compact(),
             )

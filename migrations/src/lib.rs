@@ -8,6 +8,7 @@ mod m20261202_000001_delivery_core;
 mod m20261202_000002_users_credits;
 mod m20261202_000003_ai_tasks;
 mod m20261202_000004_ws_tickets;
+mod m20261203_000005_dead_letter_actions;
 
 pub struct Migrator;
 
@@ -19,6 +20,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261202_000002_users_credits::Migration),
             Box::new(m20261202_000003_ai_tasks::Migration),
             Box::new(m20261202_000004_ws_tickets::Migration),
+            Box::new(m20261203_000005_dead_letter_actions::Migration),
         ]
     }
 }

@@ -36,6 +36,7 @@ pub fn router(state: AppState) -> Router {
         .route("/v1/me", get(crate::users::routes::me))
         .merge(crate::domains::routes())
         .merge(crate::live::routes())
+        .merge(crate::dead_letters::routes::routes())
         .fallback(|| async { ApiError::NotFound("route") })
         .layer(DefaultBodyLimit::max(body_limit))
         .layer(

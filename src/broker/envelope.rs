@@ -131,6 +131,16 @@ impl Envelope {
         next
     }
 
+    /// The envelope an operator sends back from the dead letters: a fresh attempt
+    /// budget, the same id (so a message that did take effect meanwhile is still
+    /// deduplicated) and its failure history kept.
+    pub fn replayed(&self) -> Envelope {
+        Envelope {
+            attempt: 0,
+            ..self.clone()
+        }
+    }
+
     /// This envelope with one more failure in its history (for dead-lettering).
     pub fn with_failure(&self, queue: &str, error: &str) -> Envelope {
         let mut next = self.clone();

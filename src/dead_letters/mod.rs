@@ -1,10 +1,15 @@
 //! Dead letters kept for operators: recorded by the consumer runtime when it
-//! dead-letters a message, listed and inspected later.
+//! dead-letters a message; listed, inspected, replayed to their origin queue or
+//! discarded ([`operate`]) from the admin API ([`routes`]) and the CLI, every action
+//! audited.
 
+pub mod action_entity;
 pub mod entity;
+pub mod operate;
+pub mod routes;
 
 use chrono::Utc;
-use sea_orm::sea_query::OnConflict;
+use sea_orm::sea_query::{Expr, OnConflict};
 use sea_orm::{
     ActiveValue::Set, ColumnTrait, ConnectionTrait, DbErr, EntityTrait, QueryFilter, QueryOrder,
     QuerySelect,
@@ -12,10 +17,48 @@ use sea_orm::{
 
 use crate::broker::{DeadLetterInfo, Failure};
 
+pub use action_entity::Model as Action;
 pub use entity::Model as DeadLetter;
+pub use operate::{OperateError, Operated, discard, replay};
+
+/// Where a dead letter stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Status {
+    /// Waiting for an operator.
+    Dead,
+    /// Sent back to its origin queue.
+    Replayed,
+    /// Dropped on purpose.
+    Discarded,
+}
+
+impl Status {
+    pub const ALL: [Status; 3] = [Status::Dead, Status::Replayed, Status::Discarded];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Status::Dead => "dead",
+            Status::Replayed => "replayed",
+            Status::Discarded => "discarded",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Status> {
+        Status::ALL.into_iter().find(|x| x.as_str() == s)
+    }
+}
+
+/// Which dead letters to list; `None` matches all.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Filter<'a> {
+    pub queue: Option<&'a str>,
+    pub status: Option<Status>,
+    pub reason: Option<&'a str>,
+}
 
 /// Records a dead letter; a second record of the same message at the same attempt
-/// (a redelivered dead-letter decision) is ignored.
+/// (a redelivered dead-letter decision) is ignored, unless the first was replayed:
+/// then the message died again and its row opens again with the new failure.
 pub async fn record(
     db: &impl ConnectionTrait,
     message_id: &str,
@@ -26,16 +69,19 @@ pub async fn record(
     body: &[u8],
 ) -> Result<(), DbErr> {
     let now = Utc::now();
+    let attempts = i32::try_from(info.attempts).unwrap_or(i32::MAX);
+    let history = serde_json::to_string(history).unwrap_or_else(|_| "[]".into());
+    let body = String::from_utf8_lossy(body).into_owned();
     let row = entity::ActiveModel {
         message_id: Set(message_id.to_owned()),
         queue: Set(queue_key.to_owned()),
         kind: Set(kind.to_owned()),
         reason: Set(info.reason.as_str().to_owned()),
-        attempts: Set(i32::try_from(info.attempts).unwrap_or(i32::MAX)),
+        attempts: Set(attempts),
         last_error: Set(info.last_error.clone()),
-        history: Set(serde_json::to_string(history).unwrap_or_else(|_| "[]".into())),
-        body: Set(String::from_utf8_lossy(body).into_owned()),
-        status: Set("dead".to_owned()),
+        history: Set(history.clone()),
+        body: Set(body.clone()),
+        status: Set(Status::Dead.as_str().to_owned()),
         created_at: Set(now),
         updated_at: Set(now),
         ..Default::default()
@@ -51,8 +97,26 @@ pub async fn record(
             .to_owned(),
         )
         .exec_without_returning(db)
-        .await
-        .map(|_| ())
+        .await?;
+    // Always run (an upsert's rows-affected differs between MySQL client flags): it
+    // matches nothing unless a replayed message died again at the same attempt.
+    entity::Entity::update_many()
+        .col_expr(entity::Column::Status, Expr::value(Status::Dead.as_str()))
+        .col_expr(entity::Column::Reason, Expr::value(info.reason.as_str()))
+        .col_expr(
+            entity::Column::LastError,
+            Expr::value(info.last_error.clone()),
+        )
+        .col_expr(entity::Column::History, Expr::value(history))
+        .col_expr(entity::Column::Body, Expr::value(body))
+        .col_expr(entity::Column::UpdatedAt, Expr::value(now))
+        .filter(entity::Column::MessageId.eq(message_id))
+        .filter(entity::Column::Queue.eq(queue_key))
+        .filter(entity::Column::Attempts.eq(attempts))
+        .filter(entity::Column::Status.eq(Status::Replayed.as_str()))
+        .exec(db)
+        .await?;
+    Ok(())
 }
 
 /// Dead letters of one queue, newest first.
@@ -61,11 +125,47 @@ pub async fn list(
     queue_key: Option<&str>,
     limit: u64,
 ) -> Result<Vec<DeadLetter>, DbErr> {
+    let filter = Filter {
+        queue: queue_key,
+        ..Filter::default()
+    };
+    search(db, &filter, None, limit).await
+}
+
+/// Dead letters matching `filter`, newest first, below id `before` when given.
+pub async fn search(
+    db: &impl ConnectionTrait,
+    filter: &Filter<'_>,
+    before: Option<i64>,
+    limit: u64,
+) -> Result<Vec<DeadLetter>, DbErr> {
     let mut q = entity::Entity::find()
         .order_by_desc(entity::Column::Id)
         .limit(limit);
-    if let Some(k) = queue_key {
+    if let Some(k) = filter.queue {
         q = q.filter(entity::Column::Queue.eq(k));
     }
+    if let Some(s) = filter.status {
+        q = q.filter(entity::Column::Status.eq(s.as_str()));
+    }
+    if let Some(r) = filter.reason {
+        q = q.filter(entity::Column::Reason.eq(r));
+    }
+    if let Some(id) = before {
+        q = q.filter(entity::Column::Id.lt(id));
+    }
     q.all(db).await
+}
+
+pub async fn get(db: &impl ConnectionTrait, id: i64) -> Result<Option<DeadLetter>, DbErr> {
+    entity::Entity::find_by_id(id).one(db).await
+}
+
+/// The audit trail of one dead letter, oldest first.
+pub async fn actions(db: &impl ConnectionTrait, id: i64) -> Result<Vec<Action>, DbErr> {
+    action_entity::Entity::find()
+        .filter(action_entity::Column::DeadLetterId.eq(id))
+        .order_by_asc(action_entity::Column::Id)
+        .all(db)
+        .await
 }

@@ -39,23 +39,48 @@ pub async fn enqueue_many(
     if messages.is_empty() {
         return Ok(());
     }
-    let mut rows = Vec::with_capacity(messages.len());
-    for (target, envelope) in messages {
-        let body = envelope.encode(max_bytes)?;
-        rows.push(entity::ActiveModel {
-            message_id: Set(envelope.id.clone()),
-            queue: Set(target.key()),
-            // Envelopes are JSON, so always UTF-8.
-            body: Set(String::from_utf8_lossy(&body).into_owned()),
-            created_at: Set(Utc::now()),
-            published_at: Set(None),
-            attempts: Set(0),
-            last_error: Set(None),
-            ..Default::default()
-        });
-    }
+    let rows = messages
+        .iter()
+        .map(|(target, envelope)| row(*target, envelope, &envelope.id, max_bytes))
+        .collect::<Result<Vec<_>, _>>()?;
     entity::Entity::insert_many(rows)
         .exec_without_returning(txn)
         .await?;
     Ok(())
+}
+
+/// Writes `envelope` under an outbox id of its own (`publish_id`, unique): for sending
+/// a message whose envelope id already went through the outbox once (a replay). The
+/// envelope id, the consumers' dedupe key, stays the same.
+pub async fn enqueue_again(
+    txn: &impl ConnectionTrait,
+    target: Target,
+    envelope: &Envelope,
+    publish_id: &str,
+    max_bytes: usize,
+) -> Result<(), OutboxError> {
+    entity::Entity::insert(row(target, envelope, publish_id, max_bytes)?)
+        .exec_without_returning(txn)
+        .await?;
+    Ok(())
+}
+
+fn row(
+    target: Target,
+    envelope: &Envelope,
+    publish_id: &str,
+    max_bytes: usize,
+) -> Result<entity::ActiveModel, OutboxError> {
+    let body = envelope.encode(max_bytes)?;
+    Ok(entity::ActiveModel {
+        message_id: Set(publish_id.to_owned()),
+        queue: Set(target.key()),
+        // Envelopes are JSON, so always UTF-8.
+        body: Set(String::from_utf8_lossy(&body).into_owned()),
+        created_at: Set(Utc::now()),
+        published_at: Set(None),
+        attempts: Set(0),
+        last_error: Set(None),
+        ..Default::default()
+    })
 }

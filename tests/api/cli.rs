@@ -2,6 +2,8 @@
 
 use std::io::{BufRead as _, BufReader};
 use std::process::{Child, Command, Stdio};
+
+use sea_orm::EntityTrait as _;
 use std::time::{Duration, Instant};
 
 use crate::helpers::{Backend, TestEnv};
@@ -279,4 +281,89 @@ async fn consumer_processes_stop_on_sigterm() {
     }
     let platform = env.platform().await;
     env.cleanup(Some(&platform)).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dead_letters_are_listed_replayed_and_discarded_from_the_cli() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = |args: &[&str]| {
+        let out = command(BIN, dir.path()).args(args).output().unwrap();
+        (
+            out.status.success(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let (ok, stdout, _) = run(&["dead-letters", "list"]);
+    assert!(ok);
+    assert!(stdout.contains("no dead letters"), "{stdout}");
+
+    // A dead letter as the consumer runtime records it.
+    let url = format!(
+        "sqlite://{}?mode=rwc",
+        dir.path().join("data/conveyor.sqlite").display()
+    );
+    let db = sea_orm::Database::connect(url).await.unwrap();
+    let envelope = conveyor::broker::Envelope::new("ai.task.run", serde_json::json!({}));
+    let info = conveyor::broker::DeadLetterInfo {
+        reason: conveyor::broker::DeadReason::Exhausted,
+        origin_queue: "ns.ai.short".into(),
+        attempts: 3,
+        last_error: "provider timed out".into(),
+    };
+    conveyor::dead_letters::record(
+        &db,
+        &envelope.id,
+        "ai.short",
+        &envelope.kind,
+        &info,
+        &[],
+        &envelope.encode(usize::MAX).unwrap(),
+    )
+    .await
+    .unwrap();
+    let id = conveyor::dead_letters::list(&db, None, 1).await.unwrap()[0]
+        .id
+        .to_string();
+
+    let (ok, stdout, _) = run(&["dead-letters", "list", "--status", "dead"]);
+    assert!(ok);
+    assert!(
+        stdout.contains("ai.short") && stdout.contains("provider timed out"),
+        "{stdout}"
+    );
+    let (ok, stdout, _) = run(&["dead-letters", "replay", &id]);
+    assert!(ok);
+    assert_eq!(stdout.trim(), format!("{id}: replayed"));
+    let (ok, stdout, _) = run(&["dead-letters", "replay", "--queue", "ai.short"]);
+    assert!(ok, "nothing left to replay is not an error");
+    assert_eq!(stdout.trim(), "");
+    let (ok, stdout, _) = run(&["dead-letters", "replay", &id]);
+    assert!(ok);
+    assert_eq!(stdout.trim(), format!("{id}: already replayed"));
+    let (ok, stdout, _) = run(&["dead-letters", "show", &id]);
+    assert!(ok);
+    assert!(stdout.contains("replay by cli:"), "{stdout}");
+    let (ok, _, stderr) = run(&["dead-letters", "discard", &id, "424242"]);
+    assert!(!ok, "one of them failed");
+    assert!(stderr.contains("is replayed"), "{stderr}");
+    assert!(stderr.contains("424242 not found"), "{stderr}");
+    let (ok, _, stderr) = run(&["dead-letters", "list", "--status", "gone"]);
+    assert!(!ok);
+    assert!(stderr.contains("unknown --status"), "{stderr}");
+
+    // The replay waits in the outbox for the next running relay.
+    let pending = conveyor::outbox::entity::Entity::find()
+        .all(&db)
+        .await
+        .unwrap();
+    assert_eq!(pending.len(), 1);
+    assert_eq!(pending[0].queue, "ai.short");
+    assert!(pending[0].message_id.starts_with("replay-"));
+    let sent = conveyor::broker::Envelope::decode(pending[0].body.as_bytes(), usize::MAX).unwrap();
+    assert_eq!(
+        sent.id, envelope.id,
+        "the same message id: deduplicated downstream"
+    );
+    assert_eq!(sent.attempt, 0);
 }

@@ -348,6 +348,9 @@ pub struct Recorder {
     /// Attempt number seen on each successful message.
     pub attempts: Mutex<HashMap<String, u32>>,
     pub started: Notify,
+    /// While set, messages with `fail_while_broken` fail permanently (a dependency
+    /// that is down until an operator fixes it).
+    pub broken: std::sync::atomic::AtomicBool,
 }
 
 impl Recorder {
@@ -364,7 +367,7 @@ impl Recorder {
 
 /// A handler whose behaviour comes from the payload:
 /// `fail_until_attempt` (transient before that attempt), `permanent`, `panic_until_attempt`,
-/// `sleep_ms`.
+/// `sleep_ms`, `fail_while_broken` (permanent while [`Recorder::broken`]).
 pub struct TestHandler(pub Arc<Recorder>);
 
 #[async_trait]
@@ -376,6 +379,11 @@ impl Handler for TestHandler {
         let num = |k: &str| p.get(k).and_then(|v| v.as_u64());
         if let Some(ms) = num("sleep_ms") {
             tokio::time::sleep(Duration::from_millis(ms)).await;
+        }
+        if p.get("fail_while_broken").and_then(|v| v.as_bool()) == Some(true)
+            && self.0.broken.load(Ordering::SeqCst)
+        {
+            return Err(HandlerError::permanent("the dependency is broken"));
         }
         if p.get("permanent").and_then(|v| v.as_bool()) == Some(true) {
             return Err(HandlerError::permanent("this can never work"));

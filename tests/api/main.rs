@@ -6,6 +6,7 @@
 
 mod ai_tasks;
 mod cli;
+mod dead_letters;
 mod delivery;
 mod executor;
 mod health;

@@ -1,5 +1,7 @@
 //! The `conveyor` command line.
 
+mod dead_letters;
+
 use anyhow::Context as _;
 use clap::{Args, Parser, Subcommand};
 use tokio_util::sync::CancellationToken;
@@ -47,6 +49,9 @@ pub enum Command {
     Users(UsersCommand),
     /// Submit and watch tasks through a running server's API.
     Tasks(TasksArgs),
+    /// List, inspect, replay or discard dead letters (on the database directly).
+    #[command(subcommand)]
+    DeadLetters(dead_letters::DeadLettersCommand),
 }
 
 #[derive(Debug, Args)]
@@ -123,8 +128,13 @@ impl CliError {
 /// Runs one parsed command line.
 pub async fn run(cli: Cli) -> Result<(), CliError> {
     let settings = Settings::load(Some(&cli.env))?;
-    telemetry::init(&settings.log);
-    match cli.command.unwrap_or(Command::Serve) {
+    let command = cli.command.unwrap_or(Command::Serve);
+    let logs = match command {
+        Command::Serve | Command::Consume(_) => telemetry::LogTo::Stdout,
+        _ => telemetry::LogTo::Stderr,
+    };
+    telemetry::init(&settings.log, logs);
+    match command {
         Command::Serve => {
             let app = Application::build(settings).await?;
             app.run_until(shutdown::on_signal()).await?;
@@ -147,6 +157,7 @@ pub async fn run(cli: Cli) -> Result<(), CliError> {
             print!("{}", if mermaid { t.mermaid() } else { t.describe() });
         }
         Command::Tasks(args) => tasks(&settings, args).await?,
+        Command::DeadLetters(cmd) => dead_letters::run(&settings, cmd).await?,
         Command::Users(UsersCommand::Create {
             name,
             credits,

@@ -1,0 +1,188 @@
+//! `conveyor dead-letters …`: the operator's view of dead letters, straight on the
+//! database (no server needed). A replay writes an outbox row; whichever `serve` or
+//! consumer process runs the relay publishes it within its poll interval.
+
+use anyhow::Context as _;
+use clap::Subcommand;
+
+use crate::config::Settings;
+use crate::dead_letters::{self, DeadLetter, Filter, OperateError, Status};
+
+#[derive(Debug, Subcommand)]
+pub enum DeadLettersCommand {
+    /// List dead letters, newest first.
+    List {
+        /// Only this queue (`ai.short`, …; see `conveyor topology`).
+        #[arg(long)]
+        queue: Option<String>,
+        /// dead, replayed or discarded.
+        #[arg(long)]
+        status: Option<String>,
+        /// malformed, permanent or exhausted.
+        #[arg(long)]
+        reason: Option<String>,
+        #[arg(long, default_value_t = 20)]
+        limit: u64,
+    },
+    /// Print one dead letter: body, failure history and audit trail.
+    Show { id: i64 },
+    /// Send dead letters back to their origin queue, paced by
+    /// dead_letters.replay_per_second.
+    Replay {
+        /// The dead letters to replay.
+        ids: Vec<i64>,
+        /// Instead of ids: every dead letter (state `dead`) of this queue.
+        #[arg(long, conflicts_with = "ids")]
+        queue: Option<String>,
+        /// With --queue: only this reason.
+        #[arg(long, requires = "queue")]
+        reason: Option<String>,
+    },
+    /// Mark dead letters as dropped on purpose.
+    Discard {
+        #[arg(required = true)]
+        ids: Vec<i64>,
+    },
+}
+
+/// Runs one `dead-letters` command; fails if any dead letter could not be acted on.
+pub async fn run(settings: &Settings, cmd: DeadLettersCommand) -> anyhow::Result<()> {
+    let db = crate::db::connect(&settings.database).await?;
+    if settings.database.migrate_on_start {
+        crate::db::migrate(&db).await?;
+    }
+    let actor = format!(
+        "cli:{}",
+        std::env::var("USER").unwrap_or_else(|_| "unknown".into())
+    );
+    match cmd {
+        DeadLettersCommand::List {
+            queue,
+            status,
+            reason,
+            limit,
+        } => {
+            let status = status
+                .map(|s| {
+                    Status::parse(&s).with_context(|| {
+                        format!("unknown --status `{s}`; expected dead, replayed or discarded")
+                    })
+                })
+                .transpose()?;
+            let filter = Filter {
+                queue: queue.as_deref(),
+                status,
+                reason: reason.as_deref(),
+            };
+            let rows = dead_letters::search(&db, &filter, None, limit.clamp(1, 1000)).await?;
+            if rows.is_empty() {
+                println!("no dead letters");
+            }
+            for d in rows {
+                println!("{}", line(&d));
+            }
+        }
+        DeadLettersCommand::Show { id } => {
+            let d = dead_letters::get(&db, id)
+                .await?
+                .with_context(|| format!("dead letter {id} not found"))?;
+            println!("{}", line(&d));
+            println!("message {} kind {}", d.message_id, d.kind);
+            println!("last error: {}", d.last_error);
+            let history: serde_json::Value = serde_json::from_str(&d.history).unwrap_or_default();
+            println!("history: {}", serde_json::to_string_pretty(&history)?);
+            println!("body: {}", d.body);
+            for a in dead_letters::actions(&db, id).await? {
+                println!("{} {} by {}", a.at.to_rfc3339(), a.action, a.actor);
+            }
+        }
+        DeadLettersCommand::Replay { ids, queue, reason } => {
+            let ids = match queue {
+                Some(q) => {
+                    let filter = Filter {
+                        queue: Some(&q),
+                        status: Some(Status::Dead),
+                        reason: reason.as_deref(),
+                    };
+                    all_ids(&db, &filter).await?
+                }
+                None if ids.is_empty() => anyhow::bail!("name dead letter ids, or --queue"),
+                None => ids,
+            };
+            let limiter =
+                dead_letters::operate::replay_limiter(settings.dead_letters.replay_per_second);
+            let max_payload = settings.broker.max_payload_bytes;
+            let mut failed = 0;
+            for id in &ids {
+                limiter.until_ready().await;
+                let result = dead_letters::replay(&db, *id, &actor, max_payload).await;
+                failed += report(*id, "replayed", result);
+            }
+            finish(ids.len(), failed)?;
+        }
+        DeadLettersCommand::Discard { ids } => {
+            let mut failed = 0;
+            for id in &ids {
+                let result = dead_letters::discard(&db, *id, &actor).await;
+                failed += report(*id, "discarded", result);
+            }
+            finish(ids.len(), failed)?;
+        }
+    }
+    Ok(())
+}
+
+fn line(d: &DeadLetter) -> String {
+    format!(
+        "{:>6}  {:<9}  {:<12}  {:<9}  attempts {}  {}  {}",
+        d.id,
+        d.status,
+        d.queue,
+        d.reason,
+        d.attempts,
+        d.created_at.format("%Y-%m-%d %H:%M:%S"),
+        d.last_error.chars().take(80).collect::<String>()
+    )
+}
+
+/// Ids of every dead letter matching `filter`, oldest first (replay order).
+async fn all_ids(
+    db: &sea_orm::DatabaseConnection,
+    filter: &Filter<'_>,
+) -> anyhow::Result<Vec<i64>> {
+    let mut ids = Vec::new();
+    let mut before = None;
+    loop {
+        let page = dead_letters::search(db, filter, before, 500).await?;
+        let Some(last) = page.last() else { break };
+        before = Some(last.id);
+        ids.extend(page.iter().map(|d| d.id));
+    }
+    ids.reverse();
+    Ok(ids)
+}
+
+/// Prints one outcome; 1 if it failed.
+fn report(id: i64, past: &str, result: Result<dead_letters::Operated, OperateError>) -> usize {
+    match result {
+        Ok(o) if o.already => {
+            println!("{id}: already {past}");
+            0
+        }
+        Ok(_) => {
+            println!("{id}: {past}");
+            0
+        }
+        Err(e) => {
+            eprintln!("{id}: {e}");
+            1
+        }
+    }
+}
+
+fn finish(total: usize, failed: usize) -> anyhow::Result<()> {
+    if failed > 0 {
+        anyhow::bail!("{failed} of {total} dead letters could not be acted on");
+    }
+    Ok(())
+}

@@ -1,0 +1,228 @@
+//! The admin API over dead letters: list, inspect, replay, discard. Admins only
+//! (`users create --admin`); any other caller gets 403.
+//!
+//! - `GET  /v1/admin/dead-letters?queue=&status=&reason=&cursor=&limit=`
+//! - `GET  /v1/admin/dead-letters/{id}` (with body, history and audit trail)
+//! - `POST /v1/admin/dead-letters/{id}/replay` (429 above `dead_letters.replay_per_second`)
+//! - `POST /v1/admin/dead-letters/{id}/discard`
+
+use axum::Router;
+use axum::extract::{Path, Query, State};
+use axum::routing::{get, post};
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+
+use super::{Action, DeadLetter, Filter, OperateError, Operated, Status};
+use crate::api::AuthUser;
+use crate::app::AppState;
+use crate::error::ApiError;
+use crate::users::User;
+
+pub fn routes() -> Router<AppState> {
+    Router::new()
+        .route("/v1/admin/dead-letters", get(list))
+        .route("/v1/admin/dead-letters/{id}", get(show))
+        .route("/v1/admin/dead-letters/{id}/replay", post(replay))
+        .route("/v1/admin/dead-letters/{id}/discard", post(discard))
+}
+
+/// What operators see of a dead letter; `body` and `actions` only in the detail view.
+#[derive(Debug, Serialize)]
+pub struct DeadLetterView {
+    pub id: i64,
+    pub message_id: String,
+    pub queue: String,
+    pub kind: String,
+    pub reason: String,
+    pub status: String,
+    pub attempts: i32,
+    pub last_error: String,
+    pub history: Value,
+    pub created_at: chrono::DateTime<chrono::Utc>,
+    pub updated_at: chrono::DateTime<chrono::Utc>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub body: Option<Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub actions: Option<Vec<ActionView>>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct ActionView {
+    pub action: String,
+    pub actor: String,
+    pub at: chrono::DateTime<chrono::Utc>,
+}
+
+impl From<DeadLetter> for DeadLetterView {
+    fn from(d: DeadLetter) -> Self {
+        DeadLetterView {
+            history: serde_json::from_str(&d.history).unwrap_or_else(|_| json!([])),
+            id: d.id,
+            message_id: d.message_id,
+            queue: d.queue,
+            kind: d.kind,
+            reason: d.reason,
+            status: d.status,
+            attempts: d.attempts,
+            last_error: d.last_error,
+            created_at: d.created_at,
+            updated_at: d.updated_at,
+            body: None,
+            actions: None,
+        }
+    }
+}
+
+impl From<Action> for ActionView {
+    fn from(a: Action) -> Self {
+        ActionView {
+            action: a.action,
+            actor: a.actor,
+            at: a.at,
+        }
+    }
+}
+
+fn admin(user: &User) -> Result<(), ApiError> {
+    if user.is_admin {
+        Ok(())
+    } else {
+        Err(ApiError::Forbidden)
+    }
+}
+
+/// Ids are numbers; anything else names no dead letter.
+fn parse_id(id: &str) -> Result<i64, ApiError> {
+    id.parse().map_err(|_| ApiError::NotFound("dead letter"))
+}
+
+fn operate_error(e: OperateError) -> ApiError {
+    match e {
+        OperateError::NotFound(_) => ApiError::NotFound("dead letter"),
+        OperateError::Conflict { .. } | OperateError::NotReplayable { .. } => {
+            ApiError::Conflict(e.to_string())
+        }
+        OperateError::Db(e) => e.into(),
+    }
+}
+
+fn operated(o: Operated) -> axum::Json<Value> {
+    axum::Json(json!({
+        "dead_letter": DeadLetterView::from(o.dead_letter),
+        "already": o.already,
+    }))
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ListQuery {
+    queue: Option<String>,
+    status: Option<String>,
+    reason: Option<String>,
+    cursor: Option<String>,
+    limit: Option<u64>,
+}
+
+async fn list(
+    State(state): State<AppState>,
+    AuthUser(user): AuthUser,
+    query: Result<Query<ListQuery>, axum::extract::rejection::QueryRejection>,
+) -> Result<axum::Json<Value>, ApiError> {
+    admin(&user)?;
+    let Query(q) = query.map_err(|e| ApiError::BadRequest {
+        code: "invalid_query",
+        message: e.body_text(),
+        field: None,
+    })?;
+    let status = match q.status.as_deref() {
+        None => None,
+        Some(s) => Some(Status::parse(s).ok_or_else(|| {
+            ApiError::bad_request(
+                "status",
+                format!("unknown status `{s}`; expected dead, replayed or discarded"),
+            )
+        })?),
+    };
+    let limit = q.limit.unwrap_or(20);
+    if !(1..=100).contains(&limit) {
+        return Err(ApiError::bad_request("limit", "must be 1 to 100"));
+    }
+    let before = match q.cursor.as_deref() {
+        None => None,
+        Some(c) => Some(
+            c.parse::<i64>()
+                .map_err(|_| ApiError::bad_request("cursor", "is not a cursor this API issued"))?,
+        ),
+    };
+    let filter = Filter {
+        queue: q.queue.as_deref(),
+        status,
+        reason: q.reason.as_deref(),
+    };
+    let rows = super::search(&state.db, &filter, before, limit).await?;
+    let next = (rows.len() as u64 == limit)
+        .then(|| rows.last().map(|d| d.id.to_string()))
+        .flatten();
+    let items: Vec<DeadLetterView> = rows.into_iter().map(DeadLetterView::from).collect();
+    Ok(axum::Json(json!({ "items": items, "next_cursor": next })))
+}
+
+async fn show(
+    State(state): State<AppState>,
+    AuthUser(user): AuthUser,
+    Path(id): Path<String>,
+) -> Result<axum::Json<DeadLetterView>, ApiError> {
+    admin(&user)?;
+    let id = parse_id(&id)?;
+    let row = super::get(&state.db, id)
+        .await?
+        .ok_or(ApiError::NotFound("dead letter"))?;
+    let body = serde_json::from_str(&row.body).unwrap_or_else(|_| Value::String(row.body.clone()));
+    let actions = super::actions(&state.db, id).await?;
+    let mut view = DeadLetterView::from(row);
+    view.body = Some(body);
+    view.actions = Some(actions.into_iter().map(ActionView::from).collect());
+    Ok(axum::Json(view))
+}
+
+async fn replay(
+    State(state): State<AppState>,
+    AuthUser(user): AuthUser,
+    Path(id): Path<String>,
+) -> Result<axum::Json<Value>, ApiError> {
+    admin(&user)?;
+    let id = parse_id(&id)?;
+    if let Err(not_until) = state.replay_limiter.check() {
+        let wait = not_until.wait_time_from(governor::clock::Clock::now(
+            &governor::clock::DefaultClock::default(),
+        ));
+        return Err(ApiError::TooManyRequests {
+            retry_after_secs: wait.as_secs().max(1),
+        });
+    }
+    let done = super::replay(
+        &state.db,
+        id,
+        &format!("user:{}", user.id),
+        state.settings.broker.max_payload_bytes,
+    )
+    .await
+    .map_err(operate_error)?;
+    if !done.already {
+        state.relay.notify();
+    }
+    Ok(operated(done))
+}
+
+async fn discard(
+    State(state): State<AppState>,
+    AuthUser(user): AuthUser,
+    Path(id): Path<String>,
+) -> Result<axum::Json<Value>, ApiError> {
+    admin(&user)?;
+    let id = parse_id(&id)?;
+    super::discard(&state.db, id, &format!("user:{}", user.id))
+        .await
+        .map(operated)
+        .map_err(operate_error)
+}

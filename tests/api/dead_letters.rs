@@ -1,0 +1,325 @@
+//! Operating dead letters: replay to the origin queue (once, audited, paced) and
+//! discard, through the library, the admin API and on every backend.
+
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use conveyor::broker::topology::AI_SHORT;
+use conveyor::broker::{Envelope, Outgoing, Target};
+use conveyor::consumer;
+use conveyor::consumer::fence_entity;
+use conveyor::dead_letters::{self, OperateError};
+use conveyor::users::entity::ledger;
+use sea_orm::{ColumnTrait, EntityTrait, QueryFilter};
+use serde_json::{Value, json};
+use tokio_util::sync::CancellationToken;
+
+use crate::helpers::{Backend, Recorder, TestEnv, TestHandler, spawn_app, wait_until};
+use crate::on_every_backend;
+
+const WAIT: Duration = Duration::from_secs(20);
+
+on_every_backend!(
+    a_replay_goes_back_to_its_queue_once_and_reopens_if_it_dies_again,
+    malformed_dead_letters_are_discarded_not_replayed,
+    the_admin_api_lists_replays_and_discards,
+);
+
+async fn dead(platform: &conveyor::app::Platform, status: &str) -> Vec<dead_letters::DeadLetter> {
+    dead_letters::list(&platform.db, Some("ai.short"), 10)
+        .await
+        .unwrap()
+        .into_iter()
+        .filter(|d| d.status == status)
+        .collect()
+}
+
+/// Publishes what the outbox holds (these tests run no relay of their own).
+async fn relay(platform: &conveyor::app::Platform) -> usize {
+    platform.relay.relay_once().await.unwrap()
+}
+
+async fn a_replay_goes_back_to_its_queue_once_and_reopens_if_it_dies_again(backend: Backend) {
+    let Some(env) = TestEnv::new(backend, "replay_once").await else {
+        return;
+    };
+    let platform = env.platform().await;
+    let max = platform.settings.broker.max_payload_bytes;
+    let rec = Arc::new(Recorder::default());
+    rec.broken.store(true, Ordering::SeqCst);
+    let token = CancellationToken::new();
+    let consumer = tokio::spawn(consumer::run(
+        platform.consumer_deps(),
+        &AI_SHORT,
+        Arc::new(TestHandler(rec.clone())),
+        token.clone(),
+    ));
+    let msg = Envelope::new("test.work", json!({ "fail_while_broken": true }));
+    platform
+        .broker
+        .publish(Target::Queue(&AI_SHORT), &msg)
+        .await
+        .unwrap();
+    wait_until(WAIT, "the dead letter", || async {
+        dead(&platform, "dead").await.len() == 1
+    })
+    .await;
+    let letter = dead(&platform, "dead").await.remove(0);
+    assert_eq!(letter.message_id, msg.id);
+
+    // Replayed while the dependency is still broken: it dies again, and the same
+    // dead letter opens again rather than being lost behind its `replayed` status.
+    let first = dead_letters::replay(&platform.db, letter.id, "test:ops", max)
+        .await
+        .unwrap();
+    assert!(!first.already);
+    assert_eq!(first.dead_letter.status, "replayed");
+    assert_eq!(relay(&platform).await, 1, "one message back to ai.short");
+    wait_until(WAIT, "the replayed message to die again", || async {
+        rec.calls() == 2 && dead(&platform, "dead").await.len() == 1
+    })
+    .await;
+    assert_eq!(dead(&platform, "dead").await[0].id, letter.id, "same row");
+
+    // Fixed: the replay takes effect, once.
+    rec.broken.store(false, Ordering::SeqCst);
+    let second = dead_letters::replay(&platform.db, letter.id, "test:ops", max)
+        .await
+        .unwrap();
+    assert!(!second.already);
+    assert_eq!(relay(&platform).await, 1);
+    wait_until(WAIT, "the effect", || async {
+        rec.effects_of(&msg.id) == 1
+    })
+    .await;
+    assert_eq!(
+        rec.attempts.lock().unwrap().get(&msg.id).copied(),
+        Some(0),
+        "a replay starts with a fresh attempt budget"
+    );
+
+    // Asking again is answered as done, and sends nothing.
+    let again = dead_letters::replay(&platform.db, letter.id, "test:ops", max)
+        .await
+        .unwrap();
+    assert!(again.already);
+    assert_eq!(relay(&platform).await, 0, "nothing more in the outbox");
+    let discard = dead_letters::discard(&platform.db, letter.id, "test:ops").await;
+    assert!(
+        matches!(discard, Err(OperateError::Conflict { .. })),
+        "{discard:?}"
+    );
+    let actions = dead_letters::actions(&platform.db, letter.id)
+        .await
+        .unwrap();
+    let trail: Vec<(&str, &str)> = actions
+        .iter()
+        .map(|a| (a.action.as_str(), a.actor.as_str()))
+        .collect();
+    assert_eq!(trail, [("replay", "test:ops"), ("replay", "test:ops")]);
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(rec.effects_of(&msg.id), 1, "one effect");
+
+    token.cancel();
+    consumer.await.unwrap().unwrap();
+    env.cleanup(Some(&platform)).await;
+}
+
+async fn malformed_dead_letters_are_discarded_not_replayed(backend: Backend) {
+    let Some(env) = TestEnv::new(backend, "malformed_discard").await else {
+        return;
+    };
+    let platform = env.platform().await;
+    let rec = Arc::new(Recorder::default());
+    let token = CancellationToken::new();
+    let consumer = tokio::spawn(consumer::run(
+        platform.consumer_deps(),
+        &AI_SHORT,
+        Arc::new(TestHandler(rec.clone())),
+        token.clone(),
+    ));
+    let raw = Outgoing {
+        target: Target::Queue(&AI_SHORT),
+        message_id: "raw".into(),
+        body: b"{not an envelope".to_vec(),
+    };
+    platform.broker.publish_batch(&[raw]).await.unwrap();
+    wait_until(WAIT, "the dead letter", || async {
+        dead(&platform, "dead").await.len() == 1
+    })
+    .await;
+    let id = dead(&platform, "dead").await[0].id;
+
+    let replay = dead_letters::replay(&platform.db, id, "test:ops", 1 << 20).await;
+    assert!(
+        matches!(&replay, Err(OperateError::NotReplayable { why, .. }) if why.contains("not a valid envelope")),
+        "{replay:?}"
+    );
+    assert_eq!(relay(&platform).await, 0, "nothing sent");
+    let discarded = dead_letters::discard(&platform.db, id, "test:ops")
+        .await
+        .unwrap();
+    assert!(!discarded.already);
+    assert_eq!(discarded.dead_letter.status, "discarded");
+    assert!(
+        dead_letters::discard(&platform.db, id, "test:ops")
+            .await
+            .unwrap()
+            .already
+    );
+    let replay = dead_letters::replay(&platform.db, id, "test:ops", 1 << 20).await;
+    assert!(
+        matches!(&replay, Err(OperateError::Conflict { status, .. }) if status == "discarded"),
+        "{replay:?}"
+    );
+    assert!(matches!(
+        dead_letters::discard(&platform.db, id + 1000, "test:ops").await,
+        Err(OperateError::NotFound(_))
+    ));
+    assert_eq!(
+        dead_letters::actions(&platform.db, id).await.unwrap().len(),
+        1
+    );
+    token.cancel();
+    consumer.await.unwrap().unwrap();
+    env.cleanup(Some(&platform)).await;
+}
+
+async fn the_admin_api_lists_replays_and_discards(backend: Backend) {
+    let Some(mut env) = TestEnv::new(backend, "dead_letter_api").await else {
+        return;
+    };
+    // Two replays pass, the third within the second is refused.
+    env.settings.dead_letters.replay_per_second = 2;
+    let app = spawn_app(&env).await;
+    app.start_consumers();
+    let (user, key) = app.user("ada", 100).await;
+    let (_, admin) = conveyor::users::create(&app.platform.db, "root", 0, true)
+        .await
+        .unwrap();
+    let r = app
+        .submit(&key, json!({ "kind": "image", "prompt": "x", "params": { "simulate": { "fail_permanent": true } } }))
+        .await;
+    let task_id = r.json::<Value>().await.unwrap()["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    app.wait_status(&key, &task_id, "FAILED").await;
+    wait_until(WAIT, "the dead letter", || async {
+        dead(&app.platform, "dead").await.len() == 1
+    })
+    .await;
+    let get = |path: String, key: String| {
+        let req = app.client.get(app.url(&path)).bearer_auth(key);
+        async move { req.send().await.unwrap() }
+    };
+    let post = |path: String, key: String| {
+        let req = app.client.post(app.url(&path)).bearer_auth(key);
+        async move { req.send().await.unwrap() }
+    };
+
+    // Operators only.
+    let r = get("/v1/admin/dead-letters".into(), key.clone()).await;
+    assert_eq!(r.status(), 403);
+    assert_eq!(
+        r.json::<Value>().await.unwrap()["error"]["code"],
+        "forbidden"
+    );
+    let r = app
+        .client
+        .get(app.url("/v1/admin/dead-letters"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 401);
+
+    // List with filters; bad filters are 400 naming the field.
+    let r = get(
+        "/v1/admin/dead-letters?queue=ai.short&status=dead".into(),
+        admin.clone(),
+    )
+    .await;
+    assert_eq!(r.status(), 200);
+    let list: Value = r.json().await.unwrap();
+    let items = list["items"].as_array().unwrap();
+    assert_eq!(items.len(), 1, "{list}");
+    assert_eq!(items[0]["reason"], "permanent");
+    let id = items[0]["id"].as_i64().unwrap();
+    for (query, field) in [
+        ("status=gone", "status"),
+        ("limit=0", "limit"),
+        ("cursor=x", "cursor"),
+    ] {
+        let r = get(format!("/v1/admin/dead-letters?{query}"), admin.clone()).await;
+        assert_eq!(r.status(), 400, "{query}");
+        assert_eq!(r.json::<Value>().await.unwrap()["error"]["field"], field);
+    }
+    let r = get("/v1/admin/dead-letters?colour=red".into(), admin.clone()).await;
+    assert_eq!(r.status(), 400, "unknown query fields are refused");
+
+    // Detail: the envelope as it died, with its failure.
+    let r = get(format!("/v1/admin/dead-letters/{id}"), admin.clone()).await;
+    let detail: Value = r.json().await.unwrap();
+    assert_eq!(
+        detail["body"]["payload"]["task_id"],
+        task_id.as_str(),
+        "{detail}"
+    );
+    assert_eq!(detail["history"].as_array().unwrap().len(), 1);
+    assert_eq!(detail["actions"], json!([]));
+    for missing in ["999999999", "abc"] {
+        let r = get(format!("/v1/admin/dead-letters/{missing}"), admin.clone()).await;
+        assert_eq!(r.status(), 404);
+    }
+
+    // Replay: done once; again is "already"; then the pace limit answers 429.
+    let r = post(format!("/v1/admin/dead-letters/{id}/replay"), admin.clone()).await;
+    assert_eq!(r.status(), 200);
+    let body: Value = r.json().await.unwrap();
+    assert_eq!(body["already"], false);
+    assert_eq!(body["dead_letter"]["status"], "replayed");
+    let r = post(format!("/v1/admin/dead-letters/{id}/replay"), admin.clone()).await;
+    assert_eq!(r.json::<Value>().await.unwrap()["already"], true);
+    let r = post(format!("/v1/admin/dead-letters/{id}/replay"), admin.clone()).await;
+    assert_eq!(r.status(), 429);
+    assert!(r.headers().contains_key("retry-after"));
+    let r = post(
+        format!("/v1/admin/dead-letters/{id}/discard"),
+        admin.clone(),
+    )
+    .await;
+    assert_eq!(r.status(), 409, "a replayed letter cannot be discarded");
+
+    // The replayed message reaches the handler, which finds the task FAILED: the
+    // refund stays single and the credits do not move.
+    let message_id = detail["message_id"].as_str().unwrap().to_owned();
+    wait_until(WAIT, "the replayed message processed", || async {
+        fence_entity::Entity::find_by_id(message_id.clone())
+            .one(&app.platform.db)
+            .await
+            .unwrap()
+            .is_some()
+    })
+    .await;
+    assert_eq!(app.credits(&user.id).await, 100);
+    let refunds = ledger::Entity::find()
+        .filter(ledger::Column::UserId.eq(user.id.as_str()))
+        .filter(ledger::Column::Reason.eq("refund"))
+        .all(&app.platform.db)
+        .await
+        .unwrap();
+    assert_eq!(refunds.len(), 1, "{refunds:?}");
+    let r = get(format!("/v1/admin/dead-letters/{id}"), admin.clone()).await;
+    let detail: Value = r.json().await.unwrap();
+    assert_eq!(detail["actions"].as_array().unwrap().len(), 1, "{detail}");
+    assert!(
+        detail["actions"][0]["actor"]
+            .as_str()
+            .unwrap()
+            .starts_with("user:")
+    );
+
+    let platform = app.stop().await;
+    env.cleanup(Some(&platform)).await;
+}
