@@ -9,7 +9,7 @@
 //! # Layout
 //!
 //! - [`config`]: layered settings (built-in `config/base.toml`, overlay, `CONVEYOR__*` env).
-//! - [`telemetry`]: tracing subscriber (pretty or JSON) and the Prometheus recorder.
+//! - [`telemetry`]: logging, the Prometheus recorder, gauges sampled at each scrape.
 //! - [`shutdown`]: SIGTERM/Ctrl-C → one cancellation token.
 //! - [`db`]: database connection (SQLite, MySQL/MariaDB, PostgreSQL) and migrations.
 //! - [`broker`]: the broker trait, the message [`broker::Envelope`], the topology table

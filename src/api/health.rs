@@ -61,8 +61,9 @@ pub async fn readyz(State(state): State<AppState>) -> impl IntoResponse {
     }
 }
 
-/// `GET /metrics`: Prometheus text format.
-pub async fn metrics() -> impl IntoResponse {
+/// `GET /metrics`: Prometheus text format, gauges refreshed first.
+pub async fn metrics(State(state): State<AppState>) -> impl IntoResponse {
+    crate::telemetry::gauges::sample(&state.db, state.broker.as_ref(), PROBE_TIMEOUT).await;
     (
         [(
             axum::http::header::CONTENT_TYPE,

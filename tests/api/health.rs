@@ -10,7 +10,8 @@ use crate::on_every_backend;
 on_every_backend!(
     ready_when_every_dependency_answers,
     readiness_names_the_failed_dependency,
-    api_keys_authenticate
+    api_keys_authenticate,
+    metrics_show_waiting_work,
 );
 
 async fn ready_when_every_dependency_answers(backend: Backend) {
@@ -135,6 +136,102 @@ async fn api_keys_authenticate(backend: Backend) {
     assert_eq!(keys.len(), 1);
     assert_ne!(keys[0].key_hash, key);
     assert_eq!(keys[0].key_hash, conveyor::users::hash_key(&key));
+
+    let platform = app.stop().await;
+    env.cleanup(Some(&platform)).await;
+}
+
+/// The value of one series in Prometheus text, if present.
+fn series(text: &str, name: &str) -> Option<f64> {
+    text.lines()
+        .find_map(|l| l.strip_prefix(name)?.strip_prefix(' ')?.trim().parse().ok())
+}
+
+async fn metrics_show_waiting_work(backend: Backend) {
+    let Some(env) = TestEnv::new(backend, "metrics_show_waiting_work").await else {
+        return;
+    };
+    let app = spawn_app(&env).await;
+    let platform = &app.platform;
+    // Two messages on a queue nothing consumes yet.
+    for _ in 0..2 {
+        let env = conveyor::broker::Envelope::new("search.sync", serde_json::json!({}));
+        platform
+            .broker
+            .publish(
+                conveyor::broker::Target::Queue(&conveyor::broker::topology::SEARCH_SYNC),
+                &env,
+            )
+            .await
+            .unwrap();
+    }
+    // A dead letter waiting for an operator.
+    let info = conveyor::broker::DeadLetterInfo {
+        reason: conveyor::broker::DeadReason::Permanent,
+        origin_queue: "x".into(),
+        attempts: 1,
+        last_error: "no".into(),
+    };
+    conveyor::dead_letters::record(&platform.db, "m1", "ai.short", "k", &info, &[], b"{}")
+        .await
+        .unwrap();
+    // An outbox row the relay cannot send (a target this build does not know), a
+    // minute old: outbox lag an operator must see.
+    use sea_orm::{ActiveValue::Set, EntityTrait as _};
+    conveyor::outbox::entity::Entity::insert(conveyor::outbox::entity::ActiveModel {
+        message_id: Set("stuck".into()),
+        queue: Set("no.such.queue".into()),
+        body: Set("{}".into()),
+        created_at: Set(chrono::Utc::now() - chrono::Duration::minutes(1)),
+        published_at: Set(None),
+        attempts: Set(0),
+        last_error: Set(None),
+        ..Default::default()
+    })
+    .exec_without_returning(&platform.db)
+    .await
+    .unwrap();
+    // Without consumers (RabbitMQ: they are separate processes) a task stays PENDING.
+    let (_, key) = app.user("gauges", 100).await;
+    if backend.is_real() {
+        let r = app
+            .submit(&key, serde_json::json!({"kind": "image", "prompt": "p"}))
+            .await;
+        assert_eq!(r.status(), 202);
+    }
+
+    // Metrics are process-wide and other tests' servers scrape too: retry until one
+    // scrape of ours shows our figures.
+    let mut last = String::new();
+    let seen = tokio::time::timeout(Duration::from_secs(20), async {
+        loop {
+            let r = app.client.get(app.url("/metrics")).send().await.unwrap();
+            last = r.text().await.unwrap();
+            let ok = series(
+                &last,
+                r#"conveyor_queue_messages{queue="search.sync",stage="ready"}"#,
+            ) == Some(2.0)
+                && series(
+                    &last,
+                    r#"conveyor_queue_messages{queue="search.sync",stage="dead"}"#,
+                ) == Some(0.0)
+                && series(&last, "conveyor_dead_letters_waiting") == Some(1.0)
+                && series(&last, "conveyor_outbox_pending") == Some(1.0)
+                && series(&last, "conveyor_outbox_oldest_pending_seconds")
+                    .is_some_and(|s| s >= 59.0)
+                && (!backend.is_real()
+                    || series(&last, r#"conveyor_tasks_active{status="PENDING"}"#) == Some(1.0));
+            if ok {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    })
+    .await;
+    assert!(
+        seen.is_ok(),
+        "gauges never showed the waiting work:\n{last}"
+    );
 
     let platform = app.stop().await;
     env.cleanup(Some(&platform)).await;

@@ -1,4 +1,7 @@
-//! Logging (tracing: pretty locally, JSON in production) and the Prometheus recorder.
+//! Logging (tracing: pretty locally, JSON in production), the Prometheus recorder and
+//! the [`gauges`] sampled at each scrape.
+
+pub mod gauges;
 
 use std::io::IsTerminal as _;
 use std::sync::OnceLock;

@@ -1,0 +1,104 @@
+//! Gauges sampled when Prometheus scrapes `/metrics`: as fresh as the scrape, and no
+//! work between scrapes. Every source has a time limit; one that fails or is slow keeps
+//! its last values and counts `conveyor_gauge_sample_failures_total{source}`, so a
+//! sick broker or database cannot hang the scrape.
+//!
+//! Several API instances report the same queue and table figures: aggregate with
+//! `max`, not `sum`.
+
+use std::future::Future;
+use std::time::Duration;
+
+use chrono::Utc;
+use sea_orm::{ColumnTrait, DatabaseConnection, EntityTrait, PaginatorTrait, QueryFilter};
+
+use crate::broker::Broker;
+use crate::dead_letters::{self, Status as DeadStatus};
+use crate::domains::ai_tasks::Status as TaskStatus;
+use crate::domains::ai_tasks::entity::task;
+use crate::outbox::entity as outbox;
+
+/// Refreshes every gauge, each source within `limit`.
+pub async fn sample(db: &DatabaseConnection, broker: &dyn Broker, limit: Duration) {
+    tokio::join!(
+        bounded("broker", limit, queues(broker)),
+        bounded("outbox", limit, outbox_lag(db)),
+        bounded("dead_letters", limit, dead_letters_waiting(db)),
+        bounded("tasks", limit, active_tasks(db)),
+    );
+}
+
+async fn bounded<F>(source: &'static str, limit: Duration, work: F)
+where
+    F: Future<Output = anyhow::Result<()>>,
+{
+    let failed = match tokio::time::timeout(limit, work).await {
+        Ok(Ok(())) => return,
+        Ok(Err(e)) => e.to_string(),
+        Err(_) => format!("no answer within {limit:?}"),
+    };
+    tracing::warn!(source, error = %failed, "metrics gauge not refreshed");
+    metrics::counter!("conveyor_gauge_sample_failures_total", "source" => source).increment(1);
+}
+
+/// Messages waiting per queue: ready for a consumer, parked in a retry tier, dead.
+async fn queues(broker: &dyn Broker) -> anyhow::Result<()> {
+    for q in &broker.topology().queues {
+        let key = q.spec.key;
+        let mut retrying = 0;
+        for (_, tier) in &q.retry {
+            retrying += broker.depth(tier).await?;
+        }
+        let stages = [
+            ("ready", broker.depth(&q.name).await?),
+            ("retrying", retrying),
+            ("dead", broker.depth(&q.dlq).await?),
+        ];
+        for (stage, n) in stages {
+            metrics::gauge!("conveyor_queue_messages", "queue" => key, "stage" => stage)
+                .set(n as f64);
+        }
+    }
+    Ok(())
+}
+
+/// Rows committed but not yet published, and how long the oldest has waited.
+async fn outbox_lag(db: &DatabaseConnection) -> anyhow::Result<()> {
+    let pending = outbox::Entity::find().filter(outbox::Column::PublishedAt.is_null());
+    let count = pending.clone().count(db).await?;
+    let oldest = sea_orm::QueryOrder::order_by_asc(pending, outbox::Column::Id)
+        .one(db)
+        .await?
+        .map_or(0.0, |row| {
+            (Utc::now() - row.created_at).num_milliseconds().max(0) as f64 / 1000.0
+        });
+    metrics::gauge!("conveyor_outbox_pending").set(count as f64);
+    metrics::gauge!("conveyor_outbox_oldest_pending_seconds").set(oldest);
+    Ok(())
+}
+
+async fn dead_letters_waiting(db: &DatabaseConnection) -> anyhow::Result<()> {
+    let waiting = dead_letters::entity::Entity::find()
+        .filter(dead_letters::entity::Column::Status.eq(DeadStatus::Dead.as_str()))
+        .count(db)
+        .await?;
+    metrics::gauge!("conveyor_dead_letters_waiting").set(waiting as f64);
+    Ok(())
+}
+
+/// Tasks not yet finished, by status (terminal ones only grow; counting them would
+/// scan the table).
+async fn active_tasks(db: &DatabaseConnection) -> anyhow::Result<()> {
+    for status in [
+        TaskStatus::Pending,
+        TaskStatus::Processing,
+        TaskStatus::Retrying,
+    ] {
+        let n = task::Entity::find()
+            .filter(task::Column::Status.eq(status.as_str()))
+            .count(db)
+            .await?;
+        metrics::gauge!("conveyor_tasks_active", "status" => status.as_str()).set(n as f64);
+    }
+    Ok(())
+}
