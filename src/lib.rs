@@ -22,7 +22,7 @@
 //! - [`housekeeping`]: hourly trimming of idempotency keys and published outbox rows.
 //! - [`domains`]: business flows, each with its messages, routes, handler and store.
 //! - [`live`]: task-event fan-out to WebSocket and SSE subscribers, WebSocket tickets.
-//! - [`api`]: the HTTP router, its layers, extractors and health endpoints.
+//! - [`api`]: the HTTP router, its layers, extractors, health endpoints, the OpenAPI document.
 //! - [`error`]: `ApiError`, the JSON error answer of every route.
 //! - [`app`]: wiring: `Platform` (connected backends) and `Application` (the server).
 //! - [`cli`]: the `conveyor` command line.

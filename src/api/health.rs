@@ -12,6 +12,8 @@ use super::PROBE_TIMEOUT;
 use crate::app::AppState;
 
 /// `GET /healthz`: the process is up.
+#[utoipa::path(get, path = "/healthz", tag = "health",
+    responses((status = 200, description = "The process is up: `{\"status\":\"ok\"}`", body = Object)))]
 pub async fn healthz() -> Json<Value> {
     Json(json!({ "status": "ok" }))
 }
@@ -25,6 +27,9 @@ async fn probe<E: std::fmt::Display>(f: impl Future<Output = Result<(), E>>) -> 
 }
 
 /// `GET /readyz`: database, broker and dedupe store answer; 503 naming those that don't.
+#[utoipa::path(get, path = "/readyz", tag = "health", responses(
+    (status = 200, description = "Every dependency answered: `{\"status\":\"ready\",\"checks\":{\"database\":\"ok\",…}}`", body = Object),
+    (status = 503, description = "Not ready; `checks` names the failed dependency", body = Object)))]
 pub async fn readyz(State(state): State<AppState>) -> impl IntoResponse {
     let (db, broker, dedupe) = tokio::join!(
         probe(crate::db::ping(&state.db)),
@@ -62,6 +67,8 @@ pub async fn readyz(State(state): State<AppState>) -> impl IntoResponse {
 }
 
 /// `GET /metrics`: Prometheus text format, gauges refreshed first.
+#[utoipa::path(get, path = "/metrics", tag = "health",
+    responses((status = 200, description = "Prometheus text format", body = String, content_type = "text/plain")))]
 pub async fn metrics(State(state): State<AppState>) -> impl IntoResponse {
     crate::telemetry::gauges::sample(&state.db, state.broker.as_ref(), PROBE_TIMEOUT).await;
     (

@@ -6,6 +6,8 @@ pub mod auth;
 pub mod health;
 pub mod idempotency;
 pub mod json;
+pub mod openapi;
+pub mod page;
 
 use std::time::Duration;
 
@@ -24,6 +26,7 @@ use crate::error::ApiError;
 
 pub use auth::AuthUser;
 pub use json::ApiJson;
+pub use page::Page;
 
 /// The whole HTTP API.
 pub fn router(state: AppState) -> Router {
@@ -37,6 +40,7 @@ pub fn router(state: AppState) -> Router {
         .merge(crate::domains::routes())
         .merge(crate::live::routes())
         .merge(crate::dead_letters::routes::routes())
+        .merge(openapi::routes())
         .fallback(|| async { ApiError::NotFound("route") })
         .layer(DefaultBodyLimit::max(body_limit))
         .layer(

@@ -11,6 +11,7 @@ use axum::extract::{Path, Query, State};
 use axum::routing::{get, post};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
+use utoipa::{IntoParams, ToSchema};
 
 use super::{Action, DeadLetter, Filter, OperateError, Operated, Status};
 use crate::api::AuthUser;
@@ -27,7 +28,7 @@ pub fn routes() -> Router<AppState> {
 }
 
 /// What operators see of a dead letter; `body` and `actions` only in the detail view.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, ToSchema)]
 pub struct DeadLetterView {
     pub id: i64,
     pub message_id: String,
@@ -46,7 +47,7 @@ pub struct DeadLetterView {
     pub actions: Option<Vec<ActionView>>,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, ToSchema)]
 pub struct ActionView {
     pub action: String,
     pub actor: String,
@@ -106,28 +107,48 @@ fn operate_error(e: OperateError) -> ApiError {
     }
 }
 
-fn operated(o: Operated) -> axum::Json<Value> {
-    axum::Json(json!({
-        "dead_letter": DeadLetterView::from(o.dead_letter),
-        "already": o.already,
-    }))
+/// The answer to a replay or discard.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct OperatedView {
+    pub dead_letter: DeadLetterView,
+    /// It had been done before: nothing happened this time.
+    pub already: bool,
 }
 
-#[derive(Debug, Deserialize)]
+fn operated(o: Operated) -> axum::Json<OperatedView> {
+    axum::Json(OperatedView {
+        dead_letter: o.dead_letter.into(),
+        already: o.already,
+    })
+}
+
+#[derive(Debug, Deserialize, IntoParams)]
 #[serde(deny_unknown_fields)]
-struct ListQuery {
+#[into_params(parameter_in = Query)]
+pub(crate) struct ListQuery {
+    /// A queue key (`ai.short`, …).
     queue: Option<String>,
+    /// dead, replayed or discarded.
     status: Option<String>,
+    /// malformed, permanent or exhausted.
     reason: Option<String>,
+    /// `next_cursor` of the previous page.
     cursor: Option<String>,
+    /// 1 to 100 (default 20).
     limit: Option<u64>,
 }
 
-async fn list(
+#[utoipa::path(get, path = "/v1/admin/dead-letters", tag = "admin", operation_id = "list_dead_letters",
+    security(("api_key" = [])), params(ListQuery),
+    responses(
+        (status = 200, description = "Dead letters, newest first", body = crate::api::Page<DeadLetterView>),
+        (status = 400, description = "Bad filter, limit or cursor (named in `field`)", body = crate::api::openapi::ErrorBody),
+        (status = 403, description = "Not an admin", body = crate::api::openapi::ErrorBody)))]
+pub(crate) async fn list(
     State(state): State<AppState>,
     AuthUser(user): AuthUser,
     query: Result<Query<ListQuery>, axum::extract::rejection::QueryRejection>,
-) -> Result<axum::Json<Value>, ApiError> {
+) -> Result<axum::Json<crate::api::Page<DeadLetterView>>, ApiError> {
     admin(&user)?;
     let Query(q) = query.map_err(|e| ApiError::BadRequest {
         code: "invalid_query",
@@ -160,14 +181,19 @@ async fn list(
         reason: q.reason.as_deref(),
     };
     let rows = super::search(&state.db, &filter, before, limit).await?;
-    let next = (rows.len() as u64 == limit)
-        .then(|| rows.last().map(|d| d.id.to_string()))
-        .flatten();
     let items: Vec<DeadLetterView> = rows.into_iter().map(DeadLetterView::from).collect();
-    Ok(axum::Json(json!({ "items": items, "next_cursor": next })))
+    Ok(axum::Json(crate::api::Page::new(items, limit, |d| {
+        d.id.to_string()
+    })))
 }
 
-async fn show(
+#[utoipa::path(get, path = "/v1/admin/dead-letters/{id}", tag = "admin", operation_id = "show_dead_letter",
+    security(("api_key" = [])), params(("id" = i64, Path, description = "Dead letter id")),
+    responses(
+        (status = 200, description = "The dead letter with its body (the envelope as it died) and audit trail", body = DeadLetterView),
+        (status = 403, description = "Not an admin", body = crate::api::openapi::ErrorBody),
+        (status = 404, description = "No such dead letter", body = crate::api::openapi::ErrorBody)))]
+pub(crate) async fn show(
     State(state): State<AppState>,
     AuthUser(user): AuthUser,
     Path(id): Path<String>,
@@ -185,11 +211,19 @@ async fn show(
     Ok(axum::Json(view))
 }
 
-async fn replay(
+#[utoipa::path(post, path = "/v1/admin/dead-letters/{id}/replay", tag = "admin", operation_id = "replay_dead_letter",
+    security(("api_key" = [])), params(("id" = i64, Path, description = "Dead letter id")),
+    responses(
+        (status = 200, description = "Sent back to its origin queue (same message id, fresh attempts), or `already` replayed", body = OperatedView),
+        (status = 403, description = "Not an admin", body = crate::api::openapi::ErrorBody),
+        (status = 404, description = "No such dead letter", body = crate::api::openapi::ErrorBody),
+        (status = 409, description = "Discarded, or malformed (not replayable)", body = crate::api::openapi::ErrorBody),
+        (status = 429, description = "Above `dead_letters.replay_per_second`; see `Retry-After`", body = crate::api::openapi::ErrorBody)))]
+pub(crate) async fn replay(
     State(state): State<AppState>,
     AuthUser(user): AuthUser,
     Path(id): Path<String>,
-) -> Result<axum::Json<Value>, ApiError> {
+) -> Result<axum::Json<OperatedView>, ApiError> {
     admin(&user)?;
     let id = parse_id(&id)?;
     if let Err(not_until) = state.replay_limiter.check() {
@@ -214,11 +248,18 @@ async fn replay(
     Ok(operated(done))
 }
 
-async fn discard(
+#[utoipa::path(post, path = "/v1/admin/dead-letters/{id}/discard", tag = "admin", operation_id = "discard_dead_letter",
+    security(("api_key" = [])), params(("id" = i64, Path, description = "Dead letter id")),
+    responses(
+        (status = 200, description = "Marked dropped on purpose, or `already` discarded", body = OperatedView),
+        (status = 403, description = "Not an admin", body = crate::api::openapi::ErrorBody),
+        (status = 404, description = "No such dead letter", body = crate::api::openapi::ErrorBody),
+        (status = 409, description = "Already replayed", body = crate::api::openapi::ErrorBody)))]
+pub(crate) async fn discard(
     State(state): State<AppState>,
     AuthUser(user): AuthUser,
     Path(id): Path<String>,
-) -> Result<axum::Json<Value>, ApiError> {
+) -> Result<axum::Json<OperatedView>, ApiError> {
     admin(&user)?;
     let id = parse_id(&id)?;
     super::discard(&state.db, id, &format!("user:{}", user.id))

@@ -29,6 +29,8 @@ pub fn routes() -> Router<AppState> {
 }
 
 /// `GET /demo`: a page that submits a task and draws its progress from the WebSocket.
-async fn demo() -> axum::response::Html<&'static str> {
+#[utoipa::path(get, path = "/demo", tag = "live",
+    responses((status = 200, description = "A page that submits a task and draws its progress from the WebSocket", content_type = "text/html", body = String)))]
+pub(crate) async fn demo() -> axum::response::Html<&'static str> {
     axum::response::Html(include_str!("demo.html"))
 }

@@ -33,6 +33,13 @@ fn terminal(status: &str) -> bool {
     Status::parse(status).is_some_and(Status::is_terminal)
 }
 
+#[utoipa::path(get, path = "/v1/tasks/{id}/events", tag = "live", security(("api_key" = [])),
+    params(
+        ("id" = String, Path, description = "Task id"),
+        ("Last-Event-ID" = Option<u64>, Header, description = "Resume after this sequence number")),
+    responses(
+        (status = 200, description = "Server-Sent Events: `snapshot`, then `progress` events (`id:` is the sequence number); ends after a terminal event", content_type = "text/event-stream", body = String),
+        (status = 404, description = "No such task of the caller's", body = crate::api::openapi::ErrorBody)))]
 pub async fn stream(
     State(state): State<AppState>,
     AuthUser(user): AuthUser,

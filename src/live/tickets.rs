@@ -9,7 +9,6 @@ use chrono::Utc;
 use rand::RngCore as _;
 use sea_orm::sea_query::Expr;
 use sea_orm::{ActiveValue::Set, ColumnTrait, ConnectionTrait, DbErr, EntityTrait, QueryFilter};
-use serde_json::{Value, json};
 
 use crate::api::AuthUser;
 use crate::app::AppState;
@@ -35,10 +34,21 @@ pub mod entity {
     impl ActiveModelBehavior for ActiveModel {}
 }
 
+/// A WebSocket ticket.
+#[derive(Debug, serde::Serialize, utoipa::ToSchema)]
+pub struct TicketView {
+    /// `wst_…`: pass as `GET /v1/ws?ticket=…`; single use.
+    pub ticket: String,
+    pub expires_in_secs: u64,
+}
+
+#[utoipa::path(post, path = "/v1/ws-tickets", tag = "live", security(("api_key" = [])), responses(
+    (status = 201, description = "A single-use ticket for the WebSocket upgrade (browsers cannot send headers on one)", body = TicketView),
+    (status = 401, description = "Missing or invalid API key", body = crate::api::openapi::ErrorBody)))]
 pub async fn issue(
     State(state): State<AppState>,
     AuthUser(user): AuthUser,
-) -> Result<(StatusCode, Json<Value>), ApiError> {
+) -> Result<(StatusCode, Json<TicketView>), ApiError> {
     let mut bytes = [0u8; 24];
     rand::rng().fill_bytes(&mut bytes);
     let ticket = format!("wst_{}", hex::encode(bytes));
@@ -53,7 +63,10 @@ pub async fn issue(
     .await?;
     Ok((
         StatusCode::CREATED,
-        Json(json!({ "ticket": ticket, "expires_in_secs": ttl })),
+        Json(TicketView {
+            ticket,
+            expires_in_secs: ttl,
+        }),
     ))
 }
 

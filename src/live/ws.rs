@@ -42,6 +42,12 @@ pub struct Params {
 }
 
 /// Checks Origin and the ticket before upgrading: a refused client never gets a socket.
+#[utoipa::path(get, path = "/v1/ws", tag = "live",
+    params(("ticket" = String, Query, description = "From `POST /v1/ws-tickets`")),
+    responses(
+        (status = 101, description = "WebSocket: JSON text frames; see the README's frame tables"),
+        (status = 401, description = "Missing, forged, expired or reused ticket", body = crate::api::openapi::ErrorBody),
+        (status = 403, description = "`Origin` outside `live.allowed_origins`", body = crate::api::openapi::ErrorBody)))]
 pub async fn upgrade(
     State(state): State<AppState>,
     Query(params): Query<Params>,

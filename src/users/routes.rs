@@ -3,26 +3,40 @@
 use axum::Json;
 use axum::extract::State;
 use sea_orm::EntityTrait;
-use serde_json::{Value, json};
+use serde::Serialize;
+use utoipa::ToSchema;
 
 use crate::api::AuthUser;
 use crate::app::AppState;
 use crate::error::ApiError;
 
+/// The caller as `GET /v1/me` shows them.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct MeView {
+    pub id: String,
+    pub name: String,
+    pub credits: i64,
+    pub is_admin: bool,
+    pub created_at: chrono::DateTime<chrono::Utc>,
+}
+
+#[utoipa::path(get, path = "/v1/me", tag = "tasks", security(("api_key" = [])), responses(
+    (status = 200, description = "The caller and their current balance", body = MeView),
+    (status = 401, description = "Missing or invalid API key", body = crate::api::openapi::ErrorBody)))]
 pub async fn me(
     State(state): State<AppState>,
     AuthUser(cached): AuthUser,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<MeView>, ApiError> {
     // The balance moves all the time: read it fresh, not from the identity cache.
     let user = super::entity::user::Entity::find_by_id(cached.id)
         .one(&state.db)
         .await?
         .ok_or(ApiError::Unauthorized)?;
-    Ok(Json(json!({
-        "id": user.id,
-        "name": user.name,
-        "credits": user.credits,
-        "is_admin": user.is_admin,
-        "created_at": user.created_at,
-    })))
+    Ok(Json(MeView {
+        id: user.id,
+        name: user.name,
+        credits: user.credits,
+        is_admin: user.is_admin,
+        created_at: user.created_at,
+    }))
 }

@@ -12,5 +12,6 @@ mod executor;
 mod health;
 mod helpers;
 mod live;
+mod openapi;
 mod outbox;
 mod rabbitmq;

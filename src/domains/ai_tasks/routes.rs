@@ -24,17 +24,20 @@ pub fn routes() -> Router<AppState> {
         .route("/v1/tasks/{id}/cancel", post(cancel))
 }
 
-#[derive(Debug, Deserialize, Serialize)]
+#[derive(Debug, Deserialize, Serialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SubmitRequest {
+    /// `copywriting`, `image`, `video`, `model3d` or `video_analysis`.
     pub kind: String,
+    /// 1 to `ai.max_prompt_chars` characters.
     pub prompt: String,
+    /// A JSON object of at most `ai.max_params_bytes` bytes, passed to the provider.
     #[serde(default)]
     pub params: Option<Value>,
 }
 
 /// What clients see of a task.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, utoipa::ToSchema)]
 pub struct TaskView {
     pub id: String,
     pub kind: String,
@@ -153,7 +156,16 @@ fn validate(state: &AppState, req: &SubmitRequest) -> Result<(TaskKind, Value), 
 
 /// `POST /v1/tasks` → 202 with the task and a `Location`; credits reserved, task and run
 /// message committed together.
-async fn submit(
+#[utoipa::path(post, path = "/v1/tasks", tag = "tasks", security(("api_key" = [])),
+    request_body = SubmitRequest,
+    params(("Idempotency-Key" = Option<String>, Header, description = "Same key and body: the same answer (kept at least 24 h); same key, other body: 422")),
+    responses(
+        (status = 202, description = "Accepted: PENDING, credits reserved; `Location` names the task", body = TaskView),
+        (status = 400, description = "Malformed JSON or unknown fields", body = crate::api::openapi::ErrorBody),
+        (status = 401, description = "Missing or invalid API key", body = crate::api::openapi::ErrorBody),
+        (status = 402, description = "Insufficient credits (`needed`, `balance`)", body = crate::api::openapi::ErrorBody),
+        (status = 422, description = "Invalid field (named in `field`), or an idempotency key reused with another body", body = crate::api::openapi::ErrorBody)))]
+pub(crate) async fn submit(
     State(state): State<AppState>,
     AuthUser(user): AuthUser,
     headers: HeaderMap,
@@ -231,7 +243,12 @@ async fn visible(state: &AppState, user: &crate::users::User, id: &str) -> Resul
 }
 
 /// `GET /v1/tasks/{id}`.
-async fn read(
+#[utoipa::path(get, path = "/v1/tasks/{id}", tag = "tasks", security(("api_key" = [])),
+    params(("id" = String, Path, description = "Task id")),
+    responses(
+        (status = 200, description = "The task (status, progress, step, attempts, result or error)", body = TaskView),
+        (status = 404, description = "No such task of the caller's (admins see every task)", body = crate::api::openapi::ErrorBody)))]
+pub(crate) async fn read(
     State(state): State<AppState>,
     AuthUser(user): AuthUser,
     Path(id): Path<String>,
@@ -239,21 +256,31 @@ async fn read(
     Ok(axum::Json(visible(&state, &user, &id).await?.into()))
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, utoipa::IntoParams)]
 #[serde(deny_unknown_fields)]
-struct ListQuery {
+#[into_params(parameter_in = Query)]
+pub(crate) struct ListQuery {
+    /// PENDING, PROCESSING, RETRYING, SUCCESS, FAILED or CANCELED.
     status: Option<String>,
+    /// A task kind.
     kind: Option<String>,
+    /// `next_cursor` of the previous page.
     cursor: Option<String>,
+    /// 1 to 100 (default 20).
     limit: Option<u64>,
 }
 
 /// `GET /v1/tasks?status=&kind=&cursor=&limit=`: newest first; `next_cursor` continues.
-async fn list(
+#[utoipa::path(get, path = "/v1/tasks", tag = "tasks", operation_id = "list_tasks", security(("api_key" = [])),
+    params(ListQuery),
+    responses(
+        (status = 200, description = "The caller's tasks, newest first", body = crate::api::Page<TaskView>),
+        (status = 400, description = "Unknown status or kind, bad limit or cursor (named in `field`)", body = crate::api::openapi::ErrorBody)))]
+pub(crate) async fn list(
     State(state): State<AppState>,
     AuthUser(user): AuthUser,
     query: Result<Query<ListQuery>, axum::extract::rejection::QueryRejection>,
-) -> Result<axum::Json<Value>, ApiError> {
+) -> Result<axum::Json<crate::api::Page<TaskView>>, ApiError> {
     let Query(q) = query.map_err(|e| ApiError::BadRequest {
         code: "invalid_query",
         message: e.body_text(),
@@ -292,15 +319,20 @@ async fn list(
         limit,
     )
     .await?;
-    let next = (tasks.len() as u64 == limit)
-        .then(|| tasks.last().map(|t| t.id.clone()))
-        .flatten();
     let items: Vec<TaskView> = tasks.into_iter().map(TaskView::from).collect();
-    Ok(axum::Json(json!({ "items": items, "next_cursor": next })))
+    Ok(axum::Json(crate::api::Page::new(items, limit, |t| {
+        t.id.clone()
+    })))
 }
 
 /// `POST /v1/tasks/{id}/cancel` → CANCELED and refunded, or 409 if already terminal.
-async fn cancel(
+#[utoipa::path(post, path = "/v1/tasks/{id}/cancel", tag = "tasks", security(("api_key" = [])),
+    params(("id" = String, Path, description = "Task id")),
+    responses(
+        (status = 200, description = "CANCELED, credits refunded; a running task stops at its next checkpoint", body = TaskView),
+        (status = 404, description = "No such task of the caller's", body = crate::api::openapi::ErrorBody),
+        (status = 409, description = "Already terminal", body = crate::api::openapi::ErrorBody)))]
+pub(crate) async fn cancel(
     State(state): State<AppState>,
     AuthUser(user): AuthUser,
     Path(id): Path<String>,
