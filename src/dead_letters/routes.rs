@@ -129,18 +129,22 @@ pub(crate) struct ListQuery {
     /// A queue key (`ai.short`, …).
     queue: Option<String>,
     /// dead, replayed or discarded.
+    #[param(pattern = "^(dead|replayed|discarded)$")]
     status: Option<String>,
     /// malformed, permanent or exhausted.
     reason: Option<String>,
     /// `next_cursor` of the previous page.
+    #[param(pattern = "^[0-9]{1,18}$")]
     cursor: Option<String>,
-    /// 1 to 100 (default 20).
+    /// Page size, 1 to 100 (default 20).
+    #[param(minimum = 1, maximum = 100)]
     limit: Option<u64>,
 }
 
 #[utoipa::path(get, path = "/v1/admin/dead-letters", tag = "admin", operation_id = "list_dead_letters",
     security(("api_key" = [])), params(ListQuery),
     responses(
+        (status = 401, description = "Missing or invalid API key", body = crate::api::openapi::ErrorBody),
         (status = 200, description = "Dead letters, newest first", body = crate::api::Page<DeadLetterView>),
         (status = 400, description = "Bad filter, limit or cursor (named in `field`)", body = crate::api::openapi::ErrorBody),
         (status = 403, description = "Not an admin", body = crate::api::openapi::ErrorBody)))]
@@ -190,6 +194,7 @@ pub(crate) async fn list(
 #[utoipa::path(get, path = "/v1/admin/dead-letters/{id}", tag = "admin", operation_id = "show_dead_letter",
     security(("api_key" = [])), params(("id" = i64, Path, description = "Dead letter id")),
     responses(
+        (status = 401, description = "Missing or invalid API key", body = crate::api::openapi::ErrorBody),
         (status = 200, description = "The dead letter with its body (the envelope as it died) and audit trail", body = DeadLetterView),
         (status = 403, description = "Not an admin", body = crate::api::openapi::ErrorBody),
         (status = 404, description = "No such dead letter", body = crate::api::openapi::ErrorBody)))]
@@ -214,6 +219,7 @@ pub(crate) async fn show(
 #[utoipa::path(post, path = "/v1/admin/dead-letters/{id}/replay", tag = "admin", operation_id = "replay_dead_letter",
     security(("api_key" = [])), params(("id" = i64, Path, description = "Dead letter id")),
     responses(
+        (status = 401, description = "Missing or invalid API key", body = crate::api::openapi::ErrorBody),
         (status = 200, description = "Sent back to its origin queue (same message id, fresh attempts), or `already` replayed", body = OperatedView),
         (status = 403, description = "Not an admin", body = crate::api::openapi::ErrorBody),
         (status = 404, description = "No such dead letter", body = crate::api::openapi::ErrorBody),
@@ -251,6 +257,7 @@ pub(crate) async fn replay(
 #[utoipa::path(post, path = "/v1/admin/dead-letters/{id}/discard", tag = "admin", operation_id = "discard_dead_letter",
     security(("api_key" = [])), params(("id" = i64, Path, description = "Dead letter id")),
     responses(
+        (status = 401, description = "Missing or invalid API key", body = crate::api::openapi::ErrorBody),
         (status = 200, description = "Marked dropped on purpose, or `already` discarded", body = OperatedView),
         (status = 403, description = "Not an admin", body = crate::api::openapi::ErrorBody),
         (status = 404, description = "No such dead letter", body = crate::api::openapi::ErrorBody),

@@ -27,12 +27,15 @@ pub fn routes() -> Router<AppState> {
 #[derive(Debug, Deserialize, Serialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SubmitRequest {
-    /// `copywriting`, `image`, `video`, `model3d` or `video_analysis`.
+    #[schema(value_type = TaskKind)]
     pub kind: String,
-    /// 1 to `ai.max_prompt_chars` characters.
+    /// Not blank; at most `ai.max_prompt_chars` characters (4000 by default).
+    #[schema(min_length = 1, max_length = 4000, pattern = r"\S")]
     pub prompt: String,
-    /// A JSON object of at most `ai.max_params_bytes` bytes, passed to the provider.
+    /// A JSON object of at most `ai.max_params_bytes` bytes (16 KiB by default), passed
+    /// to the provider.
     #[serde(default)]
+    #[schema(value_type = Option<Object>)]
     pub params: Option<Value>,
 }
 
@@ -158,11 +161,12 @@ fn validate(state: &AppState, req: &SubmitRequest) -> Result<(TaskKind, Value), 
 /// message committed together.
 #[utoipa::path(post, path = "/v1/tasks", tag = "tasks", security(("api_key" = [])),
     request_body = SubmitRequest,
-    params(("Idempotency-Key" = Option<String>, Header, description = "Same key and body: the same answer (kept at least 24 h); same key, other body: 422")),
+    params(("Idempotency-Key" = Option<String>, Header, pattern = "^[\\x21-\\x7E]{1,128}$",
+        description = "1 to 128 visible ASCII characters. Same key and body: the same answer (kept at least 24 h); same key, other body: 422")),
     responses(
+        (status = 401, description = "Missing or invalid API key", body = crate::api::openapi::ErrorBody),
         (status = 202, description = "Accepted: PENDING, credits reserved; `Location` names the task", body = TaskView),
         (status = 400, description = "Malformed JSON or unknown fields", body = crate::api::openapi::ErrorBody),
-        (status = 401, description = "Missing or invalid API key", body = crate::api::openapi::ErrorBody),
         (status = 402, description = "Insufficient credits (`needed`, `balance`)", body = crate::api::openapi::ErrorBody),
         (status = 422, description = "Invalid field (named in `field`), or an idempotency key reused with another body", body = crate::api::openapi::ErrorBody)))]
 pub(crate) async fn submit(
@@ -246,6 +250,7 @@ async fn visible(state: &AppState, user: &crate::users::User, id: &str) -> Resul
 #[utoipa::path(get, path = "/v1/tasks/{id}", tag = "tasks", security(("api_key" = [])),
     params(("id" = String, Path, description = "Task id")),
     responses(
+        (status = 401, description = "Missing or invalid API key", body = crate::api::openapi::ErrorBody),
         (status = 200, description = "The task (status, progress, step, attempts, result or error)", body = TaskView),
         (status = 404, description = "No such task of the caller's (admins see every task)", body = crate::api::openapi::ErrorBody)))]
 pub(crate) async fn read(
@@ -260,13 +265,17 @@ pub(crate) async fn read(
 #[serde(deny_unknown_fields)]
 #[into_params(parameter_in = Query)]
 pub(crate) struct ListQuery {
-    /// PENDING, PROCESSING, RETRYING, SUCCESS, FAILED or CANCELED.
+    /// Only tasks in this status (case-insensitive).
+    #[param(value_type = Option<Status>)]
     status: Option<String>,
-    /// A task kind.
+    /// Only tasks of this kind.
+    #[param(value_type = Option<TaskKind>)]
     kind: Option<String>,
-    /// `next_cursor` of the previous page.
+    /// `next_cursor` of the previous page (a task id).
+    #[param(pattern = "^[0-9A-Za-z-]{1,64}$")]
     cursor: Option<String>,
-    /// 1 to 100 (default 20).
+    /// Page size, 1 to 100 (default 20).
+    #[param(minimum = 1, maximum = 100)]
     limit: Option<u64>,
 }
 
@@ -274,6 +283,7 @@ pub(crate) struct ListQuery {
 #[utoipa::path(get, path = "/v1/tasks", tag = "tasks", operation_id = "list_tasks", security(("api_key" = [])),
     params(ListQuery),
     responses(
+        (status = 401, description = "Missing or invalid API key", body = crate::api::openapi::ErrorBody),
         (status = 200, description = "The caller's tasks, newest first", body = crate::api::Page<TaskView>),
         (status = 400, description = "Unknown status or kind, bad limit or cursor (named in `field`)", body = crate::api::openapi::ErrorBody)))]
 pub(crate) async fn list(
@@ -304,7 +314,9 @@ pub(crate) async fn list(
     if !(1..=100).contains(&limit) {
         return Err(ApiError::bad_request("limit", "must be 1 to 100"));
     }
-    if q.cursor.as_ref().is_some_and(|c| c.len() > 64) {
+    if q.cursor.as_ref().is_some_and(|c| {
+        c.is_empty() || c.len() > 64 || !c.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-')
+    }) {
         return Err(ApiError::bad_request(
             "cursor",
             "is not a cursor this API issued",
@@ -329,6 +341,7 @@ pub(crate) async fn list(
 #[utoipa::path(post, path = "/v1/tasks/{id}/cancel", tag = "tasks", security(("api_key" = [])),
     params(("id" = String, Path, description = "Task id")),
     responses(
+        (status = 401, description = "Missing or invalid API key", body = crate::api::openapi::ErrorBody),
         (status = 200, description = "CANCELED, credits refunded; a running task stops at its next checkpoint", body = TaskView),
         (status = 404, description = "No such task of the caller's", body = crate::api::openapi::ErrorBody),
         (status = 409, description = "Already terminal", body = crate::api::openapi::ErrorBody)))]
