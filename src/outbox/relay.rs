@@ -145,6 +145,10 @@ impl Relay {
             .exec(conn)
             .await?;
         metrics::counter!("conveyor_outbox_published_total").increment(out.len() as u64);
+        for m in &out {
+            metrics::counter!("conveyor_messages_published_total", "queue" => m.target.key())
+                .increment(1);
+        }
         Ok(Ok(out.len()))
     }
 

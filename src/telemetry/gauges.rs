@@ -10,7 +10,9 @@ use std::future::Future;
 use std::time::Duration;
 
 use chrono::Utc;
-use sea_orm::{ColumnTrait, DatabaseConnection, EntityTrait, PaginatorTrait, QueryFilter};
+use sea_orm::{
+    ColumnTrait, DatabaseConnection, EntityTrait, PaginatorTrait, QueryFilter, QueryOrder,
+};
 
 use crate::broker::Broker;
 use crate::dead_letters::{self, Status as DeadStatus};
@@ -20,12 +22,23 @@ use crate::outbox::entity as outbox;
 
 /// Refreshes every gauge, each source within `limit`.
 pub async fn sample(db: &DatabaseConnection, broker: &dyn Broker, limit: Duration) {
+    let [b, o, d, t] = SOURCES;
     tokio::join!(
-        bounded("broker", limit, queues(broker)),
-        bounded("outbox", limit, outbox_lag(db)),
-        bounded("dead_letters", limit, dead_letters_waiting(db)),
-        bounded("tasks", limit, active_tasks(db)),
+        bounded(b, limit, queues(broker)),
+        bounded(o, limit, outbox_lag(db)),
+        bounded(d, limit, dead_letters_waiting(db)),
+        bounded(t, limit, active_tasks(db)),
     );
+}
+
+/// The sources `sample` reads, each with its own failure count.
+const SOURCES: [&str; 4] = ["broker", "outbox", "dead_letters", "tasks"];
+
+/// Starts the failure counters at zero, so an alert on their rate sees the first one.
+pub(crate) fn register() {
+    for source in SOURCES {
+        metrics::counter!("conveyor_gauge_sample_failures_total", "source" => source).absolute(0);
+    }
 }
 
 async fn bounded<F>(source: &'static str, limit: Duration, work: F)
@@ -58,6 +71,7 @@ async fn queues(broker: &dyn Broker) -> anyhow::Result<()> {
             metrics::gauge!("conveyor_queue_messages", "queue" => key, "stage" => stage)
                 .set(n as f64);
         }
+        metrics::gauge!("conveyor_queue_concurrency", "queue" => key).set(f64::from(q.prefetch));
     }
     Ok(())
 }
@@ -66,12 +80,11 @@ async fn queues(broker: &dyn Broker) -> anyhow::Result<()> {
 async fn outbox_lag(db: &DatabaseConnection) -> anyhow::Result<()> {
     let pending = outbox::Entity::find().filter(outbox::Column::PublishedAt.is_null());
     let count = pending.clone().count(db).await?;
-    let oldest = sea_orm::QueryOrder::order_by_asc(pending, outbox::Column::Id)
+    let oldest = pending
+        .order_by_asc(outbox::Column::Id)
         .one(db)
         .await?
-        .map_or(0.0, |row| {
-            (Utc::now() - row.created_at).num_milliseconds().max(0) as f64 / 1000.0
-        });
+        .map_or(0.0, |row| age_secs(row.created_at));
     metrics::gauge!("conveyor_outbox_pending").set(count as f64);
     metrics::gauge!("conveyor_outbox_oldest_pending_seconds").set(oldest);
     Ok(())
@@ -86,19 +99,28 @@ async fn dead_letters_waiting(db: &DatabaseConnection) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Tasks not yet finished, by status (terminal ones only grow; counting them would
-/// scan the table).
+/// Tasks not yet finished, by status, and how long the oldest has waited (terminal
+/// ones only grow; counting them would scan the table).
 async fn active_tasks(db: &DatabaseConnection) -> anyhow::Result<()> {
     for status in [
         TaskStatus::Pending,
         TaskStatus::Processing,
         TaskStatus::Retrying,
     ] {
-        let n = task::Entity::find()
-            .filter(task::Column::Status.eq(status.as_str()))
-            .count(db)
-            .await?;
+        let of_status = task::Entity::find().filter(task::Column::Status.eq(status.as_str()));
+        let n = of_status.clone().count(db).await?;
+        let oldest = of_status
+            .order_by_asc(task::Column::CreatedAt)
+            .one(db)
+            .await?
+            .map_or(0.0, |t| age_secs(t.created_at));
         metrics::gauge!("conveyor_tasks_active", "status" => status.as_str()).set(n as f64);
+        metrics::gauge!("conveyor_tasks_oldest_active_seconds", "status" => status.as_str())
+            .set(oldest);
     }
     Ok(())
+}
+
+fn age_secs(since: chrono::DateTime<Utc>) -> f64 {
+    (Utc::now() - since).num_milliseconds().max(0) as f64 / 1000.0
 }

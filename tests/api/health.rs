@@ -236,3 +236,53 @@ async fn metrics_show_waiting_work(backend: Backend) {
     let platform = app.stop().await;
     env.cleanup(Some(&platform)).await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn alert_rules_name_only_exported_metrics() {
+    let env = TestEnv::new(Backend::Embedded, "alert_rules_metrics")
+        .await
+        .unwrap();
+    let app = spawn_app(&env).await;
+    // One task through the whole flow, so every counter has been touched.
+    let (_, key) = app.user("alerts", 100).await;
+    let r = app
+        .submit(
+            &key,
+            serde_json::json!({"kind": "copywriting", "prompt": "p"}),
+        )
+        .await;
+    let id = r.json::<Value>().await.unwrap()["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    app.wait_status(&key, &id, "SUCCESS").await;
+    let text = app
+        .client
+        .get(app.url("/metrics"))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    let rules = include_str!("../../deploy/prometheus/alerts.yml");
+    let mut named = Vec::new();
+    for part in rules.split("conveyor_").skip(1) {
+        let name: String = part
+            .chars()
+            .take_while(|c| c.is_ascii_lowercase() || *c == '_')
+            .collect();
+        named.push(format!("conveyor_{name}"));
+    }
+    assert!(named.len() >= 8, "{named:?}");
+    for metric in named {
+        assert!(
+            text.lines()
+                .any(|l| l.starts_with(&format!("{metric}{{"))
+                    || l.starts_with(&format!("{metric} "))),
+            "the alert rules use {metric}, which /metrics does not export:\n{text}"
+        );
+    }
+    let platform = app.stop().await;
+    env.cleanup(Some(&platform)).await;
+}

@@ -265,7 +265,7 @@ impl Handler for AiTaskHandler {
             }
             applied
         };
-        let Some((_, ev)) = committed else {
+        let Some((now, ev)) = committed else {
             // Fenced: canceled meanwhile, or re-driven to a newer attempt. Discard.
             return Ok(());
         };
@@ -273,6 +273,9 @@ impl Handler for AiTaskHandler {
             .await
             .map_err(transient)?;
         txn.commit().await.map_err(transient)?;
+        if last {
+            super::metrics::finished(&now);
+        }
         self.relay.notify();
         publish_events(ctx.broker.as_ref(), &[ev]).await;
         Ok(())

@@ -15,6 +15,7 @@ pub mod executor;
 pub mod handler;
 pub mod kinds;
 pub mod messages;
+pub mod metrics;
 pub mod reaper;
 pub mod routes;
 pub mod store;

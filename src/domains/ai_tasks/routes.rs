@@ -231,6 +231,7 @@ pub(crate) async fn submit(
                 }
                 return Err(e.into());
             }
+            super::metrics::credits("reserved", new.cost);
             announce(&state.relay, &state.broker, vec![event]);
             body
         }

@@ -548,6 +548,7 @@ pub async fn finish_unsuccessfully(
     };
     settle_credits(&txn, &t).await?;
     txn.commit().await?;
+    super::metrics::finished(&t);
     Ok(Some((t, ev)))
 }
 

@@ -122,6 +122,7 @@ impl Writer {
             for (reply, result) in replies.into_iter().zip(results) {
                 let _ = reply.send(result.map(|(task, event)| {
                     events.push(event);
+                    super::metrics::credits("reserved", task.cost);
                     task
                 }));
             }
