@@ -15,6 +15,7 @@ use utoipa::{IntoParams, ToSchema};
 
 use super::{Action, DeadLetter, Filter, OperateError, Operated, Status};
 use crate::api::AuthUser;
+use crate::api::openapi::ErrorBody;
 use crate::app::AppState;
 use crate::error::ApiError;
 use crate::users::User;
@@ -144,10 +145,10 @@ pub(crate) struct ListQuery {
 #[utoipa::path(get, path = "/v1/admin/dead-letters", tag = "admin", operation_id = "list_dead_letters",
     security(("api_key" = [])), params(ListQuery),
     responses(
-        (status = 401, description = "Missing or invalid API key", body = crate::api::openapi::ErrorBody),
         (status = 200, description = "Dead letters, newest first", body = crate::api::Page<DeadLetterView>),
-        (status = 400, description = "Bad filter, limit or cursor (named in `field`)", body = crate::api::openapi::ErrorBody),
-        (status = 403, description = "Not an admin", body = crate::api::openapi::ErrorBody)))]
+        (status = 401, description = "Missing or invalid API key", body = ErrorBody),
+        (status = 400, description = "Bad filter, limit or cursor (named in `field`)", body = ErrorBody),
+        (status = 403, description = "Not an admin", body = ErrorBody)))]
 pub(crate) async fn list(
     State(state): State<AppState>,
     AuthUser(user): AuthUser,
@@ -194,10 +195,10 @@ pub(crate) async fn list(
 #[utoipa::path(get, path = "/v1/admin/dead-letters/{id}", tag = "admin", operation_id = "show_dead_letter",
     security(("api_key" = [])), params(("id" = i64, Path, description = "Dead letter id")),
     responses(
-        (status = 401, description = "Missing or invalid API key", body = crate::api::openapi::ErrorBody),
         (status = 200, description = "The dead letter with its body (the envelope as it died) and audit trail", body = DeadLetterView),
-        (status = 403, description = "Not an admin", body = crate::api::openapi::ErrorBody),
-        (status = 404, description = "No such dead letter", body = crate::api::openapi::ErrorBody)))]
+        (status = 401, description = "Missing or invalid API key", body = ErrorBody),
+        (status = 403, description = "Not an admin", body = ErrorBody),
+        (status = 404, description = "No such dead letter", body = ErrorBody)))]
 pub(crate) async fn show(
     State(state): State<AppState>,
     AuthUser(user): AuthUser,
@@ -219,12 +220,12 @@ pub(crate) async fn show(
 #[utoipa::path(post, path = "/v1/admin/dead-letters/{id}/replay", tag = "admin", operation_id = "replay_dead_letter",
     security(("api_key" = [])), params(("id" = i64, Path, description = "Dead letter id")),
     responses(
-        (status = 401, description = "Missing or invalid API key", body = crate::api::openapi::ErrorBody),
         (status = 200, description = "Sent back to its origin queue (same message id, fresh attempts), or `already` replayed", body = OperatedView),
-        (status = 403, description = "Not an admin", body = crate::api::openapi::ErrorBody),
-        (status = 404, description = "No such dead letter", body = crate::api::openapi::ErrorBody),
-        (status = 409, description = "Discarded, or malformed (not replayable)", body = crate::api::openapi::ErrorBody),
-        (status = 429, description = "Above `dead_letters.replay_per_second`; see `Retry-After`", body = crate::api::openapi::ErrorBody)))]
+        (status = 401, description = "Missing or invalid API key", body = ErrorBody),
+        (status = 403, description = "Not an admin", body = ErrorBody),
+        (status = 404, description = "No such dead letter", body = ErrorBody),
+        (status = 409, description = "Discarded, or malformed (not replayable)", body = ErrorBody),
+        (status = 429, description = "Above `dead_letters.replay_per_second`; see `Retry-After`", body = ErrorBody)))]
 pub(crate) async fn replay(
     State(state): State<AppState>,
     AuthUser(user): AuthUser,
@@ -257,11 +258,11 @@ pub(crate) async fn replay(
 #[utoipa::path(post, path = "/v1/admin/dead-letters/{id}/discard", tag = "admin", operation_id = "discard_dead_letter",
     security(("api_key" = [])), params(("id" = i64, Path, description = "Dead letter id")),
     responses(
-        (status = 401, description = "Missing or invalid API key", body = crate::api::openapi::ErrorBody),
         (status = 200, description = "Marked dropped on purpose, or `already` discarded", body = OperatedView),
-        (status = 403, description = "Not an admin", body = crate::api::openapi::ErrorBody),
-        (status = 404, description = "No such dead letter", body = crate::api::openapi::ErrorBody),
-        (status = 409, description = "Already replayed", body = crate::api::openapi::ErrorBody)))]
+        (status = 401, description = "Missing or invalid API key", body = ErrorBody),
+        (status = 403, description = "Not an admin", body = ErrorBody),
+        (status = 404, description = "No such dead letter", body = ErrorBody),
+        (status = 409, description = "Already replayed", body = ErrorBody)))]
 pub(crate) async fn discard(
     State(state): State<AppState>,
     AuthUser(user): AuthUser,

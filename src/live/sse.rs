@@ -15,6 +15,7 @@ use tokio::sync::broadcast::error::RecvError;
 use tokio::sync::mpsc;
 
 use crate::api::AuthUser;
+use crate::api::openapi::ErrorBody;
 use crate::app::AppState;
 use crate::domains::ai_tasks::Status;
 use crate::domains::ai_tasks::messages::TaskEvent;
@@ -39,8 +40,8 @@ fn terminal(status: &str) -> bool {
         ("Last-Event-ID" = Option<u64>, Header, description = "Resume after this sequence number")),
     responses(
         (status = 200, description = "Server-Sent Events: `snapshot`, then `progress` events (`id:` is the sequence number); ends after a terminal event", content_type = "text/event-stream", body = String),
-        (status = 401, description = "Missing or invalid API key", body = crate::api::openapi::ErrorBody),
-        (status = 404, description = "No such task of the caller's", body = crate::api::openapi::ErrorBody)))]
+        (status = 401, description = "Missing or invalid API key", body = ErrorBody),
+        (status = 404, description = "No such task of the caller's", body = ErrorBody)))]
 pub async fn stream(
     State(state): State<AppState>,
     AuthUser(user): AuthUser,

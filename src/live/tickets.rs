@@ -11,6 +11,7 @@ use sea_orm::sea_query::Expr;
 use sea_orm::{ActiveValue::Set, ColumnTrait, ConnectionTrait, DbErr, EntityTrait, QueryFilter};
 
 use crate::api::AuthUser;
+use crate::api::openapi::ErrorBody;
 use crate::app::AppState;
 use crate::error::ApiError;
 use crate::users::hash_key;
@@ -44,7 +45,7 @@ pub struct TicketView {
 
 #[utoipa::path(post, path = "/v1/ws-tickets", tag = "live", security(("api_key" = [])), responses(
     (status = 201, description = "A single-use ticket for the WebSocket upgrade (browsers cannot send headers on one)", body = TicketView),
-    (status = 401, description = "Missing or invalid API key", body = crate::api::openapi::ErrorBody)))]
+    (status = 401, description = "Missing or invalid API key", body = ErrorBody)))]
 pub async fn issue(
     State(state): State<AppState>,
     AuthUser(user): AuthUser,

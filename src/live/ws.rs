@@ -28,6 +28,7 @@ use serde_json::{Value, json};
 use tokio::sync::broadcast::error::RecvError;
 
 use super::hub::Shared;
+use crate::api::openapi::ErrorBody;
 use crate::app::AppState;
 use crate::domains::ai_tasks::Status;
 use crate::domains::ai_tasks::messages::TaskEvent;
@@ -46,8 +47,8 @@ pub struct Params {
     params(("ticket" = String, Query, description = "From `POST /v1/ws-tickets`")),
     responses(
         (status = 101, description = "WebSocket: JSON text frames; see the README's frame tables"),
-        (status = 401, description = "Missing, forged, expired or reused ticket", body = crate::api::openapi::ErrorBody),
-        (status = 403, description = "`Origin` outside `live.allowed_origins`", body = crate::api::openapi::ErrorBody)))]
+        (status = 401, description = "Missing, forged, expired or reused ticket", body = ErrorBody),
+        (status = 403, description = "`Origin` outside `live.allowed_origins`", body = ErrorBody)))]
 pub async fn upgrade(
     State(state): State<AppState>,
     Query(params): Query<Params>,

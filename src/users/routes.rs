@@ -7,6 +7,7 @@ use serde::Serialize;
 use utoipa::ToSchema;
 
 use crate::api::AuthUser;
+use crate::api::openapi::ErrorBody;
 use crate::app::AppState;
 use crate::error::ApiError;
 
@@ -22,7 +23,7 @@ pub struct MeView {
 
 #[utoipa::path(get, path = "/v1/me", tag = "tasks", security(("api_key" = [])), responses(
     (status = 200, description = "The caller and their current balance", body = MeView),
-    (status = 401, description = "Missing or invalid API key", body = crate::api::openapi::ErrorBody)))]
+    (status = 401, description = "Missing or invalid API key", body = ErrorBody)))]
 pub async fn me(
     State(state): State<AppState>,
     AuthUser(cached): AuthUser,

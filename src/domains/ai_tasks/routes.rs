@@ -13,6 +13,7 @@ use super::handler::publish_events;
 use super::kinds::{ALL_KINDS, Status, TaskKind};
 use super::store::{self, Guard, NewTask, StoreError, Task};
 use super::submitter::announce;
+use crate::api::openapi::ErrorBody;
 use crate::api::{ApiJson, AuthUser, idempotency};
 use crate::app::AppState;
 use crate::error::ApiError;
@@ -164,11 +165,11 @@ fn validate(state: &AppState, req: &SubmitRequest) -> Result<(TaskKind, Value), 
     params(("Idempotency-Key" = Option<String>, Header, pattern = "^[\\x21-\\x7E]{1,128}$",
         description = "1 to 128 visible ASCII characters. Same key and body: the same answer (kept at least 24 h); same key, other body: 422")),
     responses(
-        (status = 401, description = "Missing or invalid API key", body = crate::api::openapi::ErrorBody),
         (status = 202, description = "Accepted: PENDING, credits reserved; `Location` names the task", body = TaskView),
-        (status = 400, description = "Malformed JSON or unknown fields", body = crate::api::openapi::ErrorBody),
-        (status = 402, description = "Insufficient credits (`needed`, `balance`)", body = crate::api::openapi::ErrorBody),
-        (status = 422, description = "Invalid field (named in `field`), or an idempotency key reused with another body", body = crate::api::openapi::ErrorBody)))]
+        (status = 401, description = "Missing or invalid API key", body = ErrorBody),
+        (status = 400, description = "Malformed JSON or unknown fields", body = ErrorBody),
+        (status = 402, description = "Insufficient credits (`needed`, `balance`)", body = ErrorBody),
+        (status = 422, description = "Invalid field (named in `field`), or an idempotency key reused with another body", body = ErrorBody)))]
 pub(crate) async fn submit(
     State(state): State<AppState>,
     AuthUser(user): AuthUser,
@@ -251,9 +252,9 @@ async fn visible(state: &AppState, user: &crate::users::User, id: &str) -> Resul
 #[utoipa::path(get, path = "/v1/tasks/{id}", tag = "tasks", security(("api_key" = [])),
     params(("id" = String, Path, description = "Task id")),
     responses(
-        (status = 401, description = "Missing or invalid API key", body = crate::api::openapi::ErrorBody),
         (status = 200, description = "The task (status, progress, step, attempts, result or error)", body = TaskView),
-        (status = 404, description = "No such task of the caller's (admins see every task)", body = crate::api::openapi::ErrorBody)))]
+        (status = 401, description = "Missing or invalid API key", body = ErrorBody),
+        (status = 404, description = "No such task of the caller's (admins see every task)", body = ErrorBody)))]
 pub(crate) async fn read(
     State(state): State<AppState>,
     AuthUser(user): AuthUser,
@@ -284,9 +285,9 @@ pub(crate) struct ListQuery {
 #[utoipa::path(get, path = "/v1/tasks", tag = "tasks", operation_id = "list_tasks", security(("api_key" = [])),
     params(ListQuery),
     responses(
-        (status = 401, description = "Missing or invalid API key", body = crate::api::openapi::ErrorBody),
         (status = 200, description = "The caller's tasks, newest first", body = crate::api::Page<TaskView>),
-        (status = 400, description = "Unknown status or kind, bad limit or cursor (named in `field`)", body = crate::api::openapi::ErrorBody)))]
+        (status = 401, description = "Missing or invalid API key", body = ErrorBody),
+        (status = 400, description = "Unknown status or kind, bad limit or cursor (named in `field`)", body = ErrorBody)))]
 pub(crate) async fn list(
     State(state): State<AppState>,
     AuthUser(user): AuthUser,
@@ -342,10 +343,10 @@ pub(crate) async fn list(
 #[utoipa::path(post, path = "/v1/tasks/{id}/cancel", tag = "tasks", security(("api_key" = [])),
     params(("id" = String, Path, description = "Task id")),
     responses(
-        (status = 401, description = "Missing or invalid API key", body = crate::api::openapi::ErrorBody),
         (status = 200, description = "CANCELED, credits refunded; a running task stops at its next checkpoint", body = TaskView),
-        (status = 404, description = "No such task of the caller's", body = crate::api::openapi::ErrorBody),
-        (status = 409, description = "Already terminal", body = crate::api::openapi::ErrorBody)))]
+        (status = 401, description = "Missing or invalid API key", body = ErrorBody),
+        (status = 404, description = "No such task of the caller's", body = ErrorBody),
+        (status = 409, description = "Already terminal", body = ErrorBody)))]
 pub(crate) async fn cancel(
     State(state): State<AppState>,
     AuthUser(user): AuthUser,
