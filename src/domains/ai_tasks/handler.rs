@@ -134,7 +134,7 @@ impl Handler for AiTaskHandler {
             message: Some(format!("{step_name} started")),
             ..Default::default()
         };
-        let Some((t, ev)) = store::apply(&ctx.db, &t.id, &guard, claim)
+        let Some((t, ev)) = store::apply_now(&ctx.db, &t.id, &guard, claim)
             .await
             .map_err(transient)?
         else {
@@ -182,7 +182,7 @@ impl Handler for AiTaskHandler {
                         message,
                         ..Default::default()
                     };
-                    if let Ok(Some((_, ev))) = store::apply(&db, &id, &g, change).await {
+                    if let Ok(Some((_, ev))) = store::apply_now(&db, &id, &g, change).await {
                         publish_events(broker.as_ref(), &[ev]).await;
                     }
                 }
@@ -304,7 +304,7 @@ impl Handler for AiTaskHandler {
                     message: Some(format!("retrying (attempt {next_attempt}): {error}")),
                     ..Default::default()
                 };
-                store::apply(&ctx.db, &run.task_id, &g, change)
+                store::apply_now(&ctx.db, &run.task_id, &g, change)
                     .await
                     .map_err(transient)?
             }

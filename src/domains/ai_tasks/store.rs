@@ -157,6 +157,25 @@ pub async fn apply(
     Ok(Some((t, ev)))
 }
 
+/// [`apply`] in a transaction of its own: the change and its event commit together
+/// (one commit instead of three autocommitted statements, and no status change without
+/// its event after a crash).
+pub async fn apply_now(
+    db: &DatabaseConnection,
+    id: &str,
+    guard: &Guard<'_>,
+    change: Change,
+) -> Result<Option<(Task, TaskEvent)>, DbErr> {
+    let txn = db.begin().await?;
+    let applied = apply(&txn, id, guard, change).await?;
+    if applied.is_some() {
+        txn.commit().await?;
+    } else {
+        txn.rollback().await?;
+    }
+    Ok(applied)
+}
+
 fn event_of(t: &Task, message: Option<String>) -> TaskEvent {
     TaskEvent {
         task_id: t.id.clone(),
