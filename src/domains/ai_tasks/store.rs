@@ -147,11 +147,21 @@ pub async fn apply(
     if let Some(e) = &change.error {
         q = q.col_expr(task::Column::Error, Expr::value(e.clone()));
     }
-    if q.exec(txn).await?.rows_affected != 1 {
-        return Ok(None);
-    }
-    let Some(t) = task::Entity::find_by_id(id.to_owned()).one(txn).await? else {
-        return Ok(None);
+    let t = if txn.support_returning() {
+        // PostgreSQL: the updated row comes back with the update, one round trip less.
+        let mut rows = q.exec_with_returning(txn).await?;
+        match (rows.pop(), rows.is_empty()) {
+            (Some(t), true) => t,
+            _ => return Ok(None),
+        }
+    } else {
+        if q.exec(txn).await?.rows_affected != 1 {
+            return Ok(None);
+        }
+        let Some(t) = task::Entity::find_by_id(id.to_owned()).one(txn).await? else {
+            return Ok(None);
+        };
+        t
     };
     let ev = insert_event(txn, &t, change.message).await?;
     Ok(Some((t, ev)))
