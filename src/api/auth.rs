@@ -21,6 +21,27 @@ const MAX_ENTRIES: usize = 10_000;
 #[derive(Debug, Clone)]
 pub struct AuthUser(pub User);
 
+/// The caller, who must be an admin (`users create --admin`): 401 without a valid key,
+/// 403 for anyone else.
+#[derive(Debug, Clone)]
+pub struct Admin(pub User);
+
+impl FromRequestParts<AppState> for Admin {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(
+        parts: &mut Parts,
+        state: &AppState,
+    ) -> Result<Self, Self::Rejection> {
+        let AuthUser(user) = AuthUser::from_request_parts(parts, state).await?;
+        if user.is_admin {
+            Ok(Admin(user))
+        } else {
+            Err(ApiError::Forbidden)
+        }
+    }
+}
+
 #[derive(Debug, Default)]
 pub struct AuthCache {
     entries: Mutex<HashMap<String, (User, Instant)>>,

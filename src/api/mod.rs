@@ -24,7 +24,7 @@ use tower_http::trace::TraceLayer;
 use crate::app::AppState;
 use crate::error::ApiError;
 
-pub use auth::AuthUser;
+pub use auth::{Admin, AuthUser};
 pub use json::ApiJson;
 pub use page::Page;
 

@@ -14,11 +14,10 @@ use serde_json::{Value, json};
 use utoipa::{IntoParams, ToSchema};
 
 use super::{Action, DeadLetter, Filter, OperateError, Operated, Status};
-use crate::api::AuthUser;
+use crate::api::Admin;
 use crate::api::openapi::ErrorBody;
 use crate::app::AppState;
 use crate::error::ApiError;
-use crate::users::User;
 
 pub fn routes() -> Router<AppState> {
     Router::new()
@@ -85,14 +84,6 @@ impl From<Action> for ActionView {
     }
 }
 
-fn admin(user: &User) -> Result<(), ApiError> {
-    if user.is_admin {
-        Ok(())
-    } else {
-        Err(ApiError::Forbidden)
-    }
-}
-
 /// Ids are numbers; anything else names no dead letter.
 fn parse_id(id: &str) -> Result<i64, ApiError> {
     id.parse().map_err(|_| ApiError::NotFound("dead letter"))
@@ -151,10 +142,9 @@ pub(crate) struct ListQuery {
         (status = 403, description = "Not an admin", body = ErrorBody)))]
 pub(crate) async fn list(
     State(state): State<AppState>,
-    AuthUser(user): AuthUser,
+    _: Admin,
     query: Result<Query<ListQuery>, axum::extract::rejection::QueryRejection>,
 ) -> Result<axum::Json<crate::api::Page<DeadLetterView>>, ApiError> {
-    admin(&user)?;
     let Query(q) = query.map_err(|e| ApiError::BadRequest {
         code: "invalid_query",
         message: e.body_text(),
@@ -201,10 +191,9 @@ pub(crate) async fn list(
         (status = 404, description = "No such dead letter", body = ErrorBody)))]
 pub(crate) async fn show(
     State(state): State<AppState>,
-    AuthUser(user): AuthUser,
+    _: Admin,
     Path(id): Path<String>,
 ) -> Result<axum::Json<DeadLetterView>, ApiError> {
-    admin(&user)?;
     let id = parse_id(&id)?;
     let row = super::get(&state.db, id)
         .await?
@@ -228,10 +217,9 @@ pub(crate) async fn show(
         (status = 429, description = "Above `dead_letters.replay_per_second`; see `Retry-After`", body = ErrorBody)))]
 pub(crate) async fn replay(
     State(state): State<AppState>,
-    AuthUser(user): AuthUser,
+    Admin(user): Admin,
     Path(id): Path<String>,
 ) -> Result<axum::Json<OperatedView>, ApiError> {
-    admin(&user)?;
     let id = parse_id(&id)?;
     if let Err(not_until) = state.replay_limiter.check() {
         let wait = not_until.wait_time_from(governor::clock::Clock::now(
@@ -265,10 +253,9 @@ pub(crate) async fn replay(
         (status = 409, description = "Already replayed", body = ErrorBody)))]
 pub(crate) async fn discard(
     State(state): State<AppState>,
-    AuthUser(user): AuthUser,
+    Admin(user): Admin,
     Path(id): Path<String>,
 ) -> Result<axum::Json<OperatedView>, ApiError> {
-    admin(&user)?;
     let id = parse_id(&id)?;
     super::discard(&state.db, id, &format!("user:{}", user.id))
         .await
