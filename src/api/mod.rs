@@ -8,6 +8,7 @@ pub mod idempotency;
 pub mod json;
 pub mod openapi;
 pub mod page;
+pub mod query;
 
 use std::time::Duration;
 
@@ -27,6 +28,7 @@ use crate::error::ApiError;
 pub use auth::{Admin, AuthUser};
 pub use json::ApiJson;
 pub use page::Page;
+pub use query::ApiQuery;
 
 /// The whole HTTP API.
 pub fn router(state: AppState) -> Router {

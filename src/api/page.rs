@@ -10,6 +10,19 @@ pub struct Page<T: ToSchema> {
     pub next_cursor: Option<String>,
 }
 
+/// The `limit` query parameter: 1 to 100, 20 when absent.
+pub fn limit(requested: Option<u64>) -> Result<u64, crate::error::ApiError> {
+    let limit = requested.unwrap_or(20);
+    if (1..=100).contains(&limit) {
+        Ok(limit)
+    } else {
+        Err(crate::error::ApiError::bad_request(
+            "limit",
+            "must be 1 to 100",
+        ))
+    }
+}
+
 impl<T: ToSchema> Page<T> {
     /// A full page (`limit` items) may have a successor, found after its last item.
     pub fn new(items: Vec<T>, limit: u64, cursor_of: impl Fn(&T) -> String) -> Self {

@@ -7,15 +7,15 @@
 //! - `POST /v1/admin/dead-letters/{id}/discard`
 
 use axum::Router;
-use axum::extract::{Path, Query, State};
+use axum::extract::{Path, State};
 use axum::routing::{get, post};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use utoipa::{IntoParams, ToSchema};
 
 use super::{Action, DeadLetter, Filter, OperateError, Operated, Status};
-use crate::api::Admin;
 use crate::api::openapi::ErrorBody;
+use crate::api::{Admin, ApiQuery};
 use crate::app::AppState;
 use crate::error::ApiError;
 
@@ -143,13 +143,8 @@ pub(crate) struct ListQuery {
 pub(crate) async fn list(
     State(state): State<AppState>,
     _: Admin,
-    query: Result<Query<ListQuery>, axum::extract::rejection::QueryRejection>,
+    ApiQuery(q): ApiQuery<ListQuery>,
 ) -> Result<axum::Json<crate::api::Page<DeadLetterView>>, ApiError> {
-    let Query(q) = query.map_err(|e| ApiError::BadRequest {
-        code: "invalid_query",
-        message: e.body_text(),
-        field: None,
-    })?;
     let status = match q.status.as_deref() {
         None => None,
         Some(s) => Some(Status::parse(s).ok_or_else(|| {
@@ -159,10 +154,7 @@ pub(crate) async fn list(
             )
         })?),
     };
-    let limit = q.limit.unwrap_or(20);
-    if !(1..=100).contains(&limit) {
-        return Err(ApiError::bad_request("limit", "must be 1 to 100"));
-    }
+    let limit = crate::api::page::limit(q.limit)?;
     let before = match q.cursor.as_deref() {
         None => None,
         Some(c) => Some(

@@ -18,8 +18,8 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use axum::extract::State;
 use axum::extract::ws::{CloseFrame, Message, WebSocket, WebSocketUpgrade};
-use axum::extract::{Query, State};
 use axum::http::HeaderMap;
 use axum::response::Response;
 use futures::{SinkExt as _, StreamExt as _};
@@ -51,7 +51,7 @@ pub struct Params {
         (status = 403, description = "`Origin` outside `live.allowed_origins`", body = ErrorBody)))]
 pub async fn upgrade(
     State(state): State<AppState>,
-    Query(params): Query<Params>,
+    crate::api::ApiQuery(params): crate::api::ApiQuery<Params>,
     headers: HeaderMap,
     ws: WebSocketUpgrade,
 ) -> Result<Response, ApiError> {

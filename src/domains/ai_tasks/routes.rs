@@ -2,7 +2,7 @@
 //! caller (another user's task is 404); admins may read any task.
 
 use axum::Router;
-use axum::extract::{Path, Query, State};
+use axum::extract::{Path, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
@@ -14,7 +14,7 @@ use super::kinds::{ALL_KINDS, Status, TaskKind};
 use super::store::{self, Guard, NewTask, StoreError, Task};
 use super::submitter::announce;
 use crate::api::openapi::ErrorBody;
-use crate::api::{ApiJson, AuthUser, idempotency};
+use crate::api::{ApiJson, ApiQuery, AuthUser, idempotency};
 use crate::app::AppState;
 use crate::error::ApiError;
 
@@ -291,13 +291,8 @@ pub(crate) struct ListQuery {
 pub(crate) async fn list(
     State(state): State<AppState>,
     AuthUser(user): AuthUser,
-    query: Result<Query<ListQuery>, axum::extract::rejection::QueryRejection>,
+    ApiQuery(q): ApiQuery<ListQuery>,
 ) -> Result<axum::Json<crate::api::Page<TaskView>>, ApiError> {
-    let Query(q) = query.map_err(|e| ApiError::BadRequest {
-        code: "invalid_query",
-        message: e.body_text(),
-        field: None,
-    })?;
     let status = match q.status.as_deref() {
         None => None,
         Some(s) => Some(
@@ -312,10 +307,7 @@ pub(crate) async fn list(
                 .ok_or_else(|| ApiError::bad_request("kind", format!("unknown kind `{k}`")))?,
         ),
     };
-    let limit = q.limit.unwrap_or(20);
-    if !(1..=100).contains(&limit) {
-        return Err(ApiError::bad_request("limit", "must be 1 to 100"));
-    }
+    let limit = crate::api::page::limit(q.limit)?;
     if q.cursor.as_ref().is_some_and(|c| {
         c.is_empty() || c.len() > 64 || !c.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-')
     }) {

@@ -1,0 +1,30 @@
+//! `ApiQuery<T>`: axum's query-string extractor with rejections turned into JSON 400
+//! errors (`invalid_query`, saying which parameter was wrong).
+
+use axum::extract::{FromRequestParts, Query};
+use axum::http::request::Parts;
+use serde::de::DeserializeOwned;
+
+use crate::error::ApiError;
+
+#[derive(Debug, Clone, Copy, Default)]
+pub struct ApiQuery<T>(pub T);
+
+impl<T, S> FromRequestParts<S> for ApiQuery<T>
+where
+    T: DeserializeOwned,
+    S: Send + Sync,
+{
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Self::Rejection> {
+        match Query::<T>::from_request_parts(parts, state).await {
+            Ok(Query(v)) => Ok(ApiQuery(v)),
+            Err(e) => Err(ApiError::BadRequest {
+                code: "invalid_query",
+                message: e.body_text(),
+                field: None,
+            }),
+        }
+    }
+}
