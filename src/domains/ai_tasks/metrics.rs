@@ -2,18 +2,20 @@
 //! (a rolled-back transition counts nothing).
 
 use super::store::Task;
+use super::{Status, TaskKind};
 
 /// A task reached SUCCESS, FAILED or CANCELED: counts it, its submit-to-end time, and
 /// the credits its end consumed or refunded.
 pub fn finished(t: &Task) {
-    let (kind, status) = (t.kind.clone(), t.status.clone());
-    metrics::counter!("conveyor_tasks_finished_total", "kind" => kind.clone(), "status" => status.clone())
+    // Static labels (the stored strings are always known names): no allocation per task.
+    let kind = TaskKind::parse(&t.kind).map_or("unknown", TaskKind::as_str);
+    let status = Status::parse(&t.status).map_or("unknown", Status::as_str);
+    metrics::counter!("conveyor_tasks_finished_total", "kind" => kind, "status" => status)
         .increment(1);
     let end = t.finished_at.unwrap_or(t.updated_at);
     let secs = (end - t.created_at).num_milliseconds().max(0) as f64 / 1000.0;
-    metrics::histogram!("conveyor_task_seconds", "kind" => kind, "status" => status.clone())
-        .record(secs);
-    let effect = if status == super::Status::Success.as_str() {
+    metrics::histogram!("conveyor_task_seconds", "kind" => kind, "status" => status).record(secs);
+    let effect = if status == Status::Success.as_str() {
         "consumed"
     } else {
         "refunded"

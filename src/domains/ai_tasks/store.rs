@@ -148,11 +148,11 @@ pub async fn apply(
         q = q.col_expr(task::Column::Error, Expr::value(e.clone()));
     }
     let t = if txn.support_returning() {
-        // PostgreSQL: the updated row comes back with the update, one round trip less.
-        let mut rows = q.exec_with_returning(txn).await?;
-        match (rows.pop(), rows.is_empty()) {
-            (Some(t), true) => t,
-            _ => return Ok(None),
+        // PostgreSQL: the updated row comes back with the update, one round trip less
+        // (the id filter matches at most one row).
+        match q.exec_with_returning(txn).await?.pop() {
+            Some(t) => t,
+            None => return Ok(None),
         }
     } else {
         if q.exec(txn).await?.rows_affected != 1 {
@@ -272,7 +272,7 @@ async fn reserve_many(
     txn: &impl ConnectionTrait,
     batch: &[NewTask],
 ) -> Result<Vec<Result<(), i64>>, DbErr> {
-    use sea_orm::sea_query::{CaseStatement, LockType};
+    use sea_orm::sea_query::LockType;
     use std::collections::{BTreeMap, BTreeSet, HashMap};
     use users::entity::user;
     let ids: BTreeSet<&str> = batch
@@ -311,25 +311,33 @@ async fn reserve_many(
             Ok(())
         })
         .collect();
-    let mut case: Option<CaseStatement> = None;
-    for (id, total) in &taken {
-        let cond = user::Column::Id.eq(*id);
-        case = Some(match case {
-            None => Expr::case(cond, *total),
-            Some(c) => c.case(cond, *total),
-        });
-    }
-    if let Some(case) = case {
+    if let Some(total) = per_user(&taken) {
         user::Entity::update_many()
             .col_expr(
                 user::Column::Credits,
-                Expr::col(user::Column::Credits).sub(case.finally(0)),
+                Expr::col(user::Column::Credits).sub(total),
             )
             .filter(user::Column::Id.is_in(taken.keys().copied()))
             .exec(txn)
             .await?;
     }
     Ok(reserved)
+}
+
+/// `CASE id WHEN … THEN total … ELSE 0 END`: each user's amount in one expression, for
+/// a single `UPDATE users` over a batch; `None` when there is nobody to charge.
+fn per_user(
+    totals: &std::collections::BTreeMap<&str, i64>,
+) -> Option<sea_orm::sea_query::SimpleExpr> {
+    use users::entity::user;
+    let mut whens = totals
+        .iter()
+        .map(|(id, total)| (user::Column::Id.eq(*id), *total));
+    let (cond, total) = whens.next()?;
+    let case = whens.fold(Expr::case(cond, total), |c, (cond, total)| {
+        c.case(cond, total)
+    });
+    Some(case.finally(0).into())
 }
 
 /// Charges every user of the batch their batch total in one conditional statement,
@@ -341,25 +349,15 @@ async fn reserve_if_all_covered(
     txn: &impl ConnectionTrait,
     batch: &[NewTask],
 ) -> Result<bool, DbErr> {
-    use sea_orm::sea_query::CaseStatement;
     use std::collections::BTreeMap;
     use users::entity::user;
     let mut totals: BTreeMap<&str, i64> = BTreeMap::new();
     for n in batch.iter().filter(|n| n.cost > 0) {
         *totals.entry(n.user_id.as_str()).or_default() += n.cost;
     }
-    let mut case: Option<CaseStatement> = None;
-    for (id, total) in &totals {
-        let cond = user::Column::Id.eq(*id);
-        case = Some(match case {
-            None => Expr::case(cond, *total),
-            Some(c) => c.case(cond, *total),
-        });
-    }
-    let Some(case) = case else {
+    let Some(total) = per_user(&totals) else {
         return Ok(true);
     };
-    let total = case.finally(0);
     // Every matched row changes (each total is positive), so rows affected = rows
     // matched on MySQL too.
     let charged = user::Entity::update_many()
