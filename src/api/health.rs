@@ -70,7 +70,13 @@ pub async fn readyz(State(state): State<AppState>) -> impl IntoResponse {
 #[utoipa::path(get, path = "/metrics", tag = "health",
     responses((status = 200, description = "Prometheus text format", body = String, content_type = "text/plain")))]
 pub async fn metrics(State(state): State<AppState>) -> impl IntoResponse {
-    crate::telemetry::gauges::sample(&state.db, state.broker.as_ref(), PROBE_TIMEOUT).await;
+    crate::telemetry::gauges::sample(
+        &state.db,
+        state.broker.as_ref(),
+        &state.relay,
+        PROBE_TIMEOUT,
+    )
+    .await;
     (
         [(
             axum::http::header::CONTENT_TYPE,

@@ -9,7 +9,7 @@ use sea_orm::{ActiveValue::Set, ConnectionTrait, EntityTrait};
 
 use crate::broker::{Envelope, EnvelopeError, Target};
 
-pub use relay::Relay;
+pub use relay::{Lag, Relay};
 
 #[derive(Debug, thiserror::Error)]
 pub enum OutboxError {

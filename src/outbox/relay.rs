@@ -145,21 +145,39 @@ impl Relay {
             .exec(conn)
             .await?;
         metrics::counter!("conveyor_outbox_published_total").increment(out.len() as u64);
+        // One counter update per target, not per message (a batch has a few targets).
+        let mut per_target: Vec<(Target, u64)> = Vec::new();
         for m in &out {
-            metrics::counter!("conveyor_messages_published_total", "queue" => m.target.key())
-                .increment(1);
+            match per_target.iter_mut().find(|(t, _)| *t == m.target) {
+                Some((_, n)) => *n += 1,
+                None => per_target.push((m.target, 1)),
+            }
+        }
+        for (target, n) in per_target {
+            metrics::counter!("conveyor_messages_published_total", "queue" => target.key())
+                .increment(n);
         }
         Ok(Ok(out.len()))
     }
 
-    /// Rows committed but not yet published (outbox lag).
-    pub async fn backlog(&self) -> Result<u64, sea_orm::DbErr> {
+    /// Rows committed but not yet published, and when the oldest was committed.
+    pub async fn lag(&self) -> Result<Lag, sea_orm::DbErr> {
         use sea_orm::PaginatorTrait as _;
-        entity::Entity::find()
-            .filter(Column::PublishedAt.is_null())
-            .count(&self.db)
-            .await
+        Ok(Lag {
+            pending: entity::Entity::find()
+                .filter(Column::PublishedAt.is_null())
+                .count(&self.db)
+                .await?,
+            oldest: pending(1).one(&self.db).await?.map(|row| row.created_at),
+        })
     }
+}
+
+/// What the relay has yet to publish.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Lag {
+    pub pending: u64,
+    pub oldest: Option<chrono::DateTime<Utc>>,
 }
 
 fn pending(limit: u64) -> sea_orm::Select<entity::Entity> {

@@ -18,14 +18,14 @@ use crate::broker::Broker;
 use crate::dead_letters::{self, Status as DeadStatus};
 use crate::domains::ai_tasks::Status as TaskStatus;
 use crate::domains::ai_tasks::entity::task;
-use crate::outbox::entity as outbox;
+use crate::outbox::Relay;
 
 /// Refreshes every gauge, each source within `limit`.
-pub async fn sample(db: &DatabaseConnection, broker: &dyn Broker, limit: Duration) {
+pub async fn sample(db: &DatabaseConnection, broker: &dyn Broker, relay: &Relay, limit: Duration) {
     let [b, o, d, t] = SOURCES;
     tokio::join!(
         bounded(b, limit, queues(broker)),
-        bounded(o, limit, outbox_lag(db)),
+        bounded(o, limit, outbox_lag(relay)),
         bounded(d, limit, dead_letters_waiting(db)),
         bounded(t, limit, active_tasks(db)),
     );
@@ -77,16 +77,10 @@ async fn queues(broker: &dyn Broker) -> anyhow::Result<()> {
 }
 
 /// Rows committed but not yet published, and how long the oldest has waited.
-async fn outbox_lag(db: &DatabaseConnection) -> anyhow::Result<()> {
-    let pending = outbox::Entity::find().filter(outbox::Column::PublishedAt.is_null());
-    let count = pending.clone().count(db).await?;
-    let oldest = pending
-        .order_by_asc(outbox::Column::Id)
-        .one(db)
-        .await?
-        .map_or(0.0, |row| age_secs(row.created_at));
-    metrics::gauge!("conveyor_outbox_pending").set(count as f64);
-    metrics::gauge!("conveyor_outbox_oldest_pending_seconds").set(oldest);
+async fn outbox_lag(relay: &Relay) -> anyhow::Result<()> {
+    let lag = relay.lag().await?;
+    metrics::gauge!("conveyor_outbox_pending").set(lag.pending as f64);
+    metrics::gauge!("conveyor_outbox_oldest_pending_seconds").set(lag.oldest.map_or(0.0, age_secs));
     Ok(())
 }
 

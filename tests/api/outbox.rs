@@ -49,9 +49,9 @@ async fn relay_publishes_committed_rows_only(backend: Backend) {
         txn.rollback().await.unwrap();
         e.id
     };
-    assert_eq!(platform.relay.backlog().await.unwrap(), 5);
+    assert_eq!(platform.relay.lag().await.unwrap().pending, 5);
     assert_eq!(platform.relay.relay_once().await.unwrap(), 5);
-    assert_eq!(platform.relay.backlog().await.unwrap(), 0);
+    assert_eq!(platform.relay.lag().await.unwrap().pending, 0);
 
     let rec = Arc::new(Recorder::default());
     let token = CancellationToken::new();
