@@ -8,6 +8,7 @@ use std::sync::OnceLock;
 
 use metrics_exporter_prometheus::{PrometheusBuilder, PrometheusHandle};
 use tracing_subscriber::EnvFilter;
+use tracing_subscriber::fmt::writer::EitherWriter;
 use tracing_subscriber::layer::SubscriberExt as _;
 use tracing_subscriber::util::SubscriberInitExt as _;
 
@@ -25,11 +26,15 @@ pub enum LogTo {
 /// Installs the global subscriber once; later calls (tests) are no-ops. `RUST_LOG` wins
 /// over `log.level`.
 pub fn init(settings: &LogSettings, to: LogTo) {
-    let writer = move || -> Box<dyn std::io::Write> {
-        match to {
-            LogTo::Stdout => Box::new(std::io::stdout()),
-            LogTo::Stderr => Box::new(std::io::stderr()),
-        }
+    // Called for every event: `EitherWriter` picks the stream without allocating.
+    let writer = move || match to {
+        LogTo::Stdout => EitherWriter::A(std::io::stdout()),
+        LogTo::Stderr => EitherWriter::B(std::io::stderr()),
+    };
+    // Colours for a terminal only, not for log files and pipes.
+    let ansi = match to {
+        LogTo::Stdout => std::io::stdout().is_terminal(),
+        LogTo::Stderr => std::io::stderr().is_terminal(),
     };
     let filter = EnvFilter::try_from_default_env()
         .or_else(|_| EnvFilter::try_new(&settings.level))
@@ -48,11 +53,7 @@ pub fn init(settings: &LogSettings, to: LogTo) {
             .with(
                 tracing_subscriber::fmt::layer()
                     .with_writer(writer)
-                    // Colours for a terminal only, not for log files and pipes.
-                    .with_ansi(match to {
-                        LogTo::Stdout => std::io::stdout().is_terminal(),
-                        LogTo::Stderr => std::io::stderr().is_terminal(),
-                    })
+                    .with_ansi(ansi)
                     .with_target(false)
                     .compact(),
             )
