@@ -65,7 +65,7 @@ pub async fn run(settings: &Settings, cmd: DeadLettersCommand) -> anyhow::Result
             let status = status
                 .map(|s| {
                     Status::parse(&s).with_context(|| {
-                        format!("unknown --status `{s}`; expected dead, replayed or discarded")
+                        format!("unknown --status `{s}`; expected {}", Status::names())
                     })
                 })
                 .transpose()?;

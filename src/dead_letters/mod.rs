@@ -22,7 +22,8 @@ pub use entity::Model as DeadLetter;
 pub use operate::{OperateError, Operated, discard, replay};
 
 /// Where a dead letter stands.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "lowercase")]
 pub enum Status {
     /// Waiting for an operator.
     Dead,
@@ -45,6 +46,12 @@ impl Status {
 
     pub fn parse(s: &str) -> Option<Status> {
         Status::ALL.into_iter().find(|x| x.as_str() == s)
+    }
+
+    /// "dead, replayed or discarded", for messages that list the valid names.
+    pub fn names() -> String {
+        let [a, b, c] = Status::ALL.map(Status::as_str);
+        format!("{a}, {b} or {c}")
     }
 }
 

@@ -120,8 +120,7 @@ fn operated(o: Operated) -> axum::Json<OperatedView> {
 pub(crate) struct ListQuery {
     /// A queue key (`ai.short`, …).
     queue: Option<String>,
-    /// dead, replayed or discarded.
-    #[param(pattern = "^(dead|replayed|discarded)$")]
+    #[param(value_type = Option<Status>)]
     status: Option<String>,
     /// malformed, permanent or exhausted.
     reason: Option<String>,
@@ -150,7 +149,7 @@ pub(crate) async fn list(
         Some(s) => Some(Status::parse(s).ok_or_else(|| {
             ApiError::bad_request(
                 "status",
-                format!("unknown status `{s}`; expected dead, replayed or discarded"),
+                format!("unknown status `{s}`; expected {}", Status::names()),
             )
         })?),
     };
