@@ -7,15 +7,13 @@ use std::time::Duration;
 
 use conveyor::broker::topology::AI_SHORT;
 use conveyor::broker::{Envelope, Outgoing, Target};
-use conveyor::consumer;
 use conveyor::consumer::fence_entity;
 use conveyor::dead_letters::{self, OperateError};
 use conveyor::users::entity::ledger;
 use sea_orm::{ColumnTrait, EntityTrait, QueryFilter};
 use serde_json::{Value, json};
-use tokio_util::sync::CancellationToken;
 
-use crate::helpers::{Backend, Recorder, TestEnv, TestHandler, spawn_app, wait_until};
+use crate::helpers::{Backend, Recorder, TestEnv, spawn_app, start_consumer, wait_until};
 use crate::on_every_backend;
 
 const WAIT: Duration = Duration::from_secs(20);
@@ -48,13 +46,7 @@ async fn a_replay_goes_back_to_its_queue_once_and_reopens_if_it_dies_again(backe
     let max = platform.settings.broker.max_payload_bytes;
     let rec = Arc::new(Recorder::default());
     rec.broken.store(true, Ordering::SeqCst);
-    let token = CancellationToken::new();
-    let consumer = tokio::spawn(consumer::run(
-        platform.consumer_deps(),
-        &AI_SHORT,
-        Arc::new(TestHandler(rec.clone())),
-        token.clone(),
-    ));
+    let (token, consumer) = start_consumer(&platform, &rec);
     let msg = Envelope::new("test.work", json!({ "fail_while_broken": true }));
     platform
         .broker
@@ -132,13 +124,7 @@ async fn malformed_dead_letters_are_discarded_not_replayed(backend: Backend) {
     };
     let platform = env.platform().await;
     let rec = Arc::new(Recorder::default());
-    let token = CancellationToken::new();
-    let consumer = tokio::spawn(consumer::run(
-        platform.consumer_deps(),
-        &AI_SHORT,
-        Arc::new(TestHandler(rec.clone())),
-        token.clone(),
-    ));
+    let (token, consumer) = start_consumer(&platform, &rec);
     let raw = Outgoing {
         target: Target::Queue(&AI_SHORT),
         message_id: "raw".into(),

@@ -11,7 +11,7 @@ use conveyor::dead_letters;
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
-use crate::helpers::{Backend, Recorder, TestEnv, TestHandler, wait_until};
+use crate::helpers::{Backend, Recorder, TestEnv, TestHandler, start_consumer, wait_until};
 use crate::on_every_backend;
 
 const WAIT: Duration = Duration::from_secs(20);
@@ -30,23 +30,6 @@ on_every_backend!(
     unfinished_work_is_handed_back_at_shutdown,
     redeclaring_the_topology_is_harmless,
 );
-
-fn start_consumer(
-    platform: &conveyor::app::Platform,
-    rec: &Arc<Recorder>,
-) -> (
-    CancellationToken,
-    tokio::task::JoinHandle<anyhow::Result<()>>,
-) {
-    let token = CancellationToken::new();
-    let handle = tokio::spawn(consumer::run(
-        platform.consumer_deps(),
-        &AI_SHORT,
-        Arc::new(TestHandler(rec.clone())),
-        token.clone(),
-    ));
-    (token, handle)
-}
 
 async fn publish(platform: &conveyor::app::Platform, payload: serde_json::Value) -> Envelope {
     let env = Envelope::new("test.work", payload);

@@ -413,6 +413,24 @@ impl Handler for TestHandler {
     }
 }
 
+/// Runs a [`TestHandler`] consumer on `ai.short`; cancel the token to stop it.
+pub fn start_consumer(
+    platform: &Platform,
+    rec: &Arc<Recorder>,
+) -> (
+    CancellationToken,
+    tokio::task::JoinHandle<anyhow::Result<()>>,
+) {
+    let token = CancellationToken::new();
+    let handle = tokio::spawn(conveyor::consumer::run(
+        platform.consumer_deps(),
+        &conveyor::broker::topology::AI_SHORT,
+        Arc::new(TestHandler(rec.clone())),
+        token.clone(),
+    ));
+    (token, handle)
+}
+
 /// Generates one `#[tokio::test]` per backend for an `async fn(Backend)`.
 #[macro_export]
 macro_rules! on_every_backend {
