@@ -120,9 +120,12 @@ redis_up() {
   wait_for Redis 30 redis-cli -h 127.0.0.1 -p 6379 ping
 }
 
+mariadb_tcp_ok() {
+  mariadb -h 127.0.0.1 -P 3306 -u root -e 'SELECT 1' >/dev/null 2>&1
+}
+
 mariadb_up() {
-  if mariadb-admin -h 127.0.0.1 -P 3306 -u root ping >/dev/null 2>&1 &&
-     mariadb -h 127.0.0.1 -P 3306 -u root -e 'SELECT 1' >/dev/null 2>&1; then
+  if mariadb_tcp_ok; then
     say "MariaDB already running"
   else
     mkdir -p /run/mysqld /var/log/mysql
@@ -138,15 +141,18 @@ mariadb_up() {
         --user=mysql --bind-address=127.0.0.1 --port=3306 --log-error=/var/log/mysql/conveyor.err
     fi
     wait_for MariaDB 60 mariadb-admin --protocol=socket -u root ping
-    # Debian's root authenticates by unix socket only; the tests log in over TCP without a
-    # password. Keep the socket login and allow the empty password from loopback.
-    mariadb --protocol=socket -u root <<'EOF'
-ALTER USER 'root'@'localhost' IDENTIFIED VIA unix_socket OR mysql_native_password USING PASSWORD('');
-CREATE USER IF NOT EXISTS 'root'@'127.0.0.1' IDENTIFIED BY '';
+    # Debian's root authenticates by unix socket only; the tests log in over TCP as root
+    # without a password, and sqlx does not follow MariaDB's auth-plugin chains: one
+    # plain mysql_native_password with the empty password (which the socket login also
+    # passes).
+    say "letting root in over TCP without a password"
+    mariadb --protocol=socket -u root <<'SQL'
+ALTER USER 'root'@'localhost' IDENTIFIED VIA mysql_native_password USING PASSWORD('');
+CREATE USER IF NOT EXISTS 'root'@'127.0.0.1' IDENTIFIED VIA mysql_native_password USING PASSWORD('');
 GRANT ALL PRIVILEGES ON *.* TO 'root'@'127.0.0.1' WITH GRANT OPTION;
 FLUSH PRIVILEGES;
-EOF
-    wait_for "MariaDB over TCP" 10 mariadb -h 127.0.0.1 -P 3306 -u root -e 'SELECT 1'
+SQL
+    wait_for "MariaDB over TCP" 10 mariadb_tcp_ok
   fi
   mariadb -h 127.0.0.1 -P 3306 -u root -e 'CREATE DATABASE IF NOT EXISTS test'
 }
