@@ -22,11 +22,10 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
-use conveyor::app::Platform;
-use conveyor::broker::topology::AI_SHORT;
 use conveyor::broker::{Envelope, Outgoing, Target};
 use conveyor::config::{BrokerKind, DedupeKind, QueueOverride, Settings};
 use conveyor::consumer::{Context, Handler, HandlerError, Outcome, process_one};
+use conveyor::domains::ai_tasks::queues::AI_SHORT;
 use futures::StreamExt as _;
 use lapin::options::*;
 use lapin::types::FieldTable;
@@ -150,7 +149,7 @@ impl Handler for Noop {
 /// Publishes `n` envelopes in confirmed windows while consuming them through
 /// `process_one` with a no-op handler, one task per delivery as `consumer::run` does.
 async fn core(name: &str, settings: Settings, n: usize) -> anyhow::Result<Report> {
-    let platform = Platform::connect(settings).await?;
+    let platform = conveyor::app::platform(settings).await?;
     let deps = platform.consumer_deps();
     let mut sub = platform.broker.subscribe(&AI_SHORT).await?;
     let lat = Arc::new(Mutex::new(Vec::with_capacity(n)));

@@ -366,7 +366,7 @@ async fn conveyor_run(
     let publisher = tokio::spawn(async move {
         while let Some(ev) = erx.recv().await {
             let _ = broker
-                .publish_events(vec![serde_json::to_vec(&ev).unwrap()])
+                .publish_events(vec![serde_json::to_vec(&ev.live()).unwrap()])
                 .await;
         }
     });

@@ -248,7 +248,7 @@ async fn floor_server(db: DatabaseConnection) -> (String, CancellationToken) {
 /// Deletes the run's queues and exchanges (and the messages nobody consumed).
 async fn teardown(settings: &Settings) {
     if settings.broker.kind == BrokerKind::Rabbitmq {
-        let topology = conveyor::broker::Topology::from_settings(settings);
+        let topology = conveyor::app::topology(settings, conveyor::domains::ALL);
         if let Ok(b) = conveyor::broker::connect(settings, topology).await {
             let _ = b.teardown().await;
             b.close().await;
@@ -421,7 +421,10 @@ async fn end_to_end(name: &str, mut settings: Settings, total: usize, consumers:
     let server = tokio::spawn(app.run_until(stop.clone()));
     let workers = consumers.then(|| {
         let (p, t) = (platform.clone(), stop.clone());
-        tokio::spawn(async move { p.run_workers(Some(&["ai".to_owned()]), t).await })
+        tokio::spawn(async move {
+            conveyor::app::run_workers(&p, conveyor::domains::ALL, Some(&["ai".to_owned()]), t)
+                .await
+        })
     });
     let start = Instant::now();
     load(

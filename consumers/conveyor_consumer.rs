@@ -9,7 +9,7 @@ async fn main() -> ExitCode {
     let Some(group) = std::env::args().nth(1) else {
         eprintln!(
             "usage: conveyor-consumer <group>   (groups: {})",
-            conveyor::broker::topology::groups().join(", ")
+            conveyor::app::groups(conveyor::domains::ALL).join(", ")
         );
         return ExitCode::from(2);
     };

@@ -1,205 +1,141 @@
-//! Start-up and wiring: [`Platform`] connects the backends the configuration names;
-//! [`Application`] binds the HTTP API and runs it with the outbox relay and, on the
-//! embedded broker, every consumer in the same process.
+//! The composition root: the one place that names every domain and every route module.
+//! It builds the topology from the domain registry, connects the [`Platform`], runs
+//! consumers and jobs ([`run_workers`]), and composes the HTTP API ([`Application`]):
+//! each module's router (with its own state), one OpenAPI document merged from theirs,
+//! the live-stream sources and the gauges the domains bring.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context as _;
-use sea_orm::DatabaseConnection;
+use axum::Router;
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
+use utoipa::OpenApi as _;
 
-use crate::broker::{self, Broker, Topology};
+use crate::api::{self, Core};
+use crate::broker::Topology;
 use crate::config::{BrokerKind, Settings};
-use crate::consumer::{self, Deps, Fence};
-use crate::dedupe::{self, DedupeStore};
-use crate::outbox::Relay;
-use crate::{db, domains};
+use crate::domains::{self, Domain};
+use crate::telemetry::gauges::{self, Gauge};
+use crate::{account, consumer, dead_letters, live};
 
-/// The connected backends of one process.
-#[derive(Clone)]
-pub struct Platform {
-    pub settings: Arc<Settings>,
-    pub db: DatabaseConnection,
-    pub broker: Arc<dyn Broker>,
-    pub dedupe: Arc<dyn DedupeStore>,
-    pub relay: Relay,
-    pub fence: Fence,
+pub use crate::platform::Platform;
+
+/// The topology of `domains`: every queue and delay they declare.
+pub fn topology(settings: &Settings, domains: &[&Domain]) -> Topology {
+    let queues: Vec<_> = domains
+        .iter()
+        .flat_map(|d| d.queues.iter().copied())
+        .collect();
+    let delays: Vec<_> = domains
+        .iter()
+        .flat_map(|d| d.delays.iter().copied())
+        .collect();
+    Topology::new(settings, &queues, &delays)
 }
 
-impl Platform {
-    /// Connects database (migrating if configured), broker (declaring the topology) and
-    /// dedupe store.
-    pub async fn connect(settings: Settings) -> anyhow::Result<Self> {
-        // Install the metrics recorder now: counts recorded before the first scrape of
-        // /metrics would otherwise go nowhere.
-        crate::telemetry::metrics();
-        let db = db::connect(&settings.database).await?;
-        if settings.database.migrate_on_start {
-            db::migrate(&db).await?;
-        }
-        let topology = Topology::from_settings(&settings);
-        let broker = broker::connect(&settings, topology).await?;
-        broker
-            .declare()
-            .await
-            .context("declaring the broker topology")?;
-        let dedupe = dedupe::connect(&settings.dedupe)
-            .await
-            .context("connecting the dedupe store")?;
-        let relay = Relay::new(db.clone(), broker.clone(), settings.outbox.clone());
-        let fence = Fence::start(db.clone(), settings.consumer.fence_batch);
-        Ok(Platform {
-            settings: Arc::new(settings),
-            db,
-            broker,
-            dedupe,
-            relay,
-            fence,
-        })
-    }
-
-    /// What the consumer runtime needs.
-    pub fn consumer_deps(&self) -> Deps {
-        Deps {
-            db: self.db.clone(),
-            broker: self.broker.clone(),
-            dedupe: self.dedupe.clone(),
-            fence: self.settings.consumer.db_fence.then(|| self.fence.clone()),
-            lease: Duration::from_millis(self.settings.dedupe.lease_ms),
-            done_ttl: Duration::from_secs(self.settings.dedupe.done_ttl_secs),
-            max_payload_bytes: self.settings.broker.max_payload_bytes,
-            shutdown_grace: Duration::from_millis(self.settings.consumer.shutdown_grace_ms),
+/// The consumer groups of `domains`, for `conveyor consume <group>`.
+pub fn groups(domains: &[&Domain]) -> Vec<&'static str> {
+    let mut g: Vec<&'static str> = Vec::new();
+    for d in domains {
+        if !g.contains(&d.group) {
+            g.push(d.group);
         }
     }
+    g
+}
 
-    /// Runs the consumers of `groups` (`None`: every group; empty: none) and the outbox
-    /// relay until `shutdown`; returns once they stopped.
-    pub async fn run_workers(
-        &self,
-        groups: Option<&[String]>,
-        shutdown: CancellationToken,
-    ) -> anyhow::Result<()> {
-        let mut tasks = JoinSet::new();
-        for job in domains::jobs(self, groups, &shutdown) {
-            tasks.spawn(async move { job.await.map_err(anyhow::Error::from).and_then(|r| r) });
+/// Connects the platform with the topology of every domain of this build.
+pub async fn platform(settings: Settings) -> anyhow::Result<Platform> {
+    let topology = topology(&settings, domains::ALL);
+    Platform::connect(settings, topology).await
+}
+
+/// Runs the consumers and jobs of `domains` in `groups` (`None`: every group; empty:
+/// none), the outbox relay and housekeeping until `shutdown`; returns once they stopped.
+pub async fn run_workers(
+    platform: &Platform,
+    domains: &[&Domain],
+    groups: Option<&[String]>,
+    shutdown: CancellationToken,
+) -> anyhow::Result<()> {
+    let wanted = |group: &str| groups.is_none_or(|gs| gs.iter().any(|g| g == group));
+    let mut tasks = JoinSet::new();
+    for domain in domains.iter().filter(|d| wanted(d.group)) {
+        for job in (domain.jobs)(platform, shutdown.clone()) {
+            tasks.spawn(job);
         }
-        for (queue, handler) in domains::handlers(self)? {
-            if groups.is_some_and(|g| !g.iter().any(|g| g == queue.group)) {
+    }
+    for domain in domains {
+        for (queue, handler) in (domain.handlers)(platform)
+            .with_context(|| format!("building the {} handlers", domain.name))?
+        {
+            if !wanted(queue.group) {
                 continue;
             }
-            let (deps, token) = (self.consumer_deps(), shutdown.clone());
+            let (deps, token) = (platform.consumer_deps(), shutdown.clone());
             tasks.spawn(async move { consumer::run(deps, queue, handler, token).await });
         }
-        let relay = self.relay.clone();
-        let token = shutdown.clone();
-        tasks.spawn(async move {
-            relay.run(token).await;
-            Ok(())
-        });
-        tasks.spawn(crate::housekeeping::run(self.db.clone(), shutdown.clone()));
-        let mut first_error = None;
-        while let Some(joined) = tasks.join_next().await {
-            let result = joined.map_err(anyhow::Error::from).and_then(|r| r);
-            if let Err(e) = result {
-                tracing::error!(error = %e, "worker stopped with an error");
-                shutdown.cancel();
-                first_error.get_or_insert(e);
-            }
-        }
-        first_error.map_or(Ok(()), Err)
     }
-}
-
-/// Shared state of HTTP handlers.
-#[derive(Clone)]
-pub struct AppState {
-    pub settings: Arc<Settings>,
-    pub db: DatabaseConnection,
-    pub broker: Arc<dyn Broker>,
-    pub dedupe: Arc<dyn DedupeStore>,
-    pub relay: Relay,
-    pub auth_cache: Arc<crate::api::auth::AuthCache>,
-    pub submitter: crate::domains::ai_tasks::submitter::Submitter,
-    /// This instance's share of the task-event fan-out (WebSocket, SSE).
-    pub hub: crate::live::Hub,
-    /// Cancelled at shutdown: long-lived streams close with a proper close frame.
-    pub shutdown: CancellationToken,
-    /// Paces dead-letter replays through the admin API.
-    pub replay_limiter: Arc<crate::dead_letters::operate::ReplayLimiter>,
-}
-
-impl AppState {
-    fn new(p: &Platform, hub: crate::live::Hub, writers_db: DatabaseConnection) -> Self {
-        AppState {
-            settings: p.settings.clone(),
-            db: p.db.clone(),
-            broker: p.broker.clone(),
-            dedupe: p.dedupe.clone(),
-            relay: p.relay.clone(),
-            auth_cache: Arc::default(),
-            submitter: crate::domains::ai_tasks::submitter::Submitter::start(
-                writers_db,
-                p.broker.clone(),
-                p.relay.clone(),
-                p.settings.broker.max_payload_bytes,
-                p.settings.database.group_commit_writers,
-                std::time::Duration::from_millis(p.settings.database.group_commit_linger_ms),
-            ),
-            hub,
-            shutdown: CancellationToken::new(),
-            replay_limiter: Arc::new(crate::dead_letters::operate::replay_limiter(
-                p.settings.dead_letters.replay_per_second,
-            )),
+    let relay = platform.relay.clone();
+    let token = shutdown.clone();
+    tasks.spawn(async move {
+        relay.run(token).await;
+        Ok(())
+    });
+    tasks.spawn(crate::housekeeping::run(
+        platform.db.clone(),
+        shutdown.clone(),
+    ));
+    let mut first_error = None;
+    while let Some(joined) = tasks.join_next().await {
+        let result = joined.map_err(anyhow::Error::from).and_then(|r| r);
+        if let Err(e) = result {
+            tracing::error!(error = %e, "worker stopped with an error");
+            shutdown.cancel();
+            first_error.get_or_insert(e);
         }
     }
-}
-
-/// A pool with one connection per submission writer, so each writer keeps to one
-/// server connection: every batch size is its own prepared statement, and on the shared
-/// pool (which hands out idle connections in turn) every connection prepared every
-/// size. SQLite has one connection, which the writers must share.
-async fn writers_pool(p: &Platform) -> anyhow::Result<DatabaseConnection> {
-    if p.db.get_database_backend() == sea_orm::DatabaseBackend::Sqlite {
-        return Ok(p.db.clone());
-    }
-    db::connect_url(
-        &p.settings.database.url,
-        p.settings.database.group_commit_writers,
-    )
-    .await
-    .context("opening the submission writers' pool")
+    first_error.map_or(Ok(()), Err)
 }
 
 /// The API server, bound and ready to run.
 pub struct Application {
     platform: Platform,
-    hub: crate::live::Hub,
-    /// The submission writers' own pool (see [`writers_pool`]).
-    writers_db: DatabaseConnection,
+    domains: Vec<&'static Domain>,
+    hub: live::Hub,
     listener: tokio::net::TcpListener,
     addr: SocketAddr,
 }
 
 impl Application {
-    /// Connects the platform and binds `server.host:server.port` (port 0 picks one).
+    /// Connects the platform with every domain of this build and binds
+    /// `server.host:server.port` (port 0 picks one).
     pub async fn build(settings: Settings) -> anyhow::Result<Self> {
+        Self::build_with(settings, domains::ALL).await
+    }
+
+    /// The same with the given domains (tests register one of their own).
+    pub async fn build_with(
+        settings: Settings,
+        domains: &[&'static Domain],
+    ) -> anyhow::Result<Self> {
         let bind = format!("{}:{}", settings.server.host, settings.server.port);
-        let platform = Platform::connect(settings).await?;
+        let topology = topology(&settings, domains);
+        let platform = Platform::connect(settings, topology).await?;
         let listener = tokio::net::TcpListener::bind(&bind)
             .await
             .with_context(|| format!("binding {bind} (server.host, server.port)"))?;
         let addr = listener.local_addr()?;
-        let hub = crate::live::Hub::start(platform.broker.clone())
+        let hub = live::Hub::start(platform.broker.clone())
             .await
-            .context("listening to task events")?;
-        let writers_db = writers_pool(&platform).await?;
+            .context("listening to live events")?;
         Ok(Application {
             platform,
+            domains: domains.to_vec(),
             hub,
-            writers_db,
             listener,
             addr,
         })
@@ -218,23 +154,21 @@ impl Application {
     pub async fn run_until(self, shutdown: CancellationToken) -> anyhow::Result<()> {
         let Application {
             platform,
+            domains,
             hub,
-            writers_db,
             listener,
             addr,
         } = self;
-        let mut state = AppState::new(&platform, hub, writers_db);
-        state.shutdown = shutdown.clone();
-        let router = crate::api::router(state);
+        let router = compose(&platform, &domains, hub, shutdown.clone()).await?;
         // The embedded broker lives in this process, so its consumers must too; with
         // RabbitMQ consumers are separate processes (`conveyor consume`), and the API
         // process only relays its outbox.
         let in_process = platform.settings.broker.kind == BrokerKind::Embedded;
         let workers = {
-            let (p, token) = (platform.clone(), shutdown.clone());
+            let (p, token, domains) = (platform.clone(), shutdown.clone(), domains.clone());
             tokio::spawn(async move {
                 let groups: Option<&[String]> = if in_process { None } else { Some(&[]) };
-                p.run_workers(groups, token).await
+                run_workers(&p, &domains, groups, token).await
             })
         };
         tracing::info!(%addr, broker = ?platform.settings.broker.kind, "conveyor API listening");
@@ -253,4 +187,52 @@ impl Application {
         tracing::info!("conveyor API stopped");
         served.and(worked)
     }
+}
+
+/// The whole HTTP API: every module's routes, the merged OpenAPI document, the layers.
+async fn compose(
+    platform: &Platform,
+    domains: &[&'static Domain],
+    hub: live::Hub,
+    shutdown: CancellationToken,
+) -> anyhow::Result<Router> {
+    let core = Core::new(platform, shutdown);
+    let domain_gauges: Arc<[Gauge]> = domains
+        .iter()
+        .flat_map(|d| d.gauges.iter().copied())
+        .collect();
+    gauges::register(&domain_gauges);
+    let sources = live::Sources::new(domains.iter().flat_map(|d| (d.streams)()));
+    let mut doc = api::openapi::ApiDoc::openapi();
+    let mut router = Router::new()
+        .merge(api::health::routes(api::health::Health {
+            core: core.clone(),
+            gauges: domain_gauges,
+        }))
+        .merge(account::routes(core.clone()))
+        .merge(live::routes(live::Live {
+            core: core.clone(),
+            hub,
+            sources,
+        }))
+        .merge(dead_letters::routes::routes(
+            dead_letters::routes::DeadLetters::new(core.clone()),
+        ));
+    for part in [
+        api::health::Doc::openapi(),
+        account::Doc::openapi(),
+        live::Doc::openapi(),
+        dead_letters::routes::Doc::openapi(),
+    ] {
+        doc.merge(part);
+    }
+    for domain in domains {
+        let routes = (domain.routes)(platform, &core)
+            .await
+            .with_context(|| format!("building the {} routes", domain.name))?;
+        router = router.merge(routes);
+        doc.merge((domain.openapi)());
+    }
+    let router = router.merge(api::openapi::routes(doc));
+    Ok(api::layered(router, &platform.settings))
 }

@@ -18,16 +18,23 @@
 //! - [`outbox`]: writes messages inside the caller's transaction; the relay publishes them.
 //! - [`consumer`]: the consume loop, `process_one`, the processed-message fence.
 //! - [`dead_letters`]: dead letters recorded for operators; replay and discard (audited, paced), admin API.
-//! - [`users`]: users, hashed API keys, the credit ledger.
+//! - [`users`]: users, roles and the visibility rule, hashed API keys, the credit ledger.
+//! - [`platform`]: [`platform::Platform`], the connected backends of one process (no domain).
 //! - [`housekeeping`]: hourly trimming of idempotency keys and published outbox rows.
-//! - [`domains`]: business flows, each with its messages, routes, handler and store.
-//! - [`live`]: task-event fan-out to WebSocket and SSE subscribers, WebSocket tickets.
-//! - [`api`]: the HTTP router, its layers, extractors, health endpoints, the OpenAPI document.
+//! - [`api`]: the HTTP kit: core state, layers, extractors, pagination, idempotent POSTs,
+//!   health endpoints, the base of the OpenAPI document. Knows no route module above it.
+//! - [`account`]: the caller's own account (`GET /v1/me`).
+//! - [`live`]: live streams of any kind (a domain's [`live::Source`]) fanned out to
+//!   WebSocket and SSE subscribers, WebSocket tickets.
+//! - [`domains`]: business flows, each a folder with its queues, messages, routes,
+//!   handlers, jobs, store and streams, and the registry [`domains::ALL`].
 //! - [`error`]: `ApiError`, the JSON error answer of every route.
-//! - [`app`]: wiring: `Platform` (connected backends) and `Application` (the server).
+//! - [`app`]: the composition root, the only module that names every domain: topology,
+//!   workers, the router and the OpenAPI document, the `Application` (the server).
 //! - [`cli`]: the `conveyor` command line.
 //! - [`client`]: the CLI's API client (submit, watch with a progress bar).
 
+pub mod account;
 pub mod api;
 pub mod app;
 pub mod broker;
@@ -43,6 +50,7 @@ pub mod error;
 pub mod housekeeping;
 pub mod live;
 pub mod outbox;
+pub mod platform;
 pub mod shutdown;
 pub mod telemetry;
 pub mod users;

@@ -6,10 +6,10 @@ use std::collections::HashMap;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use axum::extract::FromRequestParts;
+use axum::extract::{FromRef, FromRequestParts};
 use axum::http::request::Parts;
 
-use crate::app::AppState;
+use super::Core;
 use crate::error::ApiError;
 use crate::users::{self, User};
 
@@ -26,15 +26,16 @@ pub struct AuthUser(pub User);
 #[derive(Debug, Clone)]
 pub struct Admin(pub User);
 
-impl FromRequestParts<AppState> for Admin {
+impl<S> FromRequestParts<S> for Admin
+where
+    Core: FromRef<S>,
+    S: Send + Sync,
+{
     type Rejection = ApiError;
 
-    async fn from_request_parts(
-        parts: &mut Parts,
-        state: &AppState,
-    ) -> Result<Self, Self::Rejection> {
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Self::Rejection> {
         let AuthUser(user) = AuthUser::from_request_parts(parts, state).await?;
-        if user.is_admin {
+        if user.role() == users::Role::Admin {
             Ok(Admin(user))
         } else {
             Err(ApiError::Forbidden)
@@ -66,13 +67,15 @@ impl AuthCache {
     }
 }
 
-impl FromRequestParts<AppState> for AuthUser {
+impl<S> FromRequestParts<S> for AuthUser
+where
+    Core: FromRef<S>,
+    S: Send + Sync,
+{
     type Rejection = ApiError;
 
-    async fn from_request_parts(
-        parts: &mut Parts,
-        state: &AppState,
-    ) -> Result<Self, Self::Rejection> {
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Self::Rejection> {
+        let state = Core::from_ref(state);
         let key = parts
             .headers
             .get(axum::http::header::AUTHORIZATION)

@@ -1,15 +1,37 @@
 //! Liveness, readiness and metrics.
 
 use std::future::Future;
+use std::sync::Arc;
 
-use axum::Json;
-use axum::extract::State;
+use axum::extract::{FromRef, State};
 use axum::http::StatusCode;
 use axum::response::IntoResponse;
+use axum::routing::get;
+use axum::{Json, Router};
 use serde_json::{Value, json};
 
-use super::PROBE_TIMEOUT;
-use crate::app::AppState;
+use super::{Core, PROBE_TIMEOUT};
+use crate::telemetry::gauges::Gauge;
+
+/// The health routes' state: the core and the domains' gauges for `/metrics`.
+#[derive(Clone, FromRef)]
+pub struct Health {
+    pub core: Core,
+    pub gauges: Arc<[Gauge]>,
+}
+
+pub fn routes(state: Health) -> Router {
+    Router::new()
+        .route("/healthz", get(healthz))
+        .route("/readyz", get(readyz))
+        .route("/metrics", get(metrics))
+        .with_state(state)
+}
+
+/// The routes' OpenAPI entries.
+#[derive(utoipa::OpenApi)]
+#[openapi(paths(healthz, readyz, metrics))]
+pub struct Doc;
 
 /// `GET /healthz`: the process is up.
 #[utoipa::path(get, path = "/healthz", tag = "health",
@@ -30,7 +52,7 @@ async fn probe<E: std::fmt::Display>(f: impl Future<Output = Result<(), E>>) -> 
 #[utoipa::path(get, path = "/readyz", tag = "health", responses(
     (status = 200, description = "Every dependency answered: `{\"status\":\"ready\",\"checks\":{\"database\":\"ok\",…}}`", body = Object),
     (status = 503, description = "Not ready; `checks` names the failed dependency", body = Object)))]
-pub async fn readyz(State(state): State<AppState>) -> impl IntoResponse {
+pub async fn readyz(State(state): State<Core>) -> impl IntoResponse {
     let (db, broker, dedupe) = tokio::join!(
         probe(crate::db::ping(&state.db)),
         probe(state.broker.ping()),
@@ -69,11 +91,13 @@ pub async fn readyz(State(state): State<AppState>) -> impl IntoResponse {
 /// `GET /metrics`: Prometheus text format, gauges refreshed first.
 #[utoipa::path(get, path = "/metrics", tag = "health",
     responses((status = 200, description = "Prometheus text format", body = String, content_type = "text/plain")))]
-pub async fn metrics(State(state): State<AppState>) -> impl IntoResponse {
+pub async fn metrics(State(state): State<Health>) -> impl IntoResponse {
+    let core = &state.core;
     crate::telemetry::gauges::sample(
-        &state.db,
-        state.broker.as_ref(),
-        &state.relay,
+        &core.db,
+        core.broker.as_ref(),
+        &core.relay,
+        &state.gauges,
         PROBE_TIMEOUT,
     )
     .await;

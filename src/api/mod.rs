@@ -1,6 +1,8 @@
-//! HTTP plumbing shared by every route: the router and its layers (request ids,
-//! tracing, body limit, timeout, panic → JSON 500), the JSON extractor whose rejections
-//! are JSON 4xx answers, and the API-key extractor.
+//! The HTTP kit every route module uses, knowing none of them: the core state
+//! ([`Core`]), the layers around the whole router (request ids, tracing, body limit,
+//! timeout, panic → JSON 500), extractors whose rejections are JSON 4xx answers (body,
+//! query, API key, admin), pagination, idempotent POSTs, the health routes and the base
+//! of the OpenAPI document. `app` composes the routers of every module into one.
 
 pub mod auth;
 pub mod health;
@@ -9,6 +11,7 @@ pub mod json;
 pub mod openapi;
 pub mod page;
 pub mod query;
+pub mod state;
 
 use std::time::Duration;
 
@@ -16,33 +19,26 @@ use axum::Router;
 use axum::error_handling::HandleErrorLayer;
 use axum::extract::DefaultBodyLimit;
 use axum::http::{Request, Response};
-use axum::routing::get;
 use tower::ServiceBuilder;
 use tower_http::catch_panic::CatchPanicLayer;
 use tower_http::request_id::{MakeRequestUuid, PropagateRequestIdLayer, SetRequestIdLayer};
 use tower_http::trace::TraceLayer;
 
-use crate::app::AppState;
+use crate::config::Settings;
 use crate::error::ApiError;
 
 pub use auth::{Admin, AuthUser};
 pub use json::ApiJson;
 pub use page::Page;
 pub use query::ApiQuery;
+pub use state::Core;
 
-/// The whole HTTP API.
-pub fn router(state: AppState) -> Router {
-    let timeout = state.settings.request_timeout();
-    let body_limit = state.settings.server.body_limit_bytes;
-    Router::new()
-        .route("/healthz", get(health::healthz))
-        .route("/readyz", get(health::readyz))
-        .route("/metrics", get(health::metrics))
-        .route("/v1/me", get(crate::users::routes::me))
-        .merge(crate::domains::routes())
-        .merge(crate::live::routes())
-        .merge(crate::dead_letters::routes::routes())
-        .merge(openapi::routes())
+/// Wraps the composed routes: unknown paths answer a JSON 404, and every request gets
+/// an id, a trace span, the body limit, the timeout and panic protection.
+pub fn layered(routes: Router, settings: &Settings) -> Router {
+    let timeout = settings.request_timeout();
+    let body_limit = settings.server.body_limit_bytes;
+    routes
         .fallback(|| async { ApiError::NotFound("route") })
         .layer(DefaultBodyLimit::max(body_limit))
         .layer(
@@ -63,7 +59,6 @@ pub fn router(state: AppState) -> Router {
                 .layer(HandleErrorLayer::new(|_: tower::BoxError| async { ApiError::Timeout }))
                 .layer(tower::timeout::TimeoutLayer::new(timeout)),
         )
-        .with_state(state)
 }
 
 fn panic_response(_: Box<dyn std::any::Any + Send + 'static>) -> Response<axum::body::Body> {

@@ -1,9 +1,10 @@
 //! The topology table: the only place queue and exchange names live.
 //!
-//! Domains name a queue by a typed constant ([`AI_SHORT`], …); the RabbitMQ backend turns
-//! the table into declare calls, the embedded broker into tables, `conveyor topology`
-//! into text and a Mermaid diagram. Every name derives from the namespace prefix so test
-//! runs never collide.
+//! Each domain declares its queues and delays as typed constants ([`QueueSpec`],
+//! [`DelaySpec`]) in its own folder; the registry hands them all to [`Topology::new`].
+//! The RabbitMQ backend turns the topology into declare calls, the embedded broker into
+//! tables, `conveyor topology` into text and a Mermaid diagram. Every name derives from
+//! the namespace prefix here, so test runs never collide.
 //!
 //! Per work queue `<ns>.<key>`:
 //! - retry tiers `<ns>.<key>.retry.<delay>`: per-queue TTL, dead-lettering back to the work
@@ -39,84 +40,6 @@ pub struct DelaySpec {
     pub purpose: &'static str,
 }
 
-pub const AI_SHORT: QueueSpec = QueueSpec {
-    key: "ai.short",
-    group: "ai",
-    default_prefetch: 32,
-    default_max_attempts: 5,
-    purpose: "short AI generation (copywriting, image)",
-};
-pub const AI_LONG: QueueSpec = QueueSpec {
-    key: "ai.long",
-    group: "ai",
-    default_prefetch: 4,
-    default_max_attempts: 3,
-    purpose: "long AI generation (video, 3D)",
-};
-pub const AI_PIPELINE: QueueSpec = QueueSpec {
-    key: "ai.pipeline",
-    group: "ai",
-    default_prefetch: 8,
-    default_max_attempts: 5,
-    purpose: "video-analysis pipeline steps",
-};
-pub const ORDERS_CREATE: QueueSpec = QueueSpec {
-    key: "orders.create",
-    group: "orders",
-    default_prefetch: 64,
-    default_max_attempts: 5,
-    purpose: "flash-sale order rows written after the Redis stock check",
-};
-pub const ORDERS_EXPIRE: QueueSpec = QueueSpec {
-    key: "orders.expire",
-    group: "orders",
-    default_prefetch: 64,
-    default_max_attempts: 5,
-    purpose: "cancel unpaid orders and return their stock",
-};
-pub const PAYMENTS_APPLY: QueueSpec = QueueSpec {
-    key: "payments.apply",
-    group: "payments",
-    default_prefetch: 32,
-    default_max_attempts: 8,
-    purpose: "grant credits for verified payment events, exactly once",
-};
-pub const SEARCH_SYNC: QueueSpec = QueueSpec {
-    key: "search.sync",
-    group: "search",
-    default_prefetch: 64,
-    default_max_attempts: 8,
-    purpose: "upsert/delete search documents",
-};
-
-pub const ORDER_PAYMENT_TIMEOUT: DelaySpec = DelaySpec {
-    key: "orders.payment-timeout",
-    delay: Duration::from_secs(30 * 60),
-    target: &ORDERS_EXPIRE,
-    purpose: "30-minute unpaid-order cancel",
-};
-
-/// Every work queue, in declaration order.
-pub const QUEUES: &[&QueueSpec] = &[
-    &AI_SHORT,
-    &AI_LONG,
-    &AI_PIPELINE,
-    &ORDERS_CREATE,
-    &ORDERS_EXPIRE,
-    &PAYMENTS_APPLY,
-    &SEARCH_SYNC,
-];
-
-/// Every business delay.
-pub const DELAYS: &[&DelaySpec] = &[&ORDER_PAYMENT_TIMEOUT];
-
-/// The consumer groups, for `conveyor consume <group>`.
-pub fn groups() -> Vec<&'static str> {
-    let mut g: Vec<_> = QUEUES.iter().map(|q| q.group).collect();
-    g.dedup();
-    g
-}
-
 /// Where a message is published: a work queue directly, or a delay that feeds one.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Target {
@@ -130,16 +53,6 @@ impl Target {
         match self {
             Target::Queue(q) => q.key.to_owned(),
             Target::Delay(d) => format!("delay:{}", d.key),
-        }
-    }
-
-    pub fn parse(key: &str) -> Option<Target> {
-        match key.strip_prefix("delay:") {
-            Some(k) => DELAYS.iter().find(|d| d.key == k).map(|d| Target::Delay(d)),
-            None => QUEUES
-                .iter()
-                .find(|q| q.key == key)
-                .map(|q| Target::Queue(q)),
         }
     }
 }
@@ -169,6 +82,9 @@ pub struct Topology {
     pub queue_type: QueueType,
     tiers: Vec<Duration>,
     overrides: BTreeMap<String, QueueOverride>,
+    /// Every queue and delay this build knows (declared or not), for parsing targets.
+    known_queues: Vec<&'static QueueSpec>,
+    known_delays: Vec<&'static DelaySpec>,
     /// The declared work queues.
     pub queues: Vec<ResolvedQueue>,
     /// The declared business delays.
@@ -176,14 +92,23 @@ pub struct Topology {
 }
 
 impl Topology {
-    /// Every queue and delay of the table.
-    pub fn from_settings(settings: &Settings) -> Self {
-        Self::from_settings_only(settings, QUEUES)
+    /// Every queue and delay given, declared and routable.
+    pub fn new(
+        settings: &Settings,
+        queues: &[&'static QueueSpec],
+        delays: &[&'static DelaySpec],
+    ) -> Self {
+        Self::declaring_only(settings, queues, delays, queues)
     }
 
-    /// Only `queues` (and the delays feeding them) are declared and routable; a
-    /// consumer-side subset, and how tests produce an unroutable message.
-    pub fn from_settings_only(settings: &Settings, queues: &[&'static QueueSpec]) -> Self {
+    /// Knows `queues` and `delays`, but declares (makes routable) only `declared` and the
+    /// delays feeding them: how tests produce an unroutable message.
+    pub fn declaring_only(
+        settings: &Settings,
+        queues: &[&'static QueueSpec],
+        delays: &[&'static DelaySpec],
+        declared: &[&'static QueueSpec],
+    ) -> Self {
         let mut t = Topology {
             namespace: settings.broker.namespace.clone(),
             queue_type: settings.broker.queue_type,
@@ -194,16 +119,46 @@ impl Topology {
                 .map(|ms| Duration::from_millis(*ms))
                 .collect(),
             overrides: settings.queues.clone(),
+            known_queues: queues.to_vec(),
+            known_delays: delays.to_vec(),
             queues: Vec::new(),
             delays: Vec::new(),
         };
-        t.queues = queues.iter().map(|spec| t.resolve(spec)).collect();
-        t.delays = DELAYS
+        t.queues = declared.iter().map(|spec| t.resolve(spec)).collect();
+        t.delays = delays
             .iter()
-            .filter(|d| queues.iter().any(|q| q.key == d.target.key))
+            .filter(|d| declared.iter().any(|q| q.key == d.target.key))
             .map(|spec| t.resolve_delay(spec))
             .collect();
         t
+    }
+
+    /// The target an outbox row or a dead letter names by its key (see [`Target::key`]);
+    /// `None` for one this build does not know.
+    pub fn target(&self, key: &str) -> Option<Target> {
+        match key.strip_prefix("delay:") {
+            Some(k) => self
+                .known_delays
+                .iter()
+                .find(|d| d.key == k)
+                .map(|d| Target::Delay(d)),
+            None => self
+                .known_queues
+                .iter()
+                .find(|q| q.key == key)
+                .map(|q| Target::Queue(q)),
+        }
+    }
+
+    /// The consumer groups of the known queues, in declaration order.
+    pub fn groups(&self) -> Vec<&'static str> {
+        let mut g: Vec<&'static str> = Vec::new();
+        for q in &self.known_queues {
+            if !g.contains(&q.group) {
+                g.push(q.group);
+            }
+        }
+        g
     }
 
     fn resolve(&self, spec: &'static QueueSpec) -> ResolvedQueue {
@@ -376,30 +331,48 @@ pub fn human(d: Duration) -> String {
 mod tests {
     use super::*;
 
+    const SHORT: QueueSpec = QueueSpec {
+        key: "t.short",
+        group: "t",
+        default_prefetch: 8,
+        default_max_attempts: 5,
+        purpose: "test work",
+    };
+    const EXPIRE: QueueSpec = QueueSpec {
+        key: "t.expire",
+        group: "t",
+        default_prefetch: 8,
+        default_max_attempts: 5,
+        purpose: "test timers",
+    };
+    const TIMEOUT: DelaySpec = DelaySpec {
+        key: "t.timeout",
+        delay: Duration::from_secs(30 * 60),
+        target: &EXPIRE,
+        purpose: "test delay",
+    };
+
     fn topology() -> Topology {
         let s =
             Settings::load_from(std::path::Path::new("/nonexistent"), "none", Vec::new()).unwrap();
-        Topology::from_settings(&s)
+        Topology::new(&s, &[&SHORT, &EXPIRE], &[&TIMEOUT])
     }
 
     #[test]
     fn names_derive_from_namespace() {
         let t = topology();
-        let q = t.queue(&AI_SHORT);
-        assert_eq!(q.name, "conveyor.ai.short");
-        assert_eq!(q.dlq, "conveyor.ai.short.dlq");
-        assert_eq!(q.retry[0].1, "conveyor.ai.short.retry.1s");
-        assert_eq!(q.retry[3].1, "conveyor.ai.short.retry.2m");
-        assert_eq!(
-            t.delay(&ORDER_PAYMENT_TIMEOUT).name,
-            "conveyor.delay.orders.payment-timeout"
-        );
+        let q = t.queue(&SHORT);
+        assert_eq!(q.name, "conveyor.t.short");
+        assert_eq!(q.dlq, "conveyor.t.short.dlq");
+        assert_eq!(q.retry[0].1, "conveyor.t.short.retry.1s");
+        assert_eq!(q.retry[3].1, "conveyor.t.short.retry.2m");
+        assert_eq!(t.delay(&TIMEOUT).name, "conveyor.delay.t.timeout");
     }
 
     #[test]
     fn retry_tiers_grow_then_stay_on_the_longest() {
         let t = topology();
-        let q = t.queue(&AI_SHORT);
+        let q = t.queue(&SHORT);
         assert_eq!(t.retry_tier(&q, 1), 0);
         assert_eq!(t.retry_tier(&q, 2), 1);
         assert_eq!(t.retry_tier(&q, 99), q.retry.len() - 1);
@@ -407,15 +380,14 @@ mod tests {
 
     #[test]
     fn targets_round_trip_through_their_keys() {
-        for q in QUEUES {
-            assert_eq!(
-                Target::parse(&Target::Queue(q).key()),
-                Some(Target::Queue(q))
-            );
+        let t = topology();
+        for q in [&SHORT, &EXPIRE] {
+            assert_eq!(t.target(&Target::Queue(q).key()), Some(Target::Queue(q)));
         }
-        let d = Target::Delay(&ORDER_PAYMENT_TIMEOUT);
-        assert_eq!(Target::parse(&d.key()), Some(d));
-        assert_eq!(Target::parse("nope"), None);
+        let d = Target::Delay(&TIMEOUT);
+        assert_eq!(t.target(&d.key()), Some(d));
+        assert_eq!(t.target("nope"), None);
+        assert_eq!(t.groups(), vec!["t"]);
     }
 
     #[test]
@@ -425,5 +397,6 @@ mod tests {
         for q in &t.queues {
             assert!(m.contains(&q.dlq));
         }
+        assert!(m.contains("conveyor.delay.t.timeout"));
     }
 }

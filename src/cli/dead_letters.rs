@@ -112,10 +112,11 @@ pub async fn run(settings: &Settings, cmd: DeadLettersCommand) -> anyhow::Result
             let limiter =
                 dead_letters::operate::replay_limiter(settings.dead_letters.replay_per_second);
             let max_payload = settings.broker.max_payload_bytes;
+            let topology = crate::app::topology(settings, crate::domains::ALL);
             let mut failed = 0;
             for id in &ids {
                 limiter.until_ready().await;
-                let result = dead_letters::replay(&db, *id, &actor, max_payload).await;
+                let result = dead_letters::replay(&db, &topology, *id, &actor, max_payload).await;
                 failed += report(*id, "replayed", result);
             }
             finish(ids.len(), failed)?;

@@ -6,11 +6,9 @@ use anyhow::Context as _;
 use clap::{Args, Parser, Subcommand};
 use tokio_util::sync::CancellationToken;
 
-use crate::app::{Application, Platform};
-use crate::broker::Topology;
-use crate::broker::topology;
+use crate::app::{self, Application};
 use crate::config::{BrokerKind, Settings};
-use crate::{db, shutdown, telemetry, users};
+use crate::{db, domains, shutdown, telemetry, users};
 
 #[derive(Debug, Parser)]
 #[command(
@@ -87,7 +85,7 @@ pub enum TasksCommand {
 
 #[derive(Debug, Args)]
 pub struct ConsumeArgs {
-    /// Consumer group: ai, orders, payments or search.
+    /// Consumer group (see `conveyor topology`): ai.
     pub group: String,
 }
 
@@ -153,7 +151,7 @@ pub async fn run(cli: Cli) -> Result<(), CliError> {
             print!("{text}");
         }
         Command::Topology { mermaid } => {
-            let t = Topology::from_settings(&settings);
+            let t = app::topology(&settings, domains::ALL);
             print!("{}", if mermaid { t.mermaid() } else { t.describe() });
         }
         Command::Tasks(args) => tasks(&settings, args).await?,
@@ -232,10 +230,11 @@ pub async fn consume(
     group: &str,
     shutdown: CancellationToken,
 ) -> anyhow::Result<()> {
-    if !topology::groups().contains(&group) {
+    let groups = app::groups(domains::ALL);
+    if !groups.contains(&group) {
         anyhow::bail!(
             "unknown consumer group `{group}`; groups: {}",
-            topology::groups().join(", ")
+            groups.join(", ")
         );
     }
     if settings.broker.kind != BrokerKind::Rabbitmq {
@@ -243,11 +242,10 @@ pub async fn consume(
             "`consume` needs broker.kind = \"rabbitmq\": the embedded broker lives inside `conveyor serve`, which already runs every consumer"
         );
     }
-    let platform = Platform::connect(settings).await?;
+    let platform = app::platform(settings).await?;
     tracing::info!(group, "consumer process started");
-    let result = platform
-        .run_workers(Some(&[group.to_owned()]), shutdown)
-        .await;
+    let result =
+        app::run_workers(&platform, domains::ALL, Some(&[group.to_owned()]), shutdown).await;
     platform.broker.close().await;
     tracing::info!(group, "consumer process stopped");
     result

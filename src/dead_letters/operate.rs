@@ -10,7 +10,7 @@ use sea_orm::{ActiveValue::Set, ColumnTrait, DatabaseConnection, DbErr, EntityTr
 use uuid::Uuid;
 
 use super::{DeadLetter, Status, action_entity, entity};
-use crate::broker::{DeadReason, Envelope, Target};
+use crate::broker::{DeadReason, Envelope, Target, Topology};
 use crate::outbox::{self, OutboxError};
 
 #[derive(Debug, thiserror::Error)]
@@ -70,11 +70,12 @@ impl Action {
 /// audit trail.
 pub async fn replay(
     db: &DatabaseConnection,
+    topology: &Topology,
     id: i64,
     actor: &str,
     max_payload: usize,
 ) -> Result<Operated, OperateError> {
-    act(db, id, Action::Replay, actor, max_payload).await
+    act(db, Some(topology), id, Action::Replay, actor, max_payload).await
 }
 
 /// Marks dead letter `id` as dropped on purpose.
@@ -83,11 +84,13 @@ pub async fn discard(
     id: i64,
     actor: &str,
 ) -> Result<Operated, OperateError> {
-    act(db, id, Action::Discard, actor, usize::MAX).await
+    act(db, None, id, Action::Discard, actor, usize::MAX).await
 }
 
+/// `topology` knows the queues a replay may go back to (a discard needs none).
 async fn act(
     db: &DatabaseConnection,
+    topology: Option<&Topology>,
     id: i64,
     action: Action,
     actor: &str,
@@ -103,7 +106,7 @@ async fn act(
         return settled(row, action);
     }
     let send = match action {
-        Action::Replay => Some(replayable(&row)?),
+        Action::Replay => Some(replayable(&row, topology)?),
         Action::Discard => None,
     };
     let now = Utc::now();
@@ -178,14 +181,17 @@ fn settled(row: DeadLetter, action: Action) -> Result<Operated, OperateError> {
 }
 
 /// Where and what to send back, or why it cannot be.
-fn replayable(row: &DeadLetter) -> Result<(Target, Envelope), OperateError> {
+fn replayable(
+    row: &DeadLetter,
+    topology: Option<&Topology>,
+) -> Result<(Target, Envelope), OperateError> {
     let refuse = |why: String| OperateError::NotReplayable { id: row.id, why };
     if row.reason == DeadReason::Malformed.as_str() {
         return Err(refuse(
             "its body is not a valid envelope; discard it (and publish a corrected message)".into(),
         ));
     }
-    let target = match Target::parse(&row.queue) {
+    let target = match topology.and_then(|t| t.target(&row.queue)) {
         Some(t @ Target::Queue(_)) => t,
         _ => {
             return Err(refuse(format!(

@@ -6,8 +6,10 @@
 //! - `POST /v1/admin/dead-letters/{id}/replay` (429 above `dead_letters.replay_per_second`)
 //! - `POST /v1/admin/dead-letters/{id}/discard`
 
+use std::sync::Arc;
+
 use axum::Router;
-use axum::extract::{Path, State};
+use axum::extract::{FromRef, Path, State};
 use axum::routing::{get, post};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
@@ -15,17 +17,39 @@ use utoipa::{IntoParams, ToSchema};
 
 use super::{Action, DeadLetter, Filter, OperateError, Operated, Status};
 use crate::api::openapi::ErrorBody;
-use crate::api::{Admin, ApiQuery};
-use crate::app::AppState;
+use crate::api::{Admin, ApiQuery, Core};
 use crate::error::ApiError;
 
-pub fn routes() -> Router<AppState> {
+/// The routes' state: the core and the replay pace shared by every admin request.
+#[derive(Clone, FromRef)]
+pub struct DeadLetters {
+    pub core: Core,
+    pub replay_limiter: Arc<super::operate::ReplayLimiter>,
+}
+
+impl DeadLetters {
+    pub fn new(core: Core) -> Self {
+        let per_second = core.settings.dead_letters.replay_per_second;
+        DeadLetters {
+            core,
+            replay_limiter: Arc::new(super::operate::replay_limiter(per_second)),
+        }
+    }
+}
+
+pub fn routes(state: DeadLetters) -> Router {
     Router::new()
         .route("/v1/admin/dead-letters", get(list))
         .route("/v1/admin/dead-letters/{id}", get(show))
         .route("/v1/admin/dead-letters/{id}/replay", post(replay))
         .route("/v1/admin/dead-letters/{id}/discard", post(discard))
+        .with_state(state)
 }
+
+/// The routes' OpenAPI entries.
+#[derive(utoipa::OpenApi)]
+#[openapi(paths(list, show, replay, discard))]
+pub struct Doc;
 
 /// What operators see of a dead letter; `body` and `actions` only in the detail view.
 #[derive(Debug, Serialize, ToSchema)]
@@ -140,7 +164,7 @@ pub(crate) struct ListQuery {
         (status = 400, description = "Bad filter, limit or cursor (named in `field`)", body = ErrorBody),
         (status = 403, description = "Not an admin", body = ErrorBody)))]
 pub(crate) async fn list(
-    State(state): State<AppState>,
+    State(state): State<Core>,
     _: Admin,
     ApiQuery(q): ApiQuery<ListQuery>,
 ) -> Result<axum::Json<crate::api::Page<DeadLetterView>>, ApiError> {
@@ -181,7 +205,7 @@ pub(crate) async fn list(
         (status = 403, description = "Not an admin", body = ErrorBody),
         (status = 404, description = "No such dead letter", body = ErrorBody)))]
 pub(crate) async fn show(
-    State(state): State<AppState>,
+    State(state): State<Core>,
     _: Admin,
     Path(id): Path<String>,
 ) -> Result<axum::Json<DeadLetterView>, ApiError> {
@@ -207,12 +231,15 @@ pub(crate) async fn show(
         (status = 409, description = "Discarded, or malformed (not replayable)", body = ErrorBody),
         (status = 429, description = "Above `dead_letters.replay_per_second`; see `Retry-After`", body = ErrorBody)))]
 pub(crate) async fn replay(
-    State(state): State<AppState>,
+    State(DeadLetters {
+        core: state,
+        replay_limiter,
+    }): State<DeadLetters>,
     Admin(user): Admin,
     Path(id): Path<String>,
 ) -> Result<axum::Json<OperatedView>, ApiError> {
     let id = parse_id(&id)?;
-    if let Err(not_until) = state.replay_limiter.check() {
+    if let Err(not_until) = replay_limiter.check() {
         let wait = not_until.wait_time_from(governor::clock::Clock::now(
             &governor::clock::DefaultClock::default(),
         ));
@@ -222,6 +249,7 @@ pub(crate) async fn replay(
     }
     let done = super::replay(
         &state.db,
+        state.broker.topology(),
         id,
         &format!("user:{}", user.id),
         state.settings.broker.max_payload_bytes,
@@ -243,7 +271,7 @@ pub(crate) async fn replay(
         (status = 404, description = "No such dead letter", body = ErrorBody),
         (status = 409, description = "Already replayed", body = ErrorBody)))]
 pub(crate) async fn discard(
-    State(state): State<AppState>,
+    State(state): State<Core>,
     Admin(user): Admin,
     Path(id): Path<String>,
 ) -> Result<axum::Json<OperatedView>, ApiError> {

@@ -1,58 +1,70 @@
-//! Business domains. Each is one folder holding its messages, HTTP routes, message
-//! handler and store, close together. This file registers their handlers with the
-//! queues they consume, their routes, and their background jobs.
+//! Business domains and their registry. Each domain is one folder holding its messages,
+//! queues, HTTP routes, message handlers, jobs, store, metrics and live streams, close
+//! together, and exposes one [`Domain`] value that says what it brings; [`ALL`] is the
+//! one list of them. `app` reads the list to declare queues, run consumers and jobs,
+//! compose the router and the OpenAPI document, sample gauges and serve live streams, so
+//! a new domain needs its folder, one line in [`ALL`], a migration and a config section.
 
 pub mod ai_tasks;
 
 use std::sync::Arc;
 
 use axum::Router;
+use futures::future::BoxFuture;
 use tokio_util::sync::CancellationToken;
 
-use crate::app::{AppState, Platform};
-use crate::broker::QueueSpec;
-use crate::broker::topology::{AI_LONG, AI_PIPELINE, AI_SHORT};
+use crate::api::Core;
+use crate::broker::{DelaySpec, QueueSpec};
 use crate::consumer::Handler;
+use crate::live::Source;
+use crate::platform::Platform;
+use crate::telemetry::gauges::Gauge;
 
-/// (queue, handler) for every domain consumer; `serve` (embedded) and `consume <group>`
-/// run these. Queues without a handler are declared but not consumed.
-pub fn handlers(
-    platform: &Platform,
-) -> anyhow::Result<Vec<(&'static QueueSpec, Arc<dyn Handler>)>> {
-    let ai = Arc::new(platform.settings.ai.clone());
-    let tasks: Arc<dyn Handler> = Arc::new(ai_tasks::AiTaskHandler {
-        executor: ai_tasks::executor::from_settings(&ai)?,
-        ai,
-        relay: platform.relay.clone(),
-        max_payload: platform.settings.broker.max_payload_bytes,
-    });
-    Ok(vec![
-        (&AI_SHORT, tasks.clone()),
-        (&AI_LONG, tasks.clone()),
-        (&AI_PIPELINE, tasks),
-    ])
+/// The consumers that one process runs: (queue, handler).
+pub type Handlers = Vec<(&'static QueueSpec, Arc<dyn Handler>)>;
+
+/// What a domain brings to the platform (in the spirit of a command table: data, plus
+/// plain functions the composition root calls).
+pub struct Domain {
+    /// For logs and errors.
+    pub name: &'static str,
+    /// The consumer group (`conveyor consume <group>`) that runs its handlers and jobs.
+    pub group: &'static str,
+    /// Its work queues (each with a handler) and business delays.
+    pub queues: &'static [&'static QueueSpec],
+    pub delays: &'static [&'static DelaySpec],
+    /// The handler of every queue in `queues`.
+    pub handlers: fn(&Platform) -> anyhow::Result<Handlers>,
+    /// Background jobs (reapers, sweeps), run with its consumers until the token fires.
+    pub jobs: fn(&Platform, CancellationToken) -> Vec<BoxFuture<'static, anyhow::Result<()>>>,
+    /// Its HTTP routes, with their state applied.
+    pub routes: for<'a> fn(&'a Platform, &'a Core) -> BoxFuture<'a, anyhow::Result<Router>>,
+    /// The OpenAPI entries of those routes.
+    pub openapi: fn() -> utoipa::openapi::OpenApi,
+    /// Gauges refreshed at each scrape of `/metrics`.
+    pub gauges: &'static [Gauge],
+    /// The live stream kinds it serves over WebSocket and SSE.
+    pub streams: fn() -> Vec<Arc<dyn Source>>,
 }
 
-/// Background jobs of the consumer `groups` (`None`: all), e.g. the task reaper.
-pub fn jobs(
-    platform: &Platform,
-    groups: Option<&[String]>,
-    shutdown: &CancellationToken,
-) -> Vec<tokio::task::JoinHandle<anyhow::Result<()>>> {
-    let wants = |g: &str| groups.is_none_or(|gs| gs.iter().any(|x| x == g));
-    let mut jobs = Vec::new();
-    if wants("ai") {
-        let (p, ai, token) = (
-            platform.clone(),
-            Arc::new(platform.settings.ai.clone()),
-            shutdown.clone(),
-        );
-        jobs.push(tokio::spawn(ai_tasks::reaper::run(p, ai, token)));
+impl std::fmt::Debug for Domain {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Domain")
+            .field("name", &self.name)
+            .field("group", &self.group)
+            .finish_non_exhaustive()
     }
-    jobs
 }
 
-/// Every domain's HTTP routes.
-pub fn routes() -> Router<AppState> {
-    Router::new().merge(ai_tasks::routes())
+/// Every domain of this build.
+pub const ALL: &[&Domain] = &[&ai_tasks::DOMAIN];
+
+/// Nothing to run in the background.
+pub fn no_jobs(_: &Platform, _: CancellationToken) -> Vec<BoxFuture<'static, anyhow::Result<()>>> {
+    Vec::new()
+}
+
+/// No live stream.
+pub fn no_streams() -> Vec<Arc<dyn Source>> {
+    Vec::new()
 }

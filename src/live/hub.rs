@@ -1,29 +1,15 @@
-//! One listener per API instance, fanning task events out to its connections.
+//! One listener per API instance, fanning live events out to its connections.
 
 use std::sync::Arc;
 
 use tokio::sync::broadcast;
 
+use super::event::{Body, Shared};
 use crate::broker::Broker;
-use crate::domains::ai_tasks::messages::TaskEvent;
 
 /// Events waiting for the slowest connection of this instance; beyond it, a
 /// connection is told it lagged and re-reads the store.
 const BACKLOG: usize = 4096;
-
-/// An event with its WebSocket frame, serialized once for every connection.
-#[derive(Debug)]
-pub struct Shared {
-    pub event: TaskEvent,
-    pub frame: axum::extract::ws::Utf8Bytes,
-}
-
-impl Shared {
-    pub fn new(event: TaskEvent) -> Arc<Self> {
-        let frame = super::ws::event_json(&event).to_string().into();
-        Arc::new(Shared { event, frame })
-    }
-}
 
 #[derive(Clone)]
 pub struct Hub {
@@ -51,11 +37,11 @@ impl Hub {
                 if tx.receiver_count() == 0 {
                     continue;
                 }
-                match serde_json::from_slice::<EventBody>(&body) {
-                    Ok(EventBody::One(event)) => send(&tx, event),
-                    Ok(EventBody::Many(events)) => events.into_iter().for_each(|e| send(&tx, e)),
+                match serde_json::from_slice::<Body>(&body) {
+                    Ok(Body::One(event)) => send(&tx, event),
+                    Ok(Body::Many(events)) => events.into_iter().for_each(|e| send(&tx, e)),
                     Err(e) => {
-                        tracing::debug!(error = %e, "ignored an event that is not a task event")
+                        tracing::debug!(error = %e, "ignored a message that is not a live event")
                     }
                 }
             }
@@ -68,16 +54,7 @@ impl Hub {
     }
 }
 
-/// An events message: one event, or a batch (a submission batch's "accepted" events
-/// travel as one message).
-#[derive(serde::Deserialize)]
-#[serde(untagged)]
-enum EventBody {
-    Many(Vec<TaskEvent>),
-    One(TaskEvent),
-}
-
-fn send(tx: &broadcast::Sender<Arc<Shared>>, event: TaskEvent) {
+fn send(tx: &broadcast::Sender<Arc<Shared>>, event: super::Event) {
     // No receiver is fine: nobody is watching.
     let _ = tx.send(Shared::new(event));
 }

@@ -1,4 +1,5 @@
-//! `GET /v1/tasks/{id}/events`: Server-Sent Events for one task (API key auth).
+//! Server-Sent Events for one followed thing (API key auth):
+//! `GET /v1/streams/{stream}/{id}/events`, and `GET /v1/tasks/{id}/events` for tasks.
 //! Each event's `id:` is its sequence number; a client reconnecting with
 //! `Last-Event-ID: n` receives exactly the stored events after n, then live ones. Without
 //! it the first event is a `snapshot`. The stream ends after a terminal event.
@@ -8,30 +9,41 @@ use std::time::Duration;
 
 use axum::extract::{Path, State};
 use axum::http::HeaderMap;
-use axum::response::sse::{Event, KeepAlive, Sse};
+use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
 use futures::Stream;
 use serde_json::json;
 use tokio::sync::broadcast::error::RecvError;
 use tokio::sync::mpsc;
 
+use super::follow::{Follow, FollowError, Opening};
+use super::{Event, Live};
 use crate::api::AuthUser;
 use crate::api::openapi::ErrorBody;
-use crate::app::AppState;
-use crate::domains::ai_tasks::Status;
-use crate::domains::ai_tasks::messages::TaskEvent;
-use crate::domains::ai_tasks::routes::TaskView;
-use crate::domains::ai_tasks::store;
 use crate::error::ApiError;
 
-fn sse_event(ev: &TaskEvent) -> Event {
-    Event::default()
+fn sse_event(ev: &Event) -> SseEvent {
+    SseEvent::default()
         .id(ev.seq.to_string())
         .event("progress")
-        .data(serde_json::to_string(ev).unwrap_or_default())
+        .data(ev.frame_json().to_string())
 }
 
-fn terminal(status: &str) -> bool {
-    Status::parse(status).is_some_and(Status::is_terminal)
+#[utoipa::path(get, path = "/v1/streams/{stream}/{id}/events", tag = "live", security(("api_key" = [])),
+    params(
+        ("stream" = String, Path, description = "Stream kind, e.g. `task`"),
+        ("id" = String, Path, description = "The followed thing's id"),
+        ("Last-Event-ID" = Option<u64>, Header, description = "Resume after this sequence number")),
+    responses(
+        (status = 200, description = "Server-Sent Events: `snapshot`, then `progress` events (`id:` is the sequence number); ends after a terminal event", content_type = "text/event-stream", body = String),
+        (status = 401, description = "Missing or invalid API key", body = ErrorBody),
+        (status = 404, description = "No such stream kind, or no such thing of the caller's", body = ErrorBody)))]
+pub async fn stream(
+    State(state): State<Live>,
+    user: AuthUser,
+    Path((stream, id)): Path<(String, String)>,
+    headers: HeaderMap,
+) -> Result<Sse<impl Stream<Item = Result<SseEvent, Infallible>>>, ApiError> {
+    follow(state, user, stream, id, headers).await
 }
 
 #[utoipa::path(get, path = "/v1/tasks/{id}/events", tag = "live", security(("api_key" = [])),
@@ -39,20 +51,31 @@ fn terminal(status: &str) -> bool {
         ("id" = String, Path, description = "Task id"),
         ("Last-Event-ID" = Option<u64>, Header, description = "Resume after this sequence number")),
     responses(
-        (status = 200, description = "Server-Sent Events: `snapshot`, then `progress` events (`id:` is the sequence number); ends after a terminal event", content_type = "text/event-stream", body = String),
+        (status = 200, description = "Server-Sent Events of one task (the `task` stream)", content_type = "text/event-stream", body = String),
         (status = 401, description = "Missing or invalid API key", body = ErrorBody),
         (status = 404, description = "No such task of the caller's", body = ErrorBody)))]
-pub async fn stream(
-    State(state): State<AppState>,
-    AuthUser(user): AuthUser,
+pub async fn task_stream(
+    State(state): State<Live>,
+    user: AuthUser,
     Path(id): Path<String>,
     headers: HeaderMap,
-) -> Result<Sse<impl Stream<Item = Result<Event, Infallible>>>, ApiError> {
-    let task = match store::get(&state.db, &id).await? {
-        Some(t) if t.user_id == user.id || user.is_admin => t,
-        _ => return Err(ApiError::NotFound("task")),
-    };
-    let after: Option<i32> = match headers.get("last-event-id") {
+) -> Result<Sse<impl Stream<Item = Result<SseEvent, Infallible>>>, ApiError> {
+    follow(state, user, super::TASK_STREAM.to_owned(), id, headers).await
+}
+
+async fn follow(
+    state: Live,
+    AuthUser(user): AuthUser,
+    stream: String,
+    id: String,
+    headers: HeaderMap,
+) -> Result<Sse<impl Stream<Item = Result<SseEvent, Infallible>>>, ApiError> {
+    let source = state
+        .sources
+        .get(&stream)
+        .cloned()
+        .ok_or(ApiError::NotFound("stream"))?;
+    let after: Option<i64> = match headers.get("last-event-id") {
         None => None,
         Some(v) => Some(
             v.to_str()
@@ -65,35 +88,31 @@ pub async fn stream(
     };
     // Attach to the live fan-out before reading the store: nothing falls in between.
     let mut live = state.hub.subscribe();
-    let (tx, rx) = mpsc::channel::<Event>(64);
-    let db = state.db.clone();
-    let shutdown = state.shutdown.clone();
+    let db = state.core.db.clone();
+    let (mut follow, opening, over) = Follow::start(source, &db, &user, &id, after)
+        .await
+        .map_err(|e| match e {
+            FollowError::NotFound => ApiError::NotFound("stream item"),
+            FollowError::Store(e) => e.into(),
+        })?;
+    let (tx, rx) = mpsc::channel::<SseEvent>(64);
+    let shutdown = state.core.shutdown.clone();
     tokio::spawn(async move {
-        let mut last = match after {
-            Some(after) => {
-                let evs = store::events_after(&db, &task.id, after)
-                    .await
-                    .unwrap_or_default();
-                for e in &evs {
-                    let ev = TaskEvent::from_stored(e, &task.user_id);
-                    if tx.send(sse_event(&ev)).await.is_err() {
-                        return;
-                    }
-                }
-                evs.last().map(|e| e.seq).unwrap_or(after)
-            }
-            None => {
-                let snapshot = Event::default()
-                    .id(task.seq.to_string())
+        let first = match opening {
+            Opening::Snapshot(s) => vec![
+                SseEvent::default()
+                    .id(s.seq.to_string())
                     .event("snapshot")
-                    .data(json!(TaskView::from(task.clone())).to_string());
-                if tx.send(snapshot).await.is_err() {
-                    return;
-                }
-                task.seq
-            }
+                    .data(json!(s.view).to_string()),
+            ],
+            Opening::Events(evs) => evs.iter().map(sse_event).collect(),
         };
-        if terminal(&task.status) && last >= task.seq {
+        for e in first {
+            if tx.send(e).await.is_err() {
+                return;
+            }
+        }
+        if over {
             return;
         }
         loop {
@@ -102,29 +121,24 @@ pub async fn stream(
                 _ = tx.closed() => return,
                 ev = live.recv() => ev,
             };
-            match ev {
-                Ok(shared) if shared.event.task_id == task.id && shared.event.seq > last => {
-                    let ev = &shared.event;
-                    last = ev.seq;
-                    if tx.send(sse_event(ev)).await.is_err() || terminal(&ev.status) {
-                        return;
-                    }
-                }
-                Ok(_) => {}
-                Err(RecvError::Lagged(_)) => {
-                    // Fell behind the fan-out: catch up from the store.
-                    for e in store::events_after(&db, &task.id, last)
-                        .await
-                        .unwrap_or_default()
-                    {
-                        let ev = TaskEvent::from_stored(&e, &task.user_id);
-                        last = ev.seq;
-                        if tx.send(sse_event(&ev)).await.is_err() || terminal(&ev.status) {
+            let events = match ev {
+                Ok(shared) => {
+                    if follow.accept(&shared.event) {
+                        let ev = &shared.event;
+                        if tx.send(sse_event(ev)).await.is_err() || ev.terminal {
                             return;
                         }
                     }
+                    continue;
                 }
+                // Fell behind the fan-out: catch up from the store.
+                Err(RecvError::Lagged(_)) => follow.missed(&db).await.unwrap_or_default(),
                 Err(RecvError::Closed) => return,
+            };
+            for ev in &events {
+                if follow.accept(ev) && (tx.send(sse_event(ev)).await.is_err() || ev.terminal) {
+                    return;
+                }
             }
         }
     });

@@ -11,8 +11,8 @@ use sea_orm::sea_query::Expr;
 use sea_orm::{ActiveValue::Set, ColumnTrait, ConnectionTrait, DbErr, EntityTrait, QueryFilter};
 
 use crate::api::AuthUser;
+use crate::api::Core;
 use crate::api::openapi::ErrorBody;
-use crate::app::AppState;
 use crate::error::ApiError;
 use crate::users::hash_key;
 
@@ -47,7 +47,7 @@ pub struct TicketView {
     (status = 201, description = "A single-use ticket for the WebSocket upgrade (browsers cannot send headers on one)", body = TicketView),
     (status = 401, description = "Missing or invalid API key", body = ErrorBody)))]
 pub async fn issue(
-    State(state): State<AppState>,
+    State(state): State<Core>,
     AuthUser(user): AuthUser,
 ) -> Result<(StatusCode, Json<TicketView>), ApiError> {
     let mut bytes = [0u8; 24];

@@ -1,16 +1,19 @@
-//! `GET /v1/ws?ticket=…`: the WebSocket progress stream.
+//! `GET /v1/ws?ticket=…`: the WebSocket live stream, for every stream kind.
 //!
 //! Client frames (JSON text):
-//! `{"op":"subscribe","task_id":"…"}` (snapshot, then live events),
-//! `{"op":"subscribe","task_id":"…","after_seq":7}` (the stored events after 7, then live),
-//! `{"op":"subscribe","all":true}` (live events of all the caller's tasks),
-//! `{"op":"unsubscribe","task_id":"…"}`.
-//! Server frames: `{"type":"snapshot","task":{…}}`, `{"type":"event",…}` (task_id, seq,
-//! status, progress, step, message, at), `{"type":"unsubscribed","task_id":…,"reason":…}`
+//! `{"op":"subscribe","stream":"task","id":"…"}` (snapshot, then live events),
+//! `{"op":"subscribe","stream":"task","id":"…","after_seq":7}` (the stored events after 7,
+//! then live), `{"op":"subscribe","all":true}` (live events of everything the caller
+//! owns), `{"op":"unsubscribe","stream":"task","id":"…"}`. `"task_id":"…"` is short for
+//! `"stream":"task","id":"…"`.
+//! Server frames: `{"type":"snapshot","stream":"task","id":…,"seq":…,"task":{…}}`,
+//! `{"type":"event","stream":…,"id":…,"seq":…,…}` (plus the kind's fields, for a task
+//! task_id, status, progress, step, message, at), `{"type":"unsubscribed",…,"reason":…}`
 //! (a terminal event ends its subscription), `{"type":"error","code":…,"message":…}`.
+//! Frames about one thing also carry `<stream>_id` (e.g. `task_id`).
 //!
 //! Limits: frame size, subscriptions per connection, ping/idle timeout. Live events wait
-//! in a per-connection map that keeps only the latest per task, so a slow reader gets
+//! in a per-connection list that keeps only the latest per thing, so a slow reader gets
 //! progress coalesced; one that cannot take a frame within `live.send_timeout_ms` is
 //! closed. It never slows other connections: each reads the instance's fan-out on its own.
 
@@ -23,17 +26,14 @@ use axum::extract::ws::{CloseFrame, Message, WebSocket, WebSocketUpgrade};
 use axum::http::HeaderMap;
 use axum::response::Response;
 use futures::{SinkExt as _, StreamExt as _};
+use sea_orm::EntityTrait as _;
 use serde::Deserialize;
 use serde_json::{Value, json};
 use tokio::sync::broadcast::error::RecvError;
 
-use super::hub::Shared;
+use super::follow::{Follow, FollowError, Opening};
+use super::{Live, Shared, TASK_STREAM};
 use crate::api::openapi::ErrorBody;
-use crate::app::AppState;
-use crate::domains::ai_tasks::Status;
-use crate::domains::ai_tasks::messages::TaskEvent;
-use crate::domains::ai_tasks::routes::TaskView;
-use crate::domains::ai_tasks::store;
 use crate::error::ApiError;
 use crate::users::User;
 
@@ -50,14 +50,15 @@ pub struct Params {
         (status = 401, description = "Missing, forged, expired or reused ticket", body = ErrorBody),
         (status = 403, description = "`Origin` outside `live.allowed_origins`", body = ErrorBody)))]
 pub async fn upgrade(
-    State(state): State<AppState>,
+    State(state): State<Live>,
     crate::api::ApiQuery(params): crate::api::ApiQuery<Params>,
     headers: HeaderMap,
     ws: WebSocketUpgrade,
 ) -> Result<Response, ApiError> {
+    let core = &state.core;
     if let Some(origin) = headers.get(axum::http::header::ORIGIN) {
         let origin = origin.to_str().unwrap_or_default();
-        if !state
+        if !core
             .settings
             .live
             .allowed_origins
@@ -68,14 +69,14 @@ pub async fn upgrade(
         }
     }
     let ticket = params.ticket.ok_or(ApiError::Unauthorized)?;
-    let user_id = super::tickets::redeem(&state.db, &ticket)
+    let user_id = super::tickets::redeem(&core.db, &ticket)
         .await?
         .ok_or(ApiError::Unauthorized)?;
     let user = crate::users::entity::user::Entity::find_by_id(user_id)
-        .one(&state.db)
+        .one(&core.db)
         .await?
         .ok_or(ApiError::Unauthorized)?;
-    let live = &state.settings.live;
+    let live = &core.settings.live;
     let ws = ws
         .max_message_size(live.max_message_bytes)
         .max_frame_size(live.max_message_bytes)
@@ -85,38 +86,32 @@ pub async fn upgrade(
     Ok(ws.on_upgrade(move |socket| Connection::new(state, user).run(socket)))
 }
 
-use sea_orm::EntityTrait as _;
-
 struct Connection {
-    state: AppState,
+    state: Live,
     user: User,
-    /// Subscribed task → last sequence number sent.
-    tasks: HashMap<String, i32>,
+    /// Followed things by id (ids are unique across stream kinds).
+    subs: HashMap<String, Follow>,
     all: bool,
-    /// Live events not sent yet, latest per task.
+    /// Live events not sent yet, latest per thing.
     pending: Pending,
 }
 
-/// Events waiting to be written, at most one (the latest) per task. A short list: a
-/// connection rarely has more than a few tasks in flight, and a scan beats hashing and
-/// copying the task id for every event on every connection.
+/// Events waiting to be written, at most one (the latest) per thing. A short list: a
+/// connection rarely has more than a few things in flight, and a scan beats hashing and
+/// copying the id for every event on every connection.
 #[derive(Default)]
 struct Pending(Vec<Arc<Shared>>);
 
 impl Pending {
     fn insert(&mut self, shared: Arc<Shared>) {
-        match self
-            .0
-            .iter_mut()
-            .find(|p| p.event.task_id == shared.event.task_id)
-        {
+        match self.0.iter_mut().find(|p| p.event.id == shared.event.id) {
             Some(slot) => *slot = shared,
             None => self.0.push(shared),
         }
     }
 
-    fn remove(&mut self, task_id: &str) {
-        self.0.retain(|p| p.event.task_id != task_id);
+    fn remove(&mut self, id: &str) {
+        self.0.retain(|p| p.event.id != id);
     }
 
     fn take(&mut self) -> Vec<Arc<Shared>> {
@@ -130,18 +125,18 @@ enum Flow {
 }
 
 impl Connection {
-    fn new(state: AppState, user: User) -> Self {
+    fn new(state: Live, user: User) -> Self {
         Connection {
             state,
             user,
-            tasks: HashMap::new(),
+            subs: HashMap::new(),
             all: false,
             pending: Pending::default(),
         }
     }
 
     async fn run(mut self, socket: WebSocket) {
-        let live = self.state.settings.live.clone();
+        let live = self.state.core.settings.live.clone();
         let send_timeout = Duration::from_millis(live.send_timeout_ms);
         let idle = Duration::from_millis(live.idle_timeout_ms);
         let (mut sink, mut stream) = socket.split();
@@ -151,7 +146,7 @@ impl Connection {
         let mut heard = Instant::now();
         // One waiter for the whole connection: re-registering on the shared token every
         // turn of the loop costs a lock per event at 10,000 connections.
-        let shutdown = self.state.shutdown.clone().cancelled_owned();
+        let shutdown = self.state.core.shutdown.clone().cancelled_owned();
         tokio::pin!(shutdown);
         let close = loop {
             // Drain what is pending before waiting again: every frame in one write,
@@ -218,13 +213,12 @@ impl Connection {
         let _ = tokio::time::timeout(send_timeout, sink.send(frame)).await;
     }
 
-    /// Keeps a live event if this connection wants it (latest per task wins).
+    /// Keeps a live event if this connection wants it (latest per thing wins).
     fn offer(&mut self, shared: Arc<Shared>) {
         let ev = &shared.event;
-        let last = self.tasks.get(&ev.task_id).copied();
-        let wanted = match last {
-            Some(seq) => ev.seq > seq,
-            None => self.all && ev.user_id == self.user.id,
+        let wanted = match self.subs.get(&ev.id) {
+            Some(f) => ev.seq > f.last && ev.stream == f.stream,
+            None => self.all && ev.owner == self.user.id,
         };
         if wanted {
             self.pending.insert(shared);
@@ -232,15 +226,13 @@ impl Connection {
     }
 
     /// The fan-out ran ahead of this connection: re-read the latest stored event of
-    /// every subscribed task instead.
+    /// every followed thing instead.
     async fn resync(&mut self) {
-        let tasks: Vec<(String, i32)> = self.tasks.iter().map(|(k, v)| (k.clone(), *v)).collect();
-        for (task, seq) in tasks {
-            if let Ok(evs) = store::events_after(&self.state.db, &task, seq).await
-                && let Some(e) = evs.last()
+        for f in self.subs.values() {
+            if let Ok(mut evs) = f.missed(&self.state.core.db).await
+                && let Some(e) = evs.pop()
             {
-                self.pending
-                    .insert(Shared::new(TaskEvent::from_stored(e, &self.user.id)));
+                self.pending.insert(Shared::new(e));
             }
         }
     }
@@ -248,24 +240,32 @@ impl Connection {
     /// Appends the frames for one event, updating the subscription it belongs to.
     fn frames_for(&mut self, shared: &Shared, frames: &mut Vec<Message>) {
         let ev = &shared.event;
-        if self
-            .tasks
-            .get(&ev.task_id)
-            .is_some_and(|seq| ev.seq <= *seq)
-        {
-            return;
+        match self.subs.get_mut(&ev.id) {
+            Some(f) => {
+                if !f.accept(ev) {
+                    return;
+                }
+            }
+            // A thing seen through the `all` subscription: followed from now on, within
+            // the subscription limit.
+            None => {
+                if !ev.terminal
+                    && self.subs.len() < self.state.core.settings.live.max_subscriptions
+                    && let Some(source) = self.state.sources.get(&ev.stream)
+                {
+                    self.subs
+                        .insert(ev.id.clone(), Follow::from_event(source.clone(), ev));
+                }
+            }
         }
         frames.push(Message::Text(shared.frame.clone()));
-        let terminal = Status::parse(&ev.status).is_some_and(Status::is_terminal);
-        if terminal {
-            self.tasks.remove(&ev.task_id);
-            frames.push(json_frame(
-                json!({ "type": "unsubscribed", "task_id": ev.task_id, "reason": "terminal" }),
+        if ev.terminal {
+            self.subs.remove(&ev.id);
+            frames.push(about(
+                &ev.stream,
+                &ev.id,
+                json!({ "type": "unsubscribed", "reason": "terminal" }),
             ));
-        } else if let Some(seq) = self.tasks.get_mut(&ev.task_id) {
-            *seq = ev.seq;
-        } else if self.tasks.len() < self.state.settings.live.max_subscriptions {
-            self.tasks.insert(ev.task_id.clone(), ev.seq);
         }
     }
 
@@ -274,25 +274,37 @@ impl Connection {
         #[serde(deny_unknown_fields)]
         struct Command {
             op: String,
+            stream: Option<String>,
+            id: Option<String>,
+            /// Short for `"stream":"task","id":…`.
             task_id: Option<String>,
-            after_seq: Option<i32>,
+            after_seq: Option<i64>,
             all: Option<bool>,
         }
+        const USAGE: &str = "expected {\"op\":\"subscribe\"|\"unsubscribe\",\"stream\":…,\"id\":…} or {\"op\":\"subscribe\",\"all\":true}";
         let cmd: Command = match serde_json::from_str(text) {
             Ok(c) => c,
             Err(e) => return vec![error_frame("invalid_command", &e.to_string(), None)],
         };
-        match (cmd.op.as_str(), cmd.task_id, cmd.all) {
+        let target = match (cmd.stream, cmd.id, cmd.task_id) {
+            (None, None, Some(id)) => Some((TASK_STREAM.to_owned(), id)),
+            (Some(stream), Some(id), None) => Some((stream, id)),
+            (None, None, None) => None,
+            _ => return vec![error_frame("invalid_command", USAGE, None)],
+        };
+        match (cmd.op.as_str(), target, cmd.all) {
             ("subscribe", None, Some(true)) => {
                 self.all = true;
                 vec![json_frame(json!({ "type": "subscribed", "all": true }))]
             }
-            ("subscribe", Some(id), _) => self.subscribe(id, cmd.after_seq).await,
-            ("unsubscribe", Some(id), _) => {
-                self.tasks.remove(&id);
+            ("subscribe", Some((stream, id)), _) => self.subscribe(stream, id, cmd.after_seq).await,
+            ("unsubscribe", Some((stream, id)), _) => {
+                self.subs.remove(&id);
                 self.pending.remove(&id);
-                vec![json_frame(
-                    json!({ "type": "unsubscribed", "task_id": id, "reason": "requested" }),
+                vec![about(
+                    &stream,
+                    &id,
+                    json!({ "type": "unsubscribed", "reason": "requested" }),
                 )]
             }
             ("unsubscribe", None, Some(true)) => {
@@ -301,84 +313,87 @@ impl Connection {
                     json!({ "type": "unsubscribed", "all": true, "reason": "requested" }),
                 )]
             }
-            _ => vec![error_frame(
-                "invalid_command",
-                "expected {\"op\":\"subscribe\"|\"unsubscribe\",\"task_id\":…} or {\"op\":\"subscribe\",\"all\":true}",
-                None,
-            )],
+            _ => vec![error_frame("invalid_command", USAGE, None)],
         }
     }
 
-    async fn subscribe(&mut self, id: String, after_seq: Option<i32>) -> Vec<Message> {
-        if !self.tasks.contains_key(&id)
-            && self.tasks.len() >= self.state.settings.live.max_subscriptions
+    async fn subscribe(
+        &mut self,
+        stream: String,
+        id: String,
+        after_seq: Option<i64>,
+    ) -> Vec<Message> {
+        let of = Some((stream.as_str(), id.as_str()));
+        if !self.subs.contains_key(&id)
+            && self.subs.len() >= self.state.core.settings.live.max_subscriptions
         {
             return vec![error_frame(
                 "too_many_subscriptions",
-                "unsubscribe from a task first",
-                Some(&id),
+                "unsubscribe from something first",
+                of,
             )];
         }
-        let task = match store::get(&self.state.db, &id).await {
-            Ok(Some(t)) if t.user_id == self.user.id || self.user.is_admin => t,
-            Ok(_) => return vec![error_frame("not_found", "task not found", Some(&id))],
-            Err(e) => {
-                tracing::warn!(error = %e, "subscription lookup failed");
-                return vec![error_frame("unavailable", "try again", Some(&id))];
-            }
+        let Some(source) = self.state.sources.get(&stream).cloned() else {
+            let kinds = self.state.sources.kinds().join(", ");
+            return vec![error_frame(
+                "unknown_stream",
+                &format!("streams: {kinds}"),
+                of,
+            )];
         };
-        let mut frames = Vec::new();
-        let last = match after_seq {
-            Some(after) => {
-                let evs = store::events_after(&self.state.db, &id, after)
-                    .await
-                    .unwrap_or_default();
-                for e in &evs {
-                    frames.push(event_frame(&TaskEvent::from_stored(e, &task.user_id)));
+        let db = self.state.core.db.clone();
+        let (follow, opening, over) =
+            match Follow::start(source, &db, &self.user, &id, after_seq).await {
+                Ok(started) => started,
+                Err(FollowError::NotFound) => {
+                    return vec![error_frame("not_found", &format!("{stream} not found"), of)];
                 }
-                evs.last().map(|e| e.seq).unwrap_or(after)
+                Err(FollowError::Store(e)) => {
+                    tracing::warn!(error = %e, "subscription lookup failed");
+                    return vec![error_frame("unavailable", "try again", of)];
+                }
+            };
+        let mut frames = Vec::new();
+        match opening {
+            Opening::Snapshot(s) => {
+                let mut body = json!({ "type": "snapshot", "seq": s.seq });
+                body[stream.as_str()] = s.view;
+                frames.push(about(&stream, &id, body));
             }
-            None => {
-                let seq = task.seq;
-                frames.push(json_frame(
-                    json!({ "type": "snapshot", "seq": seq, "task": TaskView::from(task.clone()) }),
-                ));
-                seq
+            Opening::Events(evs) => {
+                frames.extend(evs.iter().map(|e| json_frame(e.frame_json())));
             }
-        };
-        // Events that arrived while the store was read are at or below `last`: dropped.
+        }
+        // Events that arrived while the store was read are at or below the follow's
+        // last sequence number: dropped.
         self.pending.remove(&id);
-        if Status::parse(&task.status).is_some_and(Status::is_terminal) && last >= task.seq {
-            frames.push(json_frame(
-                json!({ "type": "unsubscribed", "task_id": id, "reason": "terminal" }),
+        if over {
+            frames.push(about(
+                &stream,
+                &id,
+                json!({ "type": "unsubscribed", "reason": "terminal" }),
             ));
         } else {
-            self.tasks.insert(id, last);
+            self.subs.insert(id, follow);
         }
         frames
     }
 }
 
-fn event_frame(ev: &TaskEvent) -> Message {
-    json_frame(event_json(ev))
+/// A frame about one thing: `body` plus `stream`, `id` and `<stream>_id`.
+fn about(stream: &str, id: &str, mut body: Value) -> Message {
+    body["stream"] = stream.into();
+    body["id"] = id.into();
+    body[format!("{stream}_id")] = id.into();
+    json_frame(body)
 }
 
-/// The `event` frame's JSON.
-pub(crate) fn event_json(ev: &TaskEvent) -> Value {
-    json!({
-        "type": "event",
-        "task_id": ev.task_id,
-        "seq": ev.seq,
-        "status": ev.status,
-        "progress": ev.progress,
-        "step": ev.step,
-        "message": ev.message,
-        "at": ev.at,
-    })
-}
-
-fn error_frame(code: &str, message: &str, task_id: Option<&str>) -> Message {
-    json_frame(json!({ "type": "error", "code": code, "message": message, "task_id": task_id }))
+fn error_frame(code: &str, message: &str, of: Option<(&str, &str)>) -> Message {
+    let body = json!({ "type": "error", "code": code, "message": message });
+    match of {
+        Some((stream, id)) => about(stream, id, body),
+        None => json_frame(body),
+    }
 }
 
 fn json_frame(v: Value) -> Message {

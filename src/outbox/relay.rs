@@ -114,7 +114,7 @@ impl Relay {
         let mut ids = Vec::with_capacity(rows.len());
         let mut out = Vec::with_capacity(rows.len());
         for row in rows {
-            let Some(target) = Target::parse(&row.queue) else {
+            let Some(target) = self.broker.topology().target(&row.queue) else {
                 // A row for a target this build does not know (older/newer version):
                 // leave it for a process that does, and say so.
                 tracing::error!(id = row.id, queue = %row.queue, "outbox row names an unknown target");

@@ -10,33 +10,53 @@ use std::future::Future;
 use std::time::Duration;
 
 use chrono::Utc;
-use sea_orm::{
-    ColumnTrait, DatabaseConnection, EntityTrait, PaginatorTrait, QueryFilter, QueryOrder,
-};
+use futures::future::BoxFuture;
+use sea_orm::{ColumnTrait, DatabaseConnection, EntityTrait, PaginatorTrait, QueryFilter};
 
 use crate::broker::Broker;
 use crate::dead_letters::{self, Status as DeadStatus};
-use crate::domains::ai_tasks::Status as TaskStatus;
-use crate::domains::ai_tasks::entity::task;
 use crate::outbox::Relay;
 
+/// A domain's gauges (e.g. active tasks by status), refreshed at each scrape within the
+/// same time limit as the platform's own; `source` names its failure count.
+#[derive(Clone, Copy)]
+pub struct Gauge {
+    pub source: &'static str,
+    pub sample: for<'a> fn(&'a DatabaseConnection) -> BoxFuture<'a, anyhow::Result<()>>,
+}
+
 /// Refreshes every gauge, each source within `limit`.
-pub async fn sample(db: &DatabaseConnection, broker: &dyn Broker, relay: &Relay, limit: Duration) {
-    let [b, o, d, t] = SOURCES;
+pub async fn sample(
+    db: &DatabaseConnection,
+    broker: &dyn Broker,
+    relay: &Relay,
+    domains: &[Gauge],
+    limit: Duration,
+) {
+    let [b, o, d] = SOURCES;
+    let domain_gauges = futures::future::join_all(
+        domains
+            .iter()
+            .map(|g| bounded(g.source, limit, (g.sample)(db))),
+    );
     tokio::join!(
         bounded(b, limit, queues(broker)),
         bounded(o, limit, outbox_lag(relay)),
         bounded(d, limit, dead_letters_waiting(db)),
-        bounded(t, limit, active_tasks(db)),
+        domain_gauges,
     );
 }
 
-/// The sources `sample` reads, each with its own failure count.
-const SOURCES: [&str; 4] = ["broker", "outbox", "dead_letters", "tasks"];
+/// The platform's own sources, each with its own failure count.
+const SOURCES: [&str; 3] = ["broker", "outbox", "dead_letters"];
 
 /// Starts the failure counters at zero, so an alert on their rate sees the first one.
-pub(crate) fn register() {
-    for source in SOURCES {
+pub fn register(domains: &[Gauge]) {
+    let sources = SOURCES
+        .iter()
+        .copied()
+        .chain(domains.iter().map(|g| g.source));
+    for source in sources {
         metrics::counter!("conveyor_gauge_sample_failures_total", "source" => source).absolute(0);
     }
 }
@@ -93,28 +113,7 @@ async fn dead_letters_waiting(db: &DatabaseConnection) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Tasks not yet finished, by status, and how long the oldest has waited (terminal
-/// ones only grow; counting them would scan the table).
-async fn active_tasks(db: &DatabaseConnection) -> anyhow::Result<()> {
-    for status in [
-        TaskStatus::Pending,
-        TaskStatus::Processing,
-        TaskStatus::Retrying,
-    ] {
-        let of_status = task::Entity::find().filter(task::Column::Status.eq(status.as_str()));
-        let n = of_status.clone().count(db).await?;
-        let oldest = of_status
-            .order_by_asc(task::Column::CreatedAt)
-            .one(db)
-            .await?
-            .map_or(0.0, |t| age_secs(t.created_at));
-        metrics::gauge!("conveyor_tasks_active", "status" => status.as_str()).set(n as f64);
-        metrics::gauge!("conveyor_tasks_oldest_active_seconds", "status" => status.as_str())
-            .set(oldest);
-    }
-    Ok(())
-}
-
-fn age_secs(since: chrono::DateTime<Utc>) -> f64 {
+/// Seconds since `since`, never negative (clocks of several hosts).
+pub fn age_secs(since: chrono::DateTime<Utc>) -> f64 {
     (Utc::now() - since).num_milliseconds().max(0) as f64 / 1000.0
 }

@@ -69,7 +69,7 @@ pub fn metrics() -> &'static PrometheusHandle {
         let handle = recorder.handle();
         // Fails only if another recorder is installed; ours then renders empty.
         let _ = metrics::set_global_recorder(recorder);
-        gauges::register();
+        gauges::register(&[]);
         handle
     })
 }

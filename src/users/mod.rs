@@ -2,7 +2,6 @@
 //! their SHA-256 is stored, and lookups go by that hash.
 
 pub mod entity;
-pub mod routes;
 
 use chrono::Utc;
 use rand::RngCore as _;
@@ -13,6 +12,30 @@ use sea_orm::{
 use sha2::{Digest as _, Sha256};
 
 pub use entity::user::Model as User;
+
+/// What a user may do beyond their own things.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Role {
+    User,
+    /// Operators (`users create --admin`): admin routes, and every user's things.
+    Admin,
+}
+
+impl User {
+    pub fn role(&self) -> Role {
+        if self.is_admin {
+            Role::Admin
+        } else {
+            Role::User
+        }
+    }
+
+    /// The visibility rule of every owned thing (tasks, orders, live streams): its owner
+    /// sees it, and so do admins; to anyone else it does not exist (404, never 403).
+    pub fn can_see(&self, owner_id: &str) -> bool {
+        self.id == owner_id || self.role() == Role::Admin
+    }
+}
 
 /// The marker every conveyor API key starts with.
 pub const KEY_PREFIX: &str = "cvk_";

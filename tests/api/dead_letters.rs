@@ -5,10 +5,10 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use conveyor::broker::topology::AI_SHORT;
 use conveyor::broker::{Envelope, Outgoing, Target};
 use conveyor::consumer::fence_entity;
 use conveyor::dead_letters::{self, OperateError};
+use conveyor::domains::ai_tasks::queues::AI_SHORT;
 use conveyor::users::entity::ledger;
 use sea_orm::{ColumnTrait, EntityTrait, QueryFilter};
 use serde_json::{Value, json};
@@ -62,9 +62,15 @@ async fn a_replay_goes_back_to_its_queue_once_and_reopens_if_it_dies_again(backe
 
     // Replayed while the dependency is still broken: it dies again, and the same
     // dead letter opens again rather than being lost behind its `replayed` status.
-    let first = dead_letters::replay(&platform.db, letter.id, "test:ops", max)
-        .await
-        .unwrap();
+    let first = dead_letters::replay(
+        &platform.db,
+        platform.broker.topology(),
+        letter.id,
+        "test:ops",
+        max,
+    )
+    .await
+    .unwrap();
     assert!(!first.already);
     assert_eq!(first.dead_letter.status, "replayed");
     assert_eq!(relay(&platform).await, 1, "one message back to ai.short");
@@ -76,9 +82,15 @@ async fn a_replay_goes_back_to_its_queue_once_and_reopens_if_it_dies_again(backe
 
     // Fixed: the replay takes effect, once.
     rec.broken.store(false, Ordering::SeqCst);
-    let second = dead_letters::replay(&platform.db, letter.id, "test:ops", max)
-        .await
-        .unwrap();
+    let second = dead_letters::replay(
+        &platform.db,
+        platform.broker.topology(),
+        letter.id,
+        "test:ops",
+        max,
+    )
+    .await
+    .unwrap();
     assert!(!second.already);
     assert_eq!(relay(&platform).await, 1);
     wait_until(WAIT, "the effect", || async {
@@ -92,9 +104,15 @@ async fn a_replay_goes_back_to_its_queue_once_and_reopens_if_it_dies_again(backe
     );
 
     // Asking again is answered as done, and sends nothing.
-    let again = dead_letters::replay(&platform.db, letter.id, "test:ops", max)
-        .await
-        .unwrap();
+    let again = dead_letters::replay(
+        &platform.db,
+        platform.broker.topology(),
+        letter.id,
+        "test:ops",
+        max,
+    )
+    .await
+    .unwrap();
     assert!(again.already);
     assert_eq!(relay(&platform).await, 0, "nothing more in the outbox");
     let discard = dead_letters::discard(&platform.db, letter.id, "test:ops").await;
@@ -137,7 +155,14 @@ async fn malformed_dead_letters_are_discarded_not_replayed(backend: Backend) {
     .await;
     let id = dead(&platform, "dead").await[0].id;
 
-    let replay = dead_letters::replay(&platform.db, id, "test:ops", 1 << 20).await;
+    let replay = dead_letters::replay(
+        &platform.db,
+        platform.broker.topology(),
+        id,
+        "test:ops",
+        1 << 20,
+    )
+    .await;
     assert!(
         matches!(&replay, Err(OperateError::NotReplayable { why, .. }) if why.contains("not a valid envelope")),
         "{replay:?}"
@@ -154,7 +179,14 @@ async fn malformed_dead_letters_are_discarded_not_replayed(backend: Backend) {
             .unwrap()
             .already
     );
-    let replay = dead_letters::replay(&platform.db, id, "test:ops", 1 << 20).await;
+    let replay = dead_letters::replay(
+        &platform.db,
+        platform.broker.topology(),
+        id,
+        "test:ops",
+        1 << 20,
+    )
+    .await;
     assert!(
         matches!(&replay, Err(OperateError::Conflict { status, .. }) if status == "discarded"),
         "{replay:?}"

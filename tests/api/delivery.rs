@@ -4,10 +4,10 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use conveyor::broker::topology::{AI_LONG, AI_SHORT};
 use conveyor::broker::{BrokerError, Envelope, Outgoing, Target, Topology};
 use conveyor::consumer::{self, Outcome, process_one};
 use conveyor::dead_letters;
+use conveyor::domains::ai_tasks::queues::{AI_LONG, AI_SHORT};
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
@@ -214,7 +214,12 @@ async fn unroutable_publish_is_an_error(backend: Backend) {
         return;
     };
     // Declare only ai.short: nothing is bound for ai.long.
-    let topology = Topology::from_settings_only(&env.settings, &[&AI_SHORT]);
+    let topology = Topology::declaring_only(
+        &env.settings,
+        conveyor::domains::ai_tasks::queues::QUEUES,
+        &[],
+        &[&AI_SHORT],
+    );
     let broker = conveyor::broker::connect(&env.settings, topology)
         .await
         .unwrap();

@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use crate::helpers::{Backend, TestEnv, spawn_app};
+use crate::helpers::{Backend, TestEnv, spawn_app, spawn_app_with};
 use crate::on_every_backend;
 
 on_every_backend!(
@@ -151,15 +151,15 @@ async fn metrics_show_waiting_work(backend: Backend) {
     let Some(env) = TestEnv::new(backend, "metrics_show_waiting_work").await else {
         return;
     };
-    let app = spawn_app(&env).await;
+    let app = spawn_app_with(&env, &[&crate::domain::IDLE]).await;
     let platform = &app.platform;
-    // Two messages on a queue nothing consumes yet.
+    // Two messages on a queue nothing consumes.
     for _ in 0..2 {
-        let env = conveyor::broker::Envelope::new("search.sync", serde_json::json!({}));
+        let env = conveyor::broker::Envelope::new("idle.work", serde_json::json!({}));
         platform
             .broker
             .publish(
-                conveyor::broker::Target::Queue(&conveyor::broker::topology::SEARCH_SYNC),
+                conveyor::broker::Target::Queue(&crate::domain::IDLE_WORK),
                 &env,
             )
             .await
@@ -209,11 +209,11 @@ async fn metrics_show_waiting_work(backend: Backend) {
             last = r.text().await.unwrap();
             let ok = series(
                 &last,
-                r#"conveyor_queue_messages{queue="search.sync",stage="ready"}"#,
+                r#"conveyor_queue_messages{queue="idle.work",stage="ready"}"#,
             ) == Some(2.0)
                 && series(
                     &last,
-                    r#"conveyor_queue_messages{queue="search.sync",stage="dead"}"#,
+                    r#"conveyor_queue_messages{queue="idle.work",stage="dead"}"#,
                 ) == Some(0.0)
                 && series(&last, "conveyor_dead_letters_waiting") == Some(1.0)
                 && series(&last, "conveyor_outbox_pending") == Some(1.0)

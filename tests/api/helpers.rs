@@ -193,7 +193,20 @@ impl TestEnv {
     }
 
     pub async fn platform(&self) -> Platform {
-        Platform::connect(self.settings.clone())
+        conveyor::app::platform(self.settings.clone())
+            .await
+            .expect("platform connects")
+    }
+
+    /// A platform declaring the queues of every domain of the build plus `extra`.
+    pub async fn platform_with(&self, extra: &[&'static conveyor::domains::Domain]) -> Platform {
+        let domains: Vec<_> = conveyor::domains::ALL
+            .iter()
+            .chain(extra)
+            .copied()
+            .collect();
+        let topology = conveyor::app::topology(&self.settings, &domains);
+        Platform::connect(self.settings.clone(), topology)
             .await
             .expect("platform connects")
     }
@@ -234,7 +247,7 @@ async fn remove_resources(
     broker: bool,
 ) {
     if broker {
-        let topology = conveyor::broker::Topology::from_settings(settings);
+        let topology = conveyor::app::topology(settings, conveyor::domains::ALL);
         if let Ok(b) = conveyor::broker::connect(settings, topology).await {
             let _ = b.teardown().await;
             b.close().await;
@@ -276,6 +289,8 @@ pub struct TestApp {
     pub platform: Platform,
     pub shutdown: CancellationToken,
     pub server: tokio::task::JoinHandle<anyhow::Result<()>>,
+    /// The domains the app was built with.
+    pub domains: Vec<&'static conveyor::domains::Domain>,
     /// Consumers started beside the API (RabbitMQ backends): awaited by `stop`, so the
     /// clean-up that follows cannot race a subscription re-declaring its queue.
     consumers: std::sync::Mutex<Vec<tokio::task::JoinHandle<anyhow::Result<()>>>>,
@@ -301,7 +316,20 @@ impl TestApp {
 }
 
 pub async fn spawn_app(env: &TestEnv) -> TestApp {
-    let app = Application::build(env.settings.clone())
+    spawn_app_with(env, &[]).await
+}
+
+/// An app with every domain of the build plus `extra` (domains of the test suite).
+pub async fn spawn_app_with(
+    env: &TestEnv,
+    extra: &[&'static conveyor::domains::Domain],
+) -> TestApp {
+    let domains: Vec<_> = conveyor::domains::ALL
+        .iter()
+        .chain(extra)
+        .copied()
+        .collect();
+    let app = Application::build_with(env.settings.clone(), &domains)
         .await
         .expect("app builds");
     let addr = app.addr();
@@ -318,6 +346,7 @@ pub async fn spawn_app(env: &TestEnv) -> TestApp {
         platform,
         shutdown,
         server,
+        domains,
         consumers: Default::default(),
     }
 }
@@ -424,7 +453,7 @@ pub fn start_consumer(
     let token = CancellationToken::new();
     let handle = tokio::spawn(conveyor::consumer::run(
         platform.consumer_deps(),
-        &conveyor::broker::topology::AI_SHORT,
+        &conveyor::domains::ai_tasks::queues::AI_SHORT,
         Arc::new(TestHandler(rec.clone())),
         token.clone(),
     ));
@@ -520,8 +549,15 @@ impl TestApp {
         if self.platform.settings.broker.kind != BrokerKind::Rabbitmq {
             return; // `serve` already runs them in-process
         }
-        let (p, token) = (self.platform.clone(), self.shutdown.clone());
-        let handle = tokio::spawn(async move { p.run_workers(None, token).await });
+        let (p, token, domains) = (
+            self.platform.clone(),
+            self.shutdown.clone(),
+            self.domains.clone(),
+        );
+        let handle =
+            tokio::spawn(
+                async move { conveyor::app::run_workers(&p, &domains, None, token).await },
+            );
         self.consumers.lock().expect("consumers").push(handle);
     }
 

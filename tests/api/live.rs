@@ -37,7 +37,7 @@ async fn ticket(app: &TestApp, key: &str) -> String {
         .to_owned()
 }
 
-async fn connect(app: &TestApp, key: &str) -> Ws {
+pub async fn connect(app: &TestApp, key: &str) -> Ws {
     let url = format!("ws://{}/v1/ws?ticket={}", app.addr, ticket(app, key).await);
     tokio_tungstenite::connect_async(url)
         .await
@@ -45,12 +45,12 @@ async fn connect(app: &TestApp, key: &str) -> Ws {
         .0
 }
 
-async fn send(ws: &mut Ws, v: Value) {
+pub async fn send(ws: &mut Ws, v: Value) {
     ws.send(Message::Text(v.to_string().into())).await.unwrap();
 }
 
 /// The next JSON frame (pings are answered by the library).
-async fn next(ws: &mut Ws) -> Value {
+pub async fn next(ws: &mut Ws) -> Value {
     loop {
         let msg = tokio::time::timeout(Duration::from_secs(20), ws.next())
             .await
@@ -435,7 +435,7 @@ async fn a_slow_reader_is_closed_and_does_not_delay_a_fast_one() {
                 at: chrono::Utc::now(),
             };
             broker
-                .publish_events(vec![serde_json::to_vec(&ev).unwrap()])
+                .publish_events(vec![serde_json::to_vec(&ev.live()).unwrap()])
                 .await
                 .unwrap();
             // Paced (20,000/s) so readers keep up with the fan-out instead of lagging.

@@ -8,6 +8,7 @@ mod ai_tasks;
 mod cli;
 mod dead_letters;
 mod delivery;
+mod domain;
 mod executor;
 mod health;
 mod helpers;

@@ -3,8 +3,8 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use conveyor::broker::topology::AI_SHORT;
 use conveyor::broker::{Envelope, Target};
+use conveyor::domains::ai_tasks::queues::AI_SHORT;
 use conveyor::outbox::{self, entity};
 use sea_orm::{EntityTrait, TransactionTrait};
 use serde_json::json;

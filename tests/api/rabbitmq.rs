@@ -5,8 +5,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use conveyor::broker::Target;
-use conveyor::broker::topology::AI_SHORT;
 use conveyor::config::QueueType;
+use conveyor::domains::ai_tasks::queues::AI_SHORT;
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
@@ -70,7 +70,8 @@ async fn declared_arguments_match_the_topology() {
             return;
         };
         env.settings.broker.queue_type = queue_type;
-        let platform = env.platform().await;
+        // The test domain brings a business delay (no domain of the build has one yet).
+        let platform = env.platform_with(&[&crate::domain::IDLE]).await;
         let t = platform.broker.topology().clone();
         let queues = list_queues(&t.namespace);
         let expected = t.queues.iter().map(|q| 2 + q.retry.len()).sum::<usize>() + t.delays.len();

@@ -30,17 +30,8 @@ pub struct AiTaskHandler {
 
 /// Publishes events after their transaction committed; best effort (they are stored).
 pub async fn publish_events(broker: &dyn Broker, events: &[TaskEvent]) {
-    // Several events travel as one message (a JSON array): the broker's cost is per
-    // message, and a submission batch emits one event per task.
-    let body = match events {
-        [] => return,
-        [one] => serde_json::to_vec(one),
-        many => serde_json::to_vec(many),
-    };
-    let Ok(body) = body else { return };
-    if let Err(e) = broker.publish_events(vec![body]).await {
-        tracing::debug!(error = %e, "progress events not published (they are stored)");
-    }
+    let live: Vec<_> = events.iter().map(TaskEvent::live).collect();
+    crate::live::publish(broker, &live).await;
 }
 
 /// Minimum spacing of stored progress events of one task.
@@ -238,7 +229,7 @@ impl Handler for AiTaskHandler {
             } else {
                 output
             };
-            store::finish_successfully(&txn, &t, attempt, &result, self.max_payload)
+            store::finish_successfully(&txn, &t, attempt, &result)
                 .await
                 .map_err(transient)?
         } else {

@@ -2,8 +2,8 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::queues::{AI_LONG, AI_PIPELINE, AI_SHORT};
 use crate::broker::QueueSpec;
-use crate::broker::topology::{AI_LONG, AI_PIPELINE, AI_SHORT};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "snake_case")]

@@ -4,8 +4,6 @@ use serde::{Deserialize, Serialize};
 
 /// Envelope kind of [`RunStep`].
 pub const RUN_STEP: &str = "ai.task.run";
-/// Envelope kind of the search-sync message written with every material.
-pub const MATERIAL_CHANGED: &str = "search.material.upsert";
 
 /// Run step `step` of task `task_id` (0 for single-step kinds).
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
@@ -41,6 +39,31 @@ impl TaskEvent {
             step: e.step.clone(),
             message: e.message.clone(),
             at: e.created_at,
+        }
+    }
+}
+
+impl TaskEvent {
+    /// The event as the `task` live stream carries it.
+    pub fn live(&self) -> crate::live::Event {
+        let data = serde_json::json!({
+            "task_id": self.task_id,
+            "status": self.status,
+            "progress": self.progress,
+            "step": self.step,
+            "message": self.message,
+            "at": self.at,
+        });
+        crate::live::Event {
+            stream: super::stream::KIND.to_owned(),
+            id: self.task_id.clone(),
+            owner: self.user_id.clone(),
+            seq: i64::from(self.seq),
+            terminal: super::Status::parse(&self.status).is_some_and(super::Status::is_terminal),
+            data: match data {
+                serde_json::Value::Object(m) => m,
+                _ => serde_json::Map::new(),
+            },
         }
     }
 }

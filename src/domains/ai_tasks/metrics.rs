@@ -1,8 +1,15 @@
-//! The task flow's metrics, recorded after the transaction that caused them committed
-//! (a rolled-back transition counts nothing).
+//! The task flow's metrics: counters recorded after the transaction that caused them
+//! committed (a rolled-back transition counts nothing), and the gauges sampled at each
+//! scrape of `/metrics`.
 
-use super::store::Task;
+use futures::future::BoxFuture;
+use sea_orm::{
+    ColumnTrait, DatabaseConnection, EntityTrait, PaginatorTrait, QueryFilter, QueryOrder,
+};
+
+use super::entity::task::{self, Model as Task};
 use super::{Status, TaskKind};
+use crate::telemetry::gauges::{Gauge, age_secs};
 
 /// A task reached SUCCESS, FAILED or CANCELED: counts it, its submit-to-end time, and
 /// the credits its end consumed or refunded.
@@ -28,4 +35,32 @@ pub fn credits(effect: &'static str, amount: i64) {
     if amount > 0 {
         metrics::counter!("conveyor_credits_total", "effect" => effect).increment(amount as u64);
     }
+}
+
+/// The flow's gauges, for the domain registry.
+pub const GAUGES: &[Gauge] = &[Gauge {
+    source: "tasks",
+    sample: active_tasks_boxed,
+}];
+
+fn active_tasks_boxed(db: &DatabaseConnection) -> BoxFuture<'_, anyhow::Result<()>> {
+    Box::pin(active_tasks(db))
+}
+
+/// Tasks not yet finished, by status, and how long the oldest has waited (terminal
+/// ones only grow; counting them would scan the table).
+async fn active_tasks(db: &DatabaseConnection) -> anyhow::Result<()> {
+    for status in [Status::Pending, Status::Processing, Status::Retrying] {
+        let of_status = task::Entity::find().filter(task::Column::Status.eq(status.as_str()));
+        let n = of_status.clone().count(db).await?;
+        let oldest = of_status
+            .order_by_asc(task::Column::CreatedAt)
+            .one(db)
+            .await?
+            .map_or(0.0, |t| age_secs(t.created_at));
+        metrics::gauge!("conveyor_tasks_active", "status" => status.as_str()).set(n as f64);
+        metrics::gauge!("conveyor_tasks_oldest_active_seconds", "status" => status.as_str())
+            .set(oldest);
+    }
+    Ok(())
 }

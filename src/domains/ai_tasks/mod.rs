@@ -16,11 +16,90 @@ pub mod handler;
 pub mod kinds;
 pub mod messages;
 pub mod metrics;
+pub mod queues;
 pub mod reaper;
 pub mod routes;
 pub mod store;
+pub mod stream;
 pub mod submitter;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::FutureExt as _;
+use futures::future::BoxFuture;
+use tokio_util::sync::CancellationToken;
 
 pub use handler::AiTaskHandler;
 pub use kinds::{Status, TaskKind};
-pub use routes::routes;
+
+use super::{Domain, Handlers};
+use crate::api::Core;
+use crate::consumer::Handler;
+use crate::live::Source;
+use crate::platform::Platform;
+
+/// The AI-task flow in the domain registry.
+pub const DOMAIN: Domain = Domain {
+    name: "ai_tasks",
+    group: "ai",
+    queues: queues::QUEUES,
+    delays: &[],
+    handlers,
+    jobs,
+    routes,
+    openapi: <routes::Doc as utoipa::OpenApi>::openapi,
+    gauges: metrics::GAUGES,
+    streams,
+};
+
+fn handlers(platform: &Platform) -> anyhow::Result<Handlers> {
+    let ai = Arc::new(platform.settings.ai.clone());
+    let tasks: Arc<dyn Handler> = Arc::new(AiTaskHandler {
+        executor: executor::from_settings(&ai)?,
+        ai,
+        relay: platform.relay.clone(),
+        max_payload: platform.settings.broker.max_payload_bytes,
+    });
+    Ok(queues::QUEUES.iter().map(|q| (*q, tasks.clone())).collect())
+}
+
+fn jobs(
+    platform: &Platform,
+    shutdown: CancellationToken,
+) -> Vec<BoxFuture<'static, anyhow::Result<()>>> {
+    let ai = Arc::new(platform.settings.ai.clone());
+    vec![reaper::run(platform.clone(), ai, shutdown).boxed()]
+}
+
+fn routes<'a>(
+    platform: &'a Platform,
+    core: &'a Core,
+) -> BoxFuture<'a, anyhow::Result<axum::Router>> {
+    async move {
+        let s = &platform.settings;
+        // The submission writers get a pool of their own, so each keeps to one server
+        // connection: every batch size is its own prepared statement, and on the shared
+        // pool (which hands out idle connections in turn) every connection prepared
+        // every size.
+        let writers_db = platform.own_pool(s.database.group_commit_writers).await?;
+        let submitter = submitter::Submitter::start(
+            writers_db,
+            platform.broker.clone(),
+            platform.relay.clone(),
+            s.broker.max_payload_bytes,
+            s.database.group_commit_writers,
+            Duration::from_millis(s.database.group_commit_linger_ms),
+        );
+        Ok(routes::routes(routes::Tasks {
+            core: core.clone(),
+            ai: Arc::new(s.ai.clone()),
+            submitter,
+        }))
+    }
+    .boxed()
+}
+
+fn streams() -> Vec<Arc<dyn Source>> {
+    vec![Arc::new(stream::TaskStream)]
+}

@@ -13,8 +13,8 @@ use tokio_util::sync::CancellationToken;
 use super::handler::publish_events;
 use super::kinds::Status;
 use super::store::{self, Change, Guard};
-use crate::app::Platform;
 use crate::config::AiSettings;
+use crate::platform::Platform;
 
 pub async fn run(
     platform: Platform,

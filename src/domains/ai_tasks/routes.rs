@@ -1,8 +1,10 @@
 //! HTTP: submit, read, list and cancel tasks. Every read and write is scoped to the
 //! caller (another user's task is 404); admins may read any task.
 
+use std::sync::Arc;
+
 use axum::Router;
-use axum::extract::{Path, State};
+use axum::extract::{FromRef, Path, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
@@ -12,18 +14,36 @@ use serde_json::{Value, json};
 use super::handler::publish_events;
 use super::kinds::{ALL_KINDS, Status, TaskKind};
 use super::store::{self, Guard, NewTask, StoreError, Task};
-use super::submitter::announce;
+use super::submitter::{Submitter, announce};
 use crate::api::openapi::ErrorBody;
-use crate::api::{ApiJson, ApiQuery, AuthUser, idempotency};
-use crate::app::AppState;
+use crate::api::{ApiJson, ApiQuery, AuthUser, Core, idempotency};
+use crate::config::AiSettings;
 use crate::error::ApiError;
 
-pub fn routes() -> Router<AppState> {
+/// The task routes' state.
+#[derive(Clone, FromRef)]
+pub struct Tasks {
+    pub core: Core,
+    pub ai: Arc<AiSettings>,
+    /// Group-commits submissions without an idempotency key.
+    pub submitter: Submitter,
+}
+
+pub fn routes(state: Tasks) -> Router {
     Router::new()
         .route("/v1/tasks", post(submit).get(list))
         .route("/v1/tasks/{id}", get(read))
         .route("/v1/tasks/{id}/cancel", post(cancel))
+        .with_state(state)
 }
+
+/// The routes' OpenAPI entries.
+#[derive(utoipa::OpenApi)]
+#[openapi(
+    paths(submit, list, read, cancel),
+    tags((name = "tasks", description = "AI generation tasks"))
+)]
+pub struct Doc;
 
 #[derive(Debug, Deserialize, Serialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
@@ -114,7 +134,7 @@ fn with_location(status: u16, body: Value) -> Response {
 }
 
 /// Checks a submission; the error names the field.
-fn validate(state: &AppState, req: &SubmitRequest) -> Result<(TaskKind, Value), ApiError> {
+fn validate(state: &Tasks, req: &SubmitRequest) -> Result<(TaskKind, Value), ApiError> {
     let kind = TaskKind::parse(&req.kind).ok_or_else(|| ApiError::Unprocessable {
         code: "invalid_field",
         message: format!(
@@ -124,7 +144,7 @@ fn validate(state: &AppState, req: &SubmitRequest) -> Result<(TaskKind, Value), 
         ),
         field: Some("kind".into()),
     })?;
-    let ai = &state.settings.ai;
+    let ai = &state.ai;
     let chars = req.prompt.chars().count();
     if req.prompt.trim().is_empty() || chars > ai.max_prompt_chars {
         return Err(ApiError::Unprocessable {
@@ -171,7 +191,7 @@ fn validate(state: &AppState, req: &SubmitRequest) -> Result<(TaskKind, Value), 
         (status = 402, description = "Insufficient credits (`needed`, `balance`)", body = ErrorBody),
         (status = 422, description = "Invalid field (named in `field`), or an idempotency key reused with another body", body = ErrorBody)))]
 pub(crate) async fn submit(
-    State(state): State<AppState>,
+    State(state): State<Tasks>,
     AuthUser(user): AuthUser,
     headers: HeaderMap,
     ApiJson(req): ApiJson<SubmitRequest>,
@@ -179,7 +199,6 @@ pub(crate) async fn submit(
     let (kind, params) = validate(&state, &req)?;
     let key = idempotency::key_from(&headers)?;
     let cost = state
-        .settings
         .ai
         .kinds
         .get(kind.as_str())
@@ -192,7 +211,7 @@ pub(crate) async fn submit(
         params,
         cost,
     };
-    let max_payload = state.settings.broker.max_payload_bytes;
+    let max_payload = state.core.settings.broker.max_payload_bytes;
     let body = match &key {
         // Without a key, submissions share transactions (group commit); the submitter
         // announces them.
@@ -204,11 +223,11 @@ pub(crate) async fn submit(
                 &json!({ "kind": kind.as_str(), "prompt": new.prompt, "params": new.params }),
             );
             let request_hash = request_hash.as_str();
-            if let Some(row) = idempotency::find(&state.db, &user.id, k).await? {
+            if let Some(row) = idempotency::find(&state.core.db, &user.id, k).await? {
                 let (status, body) = idempotency::replay(&row, request_hash)?;
                 return Ok(with_location(status, body));
             }
-            let txn = crate::db::begin_read_committed(&state.db).await?;
+            let txn = crate::db::begin_read_committed(&state.core.db).await?;
             let (task, event) = store::submit_many(&txn, std::slice::from_ref(&new), max_payload)
                 .await
                 .map_err(submit_error)?
@@ -226,14 +245,14 @@ pub(crate) async fn submit(
                 }
             };
             if let Err(e) = committed {
-                if let Some(row) = idempotency::find(&state.db, &user.id, k).await? {
+                if let Some(row) = idempotency::find(&state.core.db, &user.id, k).await? {
                     let (status, body) = idempotency::replay(&row, request_hash)?;
                     return Ok(with_location(status, body));
                 }
                 return Err(e.into());
             }
             super::metrics::credits("reserved", new.cost);
-            announce(&state.relay, &state.broker, vec![event]);
+            announce(&state.core.relay, &state.core.broker, vec![event]);
             body
         }
     };
@@ -241,9 +260,9 @@ pub(crate) async fn submit(
 }
 
 /// The task if the caller may see it; 404 otherwise (never "forbidden": existence is private).
-async fn visible(state: &AppState, user: &crate::users::User, id: &str) -> Result<Task, ApiError> {
-    match store::get(&state.db, id).await? {
-        Some(t) if t.user_id == user.id || user.is_admin => Ok(t),
+async fn visible(state: &Tasks, user: &crate::users::User, id: &str) -> Result<Task, ApiError> {
+    match store::get(&state.core.db, id).await? {
+        Some(t) if user.can_see(&t.user_id) => Ok(t),
         _ => Err(ApiError::NotFound("task")),
     }
 }
@@ -256,7 +275,7 @@ async fn visible(state: &AppState, user: &crate::users::User, id: &str) -> Resul
         (status = 401, description = "Missing or invalid API key", body = ErrorBody),
         (status = 404, description = "No such task of the caller's (admins see every task)", body = ErrorBody)))]
 pub(crate) async fn read(
-    State(state): State<AppState>,
+    State(state): State<Tasks>,
     AuthUser(user): AuthUser,
     Path(id): Path<String>,
 ) -> Result<axum::Json<TaskView>, ApiError> {
@@ -289,7 +308,7 @@ pub(crate) struct ListQuery {
         (status = 401, description = "Missing or invalid API key", body = ErrorBody),
         (status = 400, description = "Unknown status or kind, bad limit or cursor (named in `field`)", body = ErrorBody)))]
 pub(crate) async fn list(
-    State(state): State<AppState>,
+    State(state): State<Tasks>,
     AuthUser(user): AuthUser,
     ApiQuery(q): ApiQuery<ListQuery>,
 ) -> Result<axum::Json<crate::api::Page<TaskView>>, ApiError> {
@@ -317,7 +336,7 @@ pub(crate) async fn list(
         ));
     }
     let tasks = store::list(
-        &state.db,
+        &state.core.db,
         &user.id,
         status,
         kind,
@@ -340,14 +359,14 @@ pub(crate) async fn list(
         (status = 404, description = "No such task of the caller's", body = ErrorBody),
         (status = 409, description = "Already terminal", body = ErrorBody)))]
 pub(crate) async fn cancel(
-    State(state): State<AppState>,
+    State(state): State<Tasks>,
     AuthUser(user): AuthUser,
     Path(id): Path<String>,
 ) -> Result<axum::Json<TaskView>, ApiError> {
     let t = visible(&state, &user, &id).await?;
     let guard = Guard::status(&[Status::Pending, Status::Retrying, Status::Processing]);
     match store::finish_unsuccessfully(
-        &state.db,
+        &state.core.db,
         &t.id,
         &guard,
         Status::Canceled,
@@ -356,11 +375,11 @@ pub(crate) async fn cancel(
     .await?
     {
         Some((t, ev)) => {
-            publish_events(state.broker.as_ref(), &[ev]).await;
+            publish_events(state.core.broker.as_ref(), &[ev]).await;
             Ok(axum::Json(t.into()))
         }
         None => {
-            let now = store::get(&state.db, &id)
+            let now = store::get(&state.core.db, &id)
                 .await?
                 .map(|t| t.status)
                 .unwrap_or_default();

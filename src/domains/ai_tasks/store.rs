@@ -12,7 +12,7 @@ use sea_orm::{
 
 use super::entity::{event, material, task};
 use super::kinds::{Status, TaskKind};
-use super::messages::{MATERIAL_CHANGED, RUN_STEP, RunStep, TaskEvent};
+use super::messages::{RUN_STEP, RunStep, TaskEvent};
 use crate::broker::{Envelope, Target};
 use crate::outbox::{self, OutboxError};
 use crate::users;
@@ -579,13 +579,12 @@ pub async fn finish_unsuccessfully(
     Ok(Some((t, ev)))
 }
 
-/// Commits a successful final step: result, material, search-sync message, credits.
+/// Commits a successful final step: result, material, credits.
 pub async fn finish_successfully(
     txn: &impl ConnectionTrait,
     t: &Task,
     attempt: i32,
     result: &serde_json::Value,
-    max_payload: usize,
 ) -> Result<Option<(Task, TaskEvent)>, StoreError> {
     let change = Change {
         status: Some(Status::Success),
@@ -611,9 +610,8 @@ pub async fn finish_successfully(
     } else {
         result.to_string()
     };
-    let material_id = uuid::Uuid::now_v7().to_string();
     material::Entity::insert(material::ActiveModel {
-        id: Set(material_id.clone()),
+        id: Set(uuid::Uuid::now_v7().to_string()),
         user_id: Set(done.user_id.clone()),
         task_id: Set(done.id.clone()),
         kind: Set(done.kind.clone()),
@@ -622,18 +620,8 @@ pub async fn finish_successfully(
     })
     .exec_without_returning(txn)
     .await?;
-    let sync = Envelope::new(
-        MATERIAL_CHANGED,
-        serde_json::json!({ "material_id": material_id, "user_id": done.user_id, "op": "upsert" }),
-    )
-    .with_correlation_id(done.id.clone());
-    outbox::enqueue(
-        txn,
-        Target::Queue(&crate::broker::topology::SEARCH_SYNC),
-        &sync,
-        max_payload,
-    )
-    .await?;
+    // The search-sync domain will index materials; until it exists no message is
+    // written for a queue nobody consumes.
     Ok(Some((done, ev)))
 }
 

@@ -7,8 +7,8 @@ use serde::Serialize;
 use utoipa::ToSchema;
 
 use crate::api::AuthUser;
+use crate::api::Core;
 use crate::api::openapi::ErrorBody;
-use crate::app::AppState;
 use crate::error::ApiError;
 
 /// The caller as `GET /v1/me` shows them.
@@ -21,15 +21,15 @@ pub struct MeView {
     pub created_at: chrono::DateTime<chrono::Utc>,
 }
 
-#[utoipa::path(get, path = "/v1/me", tag = "tasks", security(("api_key" = [])), responses(
+#[utoipa::path(get, path = "/v1/me", tag = "account", security(("api_key" = [])), responses(
     (status = 200, description = "The caller and their current balance", body = MeView),
     (status = 401, description = "Missing or invalid API key", body = ErrorBody)))]
 pub async fn me(
-    State(state): State<AppState>,
+    State(state): State<Core>,
     AuthUser(cached): AuthUser,
 ) -> Result<Json<MeView>, ApiError> {
     // The balance moves all the time: read it fresh, not from the identity cache.
-    let user = super::entity::user::Entity::find_by_id(cached.id)
+    let user = crate::users::entity::user::Entity::find_by_id(cached.id)
         .one(&state.db)
         .await?
         .ok_or(ApiError::Unauthorized)?;

@@ -1,0 +1,42 @@
+//! [`Core`]: what every route module's state carries (settings, backends, the identity
+//! cache, the shutdown token). Route modules own a small state of their own that holds a
+//! `Core` and derives `FromRef`, so the extractors here ([`super::AuthUser`], …) work in
+//! every one of them without knowing the others.
+
+use std::sync::Arc;
+
+use sea_orm::DatabaseConnection;
+use tokio_util::sync::CancellationToken;
+
+use super::auth::AuthCache;
+use crate::broker::Broker;
+use crate::config::Settings;
+use crate::dedupe::DedupeStore;
+use crate::outbox::Relay;
+use crate::platform::Platform;
+
+#[derive(Clone)]
+pub struct Core {
+    pub settings: Arc<Settings>,
+    pub db: DatabaseConnection,
+    pub broker: Arc<dyn Broker>,
+    pub dedupe: Arc<dyn DedupeStore>,
+    pub relay: Relay,
+    pub auth_cache: Arc<AuthCache>,
+    /// Cancelled at shutdown: long-lived streams close with a proper close frame.
+    pub shutdown: CancellationToken,
+}
+
+impl Core {
+    pub fn new(p: &Platform, shutdown: CancellationToken) -> Self {
+        Core {
+            settings: p.settings.clone(),
+            db: p.db.clone(),
+            broker: p.broker.clone(),
+            dedupe: p.dedupe.clone(),
+            relay: p.relay.clone(),
+            auth_cache: Arc::default(),
+            shutdown,
+        }
+    }
+}

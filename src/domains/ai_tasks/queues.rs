@@ -1,0 +1,29 @@
+//! The AI-task flow's queues (consumer group `ai`). Names derive from these keys in
+//! [`crate::broker::Topology`]; `[queues.<key>]` in the configuration overrides limits.
+
+use crate::broker::QueueSpec;
+
+pub const AI_SHORT: QueueSpec = QueueSpec {
+    key: "ai.short",
+    group: "ai",
+    default_prefetch: 32,
+    default_max_attempts: 5,
+    purpose: "short AI generation (copywriting, image)",
+};
+pub const AI_LONG: QueueSpec = QueueSpec {
+    key: "ai.long",
+    group: "ai",
+    default_prefetch: 4,
+    default_max_attempts: 3,
+    purpose: "long AI generation (video, 3D)",
+};
+pub const AI_PIPELINE: QueueSpec = QueueSpec {
+    key: "ai.pipeline",
+    group: "ai",
+    default_prefetch: 8,
+    default_max_attempts: 5,
+    purpose: "video-analysis pipeline steps",
+};
+
+/// Every queue of the flow, in declaration order.
+pub const QUEUES: &[&QueueSpec] = &[&AI_SHORT, &AI_LONG, &AI_PIPELINE];

@@ -1,0 +1,75 @@
+//! [`Event`]: one event of a live stream, the same for every stream kind, as published on
+//! the broker's events exchange and pushed to WebSocket and SSE subscribers.
+
+use std::sync::Arc;
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+use crate::broker::Broker;
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Event {
+    /// The stream kind (`task`, `order`): which [`super::Source`] it belongs to.
+    pub stream: String,
+    /// The followed thing's id.
+    pub id: String,
+    /// Its owner: only they (and admins) receive it.
+    pub owner: String,
+    /// Per-thing sequence number, one more for every stored event.
+    pub seq: i64,
+    /// The thing reached an end state: subscriptions to it close after this event.
+    pub terminal: bool,
+    /// The kind's own fields (a task: `task_id`, `status`, `progress`, `step`, …),
+    /// copied into the pushed frame as they are.
+    pub data: Map<String, Value>,
+}
+
+impl Event {
+    /// The pushed JSON: the kind's fields plus `type`, `stream`, `id` and `seq`.
+    pub fn frame_json(&self) -> Value {
+        let mut m = self.data.clone();
+        m.insert("type".into(), "event".into());
+        m.insert("stream".into(), self.stream.clone().into());
+        m.insert("id".into(), self.id.clone().into());
+        m.insert("seq".into(), self.seq.into());
+        Value::Object(m)
+    }
+}
+
+/// An event with its WebSocket frame, serialized once for every connection.
+#[derive(Debug)]
+pub struct Shared {
+    pub event: Event,
+    pub frame: axum::extract::ws::Utf8Bytes,
+}
+
+impl Shared {
+    pub fn new(event: Event) -> Arc<Self> {
+        let frame = event.frame_json().to_string().into();
+        Arc::new(Shared { event, frame })
+    }
+}
+
+/// Publishes events to every API instance. Several travel as one message (a JSON array):
+/// the broker's cost is per message. Best effort: events are also stored, and a
+/// subscriber that missed one re-reads it from its [`super::Source`].
+pub async fn publish(broker: &dyn Broker, events: &[Event]) {
+    let body = match events {
+        [] => return,
+        [one] => serde_json::to_vec(one),
+        many => serde_json::to_vec(many),
+    };
+    let Ok(body) = body else { return };
+    if let Err(e) = broker.publish_events(vec![body]).await {
+        tracing::debug!(error = %e, "live events not published (they are stored)");
+    }
+}
+
+/// An events message: one event, or a batch.
+#[derive(Deserialize)]
+#[serde(untagged)]
+pub(crate) enum Body {
+    Many(Vec<Event>),
+    One(Event),
+}

@@ -1,0 +1,301 @@
+//! A domain defined only here, registered through the same mechanism as the real ones
+//! (`Application::build_with(settings, &[.., &PROBE])`): one queue, one route, one live
+//! stream kind. `POST /v1/probes` writes a message through the outbox; the consumer marks
+//! the probe done and publishes its event; a WebSocket subscriber of the `probe` stream
+//! sees it. If this works, a new domain needs nothing outside its folder but the registry
+//! line (plus a migration and a config section when it stores and configures things).
+
+use std::collections::HashMap;
+use std::sync::{Arc, LazyLock, Mutex};
+
+use async_trait::async_trait;
+use axum::Json;
+use axum::extract::State;
+use axum::http::StatusCode;
+use axum::routing::post;
+use conveyor::api::{AuthUser, Core};
+use conveyor::broker::{DelaySpec, Envelope, QueueSpec, Target};
+use conveyor::consumer::{Context, Handler, HandlerError};
+use conveyor::domains::{Domain, Handlers, no_jobs, no_streams};
+use conveyor::error::ApiError;
+use conveyor::live::{Event, Snapshot, Source};
+use conveyor::platform::Platform;
+use futures::FutureExt as _;
+use futures::future::BoxFuture;
+use sea_orm::{DatabaseConnection, DbErr, TransactionTrait as _};
+use serde_json::{Value, json};
+
+use crate::helpers::*;
+
+pub const PROBE_WORK: QueueSpec = QueueSpec {
+    key: "probe.work",
+    group: "probe",
+    default_prefetch: 4,
+    default_max_attempts: 3,
+    purpose: "test domain work",
+};
+
+pub static PROBE: Domain = Domain {
+    name: "probe",
+    group: "probe",
+    queues: &[&PROBE_WORK],
+    delays: &[],
+    handlers: probe_handlers,
+    jobs: no_jobs,
+    routes: probe_routes,
+    openapi: <ProbeDoc as utoipa::OpenApi>::openapi,
+    gauges: &[],
+    streams: probe_streams,
+};
+
+/// The probes' store: id → (owner, done). In memory: the test domain has no table.
+static PROBES: LazyLock<Mutex<HashMap<String, (String, bool)>>> = LazyLock::new(Default::default);
+
+fn probe_handlers(_: &Platform) -> anyhow::Result<Handlers> {
+    Ok(vec![(
+        &PROBE_WORK,
+        Arc::new(ProbeHandler) as Arc<dyn Handler>,
+    )])
+}
+
+fn probe_routes<'a>(
+    _: &'a Platform,
+    core: &'a Core,
+) -> BoxFuture<'a, anyhow::Result<axum::Router>> {
+    let router = axum::Router::new()
+        .route("/v1/probes", post(create))
+        .with_state(core.clone());
+    async move { Ok(router) }.boxed()
+}
+
+fn probe_streams() -> Vec<Arc<dyn Source>> {
+    vec![Arc::new(ProbeStream)]
+}
+
+#[derive(utoipa::OpenApi)]
+#[openapi(paths(create))]
+struct ProbeDoc;
+
+/// `POST /v1/probes`: a probe for the caller, done by the consumer.
+#[utoipa::path(post, path = "/v1/probes", tag = "probe", security(("api_key" = [])),
+    responses((status = 202, description = "Accepted", body = Object)))]
+async fn create(
+    State(core): State<Core>,
+    AuthUser(user): AuthUser,
+) -> Result<(StatusCode, Json<Value>), ApiError> {
+    let id = uuid::Uuid::now_v7().to_string();
+    PROBES
+        .lock()
+        .unwrap()
+        .insert(id.clone(), (user.id.clone(), false));
+    let txn = core.db.begin().await?;
+    let message = Envelope::new("probe.run", json!({ "id": id, "owner": user.id }));
+    conveyor::outbox::enqueue(&txn, Target::Queue(&PROBE_WORK), &message, 65536)
+        .await
+        .map_err(|e| ApiError::Internal(e.into()))?;
+    txn.commit().await?;
+    core.relay.notify();
+    Ok((StatusCode::ACCEPTED, Json(json!({ "id": id }))))
+}
+
+struct ProbeHandler;
+
+#[async_trait]
+impl Handler for ProbeHandler {
+    async fn handle(&self, ctx: &Context, message: &Envelope) -> Result<(), HandlerError> {
+        let id = message.payload["id"]
+            .as_str()
+            .ok_or_else(|| HandlerError::permanent("no id"))?;
+        let owner = {
+            let mut probes = PROBES.lock().unwrap();
+            let Some(entry) = probes.get_mut(id) else {
+                return Err(HandlerError::permanent("unknown probe"));
+            };
+            entry.1 = true;
+            entry.0.clone()
+        };
+        conveyor::live::publish(ctx.broker.as_ref(), &[done_event(id, &owner)]).await;
+        Ok(())
+    }
+}
+
+fn done_event(id: &str, owner: &str) -> Event {
+    let Value::Object(data) = json!({ "probe_id": id, "state": "done" }) else {
+        unreachable!()
+    };
+    Event {
+        stream: "probe".into(),
+        id: id.into(),
+        owner: owner.into(),
+        seq: 1,
+        terminal: true,
+        data,
+    }
+}
+
+struct ProbeStream;
+
+#[async_trait]
+impl Source for ProbeStream {
+    fn kind(&self) -> &'static str {
+        "probe"
+    }
+
+    async fn snapshot(&self, _: &DatabaseConnection, id: &str) -> Result<Option<Snapshot>, DbErr> {
+        Ok(PROBES
+            .lock()
+            .unwrap()
+            .get(id)
+            .map(|(owner, done)| Snapshot {
+                owner: owner.clone(),
+                seq: i64::from(*done),
+                terminal: *done,
+                view: json!({ "id": id, "state": if *done { "done" } else { "waiting" } }),
+            }))
+    }
+
+    async fn events_after(
+        &self,
+        _: &DatabaseConnection,
+        id: &str,
+        owner: &str,
+        after: i64,
+    ) -> Result<Vec<Event>, DbErr> {
+        let done = PROBES.lock().unwrap().get(id).is_some_and(|p| p.1);
+        Ok(if done && after < 1 {
+            vec![done_event(id, owner)]
+        } else {
+            vec![]
+        })
+    }
+}
+
+/// A domain whose queue nothing consumes: messages published there wait (for gauges).
+pub const IDLE_WORK: QueueSpec = QueueSpec {
+    key: "idle.work",
+    group: "idle",
+    default_prefetch: 1,
+    default_max_attempts: 1,
+    purpose: "test queue without a consumer",
+};
+
+/// A 30-minute business timer feeding the idle queue.
+pub const IDLE_TIMEOUT: DelaySpec = DelaySpec {
+    key: "idle.timeout",
+    delay: std::time::Duration::from_secs(30 * 60),
+    target: &IDLE_WORK,
+    purpose: "test timer",
+};
+
+pub static IDLE: Domain = Domain {
+    name: "idle",
+    group: "idle",
+    queues: &[&IDLE_WORK],
+    delays: &[&IDLE_TIMEOUT],
+    handlers: idle_handlers,
+    jobs: no_jobs,
+    routes: idle_routes,
+    openapi: idle_doc,
+    gauges: &[],
+    streams: no_streams,
+};
+
+crate::on_every_backend!(a_domain_registered_from_outside_works_end_to_end);
+
+async fn a_domain_registered_from_outside_works_end_to_end(backend: Backend) {
+    let Some(env) = TestEnv::new(backend, "test_domain").await else {
+        return;
+    };
+    let app = spawn_app_with(&env, &[&PROBE]).await;
+    // With RabbitMQ the API process runs no consumers: run the probe group as
+    // `conveyor consume probe` would.
+    let consumer = backend.is_real().then(|| {
+        let (p, token) = (app.platform.clone(), app.shutdown.clone());
+        tokio::spawn(async move {
+            let groups = ["probe".to_owned()];
+            conveyor::app::run_workers(&p, &[&PROBE], Some(&groups), token).await
+        })
+    });
+    let (user, key) = app.user("prober", 0).await;
+    // The route is served and documented.
+    let doc: Value = app
+        .client
+        .get(app.url("/openapi.json"))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert!(doc["paths"]["/v1/probes"]["post"].is_object(), "documented");
+    let mut ws = crate::live::connect(&app, &key).await;
+    let r = app
+        .client
+        .post(app.url("/v1/probes"))
+        .bearer_auth(&key)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 202);
+    let id = r.json::<Value>().await.unwrap()["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    crate::live::send(
+        &mut ws,
+        json!({ "op": "subscribe", "stream": "probe", "id": id }),
+    )
+    .await;
+    // A snapshot (waiting or already done), then the done event unless the snapshot
+    // was already terminal; the subscription ends on the terminal event.
+    let first = crate::live::next(&mut ws).await;
+    assert_eq!(first["type"], "snapshot", "{first}");
+    assert_eq!(first["stream"], "probe");
+    assert_eq!(first["probe"]["id"], id.as_str());
+    if first["probe"]["state"] == "waiting" {
+        let ev = crate::live::next(&mut ws).await;
+        assert_eq!(ev["type"], "event", "{ev}");
+        assert_eq!(ev["stream"], "probe");
+        assert_eq!(ev["probe_id"], id.as_str());
+        assert_eq!(ev["state"], "done");
+    }
+    let end = crate::live::next(&mut ws).await;
+    assert_eq!(end["type"], "unsubscribed", "{end}");
+    assert_eq!(end["reason"], "terminal");
+    // Another user cannot follow it, and an unknown kind is named as such.
+    let (_, other) = app.user("other", 0).await;
+    let mut ws2 = crate::live::connect(&app, &other).await;
+    crate::live::send(
+        &mut ws2,
+        json!({ "op": "subscribe", "stream": "probe", "id": id }),
+    )
+    .await;
+    assert_eq!(crate::live::next(&mut ws2).await["code"], "not_found");
+    crate::live::send(
+        &mut ws2,
+        json!({ "op": "subscribe", "stream": "nope", "id": id }),
+    )
+    .await;
+    assert_eq!(crate::live::next(&mut ws2).await["code"], "unknown_stream");
+    assert_eq!(
+        PROBES.lock().unwrap().get(&id).map(|p| p.0.clone()),
+        Some(user.id)
+    );
+    let platform = app.stop().await;
+    if let Some(c) = consumer {
+        let _ = c.await;
+    }
+    env.cleanup(Some(&platform)).await;
+}
+
+fn idle_handlers(_: &Platform) -> anyhow::Result<Handlers> {
+    Ok(Vec::new())
+}
+
+fn idle_routes<'a>(_: &'a Platform, _: &'a Core) -> BoxFuture<'a, anyhow::Result<axum::Router>> {
+    async { Ok(axum::Router::new()) }.boxed()
+}
+
+fn idle_doc() -> utoipa::openapi::OpenApi {
+    utoipa::openapi::OpenApi::default()
+}
