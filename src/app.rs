@@ -196,10 +196,18 @@ async fn compose(
     hub: live::Hub,
     shutdown: CancellationToken,
 ) -> anyhow::Result<Router> {
-    let core = Core::new(platform, shutdown);
-    let domain_gauges: Arc<[Gauge]> = domains
-        .iter()
-        .flat_map(|d| d.gauges.iter().copied())
+    let core = Core {
+        settings: platform.settings.clone(),
+        db: platform.db.clone(),
+        broker: platform.broker.clone(),
+        dedupe: platform.dedupe.clone(),
+        relay: platform.relay.clone(),
+        auth_cache: Arc::default(),
+        shutdown,
+    };
+    // The dead letters' gauge, then every domain's.
+    let domain_gauges: Arc<[Gauge]> = std::iter::once(dead_letters::GAUGE)
+        .chain(domains.iter().flat_map(|d| d.gauges.iter().copied()))
         .collect();
     gauges::register(&domain_gauges);
     let sources = live::Sources::new(domains.iter().flat_map(|d| (d.streams)()));

@@ -13,7 +13,6 @@ use crate::broker::Broker;
 use crate::config::Settings;
 use crate::dedupe::DedupeStore;
 use crate::outbox::Relay;
-use crate::platform::Platform;
 
 #[derive(Clone)]
 pub struct Core {
@@ -25,18 +24,4 @@ pub struct Core {
     pub auth_cache: Arc<AuthCache>,
     /// Cancelled at shutdown: long-lived streams close with a proper close frame.
     pub shutdown: CancellationToken,
-}
-
-impl Core {
-    pub fn new(p: &Platform, shutdown: CancellationToken) -> Self {
-        Core {
-            settings: p.settings.clone(),
-            db: p.db.clone(),
-            broker: p.broker.clone(),
-            dedupe: p.dedupe.clone(),
-            relay: p.relay.clone(),
-            auth_cache: Arc::default(),
-            shutdown,
-        }
-    }
 }

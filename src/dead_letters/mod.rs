@@ -5,6 +5,7 @@
 
 pub mod action_entity;
 pub mod entity;
+pub mod gauge;
 pub mod operate;
 pub mod routes;
 
@@ -19,6 +20,7 @@ use crate::broker::{DeadLetterInfo, Failure};
 
 pub use action_entity::Model as Action;
 pub use entity::Model as DeadLetter;
+pub use gauge::GAUGE;
 pub use operate::{OperateError, Operated, discard, replay};
 
 /// Where a dead letter stands.

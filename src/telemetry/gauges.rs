@@ -11,13 +11,13 @@ use std::time::Duration;
 
 use chrono::Utc;
 use futures::future::BoxFuture;
-use sea_orm::{ColumnTrait, DatabaseConnection, EntityTrait, PaginatorTrait, QueryFilter};
+use sea_orm::DatabaseConnection;
 
 use crate::broker::Broker;
-use crate::dead_letters::{self, Status as DeadStatus};
 use crate::outbox::Relay;
 
-/// A domain's gauges (e.g. active tasks by status), refreshed at each scrape within the
+/// Gauges of a module above this one (dead letters waiting, a domain's active tasks by
+/// status), refreshed at each scrape within the
 /// same time limit as the platform's own; `source` names its failure count.
 #[derive(Clone, Copy)]
 pub struct Gauge {
@@ -33,7 +33,7 @@ pub async fn sample(
     domains: &[Gauge],
     limit: Duration,
 ) {
-    let [b, o, d] = SOURCES;
+    let [b, o] = SOURCES;
     let domain_gauges = futures::future::join_all(
         domains
             .iter()
@@ -42,13 +42,12 @@ pub async fn sample(
     tokio::join!(
         bounded(b, limit, queues(broker)),
         bounded(o, limit, outbox_lag(relay)),
-        bounded(d, limit, dead_letters_waiting(db)),
         domain_gauges,
     );
 }
 
 /// The platform's own sources, each with its own failure count.
-const SOURCES: [&str; 3] = ["broker", "outbox", "dead_letters"];
+const SOURCES: [&str; 2] = ["broker", "outbox"];
 
 /// Starts the failure counters at zero, so an alert on their rate sees the first one.
 pub fn register(domains: &[Gauge]) {
@@ -101,15 +100,6 @@ async fn outbox_lag(relay: &Relay) -> anyhow::Result<()> {
     let lag = relay.lag().await?;
     metrics::gauge!("conveyor_outbox_pending").set(lag.pending as f64);
     metrics::gauge!("conveyor_outbox_oldest_pending_seconds").set(lag.oldest.map_or(0.0, age_secs));
-    Ok(())
-}
-
-async fn dead_letters_waiting(db: &DatabaseConnection) -> anyhow::Result<()> {
-    let waiting = dead_letters::entity::Entity::find()
-        .filter(dead_letters::entity::Column::Status.eq(DeadStatus::Dead.as_str()))
-        .count(db)
-        .await?;
-    metrics::gauge!("conveyor_dead_letters_waiting").set(waiting as f64);
     Ok(())
 }
 

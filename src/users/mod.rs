@@ -1,6 +1,7 @@
 //! Users, API keys and credits. Keys are 32 random bytes shown once (`cvk_…`); only
 //! their SHA-256 is stored, and lookups go by that hash.
 
+pub mod credits;
 pub mod entity;
 
 use chrono::Utc;
@@ -63,23 +64,25 @@ pub async fn create(
     let user = entity::user::ActiveModel {
         id: Set(uuid::Uuid::now_v7().to_string()),
         name: Set(name.to_owned()),
-        credits: Set(credits),
+        credits: Set(0),
         is_admin: Set(is_admin),
         created_at: Set(now),
     };
     let user = entity::user::Entity::insert(user)
         .exec_with_returning(&txn)
         .await?;
-    if credits != 0 {
-        book(
+    let user = if credits != 0 {
+        credits::grant(
             &txn,
             &user.id,
             credits,
-            "grant",
             &format!("grant:initial:{}", user.id),
         )
         .await?;
-    }
+        User { credits, ..user }
+    } else {
+        user
+    };
     let key = new_key();
     let api_key = entity::api_key::ActiveModel {
         id: Set(uuid::Uuid::now_v7().to_string()),
@@ -94,47 +97,6 @@ pub async fn create(
         .await?;
     txn.commit().await?;
     Ok((user, key))
-}
-
-/// Writes one ledger row; a second row with the same `effect_key` fails with a unique
-/// violation, which callers treat as "already booked".
-pub async fn book(
-    txn: &impl ConnectionTrait,
-    user_id: &str,
-    delta: i64,
-    reason: &str,
-    effect_key: &str,
-) -> Result<(), DbErr> {
-    book_many(
-        txn,
-        &[(user_id.to_owned(), delta, reason, effect_key.to_owned())],
-    )
-    .await
-}
-
-/// Several ledger rows in one statement: (user, delta, reason, effect key).
-pub async fn book_many(
-    txn: &impl ConnectionTrait,
-    rows: &[(String, i64, &str, String)],
-) -> Result<(), DbErr> {
-    if rows.is_empty() {
-        return Ok(());
-    }
-    let now = Utc::now();
-    let rows = rows.iter().map(
-        |(user_id, delta, reason, key)| entity::ledger::ActiveModel {
-            user_id: Set(user_id.clone()),
-            delta: Set(*delta),
-            reason: Set((*reason).to_owned()),
-            effect_key: Set(key.clone()),
-            created_at: Set(now),
-            ..Default::default()
-        },
-    );
-    entity::ledger::Entity::insert_many(rows)
-        .exec_without_returning(txn)
-        .await
-        .map(|_| ())
 }
 
 /// The user owning an active key, if any.

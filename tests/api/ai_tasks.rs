@@ -736,9 +736,14 @@ async fn a_killed_consumer_leaves_a_task_that_finishes_once(backend: Backend) {
         .unwrap();
     let params = json!({ "simulate": { "step_ms": 1500 } });
     let kind = conveyor::domains::ai_tasks::TaskKind::Image;
-    let (t, _) = store::submit(&txn, &user.id, kind, "x", &params, 4, 65536)
-        .await
-        .unwrap();
+    let new = store::NewTask {
+        user_id: user.id.clone(),
+        kind,
+        prompt: "x".into(),
+        params,
+        cost: 4,
+    };
+    let (t, _) = store::submit(&txn, &new, 65536).await.unwrap();
     txn.commit().await.unwrap();
     let id = t.id;
     let status = |p: conveyor::app::Platform, id: String| async move {

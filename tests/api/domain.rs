@@ -299,3 +299,42 @@ fn idle_routes<'a>(_: &'a Platform, _: &'a Core) -> BoxFuture<'a, anyhow::Result
 fn idle_doc() -> utoipa::openapi::OpenApi {
     utoipa::openapi::OpenApi::default()
 }
+
+/// Every queue a domain of the build declares has a handler among its own (a queue
+/// without one would fill up with nobody to drain it).
+#[tokio::test]
+async fn every_declared_queue_has_a_handler() {
+    let Some(env) = TestEnv::new(Backend::Embedded, "queues_have_handlers").await else {
+        return;
+    };
+    let platform = env.platform().await;
+    for domain in conveyor::domains::ALL {
+        let handled: Vec<&str> = (domain.handlers)(&platform)
+            .unwrap()
+            .iter()
+            .map(|(q, _)| q.key)
+            .collect();
+        for q in domain.queues {
+            assert!(
+                handled.contains(&q.key),
+                "{}: no handler for {}",
+                domain.name,
+                q.key
+            );
+            assert_eq!(
+                q.group, domain.group,
+                "{}: {} in another group",
+                domain.name, q.key
+            );
+        }
+        for d in domain.delays {
+            assert!(
+                domain.queues.iter().any(|q| q.key == d.target.key),
+                "{}: delay {} feeds a queue of another domain",
+                domain.name,
+                d.key
+            );
+        }
+    }
+    env.cleanup(Some(&platform)).await;
+}

@@ -5,6 +5,7 @@
 #![allow(clippy::unwrap_used)]
 
 mod ai_tasks;
+mod architecture;
 mod cli;
 mod dead_letters;
 mod delivery;

@@ -14,9 +14,9 @@ use tokio_util::sync::CancellationToken;
 use super::entity::task;
 use super::executor::{ExecError, Executor, Job};
 use super::kinds::{Status, TaskKind};
-use super::messages::{RunStep, TaskEvent};
+use super::messages::{RunStep, publish_events};
 use super::store::{self, Change, Guard};
-use crate::broker::{Broker, Envelope};
+use crate::broker::Envelope;
 use crate::config::AiSettings;
 use crate::consumer::{Context, Fate, Handler, HandlerError, fence};
 use crate::outbox::Relay;
@@ -26,12 +26,6 @@ pub struct AiTaskHandler {
     pub executor: Arc<dyn Executor>,
     pub relay: Relay,
     pub max_payload: usize,
-}
-
-/// Publishes events after their transaction committed; best effort (they are stored).
-pub async fn publish_events(broker: &dyn Broker, events: &[TaskEvent]) {
-    let live: Vec<_> = events.iter().map(TaskEvent::live).collect();
-    crate::live::publish(broker, &live).await;
 }
 
 /// Minimum spacing of stored progress events of one task.

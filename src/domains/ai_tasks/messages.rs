@@ -2,6 +2,11 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::broker::Broker;
+
+/// The live stream kind of task events: `{"op":"subscribe","stream":"task","id":…}`.
+pub const STREAM: &str = "task";
+
 /// Envelope kind of [`RunStep`].
 pub const RUN_STEP: &str = "ai.task.run";
 
@@ -55,7 +60,7 @@ impl TaskEvent {
             "at": self.at,
         });
         crate::live::Event {
-            stream: super::stream::KIND.to_owned(),
+            stream: STREAM.to_owned(),
             id: self.task_id.clone(),
             owner: self.user_id.clone(),
             seq: i64::from(self.seq),
@@ -66,4 +71,10 @@ impl TaskEvent {
             },
         }
     }
+}
+
+/// Publishes events after their transaction committed; best effort (they are stored).
+pub async fn publish_events(broker: &dyn Broker, events: &[TaskEvent]) {
+    let live: Vec<_> = events.iter().map(TaskEvent::live).collect();
+    crate::live::publish(broker, &live).await;
 }

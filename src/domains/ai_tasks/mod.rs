@@ -22,6 +22,7 @@ pub mod routes;
 pub mod store;
 pub mod stream;
 pub mod submitter;
+pub mod view;
 
 use std::sync::Arc;
 use std::time::Duration;

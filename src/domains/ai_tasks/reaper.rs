@@ -10,8 +10,8 @@ use chrono::Utc;
 use sea_orm::TransactionTrait;
 use tokio_util::sync::CancellationToken;
 
-use super::handler::publish_events;
 use super::kinds::Status;
+use super::messages::publish_events;
 use super::store::{self, Change, Guard};
 use crate::config::AiSettings;
 use crate::platform::Platform;

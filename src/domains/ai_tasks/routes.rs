@@ -5,18 +5,20 @@ use std::sync::Arc;
 
 use axum::Router;
 use axum::extract::{FromRef, Path, State};
-use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
-use super::handler::publish_events;
 use super::kinds::{ALL_KINDS, Status, TaskKind};
+use super::messages::publish_events;
 use super::store::{self, Guard, NewTask, StoreError, Task};
 use super::submitter::{Submitter, announce};
+pub use super::view::TaskView;
+use crate::api::idempotency::{self, IdempotencyKey, Once};
 use crate::api::openapi::ErrorBody;
-use crate::api::{ApiJson, ApiQuery, AuthUser, Core, idempotency};
+use crate::api::{ApiJson, ApiQuery, AuthUser, Core};
 use crate::config::AiSettings;
 use crate::error::ApiError;
 
@@ -58,53 +60,6 @@ pub struct SubmitRequest {
     #[serde(default)]
     #[schema(value_type = Option<Object>)]
     pub params: Option<Value>,
-}
-
-/// What clients see of a task.
-#[derive(Debug, Serialize, utoipa::ToSchema)]
-pub struct TaskView {
-    pub id: String,
-    pub kind: String,
-    pub status: String,
-    pub progress: i32,
-    pub step: Option<String>,
-    pub attempts: i32,
-    pub cost: i64,
-    pub prompt: String,
-    pub result: Option<Value>,
-    pub error: Option<String>,
-    pub created_at: chrono::DateTime<chrono::Utc>,
-    pub updated_at: chrono::DateTime<chrono::Utc>,
-    pub started_at: Option<chrono::DateTime<chrono::Utc>>,
-    pub finished_at: Option<chrono::DateTime<chrono::Utc>>,
-}
-
-impl From<Task> for TaskView {
-    fn from(t: Task) -> Self {
-        let done = t.status == Status::Success.as_str();
-        TaskView {
-            result: if done {
-                t.result
-                    .as_deref()
-                    .and_then(|r| serde_json::from_str(r).ok())
-            } else {
-                None
-            },
-            id: t.id,
-            kind: t.kind,
-            status: t.status,
-            progress: t.progress,
-            step: t.step,
-            attempts: t.attempt,
-            cost: t.cost,
-            prompt: t.prompt,
-            error: t.error,
-            created_at: t.created_at,
-            updated_at: t.updated_at,
-            started_at: t.started_at,
-            finished_at: t.finished_at,
-        }
-    }
 }
 
 fn view_json(t: Task) -> Result<Value, ApiError> {
@@ -193,11 +148,10 @@ fn validate(state: &Tasks, req: &SubmitRequest) -> Result<(TaskKind, Value), Api
 pub(crate) async fn submit(
     State(state): State<Tasks>,
     AuthUser(user): AuthUser,
-    headers: HeaderMap,
+    IdempotencyKey(key): IdempotencyKey,
     ApiJson(req): ApiJson<SubmitRequest>,
 ) -> Result<Response, ApiError> {
     let (kind, params) = validate(&state, &req)?;
-    let key = idempotency::key_from(&headers)?;
     let cost = state
         .ai
         .kinds
@@ -211,52 +165,29 @@ pub(crate) async fn submit(
         params,
         cost,
     };
-    let max_payload = state.core.settings.broker.max_payload_bytes;
-    let body = match &key {
+    let Some(key) = key else {
         // Without a key, submissions share transactions (group commit); the submitter
         // announces them.
-        None => view_json(state.submitter.submit(new).await.map_err(submit_error)?)?,
-        // With one, the stored response commits in the task's own transaction; a
-        // concurrent twin loses on the unique key and replays the winner's response.
-        Some(k) => {
-            let request_hash = idempotency::hash(
-                &json!({ "kind": kind.as_str(), "prompt": new.prompt, "params": new.params }),
-            );
-            let request_hash = request_hash.as_str();
-            if let Some(row) = idempotency::find(&state.core.db, &user.id, k).await? {
-                let (status, body) = idempotency::replay(&row, request_hash)?;
-                return Ok(with_location(status, body));
-            }
-            let txn = crate::db::begin_read_committed(&state.core.db).await?;
-            let (task, event) = store::submit_many(&txn, std::slice::from_ref(&new), max_payload)
-                .await
-                .map_err(submit_error)?
-                .pop()
-                .unwrap_or_else(|| Err(StoreError::Db(sea_orm::DbErr::Custom("no result".into()))))
-                .map_err(submit_error)?;
-            let body = view_json(task)?;
-            let stored = idempotency::store(&txn, &user.id, k, request_hash, 202, &body).await;
-            let committed = match stored {
-                Ok(()) => txn.commit().await,
-                Err(e) => {
-                    // Release the connection before reading the winner's row (SQLite has one).
-                    let _ = txn.rollback().await;
-                    Err(e)
-                }
-            };
-            if let Err(e) = committed {
-                if let Some(row) = idempotency::find(&state.core.db, &user.id, k).await? {
-                    let (status, body) = idempotency::replay(&row, request_hash)?;
-                    return Ok(with_location(status, body));
-                }
-                return Err(e.into());
-            }
-            super::metrics::credits("reserved", new.cost);
-            announce(&state.core.relay, &state.core.broker, vec![event]);
-            body
-        }
+        let body = view_json(state.submitter.submit(new).await.map_err(submit_error)?)?;
+        return Ok(with_location(202, body));
     };
-    Ok(with_location(202, body))
+    // With one, the stored answer commits in the task's own transaction.
+    let max_payload = state.core.settings.broker.max_payload_bytes;
+    let request = json!({ "kind": kind.as_str(), "prompt": new.prompt, "params": new.params });
+    let done = idempotency::once(&state.core.db, &user.id, &key, &request, async |txn| {
+        let (task, event) = store::submit(txn, &new, max_payload)
+            .await
+            .map_err(submit_error)?;
+        Ok((202, view_json(task)?, event))
+    })
+    .await?;
+    let (status, body) = done.answer();
+    let resp = with_location(status, body.clone());
+    if let Once::Done { extra: event, .. } = done {
+        super::metrics::credits("reserved", new.cost);
+        announce(&state.core.relay, &state.core.broker, vec![event]);
+    }
+    Ok(resp)
 }
 
 /// The task if the caller may see it; 404 otherwise (never "forbidden": existence is private).

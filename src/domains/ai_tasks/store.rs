@@ -15,7 +15,7 @@ use super::kinds::{Status, TaskKind};
 use super::messages::{RUN_STEP, RunStep, TaskEvent};
 use crate::broker::{Envelope, Target};
 use crate::outbox::{self, OutboxError};
-use crate::users;
+use crate::users::credits;
 
 pub use task::Model as Task;
 
@@ -234,142 +234,9 @@ pub struct NewTask {
     pub cost: i64,
 }
 
-/// Reserves `cost` from the user's balance; the balance when it is short.
-async fn reserve(
-    txn: &impl ConnectionTrait,
-    user_id: &str,
-    cost: i64,
-) -> Result<Result<(), i64>, DbErr> {
-    use users::entity::user;
-    if cost == 0 {
-        return Ok(Ok(()));
-    }
-    let reserved = user::Entity::update_many()
-        .col_expr(
-            user::Column::Credits,
-            Expr::col(user::Column::Credits).sub(cost),
-        )
-        .filter(user::Column::Id.eq(user_id))
-        .filter(user::Column::Credits.gte(cost))
-        .exec(txn)
-        .await?;
-    if reserved.rows_affected == 1 {
-        return Ok(Ok(()));
-    }
-    let balance = user::Entity::find_by_id(user_id.to_owned())
-        .one(txn)
-        .await?
-        .map(|u| u.credits)
-        .unwrap_or(0);
-    Ok(Err(balance))
-}
-
-/// Reserves a batch's costs in two statements however large it is: locks the users'
-/// rows (in id order, so concurrent batches cannot deadlock on each other), decides in
-/// submission order which costs each balance covers, and takes each user's covered
-/// total in one `UPDATE … CASE`. Per submission: reserved, or the balance it lacked.
-async fn reserve_many(
-    txn: &impl ConnectionTrait,
-    batch: &[NewTask],
-) -> Result<Vec<Result<(), i64>>, DbErr> {
-    use sea_orm::sea_query::LockType;
-    use std::collections::{BTreeMap, BTreeSet, HashMap};
-    use users::entity::user;
-    let ids: BTreeSet<&str> = batch
-        .iter()
-        .filter(|n| n.cost > 0)
-        .map(|n| n.user_id.as_str())
-        .collect();
-    if ids.is_empty() {
-        return Ok(vec![Ok(()); batch.len()]);
-    }
-    let mut balances: HashMap<String, i64> = user::Entity::find()
-        .select_only()
-        .column(user::Column::Id)
-        .column(user::Column::Credits)
-        .filter(user::Column::Id.is_in(ids))
-        .order_by_asc(user::Column::Id)
-        .lock(LockType::Update)
-        .into_tuple::<(String, i64)>()
-        .all(txn)
-        .await?
-        .into_iter()
-        .collect();
-    let mut taken: BTreeMap<&str, i64> = BTreeMap::new();
-    let reserved = batch
-        .iter()
-        .map(|n| {
-            if n.cost == 0 {
-                return Ok(());
-            }
-            let balance = balances.get_mut(&n.user_id).ok_or(0)?;
-            if *balance < n.cost {
-                return Err(*balance);
-            }
-            *balance -= n.cost;
-            *taken.entry(n.user_id.as_str()).or_default() += n.cost;
-            Ok(())
-        })
-        .collect();
-    if let Some(total) = per_user(&taken) {
-        user::Entity::update_many()
-            .col_expr(
-                user::Column::Credits,
-                Expr::col(user::Column::Credits).sub(total),
-            )
-            .filter(user::Column::Id.is_in(taken.keys().copied()))
-            .exec(txn)
-            .await?;
-    }
-    Ok(reserved)
-}
-
-/// `CASE id WHEN … THEN total … ELSE 0 END`: each user's amount in one expression, for
-/// a single `UPDATE users` over a batch; `None` when there is nobody to charge.
-fn per_user(
-    totals: &std::collections::BTreeMap<&str, i64>,
-) -> Option<sea_orm::sea_query::SimpleExpr> {
-    use users::entity::user;
-    let mut whens = totals
-        .iter()
-        .map(|(id, total)| (user::Column::Id.eq(*id), *total));
-    let (cond, total) = whens.next()?;
-    let case = whens.fold(Expr::case(cond, total), |c, (cond, total)| {
-        c.case(cond, total)
-    });
-    Some(case.finally(0).into())
-}
-
-/// Charges every user of the batch their batch total in one conditional statement,
-/// if every balance covers it; `false` (nothing charged that the caller keeps: it
-/// rolls back) when one does not. The common case costs one statement instead of
-/// [`reserve_many`]'s two, which on a loaded server is one round trip less on the
-/// commit path of every batch.
-async fn reserve_if_all_covered(
-    txn: &impl ConnectionTrait,
-    batch: &[NewTask],
-) -> Result<bool, DbErr> {
-    use std::collections::BTreeMap;
-    use users::entity::user;
-    let mut totals: BTreeMap<&str, i64> = BTreeMap::new();
-    for n in batch.iter().filter(|n| n.cost > 0) {
-        *totals.entry(n.user_id.as_str()).or_default() += n.cost;
-    }
-    let Some(total) = per_user(&totals) else {
-        return Ok(true);
-    };
-    // Every matched row changes (each total is positive), so rows affected = rows
-    // matched on MySQL too.
-    let charged = user::Entity::update_many()
-        .col_expr(
-            user::Column::Credits,
-            Expr::col(user::Column::Credits).sub(total.clone()),
-        )
-        .filter(user::Column::Id.is_in(totals.keys().copied()))
-        .filter(Expr::col(user::Column::Credits).gte(total))
-        .exec(txn)
-        .await?;
-    Ok(charged.rows_affected == totals.len() as u64)
+/// (user, cost) of each submission, for the credit reservation.
+fn charges(batch: &[NewTask]) -> Vec<(&str, i64)> {
+    batch.iter().map(|n| (n.user_id.as_str(), n.cost)).collect()
 }
 
 /// [`submit_many`] for the common case where every balance covers its user's share
@@ -381,7 +248,7 @@ pub async fn submit_many_if_covered(
     batch: &[NewTask],
     max_payload: usize,
 ) -> Result<Option<Vec<Result<(Task, TaskEvent), StoreError>>>, StoreError> {
-    if !reserve_if_all_covered(txn, batch).await? {
+    if !credits::reserve_batch_if_covered(txn, &charges(batch)).await? {
         return Ok(None);
     }
     let reserved = vec![Ok(()); batch.len()];
@@ -398,8 +265,8 @@ pub async fn submit_many(
     max_payload: usize,
 ) -> Result<Vec<Result<(Task, TaskEvent), StoreError>>, StoreError> {
     let reserved = match batch {
-        [one] => vec![reserve(txn, &one.user_id, one.cost).await?],
-        _ => reserve_many(txn, batch).await?,
+        [one] => vec![credits::reserve(txn, &one.user_id, one.cost).await?],
+        _ => credits::reserve_batch(txn, &charges(batch)).await?,
     };
     write_batch(txn, batch, reserved, max_payload).await
 }
@@ -409,7 +276,7 @@ pub async fn submit_many(
 async fn write_batch(
     txn: &impl ConnectionTrait,
     batch: &[NewTask],
-    reserved: Vec<Result<(), i64>>,
+    reserved: Vec<Result<(), credits::Short>>,
     max_payload: usize,
 ) -> Result<Vec<Result<(Task, TaskEvent), StoreError>>, StoreError> {
     let now = Utc::now();
@@ -417,7 +284,7 @@ async fn write_batch(
     let (mut tasks, mut ledger, mut events, mut messages) =
         (Vec::new(), Vec::new(), Vec::new(), Vec::new());
     for (n, reserved) in batch.iter().zip(reserved) {
-        if let Err(balance) = reserved {
+        if let Err(credits::Short { balance }) = reserved {
             results.push(Err(StoreError::InsufficientCredits {
                 needed: n.cost,
                 balance,
@@ -466,7 +333,7 @@ async fn write_batch(
         event::Entity::insert_many(events)
             .exec_without_returning(txn)
             .await?;
-        users::book_many(txn, &ledger).await?;
+        credits::book_many(txn, &ledger).await?;
         outbox::enqueue_many(txn, &messages, max_payload).await?;
     }
     Ok(results)
@@ -475,21 +342,10 @@ async fn write_batch(
 /// Submits one task in the caller's transaction (see [`submit_many`]).
 pub async fn submit(
     txn: &impl ConnectionTrait,
-    user_id: &str,
-    kind: TaskKind,
-    prompt: &str,
-    params: &serde_json::Value,
-    cost: i64,
+    new: &NewTask,
     max_payload: usize,
 ) -> Result<(Task, TaskEvent), StoreError> {
-    let new = NewTask {
-        user_id: user_id.to_owned(),
-        kind,
-        prompt: prompt.to_owned(),
-        params: params.clone(),
-        cost,
-    };
-    let mut results = submit_many(txn, &[new], max_payload).await?;
+    let mut results = submit_many(txn, std::slice::from_ref(new), max_payload).await?;
     results
         .pop()
         .unwrap_or_else(|| Err(StoreError::Db(DbErr::Custom("no submission result".into()))))
@@ -530,25 +386,10 @@ pub async fn settle_credits(txn: &impl ConnectionTrait, t: &Task) -> Result<(), 
     }
     match Status::parse(&t.status) {
         Some(Status::Success) => {
-            users::book(txn, &t.user_id, 0, "consume", &format!("consume:{}", t.id)).await
+            credits::consume(txn, &t.user_id, &format!("consume:{}", t.id)).await
         }
         Some(Status::Failed) | Some(Status::Canceled) => {
-            users::entity::user::Entity::update_many()
-                .col_expr(
-                    users::entity::user::Column::Credits,
-                    Expr::col(users::entity::user::Column::Credits).add(t.cost),
-                )
-                .filter(users::entity::user::Column::Id.eq(t.user_id.as_str()))
-                .exec(txn)
-                .await?;
-            users::book(
-                txn,
-                &t.user_id,
-                t.cost,
-                "refund",
-                &format!("refund:{}", t.id),
-            )
-            .await
+            credits::refund(txn, &t.user_id, t.cost, &format!("refund:{}", t.id)).await
         }
         _ => Ok(()),
     }

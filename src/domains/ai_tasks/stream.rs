@@ -4,12 +4,11 @@ use async_trait::async_trait;
 use sea_orm::{DatabaseConnection, DbErr};
 
 use super::messages::TaskEvent;
-use super::routes::TaskView;
+use super::view::TaskView;
 use super::{Status, store};
 use crate::live::{Event, Snapshot, Source};
 
-/// The stream kind clients name: `{"op":"subscribe","stream":"task","id":…}`.
-pub const KIND: &str = "task";
+pub use super::messages::STREAM as KIND;
 
 pub struct TaskStream;
 

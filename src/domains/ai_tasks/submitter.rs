@@ -13,8 +13,8 @@ use std::sync::Arc;
 use sea_orm::DatabaseConnection;
 use tokio::sync::{Mutex, mpsc, oneshot};
 
-use super::handler::publish_events;
 use super::messages::TaskEvent;
+use super::messages::publish_events;
 use super::store::{self, NewTask, StoreError, Task};
 use crate::broker::Broker;
 use crate::outbox::Relay;

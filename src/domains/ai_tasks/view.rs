@@ -1,0 +1,54 @@
+//! What clients see of a task, over REST and in live snapshots.
+
+use serde::Serialize;
+use serde_json::Value;
+
+use super::Status;
+use super::store::Task;
+
+/// What clients see of a task.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub struct TaskView {
+    pub id: String,
+    pub kind: String,
+    pub status: String,
+    pub progress: i32,
+    pub step: Option<String>,
+    pub attempts: i32,
+    pub cost: i64,
+    pub prompt: String,
+    pub result: Option<Value>,
+    pub error: Option<String>,
+    pub created_at: chrono::DateTime<chrono::Utc>,
+    pub updated_at: chrono::DateTime<chrono::Utc>,
+    pub started_at: Option<chrono::DateTime<chrono::Utc>>,
+    pub finished_at: Option<chrono::DateTime<chrono::Utc>>,
+}
+
+impl From<Task> for TaskView {
+    fn from(t: Task) -> Self {
+        let done = t.status == Status::Success.as_str();
+        TaskView {
+            result: if done {
+                t.result
+                    .as_deref()
+                    .and_then(|r| serde_json::from_str(r).ok())
+            } else {
+                None
+            },
+            id: t.id,
+            kind: t.kind,
+            status: t.status,
+            progress: t.progress,
+            step: t.step,
+            attempts: t.attempt,
+            cost: t.cost,
+            prompt: t.prompt,
+            error: t.error,
+            created_at: t.created_at,
+            updated_at: t.updated_at,
+            started_at: t.started_at,
+            finished_at: t.finished_at,
+        }
+    }
+}

@@ -1,0 +1,169 @@
+//! The layering rule, checked on the source: the crate's top-level modules (`api`,
+//! `broker`, `live`, `domains`, …) import each other without a cycle. Each module may
+//! use those below it; nothing below may reach back up (a domain is never imported by
+//! the platform, `api` never by the modules it serves). So no import cycle spans two
+//! top-level modules. `app` and `cli` sit on top; `lib.rs` and `main.rs` only declare.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+/// module → module it imports → where (file:line), for the error message.
+type Graph = BTreeMap<String, BTreeMap<String, String>>;
+
+fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            rust_files(&path, out);
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            out.push(path);
+        }
+    }
+}
+
+/// The top-level modules named after `crate::` on one line of code.
+fn crate_refs(line: &str) -> Vec<String> {
+    let mut found = Vec::new();
+    let mut rest = line;
+    while let Some(at) = rest.find("crate::") {
+        rest = &rest[at + "crate::".len()..];
+        if let Some(group) = rest.strip_prefix('{') {
+            // `crate::{db, shutdown, telemetry::x}`
+            let inner = group.split('}').next().unwrap_or_default();
+            for part in inner.split(',') {
+                let name: String = part
+                    .trim()
+                    .chars()
+                    .take_while(|c| c.is_alphanumeric() || *c == '_')
+                    .collect();
+                if !name.is_empty() && name != "self" {
+                    found.push(name);
+                }
+            }
+        } else {
+            let name: String = rest
+                .chars()
+                .take_while(|c| c.is_alphanumeric() || *c == '_')
+                .collect();
+            if !name.is_empty() {
+                found.push(name);
+            }
+        }
+    }
+    found
+}
+
+fn graph() -> Graph {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut files = Vec::new();
+    rust_files(&src, &mut files);
+    let mut graph = Graph::new();
+    for file in files {
+        let rel = file.strip_prefix(&src).unwrap();
+        let first = rel
+            .components()
+            .next()
+            .unwrap()
+            .as_os_str()
+            .to_string_lossy();
+        let module = first.trim_end_matches(".rs").to_owned();
+        if module == "lib" || module == "main" {
+            continue;
+        }
+        let text = std::fs::read_to_string(&file).unwrap();
+        for (n, line) in text.lines().enumerate() {
+            let code = line.trim_start();
+            if code.starts_with("//") {
+                continue; // doc links name modules without importing them
+            }
+            for target in crate_refs(code) {
+                if target != module {
+                    graph
+                        .entry(module.clone())
+                        .or_default()
+                        .entry(target)
+                        .or_insert_with(|| format!("{}:{}", rel.display(), n + 1));
+                }
+            }
+        }
+    }
+    graph
+}
+
+/// A cycle of modules, if there is one (depth-first search with a path stack).
+fn find_cycle(graph: &Graph) -> Option<Vec<String>> {
+    fn visit(
+        node: &str,
+        graph: &Graph,
+        done: &mut BTreeSet<String>,
+        path: &mut Vec<String>,
+    ) -> Option<Vec<String>> {
+        if let Some(at) = path.iter().position(|p| p == node) {
+            let mut cycle = path[at..].to_vec();
+            cycle.push(node.to_owned());
+            return Some(cycle);
+        }
+        if done.contains(node) {
+            return None;
+        }
+        path.push(node.to_owned());
+        for next in graph.get(node).into_iter().flat_map(|m| m.keys()) {
+            if let Some(c) = visit(next, graph, done, path) {
+                return Some(c);
+            }
+        }
+        path.pop();
+        done.insert(node.to_owned());
+        None
+    }
+    let mut done = BTreeSet::new();
+    graph
+        .keys()
+        .find_map(|m| visit(m, graph, &mut done, &mut Vec::new()))
+}
+
+#[test]
+fn top_level_modules_import_each_other_without_a_cycle() {
+    let graph = graph();
+    assert!(graph.contains_key("app"), "the scan found the sources");
+    if let Some(cycle) = find_cycle(&graph) {
+        let steps: Vec<String> = cycle
+            .windows(2)
+            .map(|w| format!("  {} -> {} ({})", w[0], w[1], graph[&w[0]][&w[1]]))
+            .collect();
+        panic!(
+            "import cycle between top-level modules:\n{}",
+            steps.join("\n")
+        );
+    }
+}
+
+#[test]
+fn the_cycle_finder_finds_cycles() {
+    let mut g = Graph::new();
+    let edge = |g: &mut Graph, a: &str, b: &str| {
+        g.entry(a.into())
+            .or_default()
+            .insert(b.into(), "x.rs:1".into());
+    };
+    edge(&mut g, "api", "users");
+    edge(&mut g, "live", "api");
+    assert_eq!(find_cycle(&g), None);
+    edge(&mut g, "users", "live");
+    assert!(find_cycle(&g).is_some());
+    assert_eq!(
+        crate_refs("use crate::{db, shutdown, telemetry::x}; crate::app::run"),
+        vec!["db", "shutdown", "telemetry", "app"]
+    );
+}
+
+#[test]
+fn no_module_but_the_composition_root_names_the_app() {
+    let graph = graph();
+    let users: Vec<&String> = graph
+        .iter()
+        .filter(|(m, deps)| !["cli"].contains(&m.as_str()) && deps.contains_key("app"))
+        .map(|(m, _)| m)
+        .collect();
+    assert!(users.is_empty(), "modules importing app: {users:?}");
+}
