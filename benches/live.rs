@@ -126,7 +126,7 @@ fn event(user_id: &str, seq: i32) -> TaskEvent {
         task_id: format!("bench-task-{}", seq % 16),
         user_id: user_id.to_owned(),
         seq,
-        status: "PROCESSING".into(),
+        status: conveyor::domains::ai_tasks::Status::Processing,
         progress: seq % 100,
         step: Some("generate".into()),
         message: None,

@@ -114,12 +114,19 @@ async fn a_task_runs_to_success_and_consumes_its_credits(backend: Backend) {
     let evs = events(&app, &id).await;
     assert!(evs.windows(2).all(|w| w[1].seq == w[0].seq + 1));
     assert_eq!(evs[0].seq, 1);
-    assert_eq!(evs.first().unwrap().status, "PENDING");
-    assert_eq!(evs.last().unwrap().status, "SUCCESS");
-    assert!(
-        evs.iter()
-            .any(|e| e.status == "PROCESSING" && e.progress > 0 && e.progress < 100)
+    assert_eq!(
+        evs.first().unwrap().status,
+        conveyor::domains::ai_tasks::Status::Pending
     );
+    assert_eq!(
+        evs.last().unwrap().status,
+        conveyor::domains::ai_tasks::Status::Success
+    );
+    assert!(evs.iter().any(
+        |e| e.status == conveyor::domains::ai_tasks::Status::Processing
+            && e.progress > 0
+            && e.progress < 100
+    ));
     done(env, app).await;
 }
 
@@ -494,12 +501,15 @@ async fn a_transient_failure_retries_then_succeeds(backend: Backend) {
         .to_owned();
     let t = app.wait_status(&key, &id, "SUCCESS").await;
     assert_eq!(t["attempts"], 2);
-    let statuses: Vec<String> = events(&app, &id)
+    let statuses: Vec<_> = events(&app, &id)
         .await
         .into_iter()
         .map(|e| e.status)
         .collect();
-    assert!(statuses.contains(&"RETRYING".to_owned()), "{statuses:?}");
+    assert!(
+        statuses.contains(&conveyor::domains::ai_tasks::Status::Retrying),
+        "{statuses:?}"
+    );
     assert_eq!(app.credits(&user.id).await, 99);
     done(env, app).await;
 }
@@ -763,7 +773,8 @@ async fn a_killed_consumer_leaves_a_task_that_finishes_once(backend: Backend) {
         })
     };
     crate::helpers::wait_until(Duration::from_secs(20), "PROCESSING", || async {
-        status(platform.clone(), id.clone()).await.status == "PROCESSING"
+        status(platform.clone(), id.clone()).await.status
+            == conveyor::domains::ai_tasks::Status::Processing
     })
     .await;
     first.abort(); // killed mid-task: no ack, no more heartbeats
@@ -779,7 +790,10 @@ async fn a_killed_consumer_leaves_a_task_that_finishes_once(backend: Backend) {
     crate::helpers::wait_until(
         Duration::from_secs(30),
         "SUCCESS after the kill",
-        || async { status(platform.clone(), id.clone()).await.status == "SUCCESS" },
+        || async {
+            status(platform.clone(), id.clone()).await.status
+                == conveyor::domains::ai_tasks::Status::Success
+        },
     )
     .await;
     let done = status(platform.clone(), id.clone()).await;

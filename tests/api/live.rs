@@ -428,7 +428,7 @@ async fn a_slow_reader_is_closed_and_does_not_delay_a_fast_one() {
                 task_id: format!("slow-{i:06}"),
                 user_id: uid.clone(),
                 seq: 1,
-                status: "PROCESSING".into(),
+                status: conveyor::domains::ai_tasks::Status::Processing,
                 progress: 50,
                 step: Some("x".repeat(200)),
                 message: None,

@@ -3,19 +3,21 @@
 pub mod task {
     use sea_orm::entity::prelude::*;
 
+    use crate::domains::ai_tasks::kinds::{Status, TaskKind};
+
     #[derive(Clone, Debug, PartialEq, Eq, DeriveEntityModel)]
     #[sea_orm(table_name = "tasks")]
     pub struct Model {
         #[sea_orm(primary_key, auto_increment = false)]
         pub id: String,
         pub user_id: String,
-        pub kind: String,
+        pub kind: TaskKind,
         #[sea_orm(column_type = "Text")]
         pub prompt: String,
         /// JSON object.
         #[sea_orm(column_type = "Text")]
         pub params: String,
-        pub status: String,
+        pub status: Status,
         /// Fencing token: incremented by every claim; only the holder may commit.
         pub attempt: i32,
         /// Index of the pipeline step to run next (0 for single-step kinds).
@@ -47,6 +49,8 @@ pub mod task {
 pub mod event {
     use sea_orm::entity::prelude::*;
 
+    use crate::domains::ai_tasks::kinds::Status;
+
     #[derive(Clone, Debug, PartialEq, Eq, DeriveEntityModel)]
     #[sea_orm(table_name = "task_events")]
     pub struct Model {
@@ -54,7 +58,7 @@ pub mod event {
         pub id: i64,
         pub task_id: String,
         pub seq: i32,
-        pub status: String,
+        pub status: Status,
         pub progress: i32,
         pub step: Option<String>,
         #[sea_orm(column_type = "Text", nullable)]

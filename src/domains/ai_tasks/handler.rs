@@ -66,7 +66,7 @@ impl AiTaskHandler {
                     .col_expr(task::Column::HeartbeatAt, Expr::value(Utc::now()))
                     .filter(task::Column::Id.eq(id.as_str()))
                     .filter(task::Column::Attempt.eq(attempt))
-                    .filter(task::Column::Status.eq(Status::Processing.as_str()))
+                    .filter(task::Column::Status.eq(Status::Processing))
                     .exec(&db)
                     .await;
                 match beat {
@@ -94,9 +94,7 @@ impl Handler for AiTaskHandler {
                 run.task_id
             )));
         };
-        let kind = TaskKind::parse(&t.kind)
-            .ok_or_else(|| HandlerError::permanent(format!("unknown kind {}", t.kind)))?;
-        let status = Status::parse(&t.status).unwrap_or(Status::Failed);
+        let (kind, status) = (t.kind, t.status);
         if status.is_terminal() || t.step_index != run.step {
             // Finished, canceled, or a duplicate of a step that already committed.
             return Ok(());

@@ -1,17 +1,39 @@
 //! Task kinds and statuses: which queue a kind runs on, its steps, and the state names.
+//! Both are stored as their names (`copywriting`, `PENDING`) and read back as these enums
+//! by the entity itself, so the flow never re-parses a string; `parse` is for the edges
+//! (request fields, query strings).
 
+use sea_orm::entity::prelude::{DeriveActiveEnum, EnumIter, StringLen};
 use serde::{Deserialize, Serialize};
 
 use super::queues::{AI_LONG, AI_PIPELINE, AI_SHORT};
 use crate::broker::QueueSpec;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, utoipa::ToSchema)]
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Hash,
+    Serialize,
+    Deserialize,
+    utoipa::ToSchema,
+    EnumIter,
+    DeriveActiveEnum,
+)]
 #[serde(rename_all = "snake_case")]
+#[sea_orm(rs_type = "String", db_type = "String(StringLen::N(32))")]
 pub enum TaskKind {
+    #[sea_orm(string_value = "copywriting")]
     Copywriting,
+    #[sea_orm(string_value = "image")]
     Image,
+    #[sea_orm(string_value = "video")]
     Video,
+    #[sea_orm(string_value = "model3d")]
     Model3d,
+    #[sea_orm(string_value = "video_analysis")]
     VideoAnalysis,
 }
 
@@ -66,14 +88,33 @@ impl TaskKind {
     }
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Hash,
+    Serialize,
+    Deserialize,
+    utoipa::ToSchema,
+    EnumIter,
+    DeriveActiveEnum,
+)]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+#[sea_orm(rs_type = "String", db_type = "String(StringLen::N(16))")]
 pub enum Status {
+    #[sea_orm(string_value = "PENDING")]
     Pending,
+    #[sea_orm(string_value = "PROCESSING")]
     Processing,
+    #[sea_orm(string_value = "RETRYING")]
     Retrying,
+    #[sea_orm(string_value = "SUCCESS")]
     Success,
+    #[sea_orm(string_value = "FAILED")]
     Failed,
+    #[sea_orm(string_value = "CANCELED")]
     Canceled,
 }
 

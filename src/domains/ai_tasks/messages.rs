@@ -25,7 +25,7 @@ pub struct TaskEvent {
     pub task_id: String,
     pub user_id: String,
     pub seq: i32,
-    pub status: String,
+    pub status: super::Status,
     pub progress: i32,
     pub step: Option<String>,
     pub message: Option<String>,
@@ -64,7 +64,7 @@ impl TaskEvent {
             id: self.task_id.clone(),
             owner: self.user_id.clone(),
             seq: i64::from(self.seq),
-            terminal: super::Status::parse(&self.status).is_some_and(super::Status::is_terminal),
+            terminal: self.status.is_terminal(),
             data: match data {
                 serde_json::Value::Object(m) => m,
                 _ => serde_json::Map::new(),

@@ -7,22 +7,21 @@ use sea_orm::{
     ColumnTrait, DatabaseConnection, EntityTrait, PaginatorTrait, QueryFilter, QueryOrder,
 };
 
+use super::Status;
 use super::entity::task::{self, Model as Task};
-use super::{Status, TaskKind};
 use crate::telemetry::gauges::{Gauge, age_secs};
 
 /// A task reached SUCCESS, FAILED or CANCELED: counts it, its submit-to-end time, and
 /// the credits its end consumed or refunded.
 pub fn finished(t: &Task) {
     // Static labels (the stored strings are always known names): no allocation per task.
-    let kind = TaskKind::parse(&t.kind).map_or("unknown", TaskKind::as_str);
-    let status = Status::parse(&t.status).map_or("unknown", Status::as_str);
+    let (kind, status) = (t.kind.as_str(), t.status.as_str());
     metrics::counter!("conveyor_tasks_finished_total", "kind" => kind, "status" => status)
         .increment(1);
     let end = t.finished_at.unwrap_or(t.updated_at);
     let secs = (end - t.created_at).num_milliseconds().max(0) as f64 / 1000.0;
     metrics::histogram!("conveyor_task_seconds", "kind" => kind, "status" => status).record(secs);
-    let effect = if status == Status::Success.as_str() {
+    let effect = if t.status == Status::Success {
         "consumed"
     } else {
         "refunded"
@@ -51,7 +50,7 @@ fn active_tasks_boxed(db: &DatabaseConnection) -> BoxFuture<'_, anyhow::Result<(
 /// ones only grow; counting them would scan the table).
 async fn active_tasks(db: &DatabaseConnection) -> anyhow::Result<()> {
     for status in [Status::Pending, Status::Processing, Status::Retrying] {
-        let of_status = task::Entity::find().filter(task::Column::Status.eq(status.as_str()));
+        let of_status = task::Entity::find().filter(task::Column::Status.eq(status));
         let n = of_status.clone().count(db).await?;
         let oldest = of_status
             .order_by_asc(task::Column::CreatedAt)

@@ -312,8 +312,7 @@ pub(crate) async fn cancel(
         None => {
             let now = store::get(&state.core.db, &id)
                 .await?
-                .map(|t| t.status)
-                .unwrap_or_default();
+                .map_or("gone", |t| t.status.as_str());
             Err(ApiError::Conflict(format!(
                 "task is already {now}; only PENDING, RETRYING or PROCESSING tasks can be canceled"
             )))

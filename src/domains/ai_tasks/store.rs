@@ -86,7 +86,7 @@ pub async fn apply(
         .col_expr(task::Column::Seq, Expr::col(task::Column::Seq).add(1))
         .col_expr(task::Column::UpdatedAt, Expr::value(now))
         .filter(task::Column::Id.eq(id))
-        .filter(task::Column::Status.is_in(guard.statuses.iter().map(|s| s.as_str())));
+        .filter(task::Column::Status.is_in(guard.statuses.iter().copied()));
     if let Some(a) = guard.attempt {
         q = q.filter(task::Column::Attempt.eq(a));
     }
@@ -98,11 +98,11 @@ pub async fn apply(
             task::Column::HeartbeatAt
                 .is_null()
                 .or(task::Column::HeartbeatAt.lt(before))
-                .or(task::Column::Status.ne(Status::Processing.as_str())),
+                .or(task::Column::Status.ne(Status::Processing)),
         );
     }
     if let Some(s) = change.status {
-        q = q.col_expr(task::Column::Status, Expr::value(s.as_str()));
+        q = q.col_expr(task::Column::Status, Expr::value(s));
         if s.is_terminal() {
             q = q.col_expr(task::Column::FinishedAt, Expr::value(now));
             q = q.col_expr(
@@ -191,7 +191,7 @@ fn event_of(t: &Task, message: Option<String>) -> TaskEvent {
         task_id: t.id.clone(),
         user_id: t.user_id.clone(),
         seq: t.seq,
-        status: t.status.clone(),
+        status: t.status,
         progress: t.progress,
         step: t.step.clone(),
         message,
@@ -203,7 +203,7 @@ fn event_row(ev: &TaskEvent) -> event::ActiveModel {
     event::ActiveModel {
         task_id: Set(ev.task_id.clone()),
         seq: Set(ev.seq),
-        status: Set(ev.status.clone()),
+        status: Set(ev.status),
         progress: Set(ev.progress),
         step: Set(ev.step.clone()),
         message: Set(ev.message.clone()),
@@ -294,10 +294,10 @@ async fn write_batch(
         let t = task::Model {
             id: uuid::Uuid::now_v7().to_string(),
             user_id: n.user_id.clone(),
-            kind: n.kind.as_str().to_owned(),
+            kind: n.kind,
             prompt: n.prompt.clone(),
             params: n.params.to_string(),
-            status: Status::Pending.as_str().to_owned(),
+            status: Status::Pending,
             attempt: 0,
             step_index: 0,
             step: None,
@@ -367,10 +367,9 @@ pub async fn enqueue_step(
     step: i32,
     max_payload: usize,
 ) -> Result<(), OutboxError> {
-    let kind = TaskKind::parse(&t.kind).unwrap_or(TaskKind::Copywriting);
     outbox::enqueue(
         txn,
-        Target::Queue(kind.queue()),
+        Target::Queue(t.kind.queue()),
         &run_message(t, step),
         max_payload,
     )
@@ -384,11 +383,9 @@ pub async fn settle_credits(txn: &impl ConnectionTrait, t: &Task) -> Result<(), 
     if t.cost == 0 {
         return Ok(());
     }
-    match Status::parse(&t.status) {
-        Some(Status::Success) => {
-            credits::consume(txn, &t.user_id, &format!("consume:{}", t.id)).await
-        }
-        Some(Status::Failed) | Some(Status::Canceled) => {
+    match t.status {
+        Status::Success => credits::consume(txn, &t.user_id, &format!("consume:{}", t.id)).await,
+        Status::Failed | Status::Canceled => {
             credits::refund(txn, &t.user_id, t.cost, &format!("refund:{}", t.id)).await
         }
         _ => Ok(()),
@@ -441,8 +438,7 @@ pub async fn finish_successfully(
         return Ok(None);
     };
     settle_credits(txn, &done).await?;
-    let kind = TaskKind::parse(&done.kind).unwrap_or(TaskKind::Copywriting);
-    let content = if kind.is_text() {
+    let content = if done.kind.is_text() {
         result
             .get("text")
             .and_then(|v| v.as_str())
@@ -455,7 +451,7 @@ pub async fn finish_successfully(
         id: Set(uuid::Uuid::now_v7().to_string()),
         user_id: Set(done.user_id.clone()),
         task_id: Set(done.id.clone()),
-        kind: Set(done.kind.clone()),
+        kind: Set(done.kind.as_str().to_owned()),
         content: Set(content),
         created_at: Set(Utc::now()),
     })
@@ -484,10 +480,10 @@ pub async fn list(
         .order_by_desc(task::Column::Id)
         .limit(limit);
     if let Some(s) = status {
-        q = q.filter(task::Column::Status.eq(s.as_str()));
+        q = q.filter(task::Column::Status.eq(s));
     }
     if let Some(k) = kind {
-        q = q.filter(task::Column::Kind.eq(k.as_str()));
+        q = q.filter(task::Column::Kind.eq(k));
     }
     if let Some(c) = cursor {
         q = q.filter(task::Column::Id.lt(c));
@@ -516,7 +512,7 @@ pub async fn stale(
     limit: u64,
 ) -> Result<Vec<Task>, DbErr> {
     task::Entity::find()
-        .filter(task::Column::Status.eq(Status::Processing.as_str()))
+        .filter(task::Column::Status.eq(Status::Processing))
         .filter(
             task::Column::HeartbeatAt
                 .is_null()

@@ -4,8 +4,8 @@ use async_trait::async_trait;
 use sea_orm::{DatabaseConnection, DbErr};
 
 use super::messages::TaskEvent;
+use super::store;
 use super::view::TaskView;
-use super::{Status, store};
 use crate::live::{Event, Snapshot, Source};
 
 pub use super::messages::STREAM as KIND;
@@ -22,7 +22,7 @@ impl Source for TaskStream {
         Ok(store::get(db, id).await?.map(|t| Snapshot {
             owner: t.user_id.clone(),
             seq: i64::from(t.seq),
-            terminal: Status::parse(&t.status).is_some_and(Status::is_terminal),
+            terminal: t.status.is_terminal(),
             view: serde_json::to_value(TaskView::from(t)).unwrap_or_default(),
         }))
     }

@@ -3,15 +3,15 @@
 use serde::Serialize;
 use serde_json::Value;
 
-use super::Status;
 use super::store::Task;
+use super::{Status, TaskKind};
 
 /// What clients see of a task.
 #[derive(Debug, Serialize, utoipa::ToSchema)]
 pub struct TaskView {
     pub id: String,
-    pub kind: String,
-    pub status: String,
+    pub kind: TaskKind,
+    pub status: Status,
     pub progress: i32,
     pub step: Option<String>,
     pub attempts: i32,
@@ -27,7 +27,7 @@ pub struct TaskView {
 
 impl From<Task> for TaskView {
     fn from(t: Task) -> Self {
-        let done = t.status == Status::Success.as_str();
+        let done = t.status == Status::Success;
         TaskView {
             result: if done {
                 t.result
