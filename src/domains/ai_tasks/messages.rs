@@ -39,7 +39,7 @@ impl TaskEvent {
             task_id: e.task_id.clone(),
             user_id: user_id.to_owned(),
             seq: e.seq,
-            status: e.status.clone(),
+            status: e.status,
             progress: e.progress,
             step: e.step.clone(),
             message: e.message.clone(),
