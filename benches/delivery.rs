@@ -259,7 +259,7 @@ fn base_settings(dir: &std::path::Path, tag: &str) -> anyhow::Result<Settings> {
         "ai.short".into(),
         QueueOverride {
             prefetch: Some(PREFETCH),
-            max_attempts: None,
+            ..Default::default()
         },
     );
     s.consumer.db_fence = false;

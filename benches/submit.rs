@@ -395,14 +395,18 @@ async fn bench(name: &str, mut settings: Settings, total: usize) {
 async fn end_to_end(name: &str, mut settings: Settings, total: usize, consumers: bool) {
     settings.server.port = 0;
     settings.log.level = "error".into();
-    if let Some(k) = settings.ai.kinds.get_mut("copywriting") {
-        k.simulated_step_ms = 0;
+    if let Some(step) = settings
+        .sections
+        .get_mut("ai")
+        .and_then(|ai| ai.pointer_mut("/kinds/copywriting/simulated_step_ms"))
+    {
+        *step = 0.into();
     }
     settings.queues.insert(
         "ai.short".into(),
         conveyor::config::QueueOverride {
             prefetch: Some(128),
-            max_attempts: None,
+            ..Default::default()
         },
     );
     let app = Application::build(settings.clone()).await.unwrap();

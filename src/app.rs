@@ -16,7 +16,7 @@ use utoipa::OpenApi as _;
 
 use crate::api::{self, Core};
 use crate::broker::Topology;
-use crate::config::{BrokerKind, Settings};
+use crate::config::{BrokerKind, Section, Settings};
 use crate::domains::{self, Domain};
 use crate::telemetry::gauges::{self, Gauge};
 use crate::{account, consumer, dead_letters, live};
@@ -47,8 +47,14 @@ pub fn groups(domains: &[&Domain]) -> Vec<&'static str> {
     g
 }
 
+/// The settings sections of `domains`.
+pub fn sections(domains: &[&Domain]) -> Vec<Section> {
+    domains.iter().filter_map(|d| d.settings).collect()
+}
+
 /// Connects the platform with the topology of every domain of this build.
 pub async fn platform(settings: Settings) -> anyhow::Result<Platform> {
+    settings.check_sections(&sections(domains::ALL))?;
     let topology = topology(&settings, domains::ALL);
     Platform::connect(settings, topology).await
 }
@@ -122,6 +128,7 @@ impl Application {
         settings: Settings,
         domains: &[&'static Domain],
     ) -> anyhow::Result<Self> {
+        settings.check_sections(&sections(domains))?;
         let bind = format!("{}:{}", settings.server.host, settings.server.port);
         let topology = topology(&settings, domains);
         let platform = Platform::connect(settings, topology).await?;

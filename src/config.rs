@@ -16,10 +16,15 @@ pub enum ConfigError {
     Load(#[from] config::ConfigError),
     #[error("configuration key `{key}`: {problem}")]
     Invalid { key: &'static str, problem: String },
+    #[error("configuration: unknown section `[{0}]` (no domain of this build reads it)")]
+    UnknownSection(String),
 }
 
+/// Platform sections are typed here; each domain's own top-level table (`[ai]`, …) is
+/// kept in `sections`, read and checked by that domain (see [`Section`]), so a new
+/// domain brings its settings without touching this file. A top-level table that
+/// neither the platform nor a domain claims is an error ([`Settings::check_sections`]).
 #[derive(Debug, Clone, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
 pub struct Settings {
     pub server: ServerSettings,
     pub log: LogSettings,
@@ -28,33 +33,21 @@ pub struct Settings {
     pub dedupe: DedupeSettings,
     pub consumer: ConsumerSettings,
     pub outbox: OutboxSettings,
-    pub ai: AiSettings,
     pub live: LiveSettings,
     pub dead_letters: DeadLetterSettings,
     #[serde(default)]
     pub queues: BTreeMap<String, QueueOverride>,
+    /// The domains' sections, by top-level key.
+    #[serde(flatten)]
+    pub sections: BTreeMap<String, serde_json::Value>,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum ExecutorKind {
-    Simulated,
-    Openai,
-}
-
-/// `[ai]`: the AI-task flow.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct AiSettings {
-    pub executor: ExecutorKind,
-    pub heartbeat_ms: u64,
-    pub stale_after_ms: u64,
-    pub reaper_interval_ms: u64,
-    pub max_prompt_chars: usize,
-    pub max_params_bytes: usize,
-    pub allow_failure_injection: bool,
-    pub kinds: BTreeMap<String, KindSettings>,
-    pub openai: OpenAiSettings,
+/// A domain's settings section: its top-level key and its check (ranges and shapes
+/// that types cannot express).
+#[derive(Debug, Clone, Copy)]
+pub struct Section {
+    pub key: &'static str,
+    pub check: fn(&Settings) -> Result<(), ConfigError>,
 }
 
 /// `[live]`: WebSocket and SSE progress streams.
@@ -69,27 +62,6 @@ pub struct LiveSettings {
     pub idle_timeout_ms: u64,
     pub send_timeout_ms: u64,
     pub buffer_bytes: usize,
-}
-
-/// `[ai.kinds.<kind>]`.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct KindSettings {
-    pub cost: i64,
-    pub deadline_secs: u64,
-    /// Simulated executor: how long each step takes.
-    pub simulated_step_ms: u64,
-}
-
-/// `[ai.openai]`: an OpenAI-compatible chat-completions endpoint for text kinds.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct OpenAiSettings {
-    pub base_url: String,
-    pub model: String,
-    pub api_key: String,
-    pub timeout_ms: u64,
-    pub requests_per_second: u32,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -208,6 +180,8 @@ pub struct DeadLetterSettings {
 pub struct QueueOverride {
     pub prefetch: Option<u16>,
     pub max_attempts: Option<u32>,
+    /// For a business delay (`orders.payment-timeout`): how long it waits.
+    pub delay_ms: Option<u64>,
 }
 
 impl Settings {
@@ -337,13 +311,12 @@ impl Settings {
         if self.outbox.batch_size == 0 {
             return bad("outbox.batch_size", "must be greater than 0");
         }
-        self.validate_ai()?;
         for (name, q) in &self.queues {
-            if q.prefetch == Some(0) || q.max_attempts == Some(0) {
+            if q.prefetch == Some(0) || q.max_attempts == Some(0) || q.delay_ms == Some(0) {
                 return Err(ConfigError::Invalid {
                     key: "queues",
                     problem: format!(
-                        "queues.{name}: prefetch and max_attempts must be greater than 0"
+                        "queues.{name}: prefetch, max_attempts and delay_ms must be greater than 0"
                     ),
                 });
             }
@@ -351,61 +324,62 @@ impl Settings {
         Ok(())
     }
 
-    fn validate_ai(&self) -> Result<(), ConfigError> {
-        let ai = &self.ai;
-        let bad = |key, problem: String| Err(ConfigError::Invalid { key, problem });
-        if ai.heartbeat_ms == 0 || ai.stale_after_ms <= ai.heartbeat_ms * 2 {
-            return bad(
-                "ai.stale_after_ms",
-                "must be more than twice ai.heartbeat_ms (and that above 0)".into(),
-            );
-        }
-        if ai.reaper_interval_ms == 0 || ai.max_prompt_chars == 0 || ai.max_params_bytes == 0 {
-            return bad(
-                "ai",
-                "reaper_interval_ms, max_prompt_chars and max_params_bytes must be above 0".into(),
-            );
-        }
-        for kind in ["copywriting", "image", "video", "model3d", "video_analysis"] {
-            let Some(k) = ai.kinds.get(kind) else {
-                return bad("ai.kinds", format!("missing [ai.kinds.{kind}]"));
-            };
-            if k.cost < 0 {
-                return bad(
-                    "ai.kinds",
-                    format!("ai.kinds.{kind}.cost must not be negative"),
-                );
-            }
-            // RabbitMQ closes a channel whose delivery stays unacked past consumer_timeout (30 min).
-            if k.deadline_secs == 0 || k.deadline_secs >= 1800 {
-                return bad(
-                    "ai.kinds",
-                    format!(
-                        "ai.kinds.{kind}.deadline_secs must be 1..1799 (below RabbitMQ's consumer_timeout)"
-                    ),
-                );
-            }
-        }
-        if ai.executor == ExecutorKind::Openai && ai.openai.requests_per_second == 0 {
-            return bad("ai.openai.requests_per_second", "must be above 0".into());
-        }
-        Ok(())
+    /// Domain section `key` as the domain's own type.
+    pub fn section<T: serde::de::DeserializeOwned>(
+        &self,
+        key: &'static str,
+    ) -> Result<T, ConfigError> {
+        let value = self
+            .sections
+            .get(key)
+            .cloned()
+            .unwrap_or_else(|| serde_json::Value::Object(Default::default()));
+        serde_json::from_value(value).map_err(|e| ConfigError::Invalid {
+            key,
+            problem: e.to_string(),
+        })
     }
 
-    /// A copy safe to print: passwords in URLs are replaced by `****`.
+    /// Every section is one of `sections` and passes its check.
+    pub fn check_sections(&self, sections: &[Section]) -> Result<(), ConfigError> {
+        if let Some(unknown) = self
+            .sections
+            .keys()
+            .find(|k| !sections.iter().any(|s| s.key == k.as_str()))
+        {
+            return Err(ConfigError::UnknownSection(unknown.clone()));
+        }
+        sections.iter().try_for_each(|s| (s.check)(self))
+    }
+
+    /// A copy safe to print: passwords in URLs, and in domain sections every value
+    /// whose key names a secret (`api_key`, `password`, `secret`, `token`), are `****`.
     pub fn masked(&self) -> Settings {
         let mut s = self.clone();
         s.database.url = mask_url(&s.database.url);
         s.broker.url = mask_url(&s.broker.url);
         s.dedupe.url = mask_url(&s.dedupe.url);
-        if !s.ai.openai.api_key.is_empty() {
-            s.ai.openai.api_key = "****".into();
-        }
+        s.sections.values_mut().for_each(mask_secrets);
         s
     }
 
     pub fn request_timeout(&self) -> Duration {
         Duration::from_millis(self.server.request_timeout_ms)
+    }
+}
+
+fn mask_secrets(v: &mut serde_json::Value) {
+    let serde_json::Value::Object(map) = v else {
+        return;
+    };
+    for (k, v) in map.iter_mut() {
+        let secret = ["api_key", "password", "secret", "token"]
+            .iter()
+            .any(|s| k.contains(s));
+        match v {
+            serde_json::Value::String(s) if secret && !s.is_empty() => *s = "****".into(),
+            other => mask_secrets(other),
+        }
     }
 }
 
@@ -481,5 +455,32 @@ mod tests {
             "amqp://guest:****@h:5672/%2f"
         );
         assert_eq!(mask_url("redis://h:6379/"), "redis://h:6379/");
+    }
+
+    #[test]
+    fn domain_sections_are_kept_checked_and_masked() {
+        let s = load(&[
+            ("CONVEYOR__AI__OPENAI__API_KEY", "sk-live"),
+            ("CONVEYOR__AI__HEARTBEAT_MS", "1234"),
+        ])
+        .unwrap();
+        assert_eq!(s.sections["ai"]["heartbeat_ms"], 1234);
+        let masked = s.masked();
+        assert_eq!(masked.sections["ai"]["openai"]["api_key"], "****");
+        assert_eq!(
+            masked.sections["ai"]["openai"]["model"],
+            s.sections["ai"]["openai"]["model"]
+        );
+        // A section no domain claims is refused, naming it.
+        let ai = Section {
+            key: "ai",
+            check: |_| Ok(()),
+        };
+        assert!(s.check_sections(&[ai]).is_ok());
+        let err = s.check_sections(&[]).unwrap_err().to_string();
+        assert!(err.contains("[ai]"), "{err}");
+        let typo = load(&[("CONVEYOR__SERVR__PORT", "1")]).unwrap();
+        let err = typo.check_sections(&[ai]).unwrap_err().to_string();
+        assert!(err.contains("[servr]"), "{err}");
     }
 }

@@ -220,7 +220,7 @@ impl Inner {
             Target::Queue(q) => (self.topology.queue(q).name.clone(), 0),
             Target::Delay(d) => (
                 self.topology.queue(d.target).name.clone(),
-                now_ms() + d.delay.as_millis() as i64,
+                now_ms() + self.topology.delay(d).delay.as_millis() as i64,
             ),
         }
     }

@@ -369,7 +369,7 @@ async fn declare(conn: &Connection, t: &Topology) -> Result<(), BrokerError> {
         let target = &t.queue(d.spec.target).name;
         declare_bound(
             d.name.clone(),
-            ttl_args(base_args(), d.spec.delay, t, target),
+            ttl_args(base_args(), d.delay, t, target),
             t.delay_exchange(),
         )
         .await?;

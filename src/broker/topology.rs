@@ -72,7 +72,11 @@ pub struct ResolvedQueue {
 #[derive(Debug, Clone)]
 pub struct ResolvedDelay {
     pub spec: &'static DelaySpec,
+    /// `<ns>.delay.<key>.<delay>`: a changed delay is a new queue, never a redeclare
+    /// with other arguments.
     pub name: String,
+    /// The spec's delay, or `[queues."<key>"] delay_ms`.
+    pub delay: Duration,
 }
 
 /// The whole topology for one namespace.
@@ -179,9 +183,15 @@ impl Topology {
     }
 
     fn resolve_delay(&self, spec: &'static DelaySpec) -> ResolvedDelay {
+        let delay = self
+            .overrides
+            .get(spec.key)
+            .and_then(|o| o.delay_ms)
+            .map_or(spec.delay, Duration::from_millis);
         ResolvedDelay {
             spec,
-            name: format!("{}.delay.{}", self.namespace, spec.key),
+            name: format!("{}.delay.{}.{}", self.namespace, spec.key, human(delay)),
+            delay,
         }
     }
 
@@ -253,7 +263,7 @@ impl Topology {
             out.push_str(&format!(
                 "{}  waits {} then feeds {}: {}\n",
                 d.name,
-                human(d.spec.delay),
+                human(d.delay),
                 self.queue(d.spec.target).name,
                 d.spec.purpose
             ));
@@ -306,7 +316,7 @@ impl Topology {
                 id(&delay),
                 id(&d.name),
                 d.name,
-                human(d.spec.delay),
+                human(d.delay),
                 id(target)
             ));
         }
@@ -366,7 +376,7 @@ mod tests {
         assert_eq!(q.dlq, "conveyor.t.short.dlq");
         assert_eq!(q.retry[0].1, "conveyor.t.short.retry.1s");
         assert_eq!(q.retry[3].1, "conveyor.t.short.retry.2m");
-        assert_eq!(t.delay(&TIMEOUT).name, "conveyor.delay.t.timeout");
+        assert_eq!(t.delay(&TIMEOUT).name, "conveyor.delay.t.timeout.30m");
     }
 
     #[test]
@@ -397,6 +407,6 @@ mod tests {
         for q in &t.queues {
             assert!(m.contains(&q.dlq));
         }
-        assert!(m.contains("conveyor.delay.t.timeout"));
+        assert!(m.contains("conveyor.delay.t.timeout.30m"));
     }
 }

@@ -126,6 +126,7 @@ impl CliError {
 /// Runs one parsed command line.
 pub async fn run(cli: Cli) -> Result<(), CliError> {
     let settings = Settings::load(Some(&cli.env))?;
+    settings.check_sections(&app::sections(domains::ALL))?;
     let command = cli.command.unwrap_or(Command::Serve);
     let logs = match command {
         Command::Serve | Command::Consume(_) => telemetry::LogTo::Stdout,

@@ -15,6 +15,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::api::Core;
 use crate::broker::{DelaySpec, QueueSpec};
+use crate::config::Section;
 use crate::consumer::Handler;
 use crate::live::Source;
 use crate::platform::Platform;
@@ -45,6 +46,8 @@ pub struct Domain {
     pub gauges: &'static [Gauge],
     /// The live stream kinds it serves over WebSocket and SSE.
     pub streams: fn() -> Vec<Arc<dyn Source>>,
+    /// Its settings section (`[ai]`), if it has one.
+    pub settings: Option<Section>,
 }
 
 impl std::fmt::Debug for Domain {

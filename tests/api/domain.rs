@@ -46,6 +46,7 @@ pub static PROBE: Domain = Domain {
     openapi: <ProbeDoc as utoipa::OpenApi>::openapi,
     gauges: &[],
     streams: probe_streams,
+    settings: None,
 };
 
 /// The probes' store: id → (owner, done). In memory: the test domain has no table.
@@ -198,6 +199,7 @@ pub static IDLE: Domain = Domain {
     openapi: idle_doc,
     gauges: &[],
     streams: no_streams,
+    settings: None,
 };
 
 crate::on_every_backend!(a_domain_registered_from_outside_works_end_to_end);

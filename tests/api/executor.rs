@@ -8,10 +8,10 @@ use axum::Json;
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
 use axum::routing::post;
-use conveyor::config::OpenAiSettings;
 use conveyor::domains::ai_tasks::TaskKind;
 use conveyor::domains::ai_tasks::executor::openai::OpenAi;
 use conveyor::domains::ai_tasks::executor::{ExecError, Executor, Job};
+use conveyor::domains::ai_tasks::settings::OpenAiSettings;
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 

@@ -185,8 +185,8 @@ impl TestEnv {
         self.settings.queues.insert(
             queue.to_owned(),
             QueueOverride {
-                prefetch: None,
                 max_attempts: Some(n),
+                ..Default::default()
             },
         );
         self

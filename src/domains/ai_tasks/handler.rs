@@ -17,8 +17,8 @@ use super::kinds::{Status, TaskKind};
 use super::messages::{RunStep, publish_events};
 use super::store::{self, Change, Guard};
 use crate::broker::Envelope;
-use crate::config::AiSettings;
 use crate::consumer::{Context, Fate, Handler, HandlerError, fence};
+use crate::domains::ai_tasks::settings::AiSettings;
 use crate::outbox::Relay;
 
 pub struct AiTaskHandler {

@@ -19,6 +19,7 @@ pub mod metrics;
 pub mod queues;
 pub mod reaper;
 pub mod routes;
+pub mod settings;
 pub mod store;
 pub mod stream;
 pub mod submitter;
@@ -39,6 +40,7 @@ use crate::api::Core;
 use crate::consumer::Handler;
 use crate::live::Source;
 use crate::platform::Platform;
+use settings::AiSettings;
 
 /// The AI-task flow in the domain registry.
 pub const DOMAIN: Domain = Domain {
@@ -52,10 +54,11 @@ pub const DOMAIN: Domain = Domain {
     openapi: <routes::Doc as utoipa::OpenApi>::openapi,
     gauges: metrics::GAUGES,
     streams,
+    settings: Some(settings::SECTION),
 };
 
 fn handlers(platform: &Platform) -> anyhow::Result<Handlers> {
-    let ai = Arc::new(platform.settings.ai.clone());
+    let ai = Arc::new(AiSettings::from_settings(&platform.settings)?);
     let tasks: Arc<dyn Handler> = Arc::new(AiTaskHandler {
         executor: executor::from_settings(&ai)?,
         ai,
@@ -69,8 +72,10 @@ fn jobs(
     platform: &Platform,
     shutdown: CancellationToken,
 ) -> Vec<BoxFuture<'static, anyhow::Result<()>>> {
-    let ai = Arc::new(platform.settings.ai.clone());
-    vec![reaper::run(platform.clone(), ai, shutdown).boxed()]
+    match AiSettings::from_settings(&platform.settings) {
+        Ok(ai) => vec![reaper::run(platform.clone(), Arc::new(ai), shutdown).boxed()],
+        Err(e) => vec![async move { Err(e.into()) }.boxed()],
+    }
 }
 
 fn routes<'a>(
@@ -94,7 +99,7 @@ fn routes<'a>(
         );
         Ok(routes::routes(routes::Tasks {
             core: core.clone(),
-            ai: Arc::new(s.ai.clone()),
+            ai: Arc::new(AiSettings::from_settings(s)?),
             submitter,
         }))
     }

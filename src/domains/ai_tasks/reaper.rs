@@ -13,7 +13,7 @@ use tokio_util::sync::CancellationToken;
 use super::kinds::Status;
 use super::messages::publish_events;
 use super::store::{self, Change, Guard};
-use crate::config::AiSettings;
+use crate::domains::ai_tasks::settings::AiSettings;
 use crate::platform::Platform;
 
 pub async fn run(

@@ -19,7 +19,7 @@ pub use super::view::TaskView;
 use crate::api::idempotency::{self, IdempotencyKey, Once};
 use crate::api::openapi::ErrorBody;
 use crate::api::{ApiJson, ApiQuery, AuthUser, Core};
-use crate::config::AiSettings;
+use crate::domains::ai_tasks::settings::AiSettings;
 use crate::error::ApiError;
 
 /// The task routes' state.

@@ -11,7 +11,7 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use super::kinds::TaskKind;
-use crate::config::{AiSettings, ExecutorKind};
+use crate::domains::ai_tasks::settings::{AiSettings, ExecutorKind};
 
 /// One step of one task, as the executor sees it.
 #[derive(Debug)]

@@ -11,7 +11,7 @@ use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
 use super::{ExecError, Executor, Job, Progress};
-use crate::config::OpenAiSettings;
+use crate::domains::ai_tasks::settings::OpenAiSettings;
 
 pub struct OpenAi {
     client: reqwest::Client,

@@ -14,7 +14,7 @@ use sha2::{Digest as _, Sha256};
 use tokio_util::sync::CancellationToken;
 
 use super::{ExecError, Executor, Job, Progress};
-use crate::config::AiSettings;
+use crate::domains::ai_tasks::settings::AiSettings;
 
 const TICKS: u64 = 5;
 
