@@ -76,6 +76,7 @@ pub async fn run_workers(
     }
     for domain in domains {
         for (queue, handler) in (domain.handlers)(platform)
+            .await
             .with_context(|| format!("building the {} handlers", domain.name))?
         {
             if !wanted(queue.group) {

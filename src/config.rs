@@ -472,15 +472,19 @@ mod tests {
             s.sections["ai"]["openai"]["model"]
         );
         // A section no domain claims is refused, naming it.
-        let ai = Section {
-            key: "ai",
+        let claim = |key| Section {
+            key,
             check: |_| Ok(()),
         };
-        assert!(s.check_sections(&[ai]).is_ok());
-        let err = s.check_sections(&[]).unwrap_err().to_string();
+        let all: Vec<Section> = s.sections.keys().map(|k| claim(k.clone().leak())).collect();
+        assert!(s.check_sections(&all).is_ok());
+        let err = s
+            .check_sections(&[claim("flash_sale")])
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("[ai]"), "{err}");
         let typo = load(&[("CONVEYOR__SERVR__PORT", "1")]).unwrap();
-        let err = typo.check_sections(&[ai]).unwrap_err().to_string();
+        let err = typo.check_sections(&all).unwrap_err().to_string();
         assert!(err.contains("[servr]"), "{err}");
     }
 }

@@ -31,6 +31,9 @@ pub enum ApiError {
     NotFound(&'static str),
     #[error("{0}")]
     Conflict(String),
+    /// 409 with a machine-readable reason (`sold_out`, `limit_reached`, …).
+    #[error("{message}")]
+    Refused { code: &'static str, message: String },
     #[error("request body is larger than the server accepts (server.body_limit_bytes)")]
     TooLarge,
     #[error("request took too long")]
@@ -39,6 +42,12 @@ pub enum ApiError {
     TooManyRequests { retry_after_secs: u64 },
     #[error("{0}")]
     Unavailable(String),
+    /// 503 with `Retry-After`: a dependency is away for now; nothing was done.
+    #[error("{message}; retry in {retry_after_secs} s")]
+    RetryLater {
+        message: String,
+        retry_after_secs: u64,
+    },
     #[error(transparent)]
     Internal(#[from] anyhow::Error),
 }
@@ -67,12 +76,15 @@ impl ApiError {
             }
             ApiError::NotFound(_) => (StatusCode::NOT_FOUND, "not_found", None),
             ApiError::Conflict(_) => (StatusCode::CONFLICT, "conflict", None),
+            ApiError::Refused { code, .. } => (StatusCode::CONFLICT, code, None),
             ApiError::TooLarge => (StatusCode::PAYLOAD_TOO_LARGE, "payload_too_large", None),
             ApiError::Timeout => (StatusCode::REQUEST_TIMEOUT, "timeout", None),
             ApiError::TooManyRequests { .. } => {
                 (StatusCode::TOO_MANY_REQUESTS, "rate_limited", None)
             }
-            ApiError::Unavailable(_) => (StatusCode::SERVICE_UNAVAILABLE, "unavailable", None),
+            ApiError::Unavailable(_) | ApiError::RetryLater { .. } => {
+                (StatusCode::SERVICE_UNAVAILABLE, "unavailable", None)
+            }
             ApiError::Internal(_) => (StatusCode::INTERNAL_SERVER_ERROR, "internal", None),
         }
     }
@@ -87,7 +99,8 @@ impl From<sea_orm::DbErr> for ApiError {
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         let (status, code, field) = self.parts();
-        let message = if status.is_server_error() && !matches!(self, ApiError::Unavailable(_)) {
+        let told = matches!(self, ApiError::Unavailable(_) | ApiError::RetryLater { .. });
+        let message = if status.is_server_error() && !told {
             tracing::error!(error = ?self, "request failed");
             "internal error; see the server log".to_owned()
         } else {
@@ -102,7 +115,11 @@ impl IntoResponse for ApiError {
             error["balance"] = json!(balance);
         }
         let mut resp = (status, Json(json!({ "error": error }))).into_response();
-        if let ApiError::TooManyRequests { retry_after_secs } = &self {
+        if let ApiError::TooManyRequests { retry_after_secs }
+        | ApiError::RetryLater {
+            retry_after_secs, ..
+        } = &self
+        {
             resp.headers_mut().insert(
                 axum::http::header::RETRY_AFTER,
                 axum::http::HeaderValue::from(*retry_after_secs),

@@ -2,6 +2,9 @@
 //! outbox relay, processed-message fence). It knows no business domain: the topology it
 //! declares is handed to it, built from the domain registry by `app`.
 
+use std::any::{Any, TypeId};
+use std::collections::HashMap;
+use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -24,6 +27,9 @@ pub struct Platform {
     pub dedupe: Arc<dyn DedupeStore>,
     pub relay: Relay,
     pub fence: Fence,
+    /// Per-process singletons of the modules above (a domain's stock store), made on
+    /// first use and shared by that module's routes, handlers and jobs.
+    shared: Arc<tokio::sync::Mutex<HashMap<TypeId, Arc<dyn Any + Send + Sync>>>>,
 }
 
 impl Platform {
@@ -54,7 +60,26 @@ impl Platform {
             dedupe,
             relay,
             fence,
+            shared: Arc::default(),
         })
+    }
+
+    /// This process's one `T`, made by `init` the first time it is asked for.
+    pub async fn shared<T, F, Fut>(&self, init: F) -> anyhow::Result<Arc<T>>
+    where
+        T: Any + Send + Sync,
+        F: FnOnce() -> Fut,
+        Fut: Future<Output = anyhow::Result<T>>,
+    {
+        let mut shared = self.shared.lock().await;
+        if let Some(existing) = shared.get(&TypeId::of::<T>())
+            && let Ok(t) = existing.clone().downcast::<T>()
+        {
+            return Ok(t);
+        }
+        let made = Arc::new(init().await?);
+        shared.insert(TypeId::of::<T>(), made.clone());
+        Ok(made)
     }
 
     /// What the consumer runtime needs.

@@ -1,6 +1,7 @@
 //! The `conveyor` command line.
 
 mod dead_letters;
+mod flash_sales;
 
 use anyhow::Context as _;
 use clap::{Args, Parser, Subcommand};
@@ -50,6 +51,9 @@ pub enum Command {
     /// List, inspect, replay or discard dead letters (on the database directly).
     #[command(subcommand)]
     DeadLetters(dead_letters::DeadLettersCommand),
+    /// Create, show, list and reconcile flash sales (database and stock store directly).
+    #[command(subcommand)]
+    FlashSales(flash_sales::FlashSalesCommand),
 }
 
 #[derive(Debug, Args)]
@@ -85,7 +89,7 @@ pub enum TasksCommand {
 
 #[derive(Debug, Args)]
 pub struct ConsumeArgs {
-    /// Consumer group (see `conveyor topology`): ai.
+    /// Consumer group (see `conveyor topology`): ai or orders.
     pub group: String,
 }
 
@@ -157,6 +161,7 @@ pub async fn run(cli: Cli) -> Result<(), CliError> {
         }
         Command::Tasks(args) => tasks(&settings, args).await?,
         Command::DeadLetters(cmd) => dead_letters::run(&settings, cmd).await?,
+        Command::FlashSales(cmd) => flash_sales::run(&settings, cmd).await?,
         Command::Users(UsersCommand::Create {
             name,
             credits,

@@ -6,6 +6,7 @@
 //! a new domain needs its folder, one line in [`ALL`], a migration and a config section.
 
 pub mod ai_tasks;
+pub mod flash_sale;
 
 use std::sync::Arc;
 
@@ -35,7 +36,7 @@ pub struct Domain {
     pub queues: &'static [&'static QueueSpec],
     pub delays: &'static [&'static DelaySpec],
     /// The handler of every queue in `queues`.
-    pub handlers: fn(&Platform) -> anyhow::Result<Handlers>,
+    pub handlers: for<'a> fn(&'a Platform) -> BoxFuture<'a, anyhow::Result<Handlers>>,
     /// Background jobs (reapers, sweeps), run with its consumers until the token fires.
     pub jobs: fn(&Platform, CancellationToken) -> Vec<BoxFuture<'static, anyhow::Result<()>>>,
     /// Its HTTP routes, with their state applied.
@@ -60,7 +61,7 @@ impl std::fmt::Debug for Domain {
 }
 
 /// Every domain of this build.
-pub const ALL: &[&Domain] = &[&ai_tasks::DOMAIN];
+pub const ALL: &[&Domain] = &[&ai_tasks::DOMAIN, &flash_sale::DOMAIN];
 
 /// Nothing to run in the background.
 pub fn no_jobs(_: &Platform, _: CancellationToken) -> Vec<BoxFuture<'static, anyhow::Result<()>>> {

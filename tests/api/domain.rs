@@ -52,11 +52,9 @@ pub static PROBE: Domain = Domain {
 /// The probes' store: id → (owner, done). In memory: the test domain has no table.
 static PROBES: LazyLock<Mutex<HashMap<String, (String, bool)>>> = LazyLock::new(Default::default);
 
-fn probe_handlers(_: &Platform) -> anyhow::Result<Handlers> {
-    Ok(vec![(
-        &PROBE_WORK,
-        Arc::new(ProbeHandler) as Arc<dyn Handler>,
-    )])
+fn probe_handlers(_: &Platform) -> BoxFuture<'_, anyhow::Result<Handlers>> {
+    let handlers: Handlers = vec![(&PROBE_WORK, Arc::new(ProbeHandler) as Arc<dyn Handler>)];
+    async move { Ok(handlers) }.boxed()
 }
 
 fn probe_routes<'a>(
@@ -290,8 +288,8 @@ async fn a_domain_registered_from_outside_works_end_to_end(backend: Backend) {
     env.cleanup(Some(&platform)).await;
 }
 
-fn idle_handlers(_: &Platform) -> anyhow::Result<Handlers> {
-    Ok(Vec::new())
+fn idle_handlers(_: &Platform) -> BoxFuture<'_, anyhow::Result<Handlers>> {
+    async { Ok(Vec::new()) }.boxed()
 }
 
 fn idle_routes<'a>(_: &'a Platform, _: &'a Core) -> BoxFuture<'a, anyhow::Result<axum::Router>> {
@@ -312,6 +310,7 @@ async fn every_declared_queue_has_a_handler() {
     let platform = env.platform().await;
     for domain in conveyor::domains::ALL {
         let handled: Vec<&str> = (domain.handlers)(&platform)
+            .await
             .unwrap()
             .iter()
             .map(|(q, _)| q.key)

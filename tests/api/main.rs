@@ -11,6 +11,7 @@ mod dead_letters;
 mod delivery;
 mod domain;
 mod executor;
+mod flash_sale;
 mod health;
 mod helpers;
 mod live;

@@ -57,15 +57,18 @@ pub const DOMAIN: Domain = Domain {
     settings: Some(settings::SECTION),
 };
 
-fn handlers(platform: &Platform) -> anyhow::Result<Handlers> {
-    let ai = Arc::new(AiSettings::from_settings(&platform.settings)?);
-    let tasks: Arc<dyn Handler> = Arc::new(AiTaskHandler {
-        executor: executor::from_settings(&ai)?,
-        ai,
-        relay: platform.relay.clone(),
-        max_payload: platform.settings.broker.max_payload_bytes,
-    });
-    Ok(queues::QUEUES.iter().map(|q| (*q, tasks.clone())).collect())
+fn handlers(platform: &Platform) -> BoxFuture<'_, anyhow::Result<Handlers>> {
+    async move {
+        let ai = Arc::new(AiSettings::from_settings(&platform.settings)?);
+        let tasks: Arc<dyn Handler> = Arc::new(AiTaskHandler {
+            executor: executor::from_settings(&ai)?,
+            ai,
+            relay: platform.relay.clone(),
+            max_payload: platform.settings.broker.max_payload_bytes,
+        });
+        Ok(queues::QUEUES.iter().map(|q| (*q, tasks.clone())).collect())
+    }
+    .boxed()
 }
 
 fn jobs(

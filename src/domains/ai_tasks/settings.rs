@@ -8,10 +8,7 @@ use serde::{Deserialize, Serialize};
 use crate::config::{ConfigError, Section, Settings};
 
 /// The section in the domain registry.
-pub const SECTION: Section = Section {
-    key: "ai",
-    check,
-};
+pub const SECTION: Section = Section { key: "ai", check };
 
 fn check(settings: &Settings) -> Result<(), ConfigError> {
     AiSettings::from_settings(settings).map(|_| ())

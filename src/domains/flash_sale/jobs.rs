@@ -1,0 +1,142 @@
+//! Background jobs of the `orders` group: the sweep that cancels unpaid orders whose
+//! timer went missing, and the reconciliation of every running sale (which also warms a
+//! cold stock store from the database after a restart).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use chrono::Utc;
+use futures::future::BoxFuture;
+use sea_orm::DatabaseConnection;
+use tokio_util::sync::CancellationToken;
+
+use super::service::Sales;
+use super::store;
+use crate::platform::Platform;
+use crate::telemetry::gauges::Gauge;
+
+/// Runs `round` every `every` until `shutdown`; a failed round is logged, not fatal.
+async fn every<F>(
+    what: &'static str,
+    every: Duration,
+    shutdown: CancellationToken,
+    mut round: F,
+) -> anyhow::Result<()>
+where
+    F: FnMut() -> BoxFuture<'static, anyhow::Result<()>>,
+{
+    loop {
+        tokio::select! {
+            _ = shutdown.cancelled() => return Ok(()),
+            _ = tokio::time::sleep(every) => {}
+        }
+        if let Err(e) = round().await {
+            tracing::warn!(job = what, error = %e, "flash-sale job round failed");
+        }
+    }
+}
+
+/// Cancels UNPAID orders past their deadline + `sweep_margin_ms`: a lost timer message
+/// can never leave an order open for ever. Returns how many it canceled.
+pub async fn sweep_once(platform: &Platform, sales: &Sales) -> anyhow::Result<usize> {
+    let margin = chrono::Duration::milliseconds(sales.settings.sweep_margin_ms as i64);
+    let overdue = store::overdue(&platform.db, Utc::now() - margin, 500).await?;
+    let mut canceled = 0;
+    for order in overdue {
+        if sales
+            .expire(&platform.db, platform.broker.as_ref(), &order.id)
+            .await?
+            == Some(super::OrderStatus::Canceled)
+        {
+            canceled += 1;
+        }
+    }
+    if canceled > 0 {
+        tracing::warn!(
+            orders = canceled,
+            "sweep canceled unpaid orders whose timer went missing"
+        );
+    }
+    Ok(canceled)
+}
+
+/// Warms and reconciles every running sale; drift is a gauge and a log line.
+pub async fn reconcile_once(platform: &Platform, sales: &Sales) -> anyhow::Result<()> {
+    for sale in store::running_sales(&platform.db).await? {
+        sales.warm(&platform.db, &sale).await?;
+        let r = sales.reconcile(&platform.db, &sale, false).await?;
+        let drift = r.drift.unwrap_or(0);
+        metrics::gauge!("conveyor_flash_sale_drift_units", "sale" => sale.id.clone())
+            .set(drift as f64);
+        if let Some(left) = r.remaining {
+            metrics::gauge!("conveyor_flash_sale_stock_remaining", "sale" => sale.id.clone())
+                .set(left as f64);
+        }
+        if drift != 0 {
+            tracing::warn!(sale = %sale.id, drift, remaining = ?r.remaining, live = r.live_orders, "flash-sale stock drift (orders in flight count until written)");
+        }
+    }
+    Ok(())
+}
+
+pub fn start(
+    platform: &Platform,
+    shutdown: CancellationToken,
+) -> Vec<BoxFuture<'static, anyhow::Result<()>>> {
+    let p = platform.clone();
+    let job = async move {
+        let sales = Sales::of(&p).await?;
+        let sweep = {
+            let (p, s) = (p.clone(), sales.clone());
+            every(
+                "sweep",
+                Duration::from_millis(sales.settings.sweep_interval_ms),
+                shutdown.clone(),
+                move || {
+                    let (p, s) = (p.clone(), s.clone());
+                    Box::pin(async move { sweep_once(&p, &s).await.map(|_| ()) })
+                },
+            )
+        };
+        let reconcile = {
+            let (p, s) = (p.clone(), sales.clone());
+            every(
+                "reconcile",
+                Duration::from_millis(sales.settings.reconcile_interval_ms),
+                shutdown.clone(),
+                move || {
+                    let (p, s): (Platform, Arc<Sales>) = (p.clone(), s.clone());
+                    Box::pin(async move { reconcile_once(&p, &s).await })
+                },
+            )
+        };
+        let (a, b) = tokio::join!(sweep, reconcile);
+        a.and(b)
+    };
+    vec![Box::pin(job)]
+}
+
+/// Orders by status, sampled at each scrape of `/metrics`.
+pub const GAUGES: &[Gauge] = &[Gauge {
+    source: "orders",
+    sample: orders_boxed,
+}];
+
+fn orders_boxed(db: &DatabaseConnection) -> BoxFuture<'_, anyhow::Result<()>> {
+    Box::pin(async move {
+        let counts = store::orders_by_status(db).await?;
+        for status in [
+            super::OrderStatus::Unpaid,
+            super::OrderStatus::Paid,
+            super::OrderStatus::Canceled,
+        ] {
+            let n = counts
+                .iter()
+                .find(|(s, _)| *s == status)
+                .map_or(0, |(_, n)| *n);
+            metrics::gauge!("conveyor_flash_sale_orders", "status" => status.as_str())
+                .set(n as f64);
+        }
+        Ok(())
+    })
+}

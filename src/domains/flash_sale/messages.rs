@@ -1,0 +1,64 @@
+//! The wire contract of the flash-sale flow.
+
+use serde::{Deserialize, Serialize};
+
+use crate::broker::Broker;
+
+/// Envelope kind of [`CreateOrder`].
+pub const CREATE_ORDER: &str = "flash_sale.order.create";
+/// Envelope kind of [`ExpireOrder`].
+pub const EXPIRE_ORDER: &str = "flash_sale.order.expire";
+/// The live stream kind of order events.
+pub const STREAM: &str = "order";
+
+/// Write the order a buyer's unit was taken for (published right after the Lua script).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct CreateOrder {
+    pub order_id: String,
+    pub sale_id: String,
+    pub user_id: String,
+}
+
+/// The order's payment deadline passed: cancel it if it is still unpaid.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct ExpireOrder {
+    pub order_id: String,
+}
+
+/// An order's status change, as stored and as pushed to its buyer.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct OrderEvent {
+    pub order_id: String,
+    pub user_id: String,
+    pub seq: i32,
+    pub status: super::OrderStatus,
+    pub message: Option<String>,
+    pub at: chrono::DateTime<chrono::Utc>,
+}
+
+impl OrderEvent {
+    /// The event as the `order` live stream carries it.
+    pub fn live(&self) -> crate::live::Event {
+        let mut data = serde_json::Map::new();
+        data.insert("order_id".into(), self.order_id.clone().into());
+        data.insert("status".into(), self.status.as_str().into());
+        data.insert("message".into(), serde_json::json!(self.message));
+        data.insert("at".into(), serde_json::json!(self.at));
+        crate::live::Event {
+            stream: STREAM.to_owned(),
+            id: self.order_id.clone(),
+            owner: self.user_id.clone(),
+            seq: i64::from(self.seq),
+            terminal: self.status.is_terminal(),
+            data,
+        }
+    }
+}
+
+/// Publishes events after their transaction committed; best effort (they are stored).
+pub async fn publish_events(broker: &dyn Broker, events: &[OrderEvent]) {
+    let live: Vec<_> = events.iter().map(OrderEvent::live).collect();
+    crate::live::publish(broker, &live).await;
+}

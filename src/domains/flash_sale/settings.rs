@@ -1,0 +1,47 @@
+//! `[flash_sale]`: the flash-sale flow's settings section.
+
+use serde::{Deserialize, Serialize};
+
+use crate::config::{ConfigError, Section, Settings};
+
+pub const SECTION: Section = Section {
+    key: "flash_sale",
+    check,
+};
+
+fn check(settings: &Settings) -> Result<(), ConfigError> {
+    FlashSaleSettings::from_settings(settings).map(|_| ())
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FlashSaleSettings {
+    /// How often the sweep looks for unpaid orders whose timer went missing.
+    pub sweep_interval_ms: u64,
+    /// An unpaid order this long past its deadline is re-driven by the sweep.
+    pub sweep_margin_ms: u64,
+    /// How often every running sale is reconciled (Redis stock + live orders = stock).
+    pub reconcile_interval_ms: u64,
+    /// How long intake waits for the broker's confirm before giving the unit back (503).
+    pub publish_timeout_ms: u64,
+}
+
+impl FlashSaleSettings {
+    pub fn from_settings(settings: &Settings) -> Result<Self, ConfigError> {
+        let s: FlashSaleSettings = settings.section(SECTION.key)?;
+        let positive = [
+            ("flash_sale.sweep_interval_ms", s.sweep_interval_ms),
+            ("flash_sale.reconcile_interval_ms", s.reconcile_interval_ms),
+            ("flash_sale.publish_timeout_ms", s.publish_timeout_ms),
+        ];
+        for (key, v) in positive {
+            if v == 0 {
+                return Err(ConfigError::Invalid {
+                    key,
+                    problem: "must be greater than 0".into(),
+                });
+            }
+        }
+        Ok(s)
+    }
+}
