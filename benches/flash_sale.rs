@@ -1,0 +1,282 @@
+//! Flash-sale order intake (`POST /v1/flash-sales/{id}/orders`) at 50 and 200 concurrent
+//! clients against RabbitMQ + Redis (+ PostgreSQL for the orders), next to a floor
+//! measured in the same run: a bare axum handler that runs the same Lua stock script with
+//! EVALSHA and answers. Then orders persisted per second end to end (intake → consumer →
+//! order row). Floor and conveyor take turns in three rounds per level (this machine's
+//! speed drifts over minutes).
+//!
+//!     cargo bench --bench flash_sale              # 3000 requests per level
+//!     cargo bench --bench flash_sale -- 6000
+
+// Test and bench code: a failed unwrap is a failed run, which is what it should be.
+#![allow(clippy::unwrap_used)]
+
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use axum::extract::State;
+use axum::routing::post;
+use conveyor::app::Application;
+use conveyor::config::{BrokerKind, DedupeKind, Settings};
+use conveyor::domains::flash_sale::service::Sales;
+use conveyor::domains::flash_sale::stock::{RedisStock, StockStore, Take, Warm};
+use conveyor::domains::flash_sale::store;
+use sea_orm::{ConnectionTrait, Database};
+use tokio_util::sync::CancellationToken;
+
+/// Latencies (ms) and wall time of one stretch of load.
+struct Round {
+    latencies: Vec<f64>,
+    secs: f64,
+}
+
+/// `concurrency` clients POST to `url`, client i with `keys[i % keys.len()]`.
+async fn load(url: &str, keys: &[String], concurrency: usize, total: usize) -> Round {
+    let client = reqwest::Client::builder()
+        .pool_max_idle_per_host(concurrency)
+        .build()
+        .unwrap();
+    let next = Arc::new(AtomicUsize::new(0));
+    let start = Instant::now();
+    let workers = (0..concurrency).map(|i| {
+        let key = keys[i % keys.len()].clone();
+        let (client, next, url) = (client.clone(), next.clone(), url.to_owned());
+        tokio::spawn(async move {
+            let mut lat = Vec::new();
+            while next.fetch_add(1, Ordering::Relaxed) < total {
+                let t = Instant::now();
+                let r = client.post(&url).bearer_auth(&key).send().await.unwrap();
+                assert_eq!(r.status(), 202, "{}", r.text().await.unwrap_or_default());
+                lat.push(t.elapsed().as_secs_f64() * 1000.0);
+            }
+            lat
+        })
+    });
+    let latencies = futures::future::join_all(workers)
+        .await
+        .into_iter()
+        .flat_map(|r| r.unwrap())
+        .collect();
+    Round {
+        latencies,
+        secs: start.elapsed().as_secs_f64(),
+    }
+}
+
+/// (req/s, p50 ms, p99 ms) over several rounds.
+fn summary(rounds: Vec<Round>) -> (f64, f64, f64) {
+    let secs: f64 = rounds.iter().map(|r| r.secs).sum();
+    let mut all: Vec<f64> = rounds.into_iter().flat_map(|r| r.latencies).collect();
+    all.sort_by(|a, b| a.total_cmp(b));
+    let pct = |p: f64| all[((all.len() - 1) as f64 * p) as usize];
+    (all.len() as f64 / secs, pct(0.5), pct(0.99))
+}
+
+fn huge_sale(id: &str) -> Warm {
+    let now = chrono::Utc::now().timestamp_millis();
+    Warm {
+        sale_id: id.to_owned(),
+        remaining: 100_000_000,
+        limit: 100_000_000,
+        starts_ms: now - 60_000,
+        ends_ms: now + 3_600_000,
+        bought: Vec::new(),
+    }
+}
+
+/// The floor: the same stock script by EVALSHA, then a 202, nothing else.
+async fn floor_server(stock: Arc<RedisStock>, sale: String) -> (String, CancellationToken) {
+    stock.warm(&huge_sale(&sale)).await.unwrap();
+    let app = axum::Router::new()
+        .route(
+            "/floor",
+            post(
+                |State((stock, sale)): State<(Arc<RedisStock>, String)>| async move {
+                    let order = uuid::Uuid::now_v7().to_string();
+                    let now = chrono::Utc::now().timestamp_millis();
+                    match stock.take(&sale, "floor-user", &order, now).await {
+                        Ok(Take::Taken { .. }) => (
+                            axum::http::StatusCode::ACCEPTED,
+                            axum::Json(serde_json::json!({ "order_id": order, "status": "QUEUED" })),
+                        ),
+                        other => panic!("floor take: {other:?}"),
+                    }
+                },
+            ),
+        )
+        .with_state((stock, sale));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let token = CancellationToken::new();
+    let t = token.clone();
+    tokio::spawn(async move {
+        axum::serve(listener, app)
+            .with_graceful_shutdown(async move { t.cancelled().await })
+            .await
+    });
+    (format!("http://{addr}/floor"), token)
+}
+
+async fn up(addr: &str) -> bool {
+    matches!(
+        tokio::time::timeout(Duration::from_secs(1), tokio::net::TcpStream::connect(addr)).await,
+        Ok(Ok(_))
+    )
+}
+
+#[tokio::main]
+async fn main() {
+    let _ = rustls::crypto::aws_lc_rs::default_provider().install_default();
+    let total: usize = std::env::args()
+        .skip(1)
+        .find_map(|a| a.parse().ok())
+        .unwrap_or(3000);
+    if !(up("127.0.0.1:5672").await && up("127.0.0.1:6379").await && up("127.0.0.1:5432").await) {
+        println!("flash_sale bench needs RabbitMQ, Redis and PostgreSQL on localhost (scripts/services.sh up)");
+        return;
+    }
+    let pid = std::process::id();
+    let dir = tempfile::tempdir().unwrap();
+    let mut s = Settings::load_from(
+        std::path::Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/config")),
+        "local",
+        std::env::vars(),
+    )
+    .unwrap();
+    s.broker.kind = BrokerKind::Rabbitmq;
+    s.dedupe.kind = DedupeKind::Redis;
+    s.broker.namespace = format!("benchfs{pid}");
+    s.dedupe.key_prefix = s.broker.namespace.clone();
+    s.broker.embedded_path = dir.path().join("broker.sqlite");
+    s.server.port = 0;
+    s.log.level = "error".into();
+    s.database.max_connections = 32;
+    let db_name = format!("benchfs{pid}");
+    let admin = Database::connect("postgres://postgres@127.0.0.1:5432/postgres")
+        .await
+        .unwrap();
+    admin
+        .execute_unprepared(&format!("CREATE DATABASE {db_name}"))
+        .await
+        .unwrap();
+    s.database.url = format!("postgres://postgres@127.0.0.1:5432/{db_name}");
+
+    let app = Application::build(s.clone()).await.unwrap();
+    let addr = app.addr();
+    let platform = app.platform().clone();
+    let stop = CancellationToken::new();
+    let server = tokio::spawn(app.run_until(stop.clone()));
+    let mut keys = Vec::new();
+    for i in 0..50 {
+        keys.push(
+            conveyor::users::create(&platform.db, &format!("buyer{i}"), 0, false)
+                .await
+                .unwrap()
+                .1,
+        );
+    }
+    let sales = Sales::of(&platform).await.unwrap();
+    let now = chrono::Utc::now();
+    let sale = store::create_sale(
+        &platform.db,
+        store::NewSale {
+            item: "bench".into(),
+            price: 1,
+            stock: 1_000_000,
+            per_user_limit: 1_000_000,
+            starts_at: now - chrono::Duration::minutes(1),
+            ends_at: now + chrono::Duration::hours(1),
+        },
+    )
+    .await
+    .unwrap();
+    sales.warm(&platform.db, &sale).await.unwrap();
+    let floor_stock = Arc::new(
+        RedisStock::connect(&s.dedupe.url, &format!("{}floor", s.dedupe.key_prefix))
+            .await
+            .unwrap(),
+    );
+    let (floor_url, floor_stop) = floor_server(floor_stock, format!("floor{pid}")).await;
+    let intake_url = format!("http://{addr}/v1/flash-sales/{}/orders", sale.id);
+
+    println!("[PostgreSQL + RabbitMQ + Redis] {total} requests per level, intake only (no consumer running)");
+    println!(
+        "{:<34} {:>8} {:>7} {:>7} {:>11} {:>10}",
+        "", "req/s", "p50 ms", "p99 ms", "x floor rate", "x floor p99"
+    );
+    const ROUNDS: usize = 3;
+    for clients in [50, 200] {
+        let (mut floor, mut ours) = (Vec::new(), Vec::new());
+        for _ in 0..ROUNDS {
+            floor.push(load(&floor_url, &keys, clients, total / ROUNDS).await);
+            ours.push(load(&intake_url, &keys, clients, total / ROUNDS).await);
+        }
+        let (fr, f50, f99) = summary(floor);
+        let (r, p50, p99) = summary(ours);
+        println!("{:<34} {fr:>8.0} {f50:>7.1} {f99:>7.1}", format!("floor EVALSHA @{clients}"));
+        println!(
+            "{:<34} {r:>8.0} {p50:>7.1} {p99:>7.1} {:>11.2} {:>10.2}",
+            format!("POST …/orders @{clients}"),
+            r / fr,
+            p99 / f99
+        );
+    }
+
+    // End to end: the orders accepted above, then more while the consumers run, until
+    // every accepted order is a row.
+    let accepted = 2 * total as u64 / ROUNDS as u64 * ROUNDS as u64;
+    let start = Instant::now();
+    let workers = {
+        let (p, token) = (platform.clone(), stop.clone());
+        tokio::spawn(async move {
+            let groups = ["orders".to_owned()];
+            conveyor::app::run_workers(&p, conveyor::domains::ALL, Some(&groups), token).await
+        })
+    };
+    loop {
+        let written = store::live_orders(&platform.db, &sale.id).await.unwrap();
+        if written >= accepted {
+            break;
+        }
+        if start.elapsed() > Duration::from_secs(300) {
+            println!("only {written}/{accepted} orders written in 300 s");
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let secs = start.elapsed().as_secs_f64();
+    println!(
+        "end to end: {accepted} queued orders written by the orders consumer in {secs:.2} s = {:.0} orders/s",
+        accepted as f64 / secs
+    );
+
+    floor_stop.cancel();
+    stop.cancel();
+    let _ = server.await;
+    let _ = workers.await;
+    let topology = conveyor::app::topology(&s, conveyor::domains::ALL);
+    if let Ok(b) = conveyor::broker::connect(&s, topology).await {
+        let _ = b.teardown().await;
+        b.close().await;
+    }
+    if let Ok(client) = redis::Client::open(s.dedupe.url.as_str())
+        && let Ok(mut c) = client.get_multiplexed_async_connection().await
+    {
+        let keys: Vec<String> = redis::cmd("KEYS")
+            .arg(format!("{}*", s.dedupe.key_prefix))
+            .query_async(&mut c)
+            .await
+            .unwrap_or_default();
+        if !keys.is_empty() {
+            let _: Result<(), _> = redis::cmd("DEL").arg(keys).query_async(&mut c).await;
+        }
+    }
+    drop(platform);
+    let _ = admin
+        .execute_unprepared(&format!("DROP DATABASE IF EXISTS {db_name} WITH (FORCE)"))
+        .await;
+}
