@@ -101,7 +101,9 @@ async fn floor_server(stock: Arc<RedisStock>, sale: String) -> (String, Cancella
                     match stock.take(&sale, "floor-user", &order, now).await {
                         Ok(Take::Taken { .. }) => (
                             axum::http::StatusCode::ACCEPTED,
-                            axum::Json(serde_json::json!({ "order_id": order, "status": "QUEUED" })),
+                            axum::Json(
+                                serde_json::json!({ "order_id": order, "status": "QUEUED" }),
+                            ),
                         ),
                         other => panic!("floor take: {other:?}"),
                     }
@@ -136,7 +138,9 @@ async fn main() {
         .find_map(|a| a.parse().ok())
         .unwrap_or(3000);
     if !(up("127.0.0.1:5672").await && up("127.0.0.1:6379").await && up("127.0.0.1:5432").await) {
-        println!("flash_sale bench needs RabbitMQ, Redis and PostgreSQL on localhost (scripts/services.sh up)");
+        println!(
+            "flash_sale bench needs RabbitMQ, Redis and PostgreSQL on localhost (scripts/services.sh up)"
+        );
         return;
     }
     let pid = std::process::id();
@@ -203,7 +207,9 @@ async fn main() {
     let (floor_url, floor_stop) = floor_server(floor_stock, format!("floor{pid}")).await;
     let intake_url = format!("http://{addr}/v1/flash-sales/{}/orders", sale.id);
 
-    println!("[PostgreSQL + RabbitMQ + Redis] {total} requests per level, intake only (no consumer running)");
+    println!(
+        "[PostgreSQL + RabbitMQ + Redis] {total} requests per level, intake only (no consumer running)"
+    );
     println!(
         "{:<34} {:>8} {:>7} {:>7} {:>11} {:>10}",
         "", "req/s", "p50 ms", "p99 ms", "x floor rate", "x floor p99"
@@ -217,7 +223,10 @@ async fn main() {
         }
         let (fr, f50, f99) = summary(floor);
         let (r, p50, p99) = summary(ours);
-        println!("{:<34} {fr:>8.0} {f50:>7.1} {f99:>7.1}", format!("floor EVALSHA @{clients}"));
+        println!(
+            "{:<34} {fr:>8.0} {f50:>7.1} {f99:>7.1}",
+            format!("floor EVALSHA @{clients}")
+        );
         println!(
             "{:<34} {r:>8.0} {p50:>7.1} {p99:>7.1} {:>11.2} {:>10.2}",
             format!("POST …/orders @{clients}"),

@@ -367,3 +367,68 @@ async fn dead_letters_are_listed_replayed_and_discarded_from_the_cli() {
     );
     assert_eq!(sent.attempt, 0);
 }
+
+#[test]
+fn a_config_section_no_domain_reads_exits_2_naming_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = command(BIN, dir.path())
+        .arg("config")
+        .env("CONVEYOR__IA__EXECUTOR", "simulated")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("[ia]"), "{stderr}");
+}
+
+/// `conveyor flash-sales …` against the real stock store (Redis) and a local database.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn flash_sales_are_created_shown_listed_and_reconciled_from_the_cli() {
+    let Some(env) = TestEnv::new(Backend::RabbitPostgres, "cli_flash_sales").await else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let run = |args: &[&str]| {
+        let out = command(BIN, dir.path())
+            .args(args)
+            .env("CONVEYOR__DEDUPE__KIND", "redis")
+            .env("CONVEYOR__DEDUPE__URL", &env.settings.dedupe.url)
+            .env(
+                "CONVEYOR__DEDUPE__KEY_PREFIX",
+                &env.settings.dedupe.key_prefix,
+            )
+            .output()
+            .unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+        assert!(
+            out.status.success(),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        stdout
+    };
+    let created: serde_json::Value = serde_json::from_str(&run(&[
+        "flash-sales",
+        "create",
+        "--item",
+        "tea set",
+        "--price",
+        "5",
+        "--stock",
+        "7",
+        "--limit",
+        "1",
+    ]))
+    .unwrap();
+    let id = created["id"].as_str().unwrap().to_owned();
+    assert_eq!(created["remaining"], 7);
+    let shown: serde_json::Value =
+        serde_json::from_str(&run(&["flash-sales", "show", &id])).unwrap();
+    assert_eq!(shown["remaining"], 7, "loaded into Redis by create");
+    assert!(run(&["flash-sales", "list"]).contains(&id));
+    let report: serde_json::Value =
+        serde_json::from_str(&run(&["flash-sales", "reconcile", &id])).unwrap();
+    assert_eq!(report["drift"], 0);
+    assert_eq!(report["live_orders"], 0);
+    env.cleanup(None).await;
+}

@@ -63,7 +63,7 @@ impl Handler for CreateOrderHandler {
             Err(WriteError::Db(e)) => return Err(HandlerError::transient(e)),
             Err(refused) => return Err(HandlerError::permanent(refused)),
         };
-        let Some((order, ev)) = written else {
+        let Some((order, events)) = written else {
             // Written by an earlier delivery.
             return Ok(());
         };
@@ -85,7 +85,7 @@ impl Handler for CreateOrderHandler {
         txn.commit().await.map_err(HandlerError::transient)?;
         self.relay.notify();
         metrics::counter!("conveyor_flash_sale_orders_written_total").increment(1);
-        publish_events(ctx.broker.as_ref(), &[ev]).await;
+        publish_events(ctx.broker.as_ref(), &events).await;
         Ok(())
     }
 

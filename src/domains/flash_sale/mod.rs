@@ -17,6 +17,7 @@ pub mod entity;
 pub mod handler;
 pub mod jobs;
 pub mod messages;
+pub mod publisher;
 pub mod queues;
 pub mod routes;
 pub mod service;
@@ -78,8 +79,10 @@ fn routes<'a>(
 ) -> BoxFuture<'a, anyhow::Result<axum::Router>> {
     async move {
         let sales = Sales::of(platform).await?;
+        let timeout = std::time::Duration::from_millis(sales.settings.publish_timeout_ms);
         Ok(routes::routes(routes::FlashSales {
             core: core.clone(),
+            publisher: publisher::Publisher::start(platform.broker.clone(), timeout),
             sales,
         }))
     }

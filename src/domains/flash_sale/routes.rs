@@ -6,7 +6,6 @@
 //! publish fails the unit goes back and the buyer gets 503 with `Retry-After`.
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use axum::extract::{FromRef, Path, State};
 use axum::http::{HeaderValue, StatusCode, header};
@@ -19,7 +18,8 @@ use sha2::{Digest as _, Sha256};
 use utoipa::{IntoParams, ToSchema};
 
 use super::OrderStatus;
-use super::messages::{CREATE_ORDER, CreateOrder, OrderEvent, publish_events};
+use super::messages::{CREATE_ORDER, CreateOrder, publish_events};
+use super::publisher::Publisher;
 use super::queues::ORDERS_CREATE;
 use super::service::{Reconciled, Sales};
 use super::stock::Take;
@@ -27,7 +27,7 @@ use super::store::{self, NewSale, Order, Paid, Sale};
 use crate::api::idempotency::IdempotencyKey;
 use crate::api::openapi::ErrorBody;
 use crate::api::{Admin, ApiJson, ApiQuery, AuthUser, Core, Page};
-use crate::broker::{Envelope, Target};
+use crate::broker::{Envelope, Outgoing, Target};
 use crate::error::ApiError;
 
 /// The flash-sale routes' state.
@@ -35,6 +35,7 @@ use crate::error::ApiError;
 pub struct FlashSales {
     pub core: Core,
     pub sales: Arc<Sales>,
+    pub publisher: Publisher,
 }
 
 pub fn routes(state: FlashSales) -> Router {
@@ -384,19 +385,10 @@ pub(crate) async fn order(
     )
     .with_id(order_id.clone())
     .with_correlation_id(order_id.clone());
-    let wait = Duration::from_millis(state.sales.settings.publish_timeout_ms);
-    let published = tokio::time::timeout(
-        wait,
-        state
-            .core
-            .broker
-            .publish(Target::Queue(&ORDERS_CREATE), &message),
-    )
-    .await;
-    if let Err(why) = published
-        .map_err(|_| format!("no confirm within {wait:?}"))
-        .and_then(|r| r.map_err(|e| e.to_string()))
-    {
+    let max_payload = state.core.settings.broker.max_payload_bytes;
+    let outgoing = Outgoing::new(Target::Queue(&ORDERS_CREATE), &message, max_payload)
+        .map_err(|e| ApiError::Internal(e.into()))?;
+    if let Err(why) = state.publisher.publish(outgoing).await {
         // Never a unit taken without an order on its way: give it back.
         let back = stock.give_back(&sale_id, &user.id, &order_id).await;
         tracing::warn!(order = %order_id, error = %why, returned = ?back.is_ok(), "order not published; unit given back");
@@ -407,16 +399,8 @@ pub(crate) async fn order(
         });
     }
     outcome("accepted");
-    let queued = OrderEvent {
-        order_id: order_id.clone(),
-        user_id: user.id.clone(),
-        seq: 1,
-        status: OrderStatus::Queued,
-        message: Some("accepted".into()),
-        at: Utc::now(),
-    };
-    let broker = state.core.broker.clone();
-    tokio::spawn(async move { publish_events(broker.as_ref(), &[queued]).await });
+    // No live event here: one broker message per order is the intake's whole cost. The
+    // QUEUED event is stored with the order and goes out with UNPAID, in one message.
     Ok(accepted(order_id, OrderStatus::Queued))
 }
 

@@ -131,16 +131,16 @@ fn event_of(o: &Order, seq: i32, status: OrderStatus, message: &str) -> OrderEve
     }
 }
 
-/// Writes an accepted order (UNPAID, events QUEUED then UNPAID) and holds its unit in
-/// the sale's `sold`, in the caller's transaction. `None` when the order exists already
-/// (a redelivery).
+/// Writes an accepted order (UNPAID, events QUEUED then UNPAID, both returned) and holds
+/// its unit in the sale's `sold`, in the caller's transaction. `None` when the order
+/// exists already (a redelivery).
 pub async fn insert_order(
     txn: &impl ConnectionTrait,
     order_id: &str,
     sale_id: &str,
     user_id: &str,
     pay_within: chrono::Duration,
-) -> Result<Option<(Order, OrderEvent)>, WriteError> {
+) -> Result<Option<(Order, [OrderEvent; 2])>, WriteError> {
     if order::Entity::find_by_id(order_id.to_owned())
         .one(txn)
         .await?
@@ -191,7 +191,7 @@ pub async fn insert_order(
     event::Entity::insert_many([event_row(&queued), event_row(&unpaid)])
         .exec_without_returning(txn)
         .await?;
-    Ok(Some((o, unpaid)))
+    Ok(Some((o, [queued, unpaid])))
 }
 
 /// Moves an order from UNPAID to `to` (PAID or CANCELED) with its event; `None` when it
