@@ -7,6 +7,7 @@
 
 pub mod ai_tasks;
 pub mod flash_sale;
+pub mod payments;
 
 use std::sync::Arc;
 
