@@ -481,4 +481,63 @@ mod tests {
         }
         assert_eq!(accepted, 0, "false accepts");
     }
+
+    /// Mutations of a WeChat Pay notification's body, timestamp, nonce, signature and
+    /// serial never verify.
+    #[test]
+    fn wechat_mutations_find_no_false_accept() {
+        let mut rng = rand::rng();
+        let (pair, public) = rsa();
+        let api_key = [9u8; 32];
+        let body = wechat_event(
+            &api_key,
+            br#"{"out_trade_no":"pay_7","amount":{"total":700}}"#,
+        );
+        let ts = NOW.to_string();
+        let nonce = "n-42".to_owned();
+        let signed = format!("{ts}\n{nonce}\n{}\n", String::from_utf8_lossy(&body));
+        let sig = sign(&pair, signed.as_bytes());
+        let keys = [("SERIAL-1", &public)];
+        let original = [
+            body.clone(),
+            ts.clone().into_bytes(),
+            nonce.clone().into_bytes(),
+            sig.clone().into_bytes(),
+            b"SERIAL-1".to_vec(),
+        ];
+        let mut accepted = 0;
+        for _ in 0..2000 {
+            let mut fields = original.clone();
+            let which = rng.random_range(0..fields.len());
+            let target = &mut fields[which];
+            let i = rng.random_range(0..target.len());
+            match rng.random_range(0..3) {
+                0 => target[i] ^= 1 << rng.random_range(0..8),
+                1 => {
+                    target.remove(i);
+                }
+                _ => target.insert(i, rng.random()),
+            }
+            if fields == original {
+                continue;
+            }
+            let text = |b: &Vec<u8>| String::from_utf8_lossy(b).into_owned();
+            let (t, n, g, serial) = (
+                text(&fields[1]),
+                text(&fields[2]),
+                text(&fields[3]),
+                text(&fields[4]),
+            );
+            let headers = WechatHeaders {
+                timestamp: &t,
+                nonce: &n,
+                signature: &g,
+                serial: &serial,
+            };
+            if wechat(&headers, &fields[0], &keys, &api_key, NOW, 300).is_ok() {
+                accepted += 1;
+            }
+        }
+        assert_eq!(accepted, 0, "false accepts");
+    }
 }
