@@ -43,7 +43,8 @@ impl Refused {
 }
 
 /// An RSA public key from a PEM `PUBLIC KEY` (SubjectPublicKeyInfo) block, or from the
-/// bare base64 of its DER (how Alipay hands its key out).
+/// bare base64 of its DER (how Alipay hands its key out). Checked when it is read, so a
+/// bad key in the configuration stops the start-up, not the first webhook.
 #[derive(Clone)]
 pub struct RsaPublicKey(Vec<u8>);
 
@@ -58,6 +59,8 @@ impl RsaPublicKey {
                     .map_err(|_| "not a PEM public key nor base64 DER")?
             }
         };
+        aws_lc_rs::rsa::PublicEncryptingKey::from_der(&der)
+            .map_err(|_| "not an RSA public key (SubjectPublicKeyInfo)")?;
         Ok(RsaPublicKey(der))
     }
 
@@ -270,6 +273,18 @@ mod tests {
             "t={t},v1={}",
             hex::encode(hmac::sign(&key, &signed).as_ref())
         )
+    }
+
+    #[test]
+    fn keys_are_checked_when_read() {
+        let pair = RsaKeyPair::generate(KeySize::Rsa2048).unwrap();
+        let der = pair.public_key().as_der().unwrap();
+        let b64 = BASE64.encode(der.as_ref());
+        let pem = format!("-----BEGIN PUBLIC KEY-----\n{b64}\n-----END PUBLIC KEY-----\n");
+        assert!(RsaPublicKey::from_pem_or_base64(&pem).is_ok());
+        assert!(RsaPublicKey::from_pem_or_base64(&b64).is_ok());
+        assert!(RsaPublicKey::from_pem_or_base64("bm90IGEga2V5").is_err());
+        assert!(RsaPublicKey::from_pem_or_base64("%%%").is_err());
     }
 
     #[test]
