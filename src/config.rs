@@ -216,6 +216,7 @@ impl Settings {
                     .try_parsing(true)
                     .list_separator(",")
                     .with_list_parse_key("broker.retry_tiers_ms")
+                    .with_list_parse_key("payments.hmac_secrets")
                     .source(Some(vars)),
             )
             .build()?
@@ -378,6 +379,11 @@ fn mask_secrets(v: &mut serde_json::Value) {
             .any(|s| k.contains(s));
         match v {
             serde_json::Value::String(s) if secret && !s.is_empty() => *s = "****".into(),
+            serde_json::Value::Array(items) if secret => {
+                for item in items.iter_mut().filter(|i| i.is_string()) {
+                    *item = "****".into();
+                }
+            }
             other => mask_secrets(other),
         }
     }

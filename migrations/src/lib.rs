@@ -10,6 +10,7 @@ mod m20261202_000003_ai_tasks;
 mod m20261202_000004_ws_tickets;
 mod m20261203_000005_dead_letter_actions;
 mod m20261203_000006_flash_sale;
+mod m20261203_000007_payments;
 
 pub struct Migrator;
 
@@ -23,6 +24,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261202_000004_ws_tickets::Migration),
             Box::new(m20261203_000005_dead_letter_actions::Migration),
             Box::new(m20261203_000006_flash_sale::Migration),
+            Box::new(m20261203_000007_payments::Migration),
         ]
     }
 }

@@ -62,7 +62,7 @@ impl std::fmt::Debug for Domain {
 }
 
 /// Every domain of this build.
-pub const ALL: &[&Domain] = &[&ai_tasks::DOMAIN, &flash_sale::DOMAIN];
+pub const ALL: &[&Domain] = &[&ai_tasks::DOMAIN, &flash_sale::DOMAIN, &payments::DOMAIN];
 
 /// Nothing to run in the background.
 pub fn no_jobs(_: &Platform, _: CancellationToken) -> Vec<BoxFuture<'static, anyhow::Result<()>>> {

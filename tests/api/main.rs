@@ -17,4 +17,5 @@ mod helpers;
 mod live;
 mod openapi;
 mod outbox;
+mod payments;
 mod rabbitmq;

@@ -1,0 +1,13 @@
+//! The payments flow's queue (consumer group `payments`).
+
+use crate::broker::QueueSpec;
+
+pub const PAYMENTS_APPLY: QueueSpec = QueueSpec {
+    key: "payments.apply",
+    group: "payments",
+    default_prefetch: 32,
+    default_max_attempts: 8,
+    purpose: "apply verified payment events (grant credits) exactly once",
+};
+
+pub const QUEUES: &[&QueueSpec] = &[&PAYMENTS_APPLY];

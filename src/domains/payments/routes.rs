@@ -1,0 +1,256 @@
+//! HTTP: buyers create payment intents and read them; providers call the webhook.
+//!
+//! `POST /v1/webhooks/payments/hmac` verifies the raw body before it parses it, checks
+//! the amount and currency against the payment, records the event in the inbox together
+//! with its `payments.apply` message (one transaction) and answers at once: the answer
+//! never waits for the broker. A redelivered event answers the same with no effect.
+
+use std::sync::Arc;
+
+use axum::body::Bytes;
+use axum::extract::{FromRef, Path, State};
+use axum::http::{HeaderMap, StatusCode};
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use serde::{Deserialize, Serialize};
+use serde_json::json;
+use utoipa::ToSchema;
+
+use super::handler::APPLY_EVENT;
+use super::queues::PAYMENTS_APPLY;
+use super::settings::PaymentSettings;
+use super::store::{self, Payment};
+use super::verify::{self, Refused};
+use crate::api::openapi::ErrorBody;
+use crate::api::{ApiJson, AuthUser, Core};
+use crate::broker::{Envelope, Target};
+use crate::error::ApiError;
+
+/// The header carrying `t=<unix>,v1=<hex hmac>`.
+pub const SIGNATURE_HEADER: &str = "conveyor-signature";
+
+#[derive(Clone, FromRef)]
+pub struct Payments {
+    pub core: Core,
+    pub settings: Arc<PaymentSettings>,
+}
+
+pub fn routes(state: Payments) -> Router {
+    Router::new()
+        .route("/v1/payments", post(create))
+        .route("/v1/payments/{id}", get(show))
+        .route("/v1/webhooks/payments/hmac", post(webhook))
+        .with_state(state)
+}
+
+#[derive(utoipa::OpenApi)]
+#[openapi(
+    paths(create, show, webhook),
+    tags((name = "payments", description = "Payment intents and provider webhooks"))
+)]
+pub struct Doc;
+
+#[derive(Debug, Deserialize, Serialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct PaymentRequest {
+    /// A product of `[payments.products]`.
+    pub product: String,
+}
+
+/// What a client needs to pay, provider-agnostic.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct PaymentView {
+    pub id: String,
+    /// Our order number at the provider (the payment id).
+    pub out_trade_no: String,
+    pub product: String,
+    pub credits: i64,
+    /// In the currency's minor unit.
+    pub amount: i64,
+    pub currency: String,
+    /// `CREATED` or `PAID`.
+    pub status: String,
+    pub created_at: chrono::DateTime<chrono::Utc>,
+    pub paid_at: Option<chrono::DateTime<chrono::Utc>>,
+}
+
+impl From<Payment> for PaymentView {
+    fn from(p: Payment) -> Self {
+        PaymentView {
+            out_trade_no: p.id.clone(),
+            id: p.id,
+            product: p.product,
+            credits: p.credits,
+            amount: p.amount,
+            currency: p.currency,
+            status: p.status,
+            created_at: p.created_at,
+            paid_at: p.paid_at,
+        }
+    }
+}
+
+/// `POST /v1/payments`: a payment intent for a product.
+#[utoipa::path(post, path = "/v1/payments", tag = "payments", security(("api_key" = [])),
+    request_body = PaymentRequest,
+    responses(
+        (status = 201, description = "The intent", body = PaymentView),
+        (status = 401, description = "Missing or invalid API key", body = ErrorBody),
+        (status = 422, description = "Unknown product", body = ErrorBody)))]
+pub(crate) async fn create(
+    State(state): State<Payments>,
+    AuthUser(user): AuthUser,
+    ApiJson(req): ApiJson<PaymentRequest>,
+) -> Result<(StatusCode, Json<PaymentView>), ApiError> {
+    let product = state.settings.products.get(&req.product).ok_or_else(|| {
+        let known: Vec<&str> = state.settings.products.keys().map(String::as_str).collect();
+        ApiError::Unprocessable {
+            code: "invalid_field",
+            message: format!("unknown product; expected one of {}", known.join(", ")),
+            field: Some("product".into()),
+        }
+    })?;
+    let p = store::create(
+        &state.core.db,
+        &user.id,
+        &req.product,
+        product.credits,
+        product.amount,
+        &state.settings.currency,
+    )
+    .await?;
+    Ok((StatusCode::CREATED, Json(p.into())))
+}
+
+/// `GET /v1/payments/{id}`: the caller's payment.
+#[utoipa::path(get, path = "/v1/payments/{id}", tag = "payments", security(("api_key" = [])),
+    params(("id" = String, Path, description = "Payment id")),
+    responses(
+        (status = 200, description = "The payment", body = PaymentView),
+        (status = 401, description = "Missing or invalid API key", body = ErrorBody),
+        (status = 404, description = "No such payment of the caller's", body = ErrorBody)))]
+pub(crate) async fn show(
+    State(state): State<Payments>,
+    AuthUser(user): AuthUser,
+    Path(id): Path<String>,
+) -> Result<Json<PaymentView>, ApiError> {
+    match store::get(&state.core.db, &id).await? {
+        Some(p) if user.can_see(&p.user_id) => Ok(Json(p.into())),
+        _ => Err(ApiError::NotFound("payment")),
+    }
+}
+
+/// The event a provider signs.
+#[derive(Debug, Deserialize)]
+struct HmacEvent {
+    id: String,
+    #[serde(rename = "type")]
+    kind: String,
+    data: HmacData,
+}
+
+#[derive(Debug, Deserialize)]
+struct HmacData {
+    out_trade_no: String,
+    amount: i64,
+    currency: String,
+}
+
+fn refused(provider: &'static str, why: &Refused) -> ApiError {
+    tracing::warn!(provider, reason = why.reason(), "webhook refused");
+    metrics::counter!("conveyor_webhooks_total", "provider" => provider, "outcome" => why.reason())
+        .increment(1);
+    match why {
+        Refused::Malformed(_) => ApiError::BadRequest {
+            code: "malformed",
+            message: why.to_string(),
+            field: None,
+        },
+        _ => ApiError::Unauthorized,
+    }
+}
+
+fn outcome(outcome: &'static str) {
+    metrics::counter!("conveyor_webhooks_total", "provider" => "hmac", "outcome" => outcome)
+        .increment(1);
+}
+
+/// `POST /v1/webhooks/payments/hmac`: a provider's signed event (`conveyor-signature:
+/// t=<unix>,v1=<hex hmac-sha256 of "t.body">`).
+#[utoipa::path(post, path = "/v1/webhooks/payments/hmac", tag = "payments",
+    request_body(content = Object, description = "`{\"id\":…,\"type\":\"payment.succeeded\",\"data\":{\"out_trade_no\",\"amount\",\"currency\"}}`"),
+    responses(
+        (status = 200, description = "Recorded (or recorded before): `{\"received\":true}`", body = Object),
+        (status = 400, description = "Malformed, or amount/currency not the payment's", body = ErrorBody),
+        (status = 401, description = "Bad or expired signature", body = ErrorBody),
+        (status = 404, description = "No such payment", body = ErrorBody)))]
+pub(crate) async fn webhook(
+    State(state): State<Payments>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Result<Json<serde_json::Value>, ApiError> {
+    const PROVIDER: &str = "hmac";
+    let header = headers
+        .get(SIGNATURE_HEADER)
+        .and_then(|v| v.to_str().ok())
+        .ok_or_else(|| {
+            refused(
+                PROVIDER,
+                &Refused::Malformed("no conveyor-signature header"),
+            )
+        })?;
+    let secrets: Vec<&[u8]> = state
+        .settings
+        .hmac_secrets
+        .iter()
+        .map(|s| s.as_bytes())
+        .collect();
+    let now = chrono::Utc::now().timestamp();
+    verify::hmac_sha256(
+        header,
+        &body,
+        &secrets,
+        now,
+        state.settings.timestamp_window_secs,
+    )
+    .map_err(|e| refused(PROVIDER, &e))?;
+    let ev: HmacEvent = serde_json::from_slice(&body)
+        .map_err(|_| refused(PROVIDER, &Refused::Malformed("not a payment event")))?;
+    if ev.kind != "payment.succeeded" {
+        // Signed and well-formed, but nothing we act on: acknowledge so it is not resent.
+        outcome("ignored");
+        return Ok(Json(json!({ "received": true })));
+    }
+    let payment = store::get(&state.core.db, &ev.data.out_trade_no)
+        .await?
+        .ok_or(ApiError::NotFound("payment"))?;
+    if payment.amount != ev.data.amount || payment.currency != ev.data.currency {
+        tracing::warn!(provider = PROVIDER, event = %ev.id, payment = %payment.id, "webhook amount or currency mismatch");
+        outcome("mismatch");
+        return Err(ApiError::BadRequest {
+            code: "mismatch",
+            message: "amount or currency is not the payment's".into(),
+            field: None,
+        });
+    }
+    let txn = crate::db::begin_read_committed(&state.core.db).await?;
+    let Some(row) = store::receive(&txn, PROVIDER, &ev.id, &payment.id).await? else {
+        txn.rollback().await?;
+        outcome("duplicate");
+        return Ok(Json(json!({ "received": true })));
+    };
+    let apply =
+        Envelope::new(APPLY_EVENT, json!({ "event": row })).with_correlation_id(payment.id.clone());
+    crate::outbox::enqueue(
+        &txn,
+        Target::Queue(&PAYMENTS_APPLY),
+        &apply,
+        state.core.settings.broker.max_payload_bytes,
+    )
+    .await
+    .map_err(|e| ApiError::Internal(e.into()))?;
+    txn.commit().await?;
+    state.core.relay.notify();
+    outcome("accepted");
+    Ok(Json(json!({ "received": true })))
+}

@@ -1,0 +1,219 @@
+//! Payment webhooks (HMAC scheme) on every backend: verified, recorded, granted once.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use crate::helpers::*;
+use crate::on_every_backend;
+
+on_every_backend!(
+    a_webhook_delivered_twenty_times_grants_once,
+    bad_webhooks_are_refused_with_their_reason,
+);
+
+const SECRET: &str = "whsec_test";
+
+fn with_secret(env: &mut TestEnv) {
+    env.settings.sections.get_mut("payments").unwrap()["hmac_secrets"] = json!([SECRET]);
+}
+
+fn signature(body: &str, t: i64) -> String {
+    signature_with(SECRET, body, t)
+}
+
+fn signature_with(secret: &str, body: &str, t: i64) -> String {
+    let key = aws_lc_rs::hmac::Key::new(aws_lc_rs::hmac::HMAC_SHA256, secret.as_bytes());
+    let tag = aws_lc_rs::hmac::sign(&key, format!("{t}.{body}").as_bytes());
+    format!("t={t},v1={}", hex::encode(tag.as_ref()))
+}
+
+async fn intent(app: &TestApp, key: &str) -> Value {
+    let r = app
+        .client
+        .post(app.url("/v1/payments"))
+        .bearer_auth(key)
+        .json(&json!({ "product": "credits_100" }))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 201);
+    r.json().await.unwrap()
+}
+
+fn event(id: &str, payment: &Value, amount: i64) -> String {
+    json!({
+        "id": id, "type": "payment.succeeded",
+        "data": { "out_trade_no": payment["out_trade_no"], "amount": amount, "currency": payment["currency"] },
+    })
+    .to_string()
+}
+
+async fn deliver(app: &TestApp, body: &str, signature: &str) -> (u16, Value) {
+    let r = app
+        .client
+        .post(app.url("/v1/webhooks/payments/hmac"))
+        .header("conveyor-signature", signature)
+        .header("content-type", "application/json")
+        .body(body.to_owned())
+        .send()
+        .await
+        .unwrap();
+    (r.status().as_u16(), r.json().await.unwrap_or(Value::Null))
+}
+
+async fn a_webhook_delivered_twenty_times_grants_once(backend: Backend) {
+    let Some(mut env) = TestEnv::new(backend, "payments_once").await else {
+        return;
+    };
+    with_secret(&mut env);
+    let app = Arc::new(spawn_app(&env).await);
+    app.start_consumers();
+    let (user, key) = app.user("payer", 5).await;
+    let payment = intent(&app, &key).await;
+    assert_eq!(payment["amount"], 990);
+    let body = event("evt_1", &payment, 990);
+    let sig = signature(&body, chrono::Utc::now().timestamp());
+    let mut deliveries = Vec::new();
+    for _ in 0..20 {
+        let (app, body, sig) = (app.clone(), body.clone(), sig.clone());
+        deliveries.push(tokio::spawn(
+            async move { deliver(&app, &body, &sig).await },
+        ));
+    }
+    for d in deliveries {
+        let (status, answer) = d.await.unwrap();
+        assert_eq!(status, 200, "{answer}");
+        assert_eq!(answer["received"], true);
+    }
+    wait_until(Duration::from_secs(30), "the grant", || async {
+        app.credits(&user.id).await == 105
+    })
+    .await;
+    // A second event for the same payment (another id) grants nothing more.
+    let again = event("evt_2", &payment, 990);
+    let (status, _) = deliver(
+        &app,
+        &again,
+        &signature(&again, chrono::Utc::now().timestamp()),
+    )
+    .await;
+    assert_eq!(status, 200);
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    assert_eq!(app.credits(&user.id).await, 105, "granted once");
+    let seen: Value = app
+        .client
+        .get(app.url(&format!("/v1/payments/{}", payment["id"].as_str().unwrap())))
+        .bearer_auth(&key)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(seen["status"], "PAID");
+    let app = Arc::try_unwrap(app).ok().unwrap();
+    let platform = app.stop().await;
+    env.cleanup(Some(&platform)).await;
+}
+
+async fn bad_webhooks_are_refused_with_their_reason(backend: Backend) {
+    let Some(mut env) = TestEnv::new(backend, "payments_refused").await else {
+        return;
+    };
+    with_secret(&mut env);
+    let app = spawn_app(&env).await;
+    app.start_consumers();
+    let (user, key) = app.user("payer", 0).await;
+    let payment = intent(&app, &key).await;
+    let now = chrono::Utc::now().timestamp();
+    let body = event("evt_x", &payment, 990);
+    // Signed with another secret; signed for another body; too old; no header; not JSON.
+    let forged = signature_with("whsec_guess", &body, now);
+    assert_eq!(deliver(&app, &body, &forged).await.0, 401);
+    assert_eq!(
+        deliver(&app, &body, "t=now,v1=zz").await.0,
+        400,
+        "malformed"
+    );
+    let other = event("evt_x", &payment, 1);
+    assert_eq!(deliver(&app, &body, &signature(&other, now)).await.0, 401);
+    assert_eq!(
+        deliver(&app, &body, &signature(&body, now - 3600)).await.0,
+        401
+    );
+    let r = app
+        .client
+        .post(app.url("/v1/webhooks/payments/hmac"))
+        .body(body.clone())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 400);
+    // Signed, but the amount is not the payment's.
+    let cheap = event("evt_y", &payment, 1);
+    let (status, answer) = deliver(&app, &cheap, &signature(&cheap, now)).await;
+    assert_eq!(status, 400);
+    assert_eq!(answer["error"]["code"], "mismatch");
+    // Unknown product; another user's payment is invisible.
+    let r = app
+        .client
+        .post(app.url("/v1/payments"))
+        .bearer_auth(&key)
+        .json(&json!({ "product": "gold_bars" }))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 422);
+    let (_, other_key) = app.user("other", 0).await;
+    let r = app
+        .client
+        .get(app.url(&format!("/v1/payments/{}", payment["id"].as_str().unwrap())))
+        .bearer_auth(&other_key)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 404);
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(app.credits(&user.id).await, 0, "nothing granted");
+    let platform = app.stop().await;
+    env.cleanup(Some(&platform)).await;
+}
+
+/// RabbitMQ goes away: webhooks still answer at once; the grant happens once it is back.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn webhooks_answer_while_the_broker_is_down() {
+    for backend in [Backend::RabbitMariadb, Backend::RabbitPostgres] {
+        let Some(mut env) = TestEnv::new(backend, "payments_broker_down").await else {
+            return;
+        };
+        with_secret(&mut env);
+        let proxy = Proxy::start("127.0.0.1:5672").await;
+        env.settings.broker.url = format!("amqp://guest:guest@127.0.0.1:{}/%2f", proxy.port);
+        let app = spawn_app(&env).await;
+        app.start_consumers();
+        let (user, key) = app.user("payer", 0).await;
+        let payment = intent(&app, &key).await;
+        proxy.down();
+        let body = event("evt_down", &payment, 990);
+        let (status, _) = deliver(
+            &app,
+            &body,
+            &signature(&body, chrono::Utc::now().timestamp()),
+        )
+        .await;
+        assert_eq!(status, 200, "answered without the broker");
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        assert_eq!(app.credits(&user.id).await, 0);
+        proxy.up();
+        wait_until(
+            Duration::from_secs(60),
+            "the grant after the outage",
+            || async { app.credits(&user.id).await == 100 },
+        )
+        .await;
+        let platform = app.stop().await;
+        env.cleanup(Some(&platform)).await;
+    }
+}
