@@ -11,6 +11,7 @@ use crate::on_every_backend;
 on_every_backend!(
     a_webhook_delivered_twenty_times_grants_once,
     bad_webhooks_are_refused_with_their_reason,
+    an_alipay_notify_grants_once_and_refuses_forgeries,
 );
 
 const SECRET: &str = "whsec_test";
@@ -216,4 +217,122 @@ async fn webhooks_answer_while_the_broker_is_down() {
         let platform = app.stop().await;
         env.cleanup(Some(&platform)).await;
     }
+}
+
+struct Alipay {
+    pair: aws_lc_rs::signature::RsaKeyPair,
+}
+
+impl Alipay {
+    fn new(env: &mut TestEnv) -> Alipay {
+        use aws_lc_rs::encoding::AsDer as _;
+        use aws_lc_rs::signature::KeyPair as _;
+        use base64::Engine as _;
+        let pair =
+            aws_lc_rs::signature::RsaKeyPair::generate(aws_lc_rs::rsa::KeySize::Rsa2048).unwrap();
+        let der = pair.public_key().as_der().unwrap();
+        let public = base64::engine::general_purpose::STANDARD.encode(der.as_ref());
+        env.settings.sections.get_mut("payments").unwrap()["alipay"] =
+            json!({ "app_id": "2021001", "seller_id": "2088001", "public_key": public });
+        Alipay { pair }
+    }
+
+    /// The form Alipay posts, signed.
+    fn notify(&self, params: &[(&str, &str)]) -> String {
+        use base64::Engine as _;
+        let map = params
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        let signed = conveyor::domains::payments::verify::alipay_signed_string(&map);
+        let mut sig = vec![0u8; self.pair.public_modulus_len()];
+        self.pair
+            .sign(
+                &aws_lc_rs::signature::RSA_PKCS1_SHA256,
+                &aws_lc_rs::rand::SystemRandom::new(),
+                signed.as_bytes(),
+                &mut sig,
+            )
+            .unwrap();
+        let mut form = form_urlencoded::Serializer::new(String::new());
+        for (k, v) in params {
+            form.append_pair(k, v);
+        }
+        form.append_pair("sign_type", "RSA2");
+        form.append_pair(
+            "sign",
+            &base64::engine::general_purpose::STANDARD.encode(sig),
+        );
+        form.finish()
+    }
+}
+
+async fn post_alipay(app: &TestApp, form: &str) -> (u16, String) {
+    let r = app
+        .client
+        .post(app.url("/v1/webhooks/payments/alipay"))
+        .header("content-type", "application/x-www-form-urlencoded")
+        .body(form.to_owned())
+        .send()
+        .await
+        .unwrap();
+    (r.status().as_u16(), r.text().await.unwrap())
+}
+
+async fn an_alipay_notify_grants_once_and_refuses_forgeries(backend: Backend) {
+    let Some(mut env) = TestEnv::new(backend, "payments_alipay").await else {
+        return;
+    };
+    let alipay = Alipay::new(&mut env);
+    let app = spawn_app(&env).await;
+    app.start_consumers();
+    let (user, key) = app.user("payer", 0).await;
+    let payment = intent(&app, &key).await;
+    let id = payment["out_trade_no"].as_str().unwrap().to_owned();
+    let good = [
+        ("app_id", "2021001"),
+        ("seller_id", "2088001"),
+        ("notify_id", "n-1"),
+        ("trade_no", "t-1"),
+        ("out_trade_no", id.as_str()),
+        ("total_amount", "9.90"),
+        ("trade_status", "TRADE_SUCCESS"),
+    ];
+    let form = alipay.notify(&good);
+    for _ in 0..5 {
+        assert_eq!(post_alipay(&app, &form).await, (200, "success".into()));
+    }
+    wait_until(Duration::from_secs(30), "the grant", || async {
+        app.credits(&user.id).await == 100
+    })
+    .await;
+    // Forged: the amount changed after signing; another app; signed by someone else.
+    let tampered = form.replace("9.90", "0.01");
+    assert_eq!(post_alipay(&app, &tampered).await, (400, "failure".into()));
+    let mut other_app = good;
+    other_app[0] = ("app_id", "2021999");
+    other_app[2] = ("notify_id", "n-2");
+    assert_eq!(
+        post_alipay(&app, &alipay.notify(&other_app)).await,
+        (400, "failure".into())
+    );
+    let mut cheap = good;
+    cheap[5] = ("total_amount", "0.01");
+    cheap[2] = ("notify_id", "n-3");
+    assert_eq!(
+        post_alipay(&app, &alipay.notify(&cheap)).await,
+        (400, "failure".into())
+    );
+    // A closed trade is acknowledged and grants nothing.
+    let mut closed = good;
+    closed[6] = ("trade_status", "TRADE_CLOSED");
+    closed[2] = ("notify_id", "n-4");
+    assert_eq!(
+        post_alipay(&app, &alipay.notify(&closed)).await,
+        (200, "success".into())
+    );
+    tokio::time::sleep(Duration::from_millis(1000)).await;
+    assert_eq!(app.credits(&user.id).await, 100, "granted once");
+    let platform = app.stop().await;
+    env.cleanup(Some(&platform)).await;
 }

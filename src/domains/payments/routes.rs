@@ -40,12 +40,13 @@ pub fn routes(state: Payments) -> Router {
         .route("/v1/payments", post(create))
         .route("/v1/payments/{id}", get(show))
         .route("/v1/webhooks/payments/hmac", post(webhook))
+        .route("/v1/webhooks/payments/alipay", post(alipay))
         .with_state(state)
 }
 
 #[derive(utoipa::OpenApi)]
 #[openapi(
-    paths(create, show, webhook),
+    paths(create, show, webhook, alipay),
     tags((name = "payments", description = "Payment intents and provider webhooks"))
 )]
 pub struct Doc;
@@ -170,9 +171,50 @@ fn refused(provider: &'static str, why: &Refused) -> ApiError {
     }
 }
 
-fn outcome(outcome: &'static str) {
-    metrics::counter!("conveyor_webhooks_total", "provider" => "hmac", "outcome" => outcome)
+fn outcome(provider: &'static str, outcome: &'static str) {
+    metrics::counter!("conveyor_webhooks_total", "provider" => provider, "outcome" => outcome)
         .increment(1);
+}
+
+/// Records a verified paid event in the inbox with its apply message, one transaction;
+/// false when the provider sent this event before (nothing more to do).
+async fn record(
+    state: &Payments,
+    provider: &'static str,
+    event_id: &str,
+    payment: &Payment,
+) -> Result<bool, ApiError> {
+    let txn = crate::db::begin_read_committed(&state.core.db).await?;
+    let Some(row) = store::receive(&txn, provider, event_id, &payment.id).await? else {
+        txn.rollback().await?;
+        outcome(provider, "duplicate");
+        return Ok(false);
+    };
+    let apply =
+        Envelope::new(APPLY_EVENT, json!({ "event": row })).with_correlation_id(payment.id.clone());
+    let max = state.core.settings.broker.max_payload_bytes;
+    crate::outbox::enqueue(&txn, Target::Queue(&PAYMENTS_APPLY), &apply, max)
+        .await
+        .map_err(|e| ApiError::Internal(e.into()))?;
+    txn.commit().await?;
+    state.core.relay.notify();
+    outcome(provider, "accepted");
+    Ok(true)
+}
+
+fn mismatch(provider: &'static str, event: &str, payment: &str) -> ApiError {
+    tracing::warn!(
+        provider,
+        event,
+        payment,
+        "webhook does not match its payment"
+    );
+    outcome(provider, "mismatch");
+    ApiError::BadRequest {
+        code: "mismatch",
+        message: "the event does not match the payment (amount, currency or merchant)".into(),
+        field: None,
+    }
 }
 
 /// `POST /v1/webhooks/payments/hmac`: a provider's signed event (`conveyor-signature:
@@ -218,39 +260,86 @@ pub(crate) async fn webhook(
         .map_err(|_| refused(PROVIDER, &Refused::Malformed("not a payment event")))?;
     if ev.kind != "payment.succeeded" {
         // Signed and well-formed, but nothing we act on: acknowledge so it is not resent.
-        outcome("ignored");
+        outcome(PROVIDER, "ignored");
         return Ok(Json(json!({ "received": true })));
     }
     let payment = store::get(&state.core.db, &ev.data.out_trade_no)
         .await?
         .ok_or(ApiError::NotFound("payment"))?;
     if payment.amount != ev.data.amount || payment.currency != ev.data.currency {
-        tracing::warn!(provider = PROVIDER, event = %ev.id, payment = %payment.id, "webhook amount or currency mismatch");
-        outcome("mismatch");
-        return Err(ApiError::BadRequest {
-            code: "mismatch",
-            message: "amount or currency is not the payment's".into(),
-            field: None,
-        });
+        return Err(mismatch(PROVIDER, &ev.id, &payment.id));
     }
-    let txn = crate::db::begin_read_committed(&state.core.db).await?;
-    let Some(row) = store::receive(&txn, PROVIDER, &ev.id, &payment.id).await? else {
-        txn.rollback().await?;
-        outcome("duplicate");
-        return Ok(Json(json!({ "received": true })));
-    };
-    let apply =
-        Envelope::new(APPLY_EVENT, json!({ "event": row })).with_correlation_id(payment.id.clone());
-    crate::outbox::enqueue(
-        &txn,
-        Target::Queue(&PAYMENTS_APPLY),
-        &apply,
-        state.core.settings.broker.max_payload_bytes,
-    )
-    .await
-    .map_err(|e| ApiError::Internal(e.into()))?;
-    txn.commit().await?;
-    state.core.relay.notify();
-    outcome("accepted");
+    record(&state, PROVIDER, &ev.id, &payment).await?;
     Ok(Json(json!({ "received": true })))
+}
+
+/// Yuan with two decimals, as Alipay writes `total_amount`, from fen.
+fn yuan(fen: i64) -> String {
+    format!("{}.{:02}", fen / 100, fen % 100)
+}
+
+/// Alipay's answers: `success` stops its retries, anything else makes it retry.
+fn alipay_answer(ok: bool) -> (StatusCode, &'static str) {
+    if ok {
+        (StatusCode::OK, "success")
+    } else {
+        (StatusCode::BAD_REQUEST, "failure")
+    }
+}
+
+/// `POST /v1/webhooks/payments/alipay`: an Alipay asynchronous notify (form-encoded,
+/// RSA2-signed). TRADE_SUCCESS and TRADE_FINISHED pay; TRADE_CLOSED is acknowledged.
+#[utoipa::path(post, path = "/v1/webhooks/payments/alipay", tag = "payments",
+    request_body(content = String, content_type = "application/x-www-form-urlencoded", description = "Alipay's notify parameters, `sign` and `sign_type=RSA2` included"),
+    responses(
+        (status = 200, description = "`success` (recorded, or recorded before, or nothing to do)", body = String, content_type = "text/plain"),
+        (status = 400, description = "`failure`: bad signature, another app or seller, amount mismatch, unknown payment (Alipay retries)", body = String, content_type = "text/plain"),
+        (status = 404, description = "Alipay is not configured (`payments.alipay.public_key`)", body = ErrorBody)))]
+pub(crate) async fn alipay(
+    State(state): State<Payments>,
+    body: Bytes,
+) -> Result<(StatusCode, &'static str), ApiError> {
+    const PROVIDER: &str = "alipay";
+    let conf = &state.settings.alipay;
+    if conf.public_key.is_empty() {
+        return Err(ApiError::NotFound("payment provider"));
+    }
+    let key = verify::RsaPublicKey::from_pem_or_base64(&conf.public_key)
+        .map_err(|e| ApiError::Internal(anyhow::anyhow!("payments.alipay.public_key: {e}")))?;
+    let params = match verify::alipay(&body, &key) {
+        Ok(p) => p,
+        Err(why) => {
+            let _ = refused(PROVIDER, &why);
+            return Ok(alipay_answer(false));
+        }
+    };
+    let get = |k: &str| params.get(k).map(String::as_str).unwrap_or_default();
+    let seller_ok = conf.seller_id.is_empty() || get("seller_id") == conf.seller_id;
+    if get("app_id") != conf.app_id || !seller_ok {
+        let _ = mismatch(PROVIDER, get("notify_id"), get("out_trade_no"));
+        return Ok(alipay_answer(false));
+    }
+    if !matches!(get("trade_status"), "TRADE_SUCCESS" | "TRADE_FINISHED") {
+        // TRADE_CLOSED, WAIT_BUYER_PAY: nothing to grant; acknowledged.
+        outcome(PROVIDER, "ignored");
+        return Ok(alipay_answer(true));
+    }
+    let Some(payment) = store::get(&state.core.db, get("out_trade_no")).await? else {
+        outcome(PROVIDER, "unknown_payment");
+        return Ok(alipay_answer(false));
+    };
+    if payment.currency != "CNY" || get("total_amount") != yuan(payment.amount) {
+        let _ = mismatch(PROVIDER, get("notify_id"), &payment.id);
+        return Ok(alipay_answer(false));
+    }
+    let event_id = match get("notify_id") {
+        "" => get("trade_no"),
+        id => id,
+    };
+    if event_id.is_empty() {
+        let _ = refused(PROVIDER, &Refused::Malformed("no notify_id or trade_no"));
+        return Ok(alipay_answer(false));
+    }
+    record(&state, PROVIDER, event_id, &payment).await?;
+    Ok(alipay_answer(true))
 }

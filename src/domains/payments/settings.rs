@@ -27,6 +27,21 @@ pub struct PaymentSettings {
     pub hmac_secrets: Vec<String>,
     /// What can be bought: credit packs.
     pub products: BTreeMap<String, Product>,
+    /// Alipay asynchronous notifies; off while `public_key` is empty.
+    #[serde(default)]
+    pub alipay: AlipaySettings,
+}
+
+/// `[payments.alipay]`.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct AlipaySettings {
+    /// Our application id: a notify for another app is refused.
+    pub app_id: String,
+    /// Our seller id (`seller_id` of the notify), when set.
+    pub seller_id: String,
+    /// Alipay's public key: PEM `PUBLIC KEY` or the bare base64 Alipay shows.
+    pub public_key: String,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -45,6 +60,14 @@ impl PaymentSettings {
                 key: "payments.timestamp_window_secs",
                 problem: "must be greater than 0".into(),
             });
+        }
+        if !s.alipay.public_key.is_empty() {
+            super::verify::RsaPublicKey::from_pem_or_base64(&s.alipay.public_key).map_err(|e| {
+                ConfigError::Invalid {
+                    key: "payments.alipay.public_key",
+                    problem: e.into(),
+                }
+            })?;
         }
         if s.products.values().any(|p| p.credits <= 0 || p.amount <= 0) {
             return Err(ConfigError::Invalid {
