@@ -374,7 +374,7 @@ fn mask_secrets(v: &mut serde_json::Value) {
         return;
     };
     for (k, v) in map.iter_mut() {
-        let secret = ["api_key", "password", "secret", "token"]
+        let secret = ["api_key", "api_v3_key", "password", "secret", "token"]
             .iter()
             .any(|s| k.contains(s));
         match v {

@@ -12,6 +12,7 @@ on_every_backend!(
     a_webhook_delivered_twenty_times_grants_once,
     bad_webhooks_are_refused_with_their_reason,
     an_alipay_notify_grants_once_and_refuses_forgeries,
+    a_wechat_notification_grants_once_and_refuses_forgeries,
 );
 
 const SECRET: &str = "whsec_test";
@@ -331,6 +332,133 @@ async fn an_alipay_notify_grants_once_and_refuses_forgeries(backend: Backend) {
         post_alipay(&app, &alipay.notify(&closed)).await,
         (200, "success".into())
     );
+    tokio::time::sleep(Duration::from_millis(1000)).await;
+    assert_eq!(app.credits(&user.id).await, 100, "granted once");
+    let platform = app.stop().await;
+    env.cleanup(Some(&platform)).await;
+}
+
+struct Wechat {
+    pair: aws_lc_rs::signature::RsaKeyPair,
+}
+
+const API_V3_KEY: &str = "0123456789abcdef0123456789abcdef";
+
+impl Wechat {
+    fn new(env: &mut TestEnv) -> Wechat {
+        use aws_lc_rs::encoding::AsDer as _;
+        use aws_lc_rs::signature::KeyPair as _;
+        use base64::Engine as _;
+        let pair =
+            aws_lc_rs::signature::RsaKeyPair::generate(aws_lc_rs::rsa::KeySize::Rsa2048).unwrap();
+        let der = pair.public_key().as_der().unwrap();
+        let public = base64::engine::general_purpose::STANDARD.encode(der.as_ref());
+        env.settings.sections.get_mut("payments").unwrap()["wechat"] = json!({
+            "appid": "wx1", "mchid": "m1", "api_v3_key": API_V3_KEY,
+            "platform_keys": { "S1": public },
+        });
+        Wechat { pair }
+    }
+
+    /// A notification for `transaction` (encrypted) with its signed headers.
+    fn notify(&self, id: &str, transaction: &Value) -> (String, [(&'static str, String); 4]) {
+        use base64::Engine as _;
+        let b64 = &base64::engine::general_purpose::STANDARD;
+        let key = aws_lc_rs::aead::LessSafeKey::new(
+            aws_lc_rs::aead::UnboundKey::new(&aws_lc_rs::aead::AES_256_GCM, API_V3_KEY.as_bytes())
+                .unwrap(),
+        );
+        let mut data = transaction.to_string().into_bytes();
+        key.seal_in_place_append_tag(
+            aws_lc_rs::aead::Nonce::try_assume_unique_for_key(b"abcdefghijkl").unwrap(),
+            aws_lc_rs::aead::Aad::from(b"transaction"),
+            &mut data,
+        )
+        .unwrap();
+        let body = json!({
+            "id": id, "event_type": "TRANSACTION.SUCCESS",
+            "resource": { "algorithm": "AEAD_AES_256_GCM", "associated_data": "transaction",
+                          "nonce": "abcdefghijkl", "ciphertext": b64.encode(&data) },
+        })
+        .to_string();
+        let ts = chrono::Utc::now().timestamp().to_string();
+        let signed = format!("{ts}\nnonce-1\n{body}\n");
+        let mut sig = vec![0u8; self.pair.public_modulus_len()];
+        self.pair
+            .sign(
+                &aws_lc_rs::signature::RSA_PKCS1_SHA256,
+                &aws_lc_rs::rand::SystemRandom::new(),
+                signed.as_bytes(),
+                &mut sig,
+            )
+            .unwrap();
+        let headers = [
+            ("wechatpay-timestamp", ts),
+            ("wechatpay-nonce", "nonce-1".to_owned()),
+            ("wechatpay-signature", b64.encode(sig)),
+            ("wechatpay-serial", "S1".to_owned()),
+        ];
+        (body, headers)
+    }
+}
+
+async fn post_wechat(
+    app: &TestApp,
+    body: &str,
+    headers: &[(&'static str, String)],
+) -> (u16, Value) {
+    let mut req = app
+        .client
+        .post(app.url("/v1/webhooks/payments/wechat"))
+        .header("content-type", "application/json")
+        .body(body.to_owned());
+    for (k, v) in headers {
+        req = req.header(*k, v);
+    }
+    let r = req.send().await.unwrap();
+    (r.status().as_u16(), r.json().await.unwrap_or(Value::Null))
+}
+
+async fn a_wechat_notification_grants_once_and_refuses_forgeries(backend: Backend) {
+    let Some(mut env) = TestEnv::new(backend, "payments_wechat").await else {
+        return;
+    };
+    let wechat = Wechat::new(&mut env);
+    let app = spawn_app(&env).await;
+    app.start_consumers();
+    let (user, key) = app.user("payer", 0).await;
+    let payment = intent(&app, &key).await;
+    let tx = |total: i64, mchid: &str| {
+        json!({ "appid": "wx1", "mchid": mchid, "out_trade_no": payment["out_trade_no"],
+                "trade_state": "SUCCESS", "amount": { "total": total, "currency": "CNY" } })
+    };
+    let (body, headers) = wechat.notify("EV-1", &tx(990, "m1"));
+    for _ in 0..3 {
+        let (status, answer) = post_wechat(&app, &body, &headers).await;
+        assert_eq!(
+            (status, answer["code"].as_str()),
+            (200, Some("SUCCESS")),
+            "{answer}"
+        );
+    }
+    wait_until(Duration::from_secs(30), "the grant", || async {
+        app.credits(&user.id).await == 100
+    })
+    .await;
+    // Another serial; the body changed after signing; a cheaper amount; another merchant.
+    let mut unknown = headers.clone();
+    unknown[3].1 = "S9".into();
+    assert_eq!(post_wechat(&app, &body, &unknown).await.0, 400);
+    assert_eq!(
+        post_wechat(&app, &body.replace("EV-1", "EV-9"), &headers)
+            .await
+            .0,
+        400
+    );
+    let (cheap, cheap_headers) = wechat.notify("EV-2", &tx(1, "m1"));
+    assert_eq!(post_wechat(&app, &cheap, &cheap_headers).await.0, 400);
+    let (other, other_headers) = wechat.notify("EV-3", &tx(990, "m9"));
+    assert_eq!(post_wechat(&app, &other, &other_headers).await.0, 400);
     tokio::time::sleep(Duration::from_millis(1000)).await;
     assert_eq!(app.credits(&user.id).await, 100, "granted once");
     let platform = app.stop().await;

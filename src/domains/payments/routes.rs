@@ -41,12 +41,13 @@ pub fn routes(state: Payments) -> Router {
         .route("/v1/payments/{id}", get(show))
         .route("/v1/webhooks/payments/hmac", post(webhook))
         .route("/v1/webhooks/payments/alipay", post(alipay))
+        .route("/v1/webhooks/payments/wechat", post(wechat))
         .with_state(state)
 }
 
 #[derive(utoipa::OpenApi)]
 #[openapi(
-    paths(create, show, webhook, alipay),
+    paths(create, show, webhook, alipay, wechat),
     tags((name = "payments", description = "Payment intents and provider webhooks"))
 )]
 pub struct Doc;
@@ -342,4 +343,124 @@ pub(crate) async fn alipay(
     }
     record(&state, PROVIDER, event_id, &payment).await?;
     Ok(alipay_answer(true))
+}
+
+/// WeChat Pay's answers: `{"code":"SUCCESS"}`, or a 4xx `{"code":"FAIL",…}` that makes it
+/// retry.
+fn wechat_answer(ok: bool, message: &str) -> (StatusCode, Json<serde_json::Value>) {
+    if ok {
+        (StatusCode::OK, Json(json!({ "code": "SUCCESS" })))
+    } else {
+        (
+            StatusCode::BAD_REQUEST,
+            Json(json!({ "code": "FAIL", "message": message })),
+        )
+    }
+}
+
+/// The decrypted `resource` of a payment notification.
+#[derive(Debug, Deserialize)]
+struct WechatTransaction {
+    #[serde(default)]
+    appid: String,
+    #[serde(default)]
+    mchid: String,
+    out_trade_no: String,
+    trade_state: String,
+    amount: WechatAmount,
+}
+
+#[derive(Debug, Deserialize)]
+struct WechatAmount {
+    total: i64,
+    #[serde(default)]
+    currency: String,
+}
+
+/// `POST /v1/webhooks/payments/wechat`: a WeChat Pay API v3 notification (headers
+/// `Wechatpay-Timestamp`, `-Nonce`, `-Signature`, `-Serial`; `resource` encrypted with the
+/// APIv3 key). `trade_state` SUCCESS pays; anything else is acknowledged.
+#[utoipa::path(post, path = "/v1/webhooks/payments/wechat", tag = "payments",
+    request_body(content = Object, description = "WeChat Pay's notification JSON"),
+    responses(
+        (status = 200, description = "`{\"code\":\"SUCCESS\"}` (recorded, recorded before, or nothing to do)", body = Object),
+        (status = 400, description = "`{\"code\":\"FAIL\"}`: bad or expired signature, unknown serial, undecryptable resource, another merchant, amount mismatch (WeChat retries)", body = Object),
+        (status = 404, description = "WeChat Pay is not configured (`payments.wechat`)", body = ErrorBody)))]
+pub(crate) async fn wechat(
+    State(state): State<Payments>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Result<(StatusCode, Json<serde_json::Value>), ApiError> {
+    const PROVIDER: &str = "wechat";
+    let conf = &state.settings.wechat;
+    if conf.platform_keys.is_empty() {
+        return Err(ApiError::NotFound("payment provider"));
+    }
+    let header = |name: &str| {
+        headers
+            .get(name)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or_default()
+    };
+    let h = verify::WechatHeaders {
+        timestamp: header("wechatpay-timestamp"),
+        nonce: header("wechatpay-nonce"),
+        signature: header("wechatpay-signature"),
+        serial: header("wechatpay-serial"),
+    };
+    let mut keys = Vec::with_capacity(conf.platform_keys.len());
+    for (serial, pem) in &conf.platform_keys {
+        let key = verify::RsaPublicKey::from_pem_or_base64(pem).map_err(|e| {
+            ApiError::Internal(anyhow::anyhow!(
+                "payments.wechat.platform_keys.{serial}: {e}"
+            ))
+        })?;
+        keys.push((serial.as_str(), key));
+    }
+    let keys: Vec<(&str, &verify::RsaPublicKey)> = keys.iter().map(|(s, k)| (*s, k)).collect();
+    let now = chrono::Utc::now().timestamp();
+    let window = state.settings.timestamp_window_secs;
+    let plain = match verify::wechat(&h, &body, &keys, conf.api_v3_key.as_bytes(), now, window) {
+        Ok(p) => p,
+        Err(why) => {
+            let _ = refused(PROVIDER, &why);
+            return Ok(wechat_answer(false, why.reason()));
+        }
+    };
+    #[derive(Deserialize)]
+    struct Outer {
+        id: String,
+    }
+    let (Ok(outer), Ok(tx)) = (
+        serde_json::from_slice::<Outer>(&body),
+        serde_json::from_slice::<WechatTransaction>(&plain),
+    ) else {
+        let _ = refused(PROVIDER, &Refused::Malformed("not a payment notification"));
+        return Ok(wechat_answer(false, "malformed"));
+    };
+    let merchant_ok = (conf.mchid.is_empty() || tx.mchid == conf.mchid)
+        && (conf.appid.is_empty() || tx.appid == conf.appid);
+    if !merchant_ok {
+        let _ = mismatch(PROVIDER, &outer.id, &tx.out_trade_no);
+        return Ok(wechat_answer(false, "mismatch"));
+    }
+    if tx.trade_state != "SUCCESS" {
+        outcome(PROVIDER, "ignored");
+        return Ok(wechat_answer(true, ""));
+    }
+    let Some(payment) = store::get(&state.core.db, &tx.out_trade_no).await? else {
+        outcome(PROVIDER, "unknown_payment");
+        return Ok(wechat_answer(false, "unknown payment"));
+    };
+    let currency = if tx.amount.currency.is_empty() {
+        "CNY"
+    } else {
+        tx.amount.currency.as_str()
+    };
+    if payment.amount != tx.amount.total || payment.currency != currency {
+        let _ = mismatch(PROVIDER, &outer.id, &payment.id);
+        return Ok(wechat_answer(false, "mismatch"));
+    }
+    record(&state, PROVIDER, &outer.id, &payment).await?;
+    Ok(wechat_answer(true, ""))
 }

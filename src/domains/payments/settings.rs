@@ -30,6 +30,23 @@ pub struct PaymentSettings {
     /// Alipay asynchronous notifies; off while `public_key` is empty.
     #[serde(default)]
     pub alipay: AlipaySettings,
+    /// WeChat Pay v3 notifications; off while `platform_keys` is empty.
+    #[serde(default)]
+    pub wechat: WechatSettings,
+}
+
+/// `[payments.wechat]`.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct WechatSettings {
+    /// Our app id and merchant id, when set: a notification for another is refused.
+    pub appid: String,
+    pub mchid: String,
+    /// The APIv3 key (32 characters) that decrypts `resource`. Secret: set
+    /// `CONVEYOR__PAYMENTS__WECHAT__API_V3_KEY`; never logged or printed.
+    pub api_v3_key: String,
+    /// WeChat Pay platform public keys by serial (`Wechatpay-Serial`), PEM or base64.
+    pub platform_keys: BTreeMap<String, String>,
 }
 
 /// `[payments.alipay]`.
@@ -68,6 +85,22 @@ impl PaymentSettings {
                     problem: e.into(),
                 }
             })?;
+        }
+        if !s.wechat.platform_keys.is_empty() {
+            if s.wechat.api_v3_key.len() != 32 {
+                return Err(ConfigError::Invalid {
+                    key: "payments.wechat.api_v3_key",
+                    problem: "must be 32 characters".into(),
+                });
+            }
+            for key in s.wechat.platform_keys.values() {
+                super::verify::RsaPublicKey::from_pem_or_base64(key).map_err(|e| {
+                    ConfigError::Invalid {
+                        key: "payments.wechat.platform_keys",
+                        problem: e.into(),
+                    }
+                })?;
+            }
         }
         if s.products.values().any(|p| p.credits <= 0 || p.amount <= 0) {
             return Err(ConfigError::Invalid {
