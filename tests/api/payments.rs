@@ -3,6 +3,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use sea_orm::EntityTrait as _;
 use serde_json::{Value, json};
 
 use crate::helpers::*;
@@ -13,6 +14,7 @@ on_every_backend!(
     bad_webhooks_are_refused_with_their_reason,
     an_alipay_notify_grants_once_and_refuses_forgeries,
     a_wechat_notification_grants_once_and_refuses_forgeries,
+    a_redelivery_after_the_commit_grants_nothing,
 );
 
 const SECRET: &str = "whsec_test";
@@ -462,5 +464,53 @@ async fn a_wechat_notification_grants_once_and_refuses_forgeries(backend: Backen
     tokio::time::sleep(Duration::from_millis(1000)).await;
     assert_eq!(app.credits(&user.id).await, 100, "granted once");
     let platform = app.stop().await;
+    env.cleanup(Some(&platform)).await;
+}
+
+/// A consumer that committed and died before its ack: the redelivery applies nothing more.
+async fn a_redelivery_after_the_commit_grants_nothing(backend: Backend) {
+    use conveyor::domains::payments::store::{self, Applied};
+    let Some(env) = TestEnv::new(backend, "payments_redelivery").await else {
+        return;
+    };
+    let platform = env.platform().await;
+    let (user, _) = conveyor::users::create(&platform.db, "payer", 0, false)
+        .await
+        .unwrap();
+    let payment = store::create(&platform.db, &user.id, "credits_100", 100, 990, "CNY")
+        .await
+        .unwrap();
+    let txn = sea_orm::TransactionTrait::begin(&platform.db)
+        .await
+        .unwrap();
+    let row = store::receive(&txn, "hmac", "evt_r", &payment.id)
+        .await
+        .unwrap()
+        .unwrap();
+    txn.commit().await.unwrap();
+    let first = store::apply(&platform.db, row).await.unwrap();
+    assert_eq!(
+        first,
+        Applied::Granted {
+            user_id: user.id.clone(),
+            credits: 100
+        }
+    );
+    // The same message again (its ack was lost), and concurrently twice more.
+    let (a, b, c) = tokio::join!(
+        store::apply(&platform.db, row),
+        store::apply(&platform.db, row),
+        store::apply(&platform.db, row)
+    );
+    for again in [a, b, c] {
+        assert_eq!(again.unwrap(), Applied::Before);
+    }
+    let balance = conveyor::users::entity::user::Entity::find_by_id(user.id.clone())
+        .one(&platform.db)
+        .await
+        .unwrap()
+        .unwrap()
+        .credits;
+    assert_eq!(balance, 100, "granted once");
     env.cleanup(Some(&platform)).await;
 }
