@@ -54,6 +54,7 @@ fn routes<'a>(
         let settings = settings::PaymentSettings::from_settings(&platform.settings)?;
         Ok(routes::routes(routes::Payments {
             core: core.clone(),
+            keys: Arc::new(settings.keys()?),
             settings: Arc::new(settings),
         }))
     }

@@ -18,7 +18,7 @@ use utoipa::ToSchema;
 
 use super::handler::APPLY_EVENT;
 use super::queues::PAYMENTS_APPLY;
-use super::settings::PaymentSettings;
+use super::settings::{PaymentSettings, ProviderKeys};
 use super::store::{self, Payment};
 use super::verify::{self, Refused};
 use crate::api::openapi::ErrorBody;
@@ -33,6 +33,8 @@ pub const SIGNATURE_HEADER: &str = "conveyor-signature";
 pub struct Payments {
     pub core: Core,
     pub settings: Arc<PaymentSettings>,
+    /// Parsed once when the routes are built.
+    pub keys: Arc<ProviderKeys>,
 }
 
 pub fn routes(state: Payments) -> Router {
@@ -158,10 +160,15 @@ struct HmacData {
     currency: String,
 }
 
-fn refused(provider: &'static str, why: &Refused) -> ApiError {
+/// Logs and counts a refused webhook (the reason only, never the body).
+fn note_refused(provider: &'static str, why: &Refused) {
     tracing::warn!(provider, reason = why.reason(), "webhook refused");
-    metrics::counter!("conveyor_webhooks_total", "provider" => provider, "outcome" => why.reason())
-        .increment(1);
+    outcome(provider, why.reason());
+}
+
+/// [`note_refused`], then the JSON answer of the HMAC route.
+fn refused(provider: &'static str, why: &Refused) -> ApiError {
+    note_refused(provider, why);
     match why {
         Refused::Malformed(_) => ApiError::BadRequest {
             code: "malformed",
@@ -203,7 +210,8 @@ async fn record(
     Ok(true)
 }
 
-fn mismatch(provider: &'static str, event: &str, payment: &str) -> ApiError {
+/// Logs and counts an event that does not match its payment.
+fn note_mismatch(provider: &'static str, event: &str, payment: &str) {
     tracing::warn!(
         provider,
         event,
@@ -211,11 +219,6 @@ fn mismatch(provider: &'static str, event: &str, payment: &str) -> ApiError {
         "webhook does not match its payment"
     );
     outcome(provider, "mismatch");
-    ApiError::BadRequest {
-        code: "mismatch",
-        message: "the event does not match the payment (amount, currency or merchant)".into(),
-        field: None,
-    }
 }
 
 /// `POST /v1/webhooks/payments/hmac`: a provider's signed event (`conveyor-signature:
@@ -268,7 +271,12 @@ pub(crate) async fn webhook(
         .await?
         .ok_or(ApiError::NotFound("payment"))?;
     if payment.amount != ev.data.amount || payment.currency != ev.data.currency {
-        return Err(mismatch(PROVIDER, &ev.id, &payment.id));
+        note_mismatch(PROVIDER, &ev.id, &payment.id);
+        return Err(ApiError::BadRequest {
+            code: "mismatch",
+            message: "the event does not match the payment (amount or currency)".into(),
+            field: None,
+        });
     }
     record(&state, PROVIDER, &ev.id, &payment).await?;
     Ok(Json(json!({ "received": true })))
@@ -302,22 +310,20 @@ pub(crate) async fn alipay(
 ) -> Result<(StatusCode, &'static str), ApiError> {
     const PROVIDER: &str = "alipay";
     let conf = &state.settings.alipay;
-    if conf.public_key.is_empty() {
+    let Some(key) = &state.keys.alipay else {
         return Err(ApiError::NotFound("payment provider"));
-    }
-    let key = verify::RsaPublicKey::from_pem_or_base64(&conf.public_key)
-        .map_err(|e| ApiError::Internal(anyhow::anyhow!("payments.alipay.public_key: {e}")))?;
-    let params = match verify::alipay(&body, &key) {
+    };
+    let params = match verify::alipay(&body, key) {
         Ok(p) => p,
         Err(why) => {
-            let _ = refused(PROVIDER, &why);
+            note_refused(PROVIDER, &why);
             return Ok(alipay_answer(false));
         }
     };
     let get = |k: &str| params.get(k).map(String::as_str).unwrap_or_default();
     let seller_ok = conf.seller_id.is_empty() || get("seller_id") == conf.seller_id;
     if get("app_id") != conf.app_id || !seller_ok {
-        let _ = mismatch(PROVIDER, get("notify_id"), get("out_trade_no"));
+        note_mismatch(PROVIDER, get("notify_id"), get("out_trade_no"));
         return Ok(alipay_answer(false));
     }
     if !matches!(get("trade_status"), "TRADE_SUCCESS" | "TRADE_FINISHED") {
@@ -330,7 +336,7 @@ pub(crate) async fn alipay(
         return Ok(alipay_answer(false));
     };
     if payment.currency != "CNY" || get("total_amount") != yuan(payment.amount) {
-        let _ = mismatch(PROVIDER, get("notify_id"), &payment.id);
+        note_mismatch(PROVIDER, get("notify_id"), &payment.id);
         return Ok(alipay_answer(false));
     }
     let event_id = match get("notify_id") {
@@ -338,7 +344,7 @@ pub(crate) async fn alipay(
         id => id,
     };
     if event_id.is_empty() {
-        let _ = refused(PROVIDER, &Refused::Malformed("no notify_id or trade_no"));
+        note_refused(PROVIDER, &Refused::Malformed("no notify_id or trade_no"));
         return Ok(alipay_answer(false));
     }
     record(&state, PROVIDER, event_id, &payment).await?;
@@ -393,7 +399,7 @@ pub(crate) async fn wechat(
 ) -> Result<(StatusCode, Json<serde_json::Value>), ApiError> {
     const PROVIDER: &str = "wechat";
     let conf = &state.settings.wechat;
-    if conf.platform_keys.is_empty() {
+    if state.keys.wechat.is_empty() {
         return Err(ApiError::NotFound("payment provider"));
     }
     let header = |name: &str| {
@@ -408,22 +414,19 @@ pub(crate) async fn wechat(
         signature: header("wechatpay-signature"),
         serial: header("wechatpay-serial"),
     };
-    let mut keys = Vec::with_capacity(conf.platform_keys.len());
-    for (serial, pem) in &conf.platform_keys {
-        let key = verify::RsaPublicKey::from_pem_or_base64(pem).map_err(|e| {
-            ApiError::Internal(anyhow::anyhow!(
-                "payments.wechat.platform_keys.{serial}: {e}"
-            ))
-        })?;
-        keys.push((serial.as_str(), key));
-    }
-    let keys: Vec<(&str, &verify::RsaPublicKey)> = keys.iter().map(|(s, k)| (*s, k)).collect();
     let now = chrono::Utc::now().timestamp();
     let window = state.settings.timestamp_window_secs;
-    let plain = match verify::wechat(&h, &body, &keys, conf.api_v3_key.as_bytes(), now, window) {
+    let plain = match verify::wechat(
+        &h,
+        &body,
+        &state.keys.wechat,
+        conf.api_v3_key.as_bytes(),
+        now,
+        window,
+    ) {
         Ok(p) => p,
         Err(why) => {
-            let _ = refused(PROVIDER, &why);
+            note_refused(PROVIDER, &why);
             return Ok(wechat_answer(false, why.reason()));
         }
     };
@@ -435,13 +438,13 @@ pub(crate) async fn wechat(
         serde_json::from_slice::<Outer>(&body),
         serde_json::from_slice::<WechatTransaction>(&plain),
     ) else {
-        let _ = refused(PROVIDER, &Refused::Malformed("not a payment notification"));
+        note_refused(PROVIDER, &Refused::Malformed("not a payment notification"));
         return Ok(wechat_answer(false, "malformed"));
     };
     let merchant_ok = (conf.mchid.is_empty() || tx.mchid == conf.mchid)
         && (conf.appid.is_empty() || tx.appid == conf.appid);
     if !merchant_ok {
-        let _ = mismatch(PROVIDER, &outer.id, &tx.out_trade_no);
+        note_mismatch(PROVIDER, &outer.id, &tx.out_trade_no);
         return Ok(wechat_answer(false, "mismatch"));
     }
     if tx.trade_state != "SUCCESS" {
@@ -458,7 +461,7 @@ pub(crate) async fn wechat(
         tx.amount.currency.as_str()
     };
     if payment.amount != tx.amount.total || payment.currency != currency {
-        let _ = mismatch(PROVIDER, &outer.id, &payment.id);
+        note_mismatch(PROVIDER, &outer.id, &payment.id);
         return Ok(wechat_answer(false, "mismatch"));
     }
     record(&state, PROVIDER, &outer.id, &payment).await?;

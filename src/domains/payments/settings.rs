@@ -4,6 +4,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+use super::verify::RsaPublicKey;
 use crate::config::{ConfigError, Section, Settings};
 
 pub const SECTION: Section = Section {
@@ -78,30 +79,7 @@ impl PaymentSettings {
                 problem: "must be greater than 0".into(),
             });
         }
-        if !s.alipay.public_key.is_empty() {
-            super::verify::RsaPublicKey::from_pem_or_base64(&s.alipay.public_key).map_err(|e| {
-                ConfigError::Invalid {
-                    key: "payments.alipay.public_key",
-                    problem: e.into(),
-                }
-            })?;
-        }
-        if !s.wechat.platform_keys.is_empty() {
-            if s.wechat.api_v3_key.len() != 32 {
-                return Err(ConfigError::Invalid {
-                    key: "payments.wechat.api_v3_key",
-                    problem: "must be 32 characters".into(),
-                });
-            }
-            for key in s.wechat.platform_keys.values() {
-                super::verify::RsaPublicKey::from_pem_or_base64(key).map_err(|e| {
-                    ConfigError::Invalid {
-                        key: "payments.wechat.platform_keys",
-                        problem: e.into(),
-                    }
-                })?;
-            }
-        }
+        s.keys()?;
         if s.products.values().any(|p| p.credits <= 0 || p.amount <= 0) {
             return Err(ConfigError::Invalid {
                 key: "payments.products",
@@ -109,5 +87,43 @@ impl PaymentSettings {
             });
         }
         Ok(s)
+    }
+}
+
+/// The providers' keys, parsed: Alipay's public key, WeChat Pay's platform keys by serial.
+pub struct ProviderKeys {
+    pub alipay: Option<RsaPublicKey>,
+    pub wechat: Vec<(String, RsaPublicKey)>,
+}
+
+impl PaymentSettings {
+    /// Parses the configured keys (at start-up, once: a bad key stops the process, and no
+    /// webhook parses a key again).
+    pub fn keys(&self) -> Result<ProviderKeys, ConfigError> {
+        let bad = |key: &'static str, problem: &str| ConfigError::Invalid {
+            key,
+            problem: problem.into(),
+        };
+        let alipay = match self.alipay.public_key.as_str() {
+            "" => None,
+            pem => Some(
+                RsaPublicKey::from_pem_or_base64(pem)
+                    .map_err(|e| bad("payments.alipay.public_key", e))?,
+            ),
+        };
+        if !self.wechat.platform_keys.is_empty() && self.wechat.api_v3_key.len() != 32 {
+            return Err(bad("payments.wechat.api_v3_key", "must be 32 characters"));
+        }
+        let wechat = self
+            .wechat
+            .platform_keys
+            .iter()
+            .map(|(serial, pem)| {
+                RsaPublicKey::from_pem_or_base64(pem)
+                    .map(|k| (serial.clone(), k))
+                    .map_err(|e| bad("payments.wechat.platform_keys", e))
+            })
+            .collect::<Result<_, _>>()?;
+        Ok(ProviderKeys { alipay, wechat })
     }
 }

@@ -177,7 +177,7 @@ pub struct WechatResource {
 pub fn wechat(
     headers: &WechatHeaders<'_>,
     body: &[u8],
-    platform_keys: &[(&str, &RsaPublicKey)],
+    platform_keys: &[(String, RsaPublicKey)],
     api_v3_key: &[u8],
     now: i64,
     window_secs: i64,
@@ -189,8 +189,8 @@ pub fn wechat(
     fresh(t, now, window_secs)?;
     let key = platform_keys
         .iter()
-        .find(|(serial, _)| *serial == headers.serial)
-        .map(|(_, k)| *k)
+        .find(|(serial, _)| serial == headers.serial)
+        .map(|(_, k)| k)
         .ok_or(Refused::UnknownKey)?;
     let sig = BASE64
         .decode(headers.signature)
@@ -396,7 +396,7 @@ mod tests {
             signature: &sig,
             serial: "S1",
         };
-        let keys = [("S1", &public)];
+        let keys = [("S1".to_owned(), public)];
         let plain = wechat(&headers, &body, &keys, &api_key, NOW, 300).unwrap();
         assert!(String::from_utf8(plain).unwrap().contains("pay_1"));
         let unknown = WechatHeaders {
@@ -512,7 +512,7 @@ mod tests {
         let nonce = "n-42".to_owned();
         let signed = format!("{ts}\n{nonce}\n{}\n", String::from_utf8_lossy(&body));
         let sig = sign(&pair, signed.as_bytes());
-        let keys = [("SERIAL-1", &public)];
+        let keys = [("SERIAL-1".to_owned(), public)];
         let original = [
             body.clone(),
             ts.clone().into_bytes(),
