@@ -80,12 +80,17 @@ impl Sales {
         broker: &dyn Broker,
         order_id: &str,
     ) -> anyhow::Result<Option<OrderStatus>> {
-        if let Some((_, ev)) = store::cancel_unpaid(db, order_id).await? {
-            metrics::counter!("conveyor_flash_sale_orders_canceled_total").increment(1);
-            publish_events(broker, &[ev]).await;
-        }
-        let Some(order) = store::get_order(db, order_id).await? else {
-            return Ok(None);
+        let order = match store::cancel_unpaid(db, order_id).await? {
+            Some((order, ev)) => {
+                metrics::counter!("conveyor_flash_sale_orders_canceled_total").increment(1);
+                publish_events(broker, &[ev]).await;
+                order
+            }
+            // Not UNPAID: paid, or canceled before (its unit may still have to come back).
+            None => match store::get_order(db, order_id).await? {
+                Some(order) => order,
+                None => return Ok(None),
+            },
         };
         if order.status == OrderStatus::Canceled {
             self.stock
