@@ -354,7 +354,7 @@ impl Settings {
     }
 
     /// A copy safe to print: passwords in URLs, and in domain sections every value
-    /// whose key names a secret (`api_key`, `password`, `secret`, `token`), are `****`.
+    /// whose key ends in `_key` or names a secret (`password`, `secret`, `token`), are `****`.
     pub fn masked(&self) -> Settings {
         let mut s = self.clone();
         s.database.url = mask_url(&s.database.url);
@@ -374,9 +374,12 @@ fn mask_secrets(v: &mut serde_json::Value) {
         return;
     };
     for (k, v) in map.iter_mut() {
-        let secret = ["api_key", "api_v3_key", "password", "secret", "token"]
-            .iter()
-            .any(|s| k.contains(s));
+        // Every `…_key` (API keys, the WeChat APIv3 key; a public key masked too costs
+        // nothing) and anything named like a secret.
+        let secret = k.ends_with("_key")
+            || ["password", "secret", "token"]
+                .iter()
+                .any(|s| k.contains(s));
         match v {
             serde_json::Value::String(s) if secret && !s.is_empty() => *s = "****".into(),
             serde_json::Value::Array(items) if secret => {
