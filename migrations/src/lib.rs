@@ -11,6 +11,7 @@ mod m20261202_000004_ws_tickets;
 mod m20261203_000005_dead_letter_actions;
 mod m20261203_000006_flash_sale;
 mod m20261203_000007_payments;
+mod m20261203_000008_payment_effects;
 
 pub struct Migrator;
 
@@ -25,6 +26,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261203_000005_dead_letter_actions::Migration),
             Box::new(m20261203_000006_flash_sale::Migration),
             Box::new(m20261203_000007_payments::Migration),
+            Box::new(m20261203_000008_payment_effects::Migration),
         ]
     }
 }

@@ -1,4 +1,4 @@
-//! `GET /v1/me`: the caller and their credit balance.
+//! `GET /v1/me`: the caller, their credit balance and their membership.
 
 use axum::Json;
 use axum::extract::State;
@@ -19,25 +19,41 @@ pub struct MeView {
     pub credits: i64,
     pub is_admin: bool,
     pub created_at: chrono::DateTime<chrono::Utc>,
+    /// `null` if the caller never had a membership.
+    pub membership: Option<MembershipView>,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct MembershipView {
+    /// A member until then (renewals stack).
+    pub until: chrono::DateTime<chrono::Utc>,
+    /// `until` is still ahead.
+    pub active: bool,
 }
 
 #[utoipa::path(get, path = "/v1/me", tag = "account", security(("api_key" = [])), responses(
-    (status = 200, description = "The caller and their current balance", body = MeView),
+    (status = 200, description = "The caller, their current balance and membership", body = MeView),
     (status = 401, description = "Missing or invalid API key", body = ErrorBody)))]
 pub async fn me(
     State(state): State<Core>,
     AuthUser(cached): AuthUser,
 ) -> Result<Json<MeView>, ApiError> {
-    // The balance moves all the time: read it fresh, not from the identity cache.
+    // Balance and membership move all the time: read them fresh, not from the identity
+    // cache.
     let user = crate::users::entity::user::Entity::find_by_id(cached.id)
         .one(&state.db)
         .await?
         .ok_or(ApiError::Unauthorized)?;
+    let now = chrono::Utc::now();
     Ok(Json(MeView {
         id: user.id,
         name: user.name,
         credits: user.credits,
         is_admin: user.is_admin,
         created_at: user.created_at,
+        membership: user.member_until.map(|until| MembershipView {
+            until,
+            active: until > now,
+        }),
     }))
 }

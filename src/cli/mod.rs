@@ -2,6 +2,7 @@
 
 mod dead_letters;
 mod flash_sales;
+mod payments;
 
 use anyhow::Context as _;
 use clap::{Args, Parser, Subcommand};
@@ -54,6 +55,9 @@ pub enum Command {
     /// Create, show, list and reconcile flash sales (database and stock store directly).
     #[command(subcommand)]
     FlashSales(flash_sales::FlashSalesCommand),
+    /// Payment helpers: sign a provider event with the configured test keys.
+    #[command(subcommand)]
+    Payments(payments::PaymentsCommand),
 }
 
 #[derive(Debug, Args)]
@@ -162,6 +166,7 @@ pub async fn run(cli: Cli) -> Result<(), CliError> {
         Command::Tasks(args) => tasks(&settings, args).await?,
         Command::DeadLetters(cmd) => dead_letters::run(&settings, cmd).await?,
         Command::FlashSales(cmd) => flash_sales::run(&settings, cmd).await?,
+        Command::Payments(cmd) => payments::run(&settings, cmd)?,
         Command::Users(UsersCommand::Create {
             name,
             credits,

@@ -2,7 +2,7 @@
 //! function runs in the caller's transaction, so a balance moves together with the
 //! effect that causes it (a task accepted, finished or canceled; a payment applied) and
 //! its ledger row. Each ledger row carries a unique effect key (`reserve:<task>`,
-//! `refund:<task>`, `grant:<payment>`): booking an effect twice fails on that key
+//! `refund:<task>`, `payment:<payment>`): booking an effect twice fails on that key
 //! instead of moving credits twice.
 //!
 //! A reservation takes the amount from the balance when the effect is accepted; it is
@@ -172,6 +172,26 @@ pub async fn grant(
     effect_key: &str,
 ) -> Result<(), DbErr> {
     add(txn, user_id, amount, "grant", effect_key).await
+}
+
+/// Takes back up to `amount` granted before (a refunded purchase): as much as the balance
+/// still holds, never below zero. Returns what it took; the caller records the rest (the
+/// credits were spent already) as a shortfall instead of hiding it.
+pub async fn take_back(
+    txn: &impl ConnectionTrait,
+    user_id: &str,
+    amount: i64,
+    effect_key: &str,
+) -> Result<i64, DbErr> {
+    let balance = user::Entity::find_by_id(user_id.to_owned())
+        .lock(LockType::Update)
+        .one(txn)
+        .await?
+        .map(|u| u.credits)
+        .ok_or_else(|| DbErr::RecordNotFound(format!("user {user_id}")))?;
+    let taken = Ord::max(Ord::min(amount, balance), 0);
+    add(txn, user_id, -taken, "take_back", effect_key).await?;
+    Ok(taken)
 }
 
 async fn add(

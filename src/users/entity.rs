@@ -13,6 +13,8 @@ pub mod user {
         pub credits: i64,
         pub is_admin: bool,
         pub created_at: DateTimeUtc,
+        /// A member until then (bought memberships stack: a renewal extends this).
+        pub member_until: Option<DateTimeUtc>,
     }
 
     #[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]

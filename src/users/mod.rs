@@ -3,6 +3,7 @@
 
 pub mod credits;
 pub mod entity;
+pub mod membership;
 
 use chrono::Utc;
 use rand::RngCore as _;
@@ -67,6 +68,7 @@ pub async fn create(
         credits: Set(0),
         is_admin: Set(is_admin),
         created_at: Set(now),
+        member_until: Set(None),
     };
     let user = entity::user::Entity::insert(user)
         .exec_with_returning(&txn)

@@ -18,6 +18,18 @@ on_every_backend!(
 );
 
 const SECRET: &str = "whsec_test";
+const MAX: usize = 1 << 20;
+
+fn credit_pack() -> conveyor::domains::payments::store::NewPayment {
+    conveyor::domains::payments::store::NewPayment {
+        product: "credits_100".into(),
+        credits: 100,
+        membership_months: 0,
+        order_id: None,
+        amount: 990,
+        currency: "CNY".into(),
+    }
+}
 
 fn with_secret(env: &mut TestEnv) {
     env.settings.sections.get_mut("payments").unwrap()["hmac_secrets"] = json!([SECRET]);
@@ -469,7 +481,7 @@ async fn a_wechat_notification_grants_once_and_refuses_forgeries(backend: Backen
 
 /// A consumer that committed and died before its ack: the redelivery applies nothing more.
 async fn a_redelivery_after_the_commit_grants_nothing(backend: Backend) {
-    use conveyor::domains::payments::store::{self, Applied};
+    use conveyor::domains::payments::store::{self, Applied, Kind};
     let Some(env) = TestEnv::new(backend, "payments_redelivery").await else {
         return;
     };
@@ -477,30 +489,32 @@ async fn a_redelivery_after_the_commit_grants_nothing(backend: Backend) {
     let (user, _) = conveyor::users::create(&platform.db, "payer", 0, false)
         .await
         .unwrap();
-    let payment = store::create(&platform.db, &user.id, "credits_100", 100, 990, "CNY")
+    let payment = store::create(&platform.db, &user.id, credit_pack())
         .await
         .unwrap();
     let txn = sea_orm::TransactionTrait::begin(&platform.db)
         .await
         .unwrap();
-    let row = store::receive(&txn, "hmac", "evt_r", &payment.id)
+    let row = store::receive(&txn, "hmac", "evt_r", &payment.id, Kind::Paid)
         .await
         .unwrap()
         .unwrap();
     txn.commit().await.unwrap();
-    let first = store::apply(&platform.db, row).await.unwrap();
+    let first = store::apply(&platform.db, row, MAX).await.unwrap();
     assert_eq!(
         first,
         Applied::Granted {
             user_id: user.id.clone(),
-            credits: 100
+            credits: 100,
+            membership_until: None,
+            order_event: None,
         }
     );
     // The same message again (its ack was lost), and concurrently twice more.
     let (a, b, c) = tokio::join!(
-        store::apply(&platform.db, row),
-        store::apply(&platform.db, row),
-        store::apply(&platform.db, row)
+        store::apply(&platform.db, row, MAX),
+        store::apply(&platform.db, row, MAX),
+        store::apply(&platform.db, row, MAX)
     );
     for again in [a, b, c] {
         assert_eq!(again.unwrap(), Applied::Before);

@@ -271,22 +271,21 @@ pub enum Paid {
     AfterCancel(Order),
 }
 
-/// Marks an order paid by `payment_ref`: the conditional UNPAID → PAID transition the
-/// payment domain calls. A payment after the cancel never resurrects the order.
-pub async fn mark_paid(
-    db: &DatabaseConnection,
+/// Marks an order paid by `payment_ref` in the caller's transaction: the conditional
+/// UNPAID → PAID transition the payment domain applies together with its inbox row. A
+/// payment after the cancel never resurrects the order; it is recorded on the order
+/// (`late_payment_ref`) for refund.
+pub async fn pay(
+    txn: &impl ConnectionTrait,
     order_id: &str,
     payment_ref: &str,
 ) -> Result<Option<Paid>, DbErr> {
-    let txn = crate::db::begin_read_committed(db).await?;
     if let Some((o, ev)) =
-        leave_unpaid(&txn, order_id, OrderStatus::Paid, Some(payment_ref), "paid").await?
+        leave_unpaid(txn, order_id, OrderStatus::Paid, Some(payment_ref), "paid").await?
     {
-        txn.commit().await?;
         return Ok(Some(Paid::Now(o, ev)));
     }
-    txn.rollback().await?;
-    let Some(o) = get_order(db, order_id).await? else {
+    let Some(o) = get_order(txn, order_id).await? else {
         return Ok(None);
     };
     match o.status {
@@ -295,13 +294,25 @@ pub async fn mark_paid(
                 .col_expr(order::Column::LatePaymentRef, Expr::value(payment_ref))
                 .filter(order::Column::Id.eq(order_id))
                 .filter(order::Column::LatePaymentRef.is_null())
-                .exec(db)
+                .exec(txn)
                 .await?;
-            let o = get_order(db, order_id).await?.unwrap_or(o);
+            let o = get_order(txn, order_id).await?.unwrap_or(o);
             Ok(Some(Paid::AfterCancel(o)))
         }
         _ => Ok(Some(Paid::Already(o))),
     }
+}
+
+/// [`pay`] in a transaction of its own (an operator marking an order paid by hand).
+pub async fn mark_paid(
+    db: &DatabaseConnection,
+    order_id: &str,
+    payment_ref: &str,
+) -> Result<Option<Paid>, DbErr> {
+    let txn = crate::db::begin_read_committed(db).await?;
+    let paid = pay(&txn, order_id, payment_ref).await?;
+    txn.commit().await?;
+    Ok(paid)
 }
 
 pub async fn get_order(db: &impl ConnectionTrait, id: &str) -> Result<Option<Order>, DbErr> {

@@ -16,10 +16,21 @@ pub mod payment {
         /// In the currency's minor unit (fen, cents).
         pub amount: i64,
         pub currency: String,
-        /// `CREATED` or `PAID`.
+        /// `CREATED`, `PAID`, `REFUNDED` (all of it given back) or `REFUND_DUE` (paid
+        /// for a flash-sale order that was canceled first: the money goes back).
         pub status: String,
         pub created_at: DateTimeUtc,
         pub paid_at: Option<DateTimeUtc>,
+        /// The flash-sale order it pays, if it pays one.
+        pub order_id: Option<String>,
+        /// Months of membership it buys (0: none).
+        pub membership_months: i32,
+        /// Refunded so far, in the minor unit, and the credits that took back.
+        pub refunded_amount: i64,
+        pub refunded_credits: i64,
+        /// Credits a refund should have taken back but the balance no longer held
+        /// (spent already): recorded and alerted, never clamped away silently.
+        pub shortfall: i64,
     }
 
     #[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]
@@ -40,12 +51,17 @@ pub mod event {
         pub provider: String,
         pub event_id: String,
         pub payment_id: String,
-        /// `paid`.
+        /// `paid` or `refund`.
         pub kind: String,
-        /// `RECEIVED`, then `APPLIED` once, by whoever applies it.
+        /// `RECEIVED`, then `APPLIED` once, by whoever applies it; `WAITING` while a
+        /// refund waits for its payment to be applied first (events out of order).
         pub status: String,
         pub received_at: DateTimeUtc,
         pub applied_at: Option<DateTimeUtc>,
+        /// A refund's amount (minor unit); 0 for `paid`.
+        pub amount: i64,
+        /// What applying it did, when that is worth telling (a shortfall, a refund due).
+        pub note: Option<String>,
     }
 
     #[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]

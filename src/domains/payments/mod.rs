@@ -1,19 +1,24 @@
-//! Payment-provider webhooks (issue 14), in progress.
+//! Payment-provider webhooks (issue 14): payment intents for configured products
+//! (credit packs, memberships) and flash-sale orders; the webhooks of three signature
+//! schemes (Stripe-style HMAC, Alipay RSA2, WeChat Pay v3), each verified on the raw body
+//! and recorded in an inbox together with its `payments.apply` message in one transaction,
+//! answered without waiting for the broker; the consumer that applies each event once
+//! (credits, a membership that stacks, the order's UNPAID → PAID, refunds that never drive a
+//! balance below zero silently and wait for their payment when they come first); the
+//! broker-down fallback that applies events in-process; the inbox gauges.
 //!
-//! Done: payment intents for configured credit packs (`POST /v1/payments`), the
-//! Stripe-style HMAC webhook (verified on the raw body, amount and currency checked,
-//! recorded in the inbox with its `payments.apply` message in one transaction, answered
-//! without waiting for the broker; a redelivery changes nothing), the consumer that
-//! applies each event once (inbox `RECEIVED → APPLIED` and payment `CREATED → PAID` with
-//! the credit grant, one transaction), and the signature schemes of Alipay and WeChat Pay
-//! v3 ([`verify`]). Next: their webhook routes, memberships, flash-sale orders, refunds,
-//! the broker-down fallback, the signing CLI.
+//! Files: [`routes`] (HTTP), [`verify`] (signatures), [`store`] (inbox, payments, apply),
+//! [`handler`] (the consumer), [`fallback`], [`gauges`], [`settings`] (`[payments]`),
+//! [`sign`] (what `conveyor payments sign` builds).
 
 pub mod entity;
+pub mod fallback;
+pub mod gauges;
 pub mod handler;
 pub mod queues;
 pub mod routes;
 pub mod settings;
+pub mod sign;
 pub mod store;
 pub mod verify;
 
@@ -22,7 +27,7 @@ use std::sync::Arc;
 use futures::FutureExt as _;
 use futures::future::BoxFuture;
 
-use super::{Domain, Handlers, no_jobs, no_streams};
+use super::{Domain, Handlers, no_streams};
 use crate::api::Core;
 use crate::consumer::Handler;
 use crate::platform::Platform;
@@ -33,16 +38,18 @@ pub const DOMAIN: Domain = Domain {
     queues: queues::QUEUES,
     delays: &[],
     handlers,
-    jobs: no_jobs,
+    jobs: fallback::start,
     routes,
     openapi: <routes::Doc as utoipa::OpenApi>::openapi,
-    gauges: &[],
+    gauges: gauges::GAUGES,
     streams: no_streams,
     settings: Some(settings::SECTION),
 };
 
-fn handlers(_: &Platform) -> BoxFuture<'_, anyhow::Result<Handlers>> {
-    let apply: Arc<dyn Handler> = Arc::new(handler::ApplyHandler);
+fn handlers(platform: &Platform) -> BoxFuture<'_, anyhow::Result<Handlers>> {
+    let apply: Arc<dyn Handler> = Arc::new(handler::ApplyHandler {
+        platform: platform.clone(),
+    });
     async move { Ok(vec![(&queues::PAYMENTS_APPLY, apply)]) }.boxed()
 }
 

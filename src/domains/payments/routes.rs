@@ -16,14 +16,13 @@ use serde::{Deserialize, Serialize};
 use serde_json::json;
 use utoipa::ToSchema;
 
-use super::handler::APPLY_EVENT;
-use super::queues::PAYMENTS_APPLY;
 use super::settings::{PaymentSettings, ProviderKeys};
-use super::store::{self, Payment};
+use super::store::{self, Kind, NewPayment, Payment};
 use super::verify::{self, Refused};
 use crate::api::openapi::ErrorBody;
 use crate::api::{ApiJson, AuthUser, Core};
-use crate::broker::{Envelope, Target};
+use crate::domains::flash_sale::status::OrderStatus;
+use crate::domains::flash_sale::store as orders;
 use crate::error::ApiError;
 
 /// The header carrying `t=<unix>,v1=<hex hmac>`.
@@ -54,83 +53,177 @@ pub fn routes(state: Payments) -> Router {
 )]
 pub struct Doc;
 
+/// What to pay for: a product of `[payments.products]`, or one of the caller's unpaid
+/// flash-sale orders (exactly one of the two).
 #[derive(Debug, Deserialize, Serialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct PaymentRequest {
-    /// A product of `[payments.products]`.
-    pub product: String,
+    pub product: Option<String>,
+    /// A flash-sale order id; the payment is for its price.
+    pub order: Option<String>,
 }
 
-/// What a client needs to pay, provider-agnostic.
+/// What a client needs to pay, provider-agnostic, and what became of it.
 #[derive(Debug, Serialize, ToSchema)]
 pub struct PaymentView {
     pub id: String,
     /// Our order number at the provider (the payment id).
     pub out_trade_no: String,
+    /// The product, or `order` for a flash-sale order.
     pub product: String,
+    pub order_id: Option<String>,
     pub credits: i64,
+    /// Months of membership it buys.
+    pub membership_months: i32,
     /// In the currency's minor unit.
     pub amount: i64,
     pub currency: String,
-    /// `CREATED` or `PAID`.
+    /// `CREATED`, `PAID`, `REFUNDED` or `REFUND_DUE` (the order was canceled first).
     pub status: String,
+    pub refunded_amount: i64,
+    /// Credits a refund could not take back (spent already).
+    pub shortfall: i64,
     pub created_at: chrono::DateTime<chrono::Utc>,
     pub paid_at: Option<chrono::DateTime<chrono::Utc>>,
+    /// The provider events received for it, oldest first.
+    pub events: Vec<EventView>,
 }
 
-impl From<Payment> for PaymentView {
-    fn from(p: Payment) -> Self {
+/// One provider event of a payment.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct EventView {
+    pub provider: String,
+    pub event_id: String,
+    /// `paid` or `refund`.
+    pub kind: String,
+    /// A refund's amount.
+    pub amount: i64,
+    /// `RECEIVED`, `WAITING` (a refund before its payment) or `APPLIED`.
+    pub status: String,
+    pub note: Option<String>,
+    pub received_at: chrono::DateTime<chrono::Utc>,
+    pub applied_at: Option<chrono::DateTime<chrono::Utc>>,
+}
+
+impl PaymentView {
+    fn new(p: Payment, events: Vec<store::Event>) -> Self {
         PaymentView {
             out_trade_no: p.id.clone(),
             id: p.id,
             product: p.product,
+            order_id: p.order_id,
             credits: p.credits,
+            membership_months: p.membership_months,
             amount: p.amount,
             currency: p.currency,
             status: p.status,
+            refunded_amount: p.refunded_amount,
+            shortfall: p.shortfall,
             created_at: p.created_at,
             paid_at: p.paid_at,
+            events: events
+                .into_iter()
+                .map(|e| EventView {
+                    provider: e.provider,
+                    event_id: e.event_id,
+                    kind: e.kind,
+                    amount: e.amount,
+                    status: e.status,
+                    note: e.note,
+                    received_at: e.received_at,
+                    applied_at: e.applied_at,
+                })
+                .collect(),
         }
     }
 }
 
-/// `POST /v1/payments`: a payment intent for a product.
+fn invalid(field: &str, message: String) -> ApiError {
+    ApiError::Unprocessable {
+        code: "invalid_field",
+        message,
+        field: Some(field.into()),
+    }
+}
+
+/// What the request buys, checked.
+async fn to_buy(
+    state: &Payments,
+    user: &crate::users::User,
+    req: PaymentRequest,
+) -> Result<NewPayment, ApiError> {
+    let currency = state.settings.currency.clone();
+    match (req.product, req.order) {
+        (Some(name), None) => {
+            let product = state.settings.products.get(&name).ok_or_else(|| {
+                let known: Vec<&str> = state.settings.products.keys().map(String::as_str).collect();
+                invalid(
+                    "product",
+                    format!("unknown product; expected one of {}", known.join(", ")),
+                )
+            })?;
+            Ok(NewPayment {
+                product: name,
+                credits: product.credits,
+                membership_months: product.membership_months(),
+                order_id: None,
+                amount: product.amount,
+                currency,
+            })
+        }
+        (None, Some(order_id)) => {
+            let order = orders::get_order(&state.core.db, &order_id)
+                .await?
+                .filter(|o| o.user_id == user.id)
+                .ok_or(ApiError::NotFound("order"))?;
+            if order.status != OrderStatus::Unpaid {
+                return Err(ApiError::Refused {
+                    code: "order_not_payable",
+                    message: format!("the order is {}, not UNPAID", order.status.as_str()),
+                });
+            }
+            Ok(NewPayment {
+                product: "order".into(),
+                credits: 0,
+                membership_months: 0,
+                order_id: Some(order.id),
+                amount: order.price,
+                currency,
+            })
+        }
+        _ => Err(ApiError::BadRequest {
+            code: "invalid_request",
+            message: "give exactly one of `product` and `order`".into(),
+            field: None,
+        }),
+    }
+}
+
+/// `POST /v1/payments`: a payment intent for a product or a flash-sale order.
 #[utoipa::path(post, path = "/v1/payments", tag = "payments", security(("api_key" = [])),
     request_body = PaymentRequest,
     responses(
         (status = 201, description = "The intent", body = PaymentView),
+        (status = 400, description = "Neither or both of product and order", body = ErrorBody),
         (status = 401, description = "Missing or invalid API key", body = ErrorBody),
+        (status = 404, description = "No such order of the caller's", body = ErrorBody),
+        (status = 409, description = "`order_not_payable`: the order is not UNPAID", body = ErrorBody),
         (status = 422, description = "Unknown product", body = ErrorBody)))]
 pub(crate) async fn create(
     State(state): State<Payments>,
     AuthUser(user): AuthUser,
     ApiJson(req): ApiJson<PaymentRequest>,
 ) -> Result<(StatusCode, Json<PaymentView>), ApiError> {
-    let product = state.settings.products.get(&req.product).ok_or_else(|| {
-        let known: Vec<&str> = state.settings.products.keys().map(String::as_str).collect();
-        ApiError::Unprocessable {
-            code: "invalid_field",
-            message: format!("unknown product; expected one of {}", known.join(", ")),
-            field: Some("product".into()),
-        }
-    })?;
-    let p = store::create(
-        &state.core.db,
-        &user.id,
-        &req.product,
-        product.credits,
-        product.amount,
-        &state.settings.currency,
-    )
-    .await?;
-    Ok((StatusCode::CREATED, Json(p.into())))
+    let new = to_buy(&state, &user, req).await?;
+    let p = store::create(&state.core.db, &user.id, new).await?;
+    Ok((StatusCode::CREATED, Json(PaymentView::new(p, Vec::new()))))
 }
 
-/// `GET /v1/payments/{id}`: the caller's payment.
+/// `GET /v1/payments/{id}`: the caller's payment and its events.
 #[utoipa::path(get, path = "/v1/payments/{id}", tag = "payments", security(("api_key" = [])),
     params(("id" = String, Path, description = "Payment id")),
     responses(
-        (status = 200, description = "The payment", body = PaymentView),
+        (status = 200, description = "The payment and its events", body = PaymentView),
         (status = 401, description = "Missing or invalid API key", body = ErrorBody),
         (status = 404, description = "No such payment of the caller's", body = ErrorBody)))]
 pub(crate) async fn show(
@@ -139,7 +232,10 @@ pub(crate) async fn show(
     Path(id): Path<String>,
 ) -> Result<Json<PaymentView>, ApiError> {
     match store::get(&state.core.db, &id).await? {
-        Some(p) if user.can_see(&p.user_id) => Ok(Json(p.into())),
+        Some(p) if user.can_see(&p.user_id) => {
+            let events = store::events_of(&state.core.db, &p.id).await?;
+            Ok(Json(PaymentView::new(p, events)))
+        }
         _ => Err(ApiError::NotFound("payment")),
     }
 }
@@ -184,30 +280,31 @@ fn outcome(provider: &'static str, outcome: &'static str) {
         .increment(1);
 }
 
-/// Records a verified paid event in the inbox with its apply message, one transaction;
-/// false when the provider sent this event before (nothing more to do).
+/// Records a verified event in the inbox with its apply message (one transaction) and
+/// wakes the relay; false when the provider sent this event before (nothing more to do).
 async fn record(
     state: &Payments,
     provider: &'static str,
     event_id: &str,
     payment: &Payment,
+    kind: Kind,
 ) -> Result<bool, ApiError> {
-    let txn = crate::db::begin_read_committed(&state.core.db).await?;
-    let Some(row) = store::receive(&txn, provider, event_id, &payment.id).await? else {
-        txn.rollback().await?;
-        outcome(provider, "duplicate");
-        return Ok(false);
-    };
-    let apply =
-        Envelope::new(APPLY_EVENT, json!({ "event": row })).with_correlation_id(payment.id.clone());
     let max = state.core.settings.broker.max_payload_bytes;
-    crate::outbox::enqueue(&txn, Target::Queue(&PAYMENTS_APPLY), &apply, max)
+    let fresh = store::record(&state.core.db, provider, event_id, &payment.id, kind, max)
         .await
         .map_err(|e| ApiError::Internal(e.into()))?;
-    txn.commit().await?;
-    state.core.relay.notify();
-    outcome(provider, "accepted");
-    Ok(true)
+    if fresh {
+        state.core.relay.notify();
+        outcome(provider, "accepted");
+    } else {
+        outcome(provider, "duplicate");
+    }
+    Ok(fresh)
+}
+
+/// A refund may not exceed what was paid, in another currency.
+fn refund_fits(payment: &Payment, amount: i64, currency: &str) -> bool {
+    amount > 0 && amount <= payment.amount && payment.currency == currency
 }
 
 /// Logs and counts an event that does not match its payment.
@@ -224,7 +321,7 @@ fn note_mismatch(provider: &'static str, event: &str, payment: &str) {
 /// `POST /v1/webhooks/payments/hmac`: a provider's signed event (`conveyor-signature:
 /// t=<unix>,v1=<hex hmac-sha256 of "t.body">`).
 #[utoipa::path(post, path = "/v1/webhooks/payments/hmac", tag = "payments",
-    request_body(content = Object, description = "`{\"id\":…,\"type\":\"payment.succeeded\",\"data\":{\"out_trade_no\",\"amount\",\"currency\"}}`"),
+    request_body(content = Object, description = "`{\"id\":…,\"type\":\"payment.succeeded\"|\"payment.refunded\",\"data\":{\"out_trade_no\",\"amount\",\"currency\"}}` (a refund's amount is what it gives back)"),
     responses(
         (status = 200, description = "Recorded (or recorded before): `{\"received\":true}`", body = Object),
         (status = 400, description = "Malformed, or amount/currency not the payment's", body = ErrorBody),
@@ -262,15 +359,24 @@ pub(crate) async fn webhook(
     .map_err(|e| refused(PROVIDER, &e))?;
     let ev: HmacEvent = serde_json::from_slice(&body)
         .map_err(|_| refused(PROVIDER, &Refused::Malformed("not a payment event")))?;
-    if ev.kind != "payment.succeeded" {
-        // Signed and well-formed, but nothing we act on: acknowledge so it is not resent.
-        outcome(PROVIDER, "ignored");
-        return Ok(Json(json!({ "received": true })));
-    }
+    let refund = match ev.kind.as_str() {
+        "payment.succeeded" => false,
+        "payment.refunded" => true,
+        _ => {
+            // Signed and well-formed, but nothing we act on: acknowledge so it is not resent.
+            outcome(PROVIDER, "ignored");
+            return Ok(Json(json!({ "received": true })));
+        }
+    };
     let payment = store::get(&state.core.db, &ev.data.out_trade_no)
         .await?
         .ok_or(ApiError::NotFound("payment"))?;
-    if payment.amount != ev.data.amount || payment.currency != ev.data.currency {
+    let fits = if refund {
+        refund_fits(&payment, ev.data.amount, &ev.data.currency)
+    } else {
+        payment.amount == ev.data.amount && payment.currency == ev.data.currency
+    };
+    if !fits {
         note_mismatch(PROVIDER, &ev.id, &payment.id);
         return Err(ApiError::BadRequest {
             code: "mismatch",
@@ -278,13 +384,28 @@ pub(crate) async fn webhook(
             field: None,
         });
     }
-    record(&state, PROVIDER, &ev.id, &payment).await?;
+    let kind = if refund {
+        Kind::Refund(ev.data.amount)
+    } else {
+        Kind::Paid
+    };
+    record(&state, PROVIDER, &ev.id, &payment, kind).await?;
     Ok(Json(json!({ "received": true })))
 }
 
-/// Yuan with two decimals, as Alipay writes `total_amount`, from fen.
-fn yuan(fen: i64) -> String {
-    format!("{}.{:02}", fen / 100, fen % 100)
+/// Fen from yuan as Alipay writes amounts (`9.90`, `10`, `0.5`); `None` if it is not one.
+fn fen(yuan: &str) -> Option<i64> {
+    let digits = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
+    let (whole, frac) = yuan.split_once('.').unwrap_or((yuan, "0"));
+    if !digits(whole) || !digits(frac) || frac.len() > 2 {
+        return None;
+    }
+    let cents: i64 = format!("{frac:0<2}").parse().ok()?;
+    whole
+        .parse::<i64>()
+        .ok()?
+        .checked_mul(100)?
+        .checked_add(cents)
 }
 
 /// Alipay's answers: `success` stops its retries, anything else makes it retry.
@@ -297,7 +418,8 @@ fn alipay_answer(ok: bool) -> (StatusCode, &'static str) {
 }
 
 /// `POST /v1/webhooks/payments/alipay`: an Alipay asynchronous notify (form-encoded,
-/// RSA2-signed). TRADE_SUCCESS and TRADE_FINISHED pay; TRADE_CLOSED is acknowledged.
+/// RSA2-signed). TRADE_SUCCESS and TRADE_FINISHED pay; a notify with `refund_fee` refunds
+/// that much; TRADE_CLOSED without one is acknowledged.
 #[utoipa::path(post, path = "/v1/webhooks/payments/alipay", tag = "payments",
     request_body(content = String, content_type = "application/x-www-form-urlencoded", description = "Alipay's notify parameters, `sign` and `sign_type=RSA2` included"),
     responses(
@@ -326,8 +448,11 @@ pub(crate) async fn alipay(
         note_mismatch(PROVIDER, get("notify_id"), get("out_trade_no"));
         return Ok(alipay_answer(false));
     }
-    if !matches!(get("trade_status"), "TRADE_SUCCESS" | "TRADE_FINISHED") {
-        // TRADE_CLOSED, WAIT_BUYER_PAY: nothing to grant; acknowledged.
+    // A refund notify carries `refund_fee` (its trade may still be TRADE_SUCCESS, or
+    // TRADE_CLOSED once refunded in full); otherwise SUCCESS/FINISHED pay and anything
+    // else (TRADE_CLOSED unpaid, WAIT_BUYER_PAY) has nothing to grant: acknowledged.
+    let refund = !get("refund_fee").is_empty();
+    if !refund && !matches!(get("trade_status"), "TRADE_SUCCESS" | "TRADE_FINISHED") {
         outcome(PROVIDER, "ignored");
         return Ok(alipay_answer(true));
     }
@@ -335,11 +460,18 @@ pub(crate) async fn alipay(
         outcome(PROVIDER, "unknown_payment");
         return Ok(alipay_answer(false));
     };
-    if payment.currency != "CNY" || get("total_amount") != yuan(payment.amount) {
-        note_mismatch(PROVIDER, get("notify_id"), &payment.id);
-        return Ok(alipay_answer(false));
-    }
+    let kind = match (refund, fen(get("refund_fee")), fen(get("total_amount"))) {
+        (true, Some(r), _) if refund_fits(&payment, r, "CNY") => Kind::Refund(r),
+        (false, _, Some(total)) if payment.currency == "CNY" && total == payment.amount => {
+            Kind::Paid
+        }
+        _ => {
+            note_mismatch(PROVIDER, get("notify_id"), &payment.id);
+            return Ok(alipay_answer(false));
+        }
+    };
     let event_id = match get("notify_id") {
+        "" if refund => get("out_biz_no"),
         "" => get("trade_no"),
         id => id,
     };
@@ -347,7 +479,7 @@ pub(crate) async fn alipay(
         note_refused(PROVIDER, &Refused::Malformed("no notify_id or trade_no"));
         return Ok(alipay_answer(false));
     }
-    record(&state, PROVIDER, event_id, &payment).await?;
+    record(&state, PROVIDER, event_id, &payment, kind).await?;
     Ok(alipay_answer(true))
 }
 
@@ -364,28 +496,37 @@ fn wechat_answer(ok: bool, message: &str) -> (StatusCode, Json<serde_json::Value
     }
 }
 
-/// The decrypted `resource` of a payment notification.
+/// The decrypted `resource` of a payment (`trade_state`) or refund (`refund_status`)
+/// notification.
 #[derive(Debug, Deserialize)]
 struct WechatTransaction {
+    /// Absent from refund notifications.
     #[serde(default)]
     appid: String,
     #[serde(default)]
     mchid: String,
     out_trade_no: String,
+    #[serde(default)]
     trade_state: String,
+    #[serde(default)]
+    refund_status: String,
     amount: WechatAmount,
 }
 
 #[derive(Debug, Deserialize)]
 struct WechatAmount {
     total: i64,
+    /// A refund's amount.
+    #[serde(default)]
+    refund: i64,
     #[serde(default)]
     currency: String,
 }
 
 /// `POST /v1/webhooks/payments/wechat`: a WeChat Pay API v3 notification (headers
 /// `Wechatpay-Timestamp`, `-Nonce`, `-Signature`, `-Serial`; `resource` encrypted with the
-/// APIv3 key). `trade_state` SUCCESS pays; anything else is acknowledged.
+/// APIv3 key). `TRANSACTION.SUCCESS` with `trade_state` SUCCESS pays, `REFUND.SUCCESS`
+/// refunds `amount.refund`; anything else is acknowledged.
 #[utoipa::path(post, path = "/v1/webhooks/payments/wechat", tag = "payments",
     request_body(content = Object, description = "WeChat Pay's notification JSON"),
     responses(
@@ -433,6 +574,8 @@ pub(crate) async fn wechat(
     #[derive(Deserialize)]
     struct Outer {
         id: String,
+        #[serde(default)]
+        event_type: String,
     }
     let (Ok(outer), Ok(tx)) = (
         serde_json::from_slice::<Outer>(&body),
@@ -442,12 +585,18 @@ pub(crate) async fn wechat(
         return Ok(wechat_answer(false, "malformed"));
     };
     let merchant_ok = (conf.mchid.is_empty() || tx.mchid == conf.mchid)
-        && (conf.appid.is_empty() || tx.appid == conf.appid);
+        && (conf.appid.is_empty() || tx.appid.is_empty() || tx.appid == conf.appid);
     if !merchant_ok {
         note_mismatch(PROVIDER, &outer.id, &tx.out_trade_no);
         return Ok(wechat_answer(false, "mismatch"));
     }
-    if tx.trade_state != "SUCCESS" {
+    let refund = outer.event_type.starts_with("REFUND.");
+    let acts = if refund {
+        tx.refund_status == "SUCCESS"
+    } else {
+        tx.trade_state == "SUCCESS"
+    };
+    if !acts {
         outcome(PROVIDER, "ignored");
         return Ok(wechat_answer(true, ""));
     }
@@ -460,10 +609,48 @@ pub(crate) async fn wechat(
     } else {
         tx.amount.currency.as_str()
     };
-    if payment.amount != tx.amount.total || payment.currency != currency {
+    let fits = payment.amount == tx.amount.total
+        && payment.currency == currency
+        && (!refund || refund_fits(&payment, tx.amount.refund, currency));
+    if !fits {
         note_mismatch(PROVIDER, &outer.id, &payment.id);
         return Ok(wechat_answer(false, "mismatch"));
     }
-    record(&state, PROVIDER, &outer.id, &payment).await?;
+    let kind = if refund {
+        Kind::Refund(tx.amount.refund)
+    } else {
+        Kind::Paid
+    };
+    record(&state, PROVIDER, &outer.id, &payment, kind).await?;
     Ok(wechat_answer(true, ""))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::fen;
+
+    #[test]
+    fn alipay_amounts_read_as_fen() {
+        for (yuan, want) in [
+            ("9.90", Some(990)),
+            ("10", Some(1000)),
+            ("0.5", Some(50)),
+            ("0.01", Some(1)),
+        ] {
+            assert_eq!(fen(yuan), want, "{yuan}");
+        }
+        for bad in [
+            "",
+            ".5",
+            "1.",
+            "1.234",
+            "-1",
+            "1e3",
+            "9,90",
+            " 1",
+            "99999999999999999999",
+        ] {
+            assert_eq!(fen(bad), None, "{bad}");
+        }
+    }
 }

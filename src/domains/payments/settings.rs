@@ -1,4 +1,5 @@
-//! `[payments]`: products, the webhook secrets and the timestamp window.
+//! `[payments]`: products, the webhook secrets and keys, the timestamp window and the
+//! broker-down fallback.
 
 use std::collections::BTreeMap;
 
@@ -26,8 +27,13 @@ pub struct PaymentSettings {
     /// Secrets of the HMAC (`t=…,v1=…`) scheme; several during a rotation. Secret: set
     /// `CONVEYOR__PAYMENTS__HMAC_SECRETS`; never logged or printed.
     pub hmac_secrets: Vec<String>,
-    /// What can be bought: credit packs.
+    /// What can be bought: credit packs and memberships.
     pub products: BTreeMap<String, Product>,
+    /// Broker-down fallback: when RabbitMQ has been unreachable this long, the consumers'
+    /// process applies recorded events itself (still once each: applying is guarded by the
+    /// inbox row, whoever applies it). 0 turns it off.
+    #[serde(default)]
+    pub fallback_after_secs: u64,
     /// Alipay asynchronous notifies; off while `public_key` is empty.
     #[serde(default)]
     pub alipay: AlipaySettings,
@@ -48,6 +54,10 @@ pub struct WechatSettings {
     pub api_v3_key: String,
     /// WeChat Pay platform public keys by serial (`Wechatpay-Serial`), PEM or base64.
     pub platform_keys: BTreeMap<String, String>,
+    /// Staging only: a private key (PKCS#8 PEM) matching the platform key of
+    /// `test_signing_serial`, for `conveyor payments sign --provider wechat`.
+    pub test_signing_key: String,
+    pub test_signing_serial: String,
 }
 
 /// `[payments.alipay]`.
@@ -60,14 +70,44 @@ pub struct AlipaySettings {
     pub seller_id: String,
     /// Alipay's public key: PEM `PUBLIC KEY` or the bare base64 Alipay shows.
     pub public_key: String,
+    /// Staging only: the private key (PKCS#8 PEM) matching `public_key`, with which
+    /// `conveyor payments sign --provider alipay` signs a notify to replay by hand.
+    pub test_signing_key: String,
 }
 
+/// Something to buy: credits, a membership period, or both.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Product {
+    #[serde(default)]
     pub credits: i64,
+    /// `monthly` or `yearly`; renewals stack.
+    #[serde(default)]
+    pub membership: Option<Plan>,
     /// Price in the currency's minor unit.
     pub amount: i64,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Plan {
+    Monthly,
+    Yearly,
+}
+
+impl Plan {
+    pub fn months(self) -> i32 {
+        match self {
+            Plan::Monthly => 1,
+            Plan::Yearly => 12,
+        }
+    }
+}
+
+impl Product {
+    pub fn membership_months(&self) -> i32 {
+        self.membership.map_or(0, Plan::months)
+    }
 }
 
 impl PaymentSettings {
@@ -80,10 +120,16 @@ impl PaymentSettings {
             });
         }
         s.keys()?;
-        if s.products.values().any(|p| p.credits <= 0 || p.amount <= 0) {
+        let buys_nothing = |p: &Product| p.credits <= 0 && p.membership.is_none();
+        if s.products
+            .values()
+            .any(|p| p.amount <= 0 || p.credits < 0 || buys_nothing(p))
+        {
             return Err(ConfigError::Invalid {
                 key: "payments.products",
-                problem: "every product needs credits and an amount above 0".into(),
+                problem:
+                    "every product needs an amount above 0 and credits above 0 or a membership"
+                        .into(),
             });
         }
         Ok(s)

@@ -1,45 +1,90 @@
 //! The queries of the payments flow. An event is applied by one conditional transition
 //! of its inbox row (`RECEIVED → APPLIED`) in the same transaction as its effect, so
-//! whoever applies it — the consumer, a redelivery, a replay — applies it once; the
-//! payment's own `CREATED → PAID` transition makes a second event for the same payment
-//! grant nothing.
+//! whoever applies it — the consumer, a redelivery, the broker-down fallback — applies it
+//! once. Every apply then locks its payment's row, so a payment's events are applied one
+//! at a time: the payment's own `CREATED → PAID` transition makes a second paid event
+//! grant nothing, and a refund that arrives before its payment waits (`WAITING`) until the
+//! paid event, which puts it back in line in its own transaction.
 
-use chrono::Utc;
-use sea_orm::sea_query::Expr;
+use chrono::{DateTime, Utc};
+use sea_orm::sea_query::{Expr, LockType};
 use sea_orm::{
     ActiveValue::Set, ColumnTrait, ConnectionTrait, DatabaseConnection, DbErr, EntityTrait,
-    QueryFilter, SqlErr,
+    PaginatorTrait, QueryFilter, QueryOrder, QuerySelect, SqlErr,
 };
+use serde_json::json;
 
 use super::entity::{event, payment};
-use crate::users::credits;
+use super::handler::APPLY_EVENT;
+use super::queues::PAYMENTS_APPLY;
+use crate::broker::{Envelope, Target};
+use crate::domains::flash_sale::messages::OrderEvent;
+use crate::domains::flash_sale::store::{self as orders, Paid};
+use crate::outbox::{self, OutboxError};
+use crate::users::{credits, membership};
 
 pub use event::Model as Event;
 pub use payment::Model as Payment;
 
 pub const CREATED: &str = "CREATED";
 pub const PAID: &str = "PAID";
+pub const REFUNDED: &str = "REFUNDED";
+/// Money received for a flash-sale order that was canceled first (or paid by another
+/// payment): nothing was delivered, the money goes back.
+pub const REFUND_DUE: &str = "REFUND_DUE";
 const RECEIVED: &str = "RECEIVED";
+const WAITING: &str = "WAITING";
 const APPLIED: &str = "APPLIED";
+
+/// What a provider event says happened.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    Paid,
+    /// A refund of this many minor units.
+    Refund(i64),
+}
+
+impl Kind {
+    fn as_str(self) -> &'static str {
+        match self {
+            Kind::Paid => "paid",
+            Kind::Refund(_) => "refund",
+        }
+    }
+}
+
+/// What a new payment buys.
+#[derive(Debug, Clone)]
+pub struct NewPayment {
+    /// A product of `[payments.products]`, or `order` for a flash-sale order.
+    pub product: String,
+    pub credits: i64,
+    pub membership_months: i32,
+    pub order_id: Option<String>,
+    pub amount: i64,
+    pub currency: String,
+}
 
 pub async fn create(
     db: &DatabaseConnection,
     user_id: &str,
-    product: &str,
-    credits: i64,
-    amount: i64,
-    currency: &str,
+    new: NewPayment,
 ) -> Result<Payment, DbErr> {
     let p = payment::Model {
         id: uuid::Uuid::now_v7().to_string(),
         user_id: user_id.to_owned(),
-        product: product.to_owned(),
-        credits,
-        amount,
-        currency: currency.to_owned(),
+        product: new.product,
+        credits: new.credits,
+        amount: new.amount,
+        currency: new.currency,
         status: CREATED.to_owned(),
         created_at: Utc::now(),
         paid_at: None,
+        order_id: new.order_id,
+        membership_months: new.membership_months,
+        refunded_amount: 0,
+        refunded_credits: 0,
+        shortfall: 0,
     };
     payment::Entity::insert(payment::ActiveModel::from(p.clone()))
         .exec_without_returning(db)
@@ -51,29 +96,74 @@ pub async fn get(db: &impl ConnectionTrait, id: &str) -> Result<Option<Payment>,
     payment::Entity::find_by_id(id.to_owned()).one(db).await
 }
 
+/// A payment's events, in the order they arrived.
 pub async fn events_of(db: &DatabaseConnection, payment_id: &str) -> Result<Vec<Event>, DbErr> {
     event::Entity::find()
         .filter(event::Column::PaymentId.eq(payment_id))
+        .order_by_asc(event::Column::Id)
         .all(db)
         .await
 }
 
+/// Records a verified event and its `payments.apply` message in one transaction; `false`
+/// when this provider's event id is recorded already (a redelivery: nothing to do).
+pub async fn record(
+    db: &DatabaseConnection,
+    provider: &str,
+    event_id: &str,
+    payment_id: &str,
+    kind: Kind,
+    max_bytes: usize,
+) -> Result<bool, OutboxError> {
+    let txn = crate::db::begin_read_committed(db).await?;
+    let Some(row) = receive(&txn, provider, event_id, payment_id, kind).await? else {
+        txn.rollback().await?;
+        return Ok(false);
+    };
+    enqueue_apply(&txn, &[row], payment_id, max_bytes).await?;
+    txn.commit().await?;
+    Ok(true)
+}
+
+async fn enqueue_apply(
+    txn: &impl ConnectionTrait,
+    rows: &[i64],
+    payment_id: &str,
+    max_bytes: usize,
+) -> Result<(), OutboxError> {
+    let messages: Vec<_> = rows
+        .iter()
+        .map(|row| {
+            let apply = Envelope::new(APPLY_EVENT, json!({ "event": row }))
+                .with_correlation_id(payment_id.to_owned());
+            (Target::Queue(&PAYMENTS_APPLY), apply)
+        })
+        .collect();
+    outbox::enqueue_many(txn, &messages, max_bytes).await
+}
+
 /// Records a verified event in the caller's transaction; `None` when this provider's
-/// event id is recorded already (a redelivery: nothing to do).
+/// event id is recorded already.
 pub async fn receive(
     txn: &impl ConnectionTrait,
     provider: &str,
     event_id: &str,
     payment_id: &str,
+    kind: Kind,
 ) -> Result<Option<i64>, DbErr> {
     let row = event::ActiveModel {
         provider: Set(provider.to_owned()),
         event_id: Set(event_id.to_owned()),
         payment_id: Set(payment_id.to_owned()),
-        kind: Set("paid".to_owned()),
+        kind: Set(kind.as_str().to_owned()),
         status: Set(RECEIVED.to_owned()),
         received_at: Set(Utc::now()),
         applied_at: Set(None),
+        amount: Set(match kind {
+            Kind::Paid => 0,
+            Kind::Refund(amount) => amount,
+        }),
+        note: Set(None),
         ..Default::default()
     };
     match event::Entity::insert(row).exec(txn).await {
@@ -86,20 +176,43 @@ pub async fn receive(
 /// What applying an event did.
 #[derive(Debug, PartialEq, Eq)]
 pub enum Applied {
-    /// The payment turned PAID and its credits were granted.
+    /// The payment turned PAID: its credits and membership were granted, its order (if
+    /// any) turned PAID (that order event is published after the commit).
     Granted {
         user_id: String,
         credits: i64,
+        membership_until: Option<DateTime<Utc>>,
+        order_event: Option<OrderEvent>,
+    },
+    /// The payment turned REFUND_DUE: its order had been canceled (or paid by another
+    /// payment); nothing was delivered.
+    RefundDue {
+        order_id: String,
     },
     /// The event was applied now, but the payment was paid before (another event).
     AlreadyPaid,
+    /// A refund: `credits` taken back; `shortfall` credits had been spent already (recorded
+    /// on the payment, alerted).
+    Refunded {
+        user_id: String,
+        credits: i64,
+        shortfall: i64,
+    },
+    /// A refund for a payment not applied yet: it waits for the paid event.
+    Waiting,
+    /// A refund for a payment refunded in full already.
+    NothingLeft,
     /// Applied before: nothing done.
     Before,
     NoSuchEvent,
 }
 
 /// Applies inbox row `id` once, in one transaction with its effect.
-pub async fn apply(db: &DatabaseConnection, id: i64) -> Result<Applied, DbErr> {
+pub async fn apply(
+    db: &DatabaseConnection,
+    id: i64,
+    max_bytes: usize,
+) -> Result<Applied, OutboxError> {
     let txn = crate::db::begin_read_committed(db).await?;
     let now = Utc::now();
     let moved = event::Entity::update_many()
@@ -122,25 +235,216 @@ pub async fn apply(db: &DatabaseConnection, id: i64) -> Result<Applied, DbErr> {
         .one(&txn)
         .await?
         .ok_or_else(|| DbErr::RecordNotFound(id.to_string()))?;
-    let paid = payment::Entity::update_many()
-        .col_expr(payment::Column::Status, Expr::value(PAID))
-        .col_expr(payment::Column::PaidAt, Expr::value(now))
-        .filter(payment::Column::Id.eq(ev.payment_id.as_str()))
-        .filter(payment::Column::Status.eq(CREATED))
-        .exec(&txn)
-        .await?;
-    let outcome = if paid.rows_affected == 1 {
-        let p = get(&txn, &ev.payment_id)
-            .await?
-            .ok_or_else(|| DbErr::RecordNotFound(ev.payment_id.clone()))?;
-        credits::grant(&txn, &p.user_id, p.credits, &format!("payment:{}", p.id)).await?;
-        Applied::Granted {
-            user_id: p.user_id,
-            credits: p.credits,
-        }
-    } else {
-        Applied::AlreadyPaid
+    // One event of a payment at a time (see the module doc).
+    let p = payment::Entity::find_by_id(ev.payment_id.clone())
+        .lock(LockType::Update)
+        .one(&txn)
+        .await?
+        .ok_or_else(|| DbErr::RecordNotFound(ev.payment_id.clone()))?;
+    let (outcome, note) = match ev.kind.as_str() {
+        "refund" => refund(&txn, &ev, &p).await?,
+        _ => pay(&txn, &p, max_bytes).await?,
     };
+    if let Some(note) = note {
+        event::Entity::update_many()
+            .col_expr(event::Column::Note, Expr::value(note))
+            .filter(event::Column::Id.eq(id))
+            .exec(&txn)
+            .await?;
+    }
     txn.commit().await?;
     Ok(outcome)
+}
+
+/// A paid event for a payment (row locked): CREATED → PAID (or REFUND_DUE) with its
+/// effects, and its waiting refunds put back in line.
+async fn pay(
+    txn: &impl ConnectionTrait,
+    p: &Payment,
+    max_bytes: usize,
+) -> Result<(Applied, Option<String>), OutboxError> {
+    if p.status != CREATED {
+        return Ok((
+            Applied::AlreadyPaid,
+            Some(format!("payment was {} already", p.status)),
+        ));
+    }
+    let mut order_event = None;
+    if let Some(order_id) = &p.order_id {
+        match orders::pay(txn, order_id, &p.id).await? {
+            Some(Paid::Now(_, ev)) => order_event = Some(ev),
+            Some(Paid::Already(_) | Paid::AfterCancel(_)) | None => {
+                set_status(txn, &p.id, REFUND_DUE).await?;
+                requeue_waiting(txn, &p.id, max_bytes).await?;
+                let note = "the order was canceled or paid otherwise: refund due";
+                return Ok((
+                    Applied::RefundDue {
+                        order_id: order_id.clone(),
+                    },
+                    Some(note.into()),
+                ));
+            }
+        }
+    }
+    if p.credits > 0 {
+        credits::grant(txn, &p.user_id, p.credits, &format!("payment:{}", p.id)).await?;
+    }
+    let mut membership_until = None;
+    if p.membership_months > 0 {
+        let months = u32::try_from(p.membership_months).unwrap_or(0);
+        let key = format!("membership:{}", p.id);
+        membership_until = Some(membership::extend(txn, &p.user_id, months, &key).await?);
+    }
+    set_status(txn, &p.id, PAID).await?;
+    requeue_waiting(txn, &p.id, max_bytes).await?;
+    Ok((
+        Applied::Granted {
+            user_id: p.user_id.clone(),
+            credits: p.credits,
+            membership_until,
+            order_event,
+        },
+        None,
+    ))
+}
+
+async fn set_status(txn: &impl ConnectionTrait, id: &str, status: &str) -> Result<(), DbErr> {
+    payment::Entity::update_many()
+        .col_expr(payment::Column::Status, Expr::value(status))
+        .col_expr(payment::Column::PaidAt, Expr::value(Utc::now()))
+        .filter(payment::Column::Id.eq(id))
+        .exec(txn)
+        .await
+        .map(|_| ())
+}
+
+/// Refunds that arrived before their payment go back in line, in this transaction.
+async fn requeue_waiting(
+    txn: &impl ConnectionTrait,
+    payment_id: &str,
+    max_bytes: usize,
+) -> Result<(), OutboxError> {
+    let waiting: Vec<i64> = event::Entity::find()
+        .select_only()
+        .column(event::Column::Id)
+        .filter(event::Column::PaymentId.eq(payment_id))
+        .filter(event::Column::Status.eq(WAITING))
+        .into_tuple()
+        .all(txn)
+        .await?;
+    if waiting.is_empty() {
+        return Ok(());
+    }
+    event::Entity::update_many()
+        .col_expr(event::Column::Status, Expr::value(RECEIVED))
+        .col_expr(
+            event::Column::AppliedAt,
+            Expr::value(Option::<DateTime<Utc>>::None),
+        )
+        .filter(event::Column::Id.is_in(waiting.iter().copied()))
+        .exec(txn)
+        .await?;
+    enqueue_apply(txn, &waiting, payment_id, max_bytes).await
+}
+
+/// A refund event for a payment (row locked).
+async fn refund(
+    txn: &impl ConnectionTrait,
+    ev: &Event,
+    p: &Payment,
+) -> Result<(Applied, Option<String>), DbErr> {
+    if p.status == CREATED {
+        // Before its payment: wait for it instead of being lost or applied first.
+        event::Entity::update_many()
+            .col_expr(event::Column::Status, Expr::value(WAITING))
+            .col_expr(
+                event::Column::AppliedAt,
+                Expr::value(Option::<DateTime<Utc>>::None),
+            )
+            .filter(event::Column::Id.eq(ev.id))
+            .exec(txn)
+            .await?;
+        return Ok((Applied::Waiting, Some("waiting for its payment".into())));
+    }
+    let amount = ev.amount.min(p.amount - p.refunded_amount).max(0);
+    if amount == 0 {
+        return Ok((Applied::NothingLeft, Some("nothing left to refund".into())));
+    }
+    let refunded = p.refunded_amount + amount;
+    let full = refunded == p.amount;
+    let mut taken = 0;
+    let mut owed = 0;
+    if p.status == PAID {
+        // Credits back in proportion, rounded down until the last refund takes the rest.
+        owed = if full {
+            p.credits - p.refunded_credits
+        } else {
+            p.credits * refunded / p.amount - p.refunded_credits
+        };
+        if owed > 0 {
+            let key = format!("payment-refund:{}", ev.id);
+            taken = credits::take_back(txn, &p.user_id, owed, &key).await?;
+        }
+        if full && p.membership_months > 0 {
+            let months = u32::try_from(p.membership_months).unwrap_or(0);
+            let key = format!("membership-refund:{}", p.id);
+            membership::revoke(txn, &p.user_id, months, &key).await?;
+        }
+    }
+    let short = owed - taken;
+    let mut update = payment::Entity::update_many()
+        .col_expr(payment::Column::RefundedAmount, Expr::value(refunded))
+        .col_expr(
+            payment::Column::RefundedCredits,
+            Expr::value(p.refunded_credits + owed),
+        )
+        .col_expr(payment::Column::Shortfall, Expr::value(p.shortfall + short))
+        .filter(payment::Column::Id.eq(p.id.as_str()));
+    if full {
+        update = update.col_expr(payment::Column::Status, Expr::value(REFUNDED));
+    }
+    update.exec(txn).await?;
+    let note = (short > 0).then(|| format!("{short} credits were spent already (shortfall)"));
+    Ok((
+        Applied::Refunded {
+            user_id: p.user_id.clone(),
+            credits: taken,
+            shortfall: short,
+        },
+        note,
+    ))
+}
+
+/// Events recorded but not applied, oldest first, received before `before` (the
+/// broker-down fallback's work).
+pub async fn unapplied(
+    db: &DatabaseConnection,
+    before: DateTime<Utc>,
+    limit: u64,
+) -> Result<Vec<i64>, DbErr> {
+    event::Entity::find()
+        .select_only()
+        .column(event::Column::Id)
+        .filter(event::Column::Status.eq(RECEIVED))
+        .filter(event::Column::ReceivedAt.lt(before))
+        .order_by_asc(event::Column::Id)
+        .limit(limit)
+        .into_tuple()
+        .all(db)
+        .await
+}
+
+/// The inbox's backlog: events not applied (received or waiting), and the oldest one's
+/// arrival.
+pub async fn backlog(db: &DatabaseConnection) -> Result<(u64, Option<DateTime<Utc>>), DbErr> {
+    let pending = event::Entity::find().filter(event::Column::Status.is_in([RECEIVED, WAITING]));
+    let count = pending.clone().count(db).await?;
+    let oldest: Option<DateTime<Utc>> = pending
+        .select_only()
+        .column(event::Column::ReceivedAt)
+        .order_by_asc(event::Column::ReceivedAt)
+        .into_tuple()
+        .one(db)
+        .await?;
+    Ok((count, oldest))
 }

@@ -1,0 +1,90 @@
+//! The broker-down fallback (seed 001, "MQ故障自动降级同步兜底"): a job of the `payments`
+//! group that pings the broker every second; once it has been unreachable for
+//! `fallback_after_secs`, it applies recorded events itself, oldest first, until the
+//! broker answers again. Exactly once still holds: an event is applied by the conditional
+//! transition of its inbox row, so when the broker returns and the relay publishes the
+//! apply messages, the consumer finds them applied and acknowledges them.
+
+use std::time::{Duration, Instant};
+
+use chrono::Utc;
+use futures::future::BoxFuture;
+use tokio_util::sync::CancellationToken;
+
+use super::handler;
+use super::settings::PaymentSettings;
+use super::store;
+use crate::platform::Platform;
+
+/// How often the broker is pinged, and how long a ping may take.
+const TICK: Duration = Duration::from_secs(1);
+/// Events per round while the broker is down.
+const BATCH: u64 = 100;
+
+pub fn start(
+    platform: &Platform,
+    shutdown: CancellationToken,
+) -> Vec<BoxFuture<'static, anyhow::Result<()>>> {
+    let platform = platform.clone();
+    vec![Box::pin(async move {
+        let settings = PaymentSettings::from_settings(&platform.settings)?;
+        if settings.fallback_after_secs == 0 {
+            return Ok(());
+        }
+        run(
+            platform,
+            Duration::from_secs(settings.fallback_after_secs),
+            shutdown,
+        )
+        .await;
+        Ok(())
+    })]
+}
+
+async fn run(platform: Platform, after: Duration, shutdown: CancellationToken) {
+    let mut down_since: Option<Instant> = None;
+    metrics::gauge!("conveyor_payments_fallback_active").set(0.0);
+    loop {
+        tokio::select! {
+            _ = shutdown.cancelled() => return,
+            _ = tokio::time::sleep(TICK) => {}
+        }
+        let up = matches!(
+            tokio::time::timeout(TICK, platform.broker.ping()).await,
+            Ok(Ok(()))
+        );
+        if up {
+            if down_since.take().is_some_and(|t| t.elapsed() >= after) {
+                tracing::info!("broker reachable again: payment fallback stands down");
+            }
+            metrics::gauge!("conveyor_payments_fallback_active").set(0.0);
+            continue;
+        }
+        let since = *down_since.get_or_insert_with(Instant::now);
+        if since.elapsed() < after {
+            continue;
+        }
+        metrics::gauge!("conveyor_payments_fallback_active").set(1.0);
+        if let Err(e) = round(&platform).await {
+            tracing::warn!(error = %e, "payment fallback round failed");
+        }
+    }
+}
+
+/// Applies what the inbox holds (received before this tick began).
+async fn round(platform: &Platform) -> anyhow::Result<()> {
+    let before = Utc::now() - chrono::Duration::from_std(TICK).unwrap_or_default();
+    let ids = store::unapplied(&platform.db, before, BATCH).await?;
+    if ids.is_empty() {
+        return Ok(());
+    }
+    tracing::warn!(
+        events = ids.len(),
+        "broker down: applying payment events directly"
+    );
+    for id in ids {
+        handler::apply(platform, id).await?;
+        metrics::counter!("conveyor_payments_fallback_applied_total").increment(1);
+    }
+    Ok(())
+}
