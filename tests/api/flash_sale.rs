@@ -26,7 +26,7 @@ on_every_backend!(
 const WAIT: Duration = Duration::from_secs(60);
 
 /// An app whose payment window is `pay_ms` (the delay queue's TTL).
-async fn app(backend: Backend, test: &str, pay_ms: u64) -> Option<(TestEnv, TestApp)> {
+pub async fn app(backend: Backend, test: &str, pay_ms: u64) -> Option<(TestEnv, TestApp)> {
     let mut env = TestEnv::new(backend, test).await?;
     env.settings.queues.insert(
         "orders.payment-timeout".into(),
@@ -40,12 +40,12 @@ async fn app(backend: Backend, test: &str, pay_ms: u64) -> Option<(TestEnv, Test
     Some((env, app))
 }
 
-async fn done(env: TestEnv, app: TestApp) {
+pub async fn done(env: TestEnv, app: TestApp) {
     let platform = app.stop().await;
     env.cleanup(Some(&platform)).await;
 }
 
-async fn admin(app: &TestApp) -> String {
+pub async fn admin(app: &TestApp) -> String {
     conveyor::users::create(&app.platform.db, "ops", 0, true)
         .await
         .unwrap()
@@ -53,7 +53,7 @@ async fn admin(app: &TestApp) -> String {
 }
 
 /// A sale open now for an hour.
-async fn sale(app: &TestApp, admin: &str, stock: i32, limit: i32) -> String {
+pub async fn sale(app: &TestApp, admin: &str, stock: i32, limit: i32) -> String {
     let now = Utc::now();
     let r = app
         .client
@@ -74,7 +74,7 @@ async fn sale(app: &TestApp, admin: &str, stock: i32, limit: i32) -> String {
     v["id"].as_str().unwrap().to_owned()
 }
 
-async fn order(app: &TestApp, key: &str, sale: &str) -> (u16, Value) {
+pub async fn order(app: &TestApp, key: &str, sale: &str) -> (u16, Value) {
     let r = app
         .client
         .post(app.url(&format!("/v1/flash-sales/{sale}/orders")))
@@ -90,14 +90,14 @@ async fn remaining(app: &TestApp, sale: &str) -> Option<i64> {
     sales.stock.remaining(sale).await.unwrap()
 }
 
-async fn status_of(app: &TestApp, order: &str) -> Option<OrderStatus> {
+pub async fn status_of(app: &TestApp, order: &str) -> Option<OrderStatus> {
     store::get_order(&app.platform.db, order)
         .await
         .unwrap()
         .map(|o| o.status)
 }
 
-async fn wait_status(app: &TestApp, order: &str, want: OrderStatus) {
+pub async fn wait_status(app: &TestApp, order: &str, want: OrderStatus) {
     wait_until(WAIT, &format!("order {order} {want:?}"), || async {
         status_of(app, order).await == Some(want)
     })

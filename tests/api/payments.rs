@@ -15,6 +15,11 @@ on_every_backend!(
     an_alipay_notify_grants_once_and_refuses_forgeries,
     a_wechat_notification_grants_once_and_refuses_forgeries,
     a_redelivery_after_the_commit_grants_nothing,
+    a_membership_renewal_stacks_and_its_refund_takes_it_back,
+    refunds_take_back_once_and_record_a_shortfall,
+    a_refund_before_its_payment_waits_for_it,
+    an_order_is_paid_by_its_payment_and_a_late_one_is_refund_due,
+    the_ledger_pages_newest_first,
 );
 
 const SECRET: &str = "whsec_test";
@@ -46,16 +51,88 @@ fn signature_with(secret: &str, body: &str, t: i64) -> String {
 }
 
 async fn intent(app: &TestApp, key: &str) -> Value {
+    intent_for(app, key, json!({ "product": "credits_100" })).await
+}
+
+async fn intent_for(app: &TestApp, key: &str, what: Value) -> Value {
     let r = app
         .client
         .post(app.url("/v1/payments"))
         .bearer_auth(key)
-        .json(&json!({ "product": "credits_100" }))
+        .json(&what)
         .send()
         .await
         .unwrap();
     assert_eq!(r.status(), 201);
     r.json().await.unwrap()
+}
+
+/// Delivers a signed HMAC event of `kind` (`payment.succeeded`, `payment.refunded`) and
+/// expects it accepted.
+async fn send(app: &TestApp, id: &str, kind: &str, payment: &Value, amount: i64) {
+    let body = json!({
+        "id": id, "type": kind,
+        "data": { "out_trade_no": payment["out_trade_no"], "amount": amount, "currency": payment["currency"] },
+    })
+    .to_string();
+    let (status, answer) = deliver(
+        app,
+        &body,
+        &signature(&body, chrono::Utc::now().timestamp()),
+    )
+    .await;
+    assert_eq!(status, 200, "{answer}");
+}
+
+async fn pay(app: &TestApp, id: &str, payment: &Value) {
+    let amount = payment["amount"].as_i64().unwrap();
+    send(app, id, "payment.succeeded", payment, amount).await;
+}
+
+async fn show(app: &TestApp, key: &str, payment: &Value) -> Value {
+    app.client
+        .get(app.url(&format!("/v1/payments/{}", payment["id"].as_str().unwrap())))
+        .bearer_auth(key)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap()
+}
+
+async fn wait_payment(app: &TestApp, key: &str, payment: &Value, status: &str) -> Value {
+    let settled = |p: &Value| {
+        p["status"] == status
+            && p["events"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .all(|e| e["status"] == "APPLIED")
+    };
+    wait_until(
+        Duration::from_secs(30),
+        &format!("payment {status}"),
+        || async { settled(&show(app, key, payment).await) },
+    )
+    .await;
+    show(app, key, payment).await
+}
+
+async fn me(app: &TestApp, key: &str) -> Value {
+    app.client
+        .get(app.url("/v1/me"))
+        .bearer_auth(key)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap()
+}
+
+fn member_until(me: &Value) -> chrono::DateTime<chrono::Utc> {
+    me["membership"]["until"].as_str().unwrap().parse().unwrap()
 }
 
 fn event(id: &str, payment: &Value, amount: i64) -> String {
@@ -527,4 +604,411 @@ async fn a_redelivery_after_the_commit_grants_nothing(backend: Backend) {
         .credits;
     assert_eq!(balance, 100, "granted once");
     env.cleanup(Some(&platform)).await;
+}
+
+async fn a_membership_renewal_stacks_and_its_refund_takes_it_back(backend: Backend) {
+    let Some(mut env) = TestEnv::new(backend, "payments_member").await else {
+        return;
+    };
+    with_secret(&mut env);
+    let app = spawn_app(&env).await;
+    app.start_consumers();
+    let (user, key) = app.user("member", 0).await;
+    assert_eq!(me(&app, &key).await["membership"], Value::Null);
+    let before = chrono::Utc::now();
+    let monthly = intent_for(&app, &key, json!({ "product": "member_monthly" })).await;
+    assert_eq!(monthly["membership_months"], 1);
+    pay(&app, "m-1", &monthly).await;
+    wait_payment(&app, &key, &monthly, "PAID").await;
+    let first = member_until(&me(&app, &key).await);
+    let after = chrono::Utc::now();
+    let month = chrono::Months::new(1);
+    // MariaDB keeps whole seconds.
+    let (low, high) = (
+        before.checked_add_months(month).unwrap() - chrono::Duration::seconds(1),
+        after.checked_add_months(month).unwrap(),
+    );
+    assert!(first >= low && first <= high, "{first} not a month from now");
+    assert_eq!(me(&app, &key).await["membership"]["active"], true);
+    // A renewal starts where the membership ends, not now; delivered twice, applied once.
+    let renewal = intent_for(&app, &key, json!({ "product": "member_monthly" })).await;
+    pay(&app, "m-2", &renewal).await;
+    pay(&app, "m-2", &renewal).await;
+    wait_payment(&app, &key, &renewal, "PAID").await;
+    let second = member_until(&me(&app, &key).await);
+    assert_eq!(second, first.checked_add_months(month).unwrap(), "stacked");
+    // A yearly plan with bonus credits, then refunded in full: both taken back, once.
+    let yearly = intent_for(&app, &key, json!({ "product": "member_yearly" })).await;
+    pay(&app, "y-1", &yearly).await;
+    wait_payment(&app, &key, &yearly, "PAID").await;
+    let third = member_until(&me(&app, &key).await);
+    assert_eq!(
+        third,
+        second.checked_add_months(chrono::Months::new(12)).unwrap()
+    );
+    assert_eq!(app.credits(&user.id).await, 500);
+    for _ in 0..3 {
+        send(&app, "y-r", "payment.refunded", &yearly, 29900).await;
+    }
+    let refunded = wait_payment(&app, &key, &yearly, "REFUNDED").await;
+    assert_eq!(refunded["refunded_amount"], 29900);
+    assert_eq!(refunded["shortfall"], 0);
+    assert_eq!(app.credits(&user.id).await, 0);
+    assert_eq!(
+        member_until(&me(&app, &key).await),
+        second,
+        "the year taken back"
+    );
+    let platform = app.stop().await;
+    env.cleanup(Some(&platform)).await;
+}
+
+/// Spends `amount` of the user's credits as a task would.
+async fn spend(app: &TestApp, user_id: &str, amount: i64) {
+    use conveyor::users::credits;
+    let txn = sea_orm::TransactionTrait::begin(&app.platform.db)
+        .await
+        .unwrap();
+    credits::reserve(&txn, user_id, amount)
+        .await
+        .unwrap()
+        .unwrap();
+    credits::book(
+        &txn,
+        user_id,
+        -amount,
+        "reserve",
+        &format!("reserve:test-{}", uuid::Uuid::new_v4()),
+    )
+    .await
+    .unwrap();
+    txn.commit().await.unwrap();
+}
+
+async fn refunds_take_back_once_and_record_a_shortfall(backend: Backend) {
+    let Some(mut env) = TestEnv::new(backend, "payments_refund").await else {
+        return;
+    };
+    with_secret(&mut env);
+    let app = Arc::new(spawn_app(&env).await);
+    app.start_consumers();
+    let (user, key) = app.user("payer", 0).await;
+    let payment = intent(&app, &key).await;
+    pay(&app, "p-1", &payment).await;
+    wait_payment(&app, &key, &payment, "PAID").await;
+    assert_eq!(app.credits(&user.id).await, 100);
+    // Half refunded, the event delivered five times at once: 50 credits back, once.
+    let mut deliveries = Vec::new();
+    for _ in 0..5 {
+        let (app, payment) = (app.clone(), payment.clone());
+        deliveries.push(tokio::spawn(async move {
+            send(&app, "r-1", "payment.refunded", &payment, 495).await
+        }));
+    }
+    for d in deliveries {
+        d.await.unwrap();
+    }
+    let half = wait_payment(&app, &key, &payment, "PAID").await;
+    assert_eq!(half["refunded_amount"], 495);
+    assert_eq!(app.credits(&user.id).await, 50);
+    // 40 spent; the rest refunded: 50 owed, 10 held. Never below zero, the 40 recorded.
+    spend(&app, &user.id, 40).await;
+    send(&app, "r-2", "payment.refunded", &payment, 495).await;
+    let full = wait_payment(&app, &key, &payment, "REFUNDED").await;
+    assert_eq!(app.credits(&user.id).await, 0);
+    assert_eq!(full["shortfall"], 40);
+    let note = full["events"][2]["note"].as_str().unwrap();
+    assert!(note.contains("shortfall"), "{note}");
+    // Nothing left to refund; more than was paid is refused.
+    send(&app, "r-3", "payment.refunded", &payment, 10).await;
+    let body = json!({ "id": "r-4", "type": "payment.refunded",
+        "data": { "out_trade_no": payment["out_trade_no"], "amount": 991, "currency": "CNY" } })
+    .to_string();
+    let (status, answer) = deliver(
+        &app,
+        &body,
+        &signature(&body, chrono::Utc::now().timestamp()),
+    )
+    .await;
+    assert_eq!(
+        (status, answer["error"]["code"].as_str()),
+        (400, Some("mismatch"))
+    );
+    let last = wait_payment(&app, &key, &payment, "REFUNDED").await;
+    assert_eq!(last["events"].as_array().unwrap().len(), 4);
+    assert_eq!(app.credits(&user.id).await, 0, "never below zero");
+    let app = Arc::try_unwrap(app).ok().unwrap();
+    let platform = app.stop().await;
+    env.cleanup(Some(&platform)).await;
+}
+
+async fn a_refund_before_its_payment_waits_for_it(backend: Backend) {
+    let Some(mut env) = TestEnv::new(backend, "payments_order").await else {
+        return;
+    };
+    with_secret(&mut env);
+    let app = spawn_app(&env).await;
+    app.start_consumers();
+    let (user, key) = app.user("payer", 0).await;
+    let payment = intent(&app, &key).await;
+    send(&app, "early-refund", "payment.refunded", &payment, 990).await;
+    wait_until(Duration::from_secs(30), "the refund waiting", || async {
+        show(&app, &key, &payment).await["events"][0]["status"] == "WAITING"
+    })
+    .await;
+    assert_eq!(show(&app, &key, &payment).await["status"], "CREATED");
+    assert_eq!(app.credits(&user.id).await, 0);
+    pay(&app, "late-paid", &payment).await;
+    let done = wait_payment(&app, &key, &payment, "REFUNDED").await;
+    assert_eq!(done["shortfall"], 0);
+    assert_eq!(app.credits(&user.id).await, 0);
+    let ledger: Value = app
+        .client
+        .get(app.url("/v1/me/ledger"))
+        .bearer_auth(&key)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let deltas: Vec<i64> = ledger["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["delta"].as_i64().unwrap())
+        .collect();
+    assert_eq!(deltas, [-100, 100], "granted, then taken back: {ledger}");
+    let platform = app.stop().await;
+    env.cleanup(Some(&platform)).await;
+}
+
+async fn an_order_is_paid_by_its_payment_and_a_late_one_is_refund_due(backend: Backend) {
+    use crate::flash_sale as fs;
+    use conveyor::domains::flash_sale::status::OrderStatus;
+    let Some(mut env) = TestEnv::new(backend, "payments_orders").await else {
+        return;
+    };
+    with_secret(&mut env);
+    env.settings.queues.insert(
+        "orders.payment-timeout".into(),
+        conveyor::config::QueueOverride {
+            delay_ms: Some(3000),
+            ..Default::default()
+        },
+    );
+    let app = spawn_app(&env).await;
+    app.start_consumers();
+    let admin = fs::admin(&app).await;
+    let sale = fs::sale(&app, &admin, 5, 2).await;
+    let (_, key) = app.user("buyer", 10).await;
+    let (_, a) = fs::order(&app, &key, &sale).await;
+    let (_, b) = fs::order(&app, &key, &sale).await;
+    let (a, b) = (
+        a["order_id"].as_str().unwrap(),
+        b["order_id"].as_str().unwrap(),
+    );
+    fs::wait_status(&app, a, OrderStatus::Unpaid).await;
+    fs::wait_status(&app, b, OrderStatus::Unpaid).await;
+    let pa = intent_for(&app, &key, json!({ "order": a })).await;
+    assert_eq!(
+        (pa["amount"].as_i64(), pa["order_id"].as_str()),
+        (Some(5), Some(a))
+    );
+    let pb = intent_for(&app, &key, json!({ "order": b })).await;
+    // Both or neither of product and order; another buyer's order.
+    let r = app
+        .client
+        .post(app.url("/v1/payments"))
+        .bearer_auth(&key)
+        .json(&json!({ "order": a, "product": "credits_100" }))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 400);
+    let (_, other) = app.user("other", 0).await;
+    let r = app
+        .client
+        .post(app.url("/v1/payments"))
+        .bearer_auth(&other)
+        .json(&json!({ "order": a }))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 404);
+    pay(&app, "o-1", &pa).await;
+    wait_payment(&app, &key, &pa, "PAID").await;
+    assert_eq!(fs::status_of(&app, a).await, Some(OrderStatus::Paid));
+    // b is left to its timer; paid after the cancel: refund due, the order stays canceled.
+    fs::wait_status(&app, b, OrderStatus::Canceled).await;
+    let r = app
+        .client
+        .post(app.url("/v1/payments"))
+        .bearer_auth(&key)
+        .json(&json!({ "order": b }))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 409);
+    let body: Value = r.json().await.unwrap();
+    assert_eq!(body["error"]["code"], "order_not_payable");
+    pay(&app, "o-2", &pb).await;
+    let due = wait_payment(&app, &key, &pb, "REFUND_DUE").await;
+    assert!(
+        due["events"][0]["note"]
+            .as_str()
+            .unwrap()
+            .contains("refund due")
+    );
+    assert_eq!(fs::status_of(&app, b).await, Some(OrderStatus::Canceled));
+    let order = conveyor::domains::flash_sale::store::get_order(&app.platform.db, b)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(order.late_payment_ref.as_deref(), pb["id"].as_str());
+    // The provider refunds it: closed, nothing taken from anybody.
+    send(&app, "o-2-r", "payment.refunded", &pb, 5).await;
+    wait_payment(&app, &key, &pb, "REFUNDED").await;
+    assert_eq!(
+        app.credits(
+            &conveyor::users::authenticate(&app.platform.db, &key)
+                .await
+                .unwrap()
+                .unwrap()
+                .id
+        )
+        .await,
+        10
+    );
+    let platform = app.stop().await;
+    env.cleanup(Some(&platform)).await;
+}
+
+async fn the_ledger_pages_newest_first(backend: Backend) {
+    let Some(mut env) = TestEnv::new(backend, "payments_ledger").await else {
+        return;
+    };
+    with_secret(&mut env);
+    let app = spawn_app(&env).await;
+    app.start_consumers();
+    let (user, key) = app.user("payer", 5).await;
+    let payment = intent(&app, &key).await;
+    pay(&app, "l-1", &payment).await;
+    wait_payment(&app, &key, &payment, "PAID").await;
+    let page = |cursor: Option<String>| {
+        let mut url = "/v1/me/ledger?limit=1".to_owned();
+        if let Some(c) = cursor {
+            url.push_str(&format!("&cursor={c}"));
+        }
+        let req = app.client.get(app.url(&url)).bearer_auth(&key);
+        async move { req.send().await.unwrap().json::<Value>().await.unwrap() }
+    };
+    let first = page(None).await;
+    assert_eq!(first["items"][0]["delta"], 100);
+    assert_eq!(
+        first["items"][0]["effect"],
+        format!("payment:{}", payment["id"].as_str().unwrap())
+    );
+    let second = page(first["next_cursor"].as_str().map(str::to_owned)).await;
+    assert_eq!(second["items"][0]["delta"], 5);
+    assert_eq!(
+        second["items"][0]["effect"],
+        format!("grant:initial:{}", user.id)
+    );
+    let third = page(second["next_cursor"].as_str().map(str::to_owned)).await;
+    assert_eq!(third["items"].as_array().unwrap().len(), 0);
+    assert_eq!(third["next_cursor"], Value::Null);
+    // Another user's ledger is not the caller's; a bad cursor or limit is a 400.
+    let (_, other) = app.user("other", 0).await;
+    let theirs: Value = app
+        .client
+        .get(app.url("/v1/me/ledger"))
+        .bearer_auth(&other)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(theirs["items"].as_array().unwrap().len(), 0);
+    for bad in [
+        "/v1/me/ledger?cursor=abc",
+        "/v1/me/ledger?limit=0",
+        "/v1/me/ledger?nope=1",
+    ] {
+        let r = app
+            .client
+            .get(app.url(bad))
+            .bearer_auth(&key)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), 400, "{bad}");
+    }
+    let platform = app.stop().await;
+    env.cleanup(Some(&platform)).await;
+}
+
+/// The fallback on: with RabbitMQ unreachable the grant happens during the outage, and
+/// when the broker returns and the apply message arrives, nothing is granted twice.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_fallback_grants_while_the_broker_is_down() {
+    for backend in [Backend::RabbitMariadb, Backend::RabbitPostgres] {
+        let Some(mut env) = TestEnv::new(backend, "payments_fallback").await else {
+            return;
+        };
+        with_secret(&mut env);
+        env.settings.sections.get_mut("payments").unwrap()["fallback_after_secs"] = json!(1);
+        let proxy = Proxy::start("127.0.0.1:5672").await;
+        env.settings.broker.url = format!("amqp://guest:guest@127.0.0.1:{}/%2f", proxy.port);
+        let app = spawn_app(&env).await;
+        app.start_consumers();
+        let (user, key) = app.user("payer", 0).await;
+        let payment = intent(&app, &key).await;
+        proxy.down();
+        pay(&app, "fb-1", &payment).await;
+        wait_until(
+            Duration::from_secs(30),
+            "the grant during the outage",
+            || async { app.credits(&user.id).await == 100 },
+        )
+        .await;
+        proxy.up();
+        // The relay publishes the apply message; the consumer finds it applied.
+        wait_until(Duration::from_secs(60), "the outbox drained", || async {
+            use conveyor::outbox::entity::{Column, Entity};
+            use sea_orm::{ColumnTrait as _, PaginatorTrait as _, QueryFilter as _};
+            Entity::find()
+                .filter(Column::PublishedAt.is_null())
+                .count(&app.platform.db)
+                .await
+                .unwrap()
+                == 0
+        })
+        .await;
+        let queue = app
+            .platform
+            .broker
+            .topology()
+            .queue(&conveyor::domains::payments::queues::PAYMENTS_APPLY)
+            .name;
+        wait_until(
+            Duration::from_secs(30),
+            "the apply message consumed",
+            || async {
+                app.platform
+                    .broker
+                    .depth(&queue)
+                    .await
+                    .is_ok_and(|d| d == 0)
+            },
+        )
+        .await;
+        tokio::time::sleep(Duration::from_millis(1000)).await;
+        assert_eq!(app.credits(&user.id).await, 100, "granted once");
+        let p = wait_payment(&app, &key, &payment, "PAID").await;
+        assert_eq!(p["events"].as_array().unwrap().len(), 1);
+        let platform = app.stop().await;
+        env.cleanup(Some(&platform)).await;
+    }
 }
