@@ -45,7 +45,8 @@ declare -A LOGS=(
 
 # --- install ----------------------------------------------------------------------------
 
-PACKAGES=(rabbitmq-server redis-server mariadb-server mariadb-client postgresql postgresql-client)
+# curl: the payments CLI test runs the command `conveyor payments sign` prints.
+PACKAGES=(rabbitmq-server redis-server mariadb-server mariadb-client postgresql postgresql-client curl)
 
 missing_packages() {
   local p

@@ -432,3 +432,133 @@ async fn flash_sales_are_created_shown_listed_and_reconciled_from_the_cli() {
     assert_eq!(report["live_orders"], 0);
     env.cleanup(None).await;
 }
+
+/// PKCS#8 PEM of a new RSA key and the base64 DER of its public half.
+fn rsa_test_key() -> (String, String) {
+    use aws_lc_rs::encoding::{AsDer as _, Pkcs8V1Der};
+    use aws_lc_rs::signature::KeyPair as _;
+    use base64::Engine as _;
+    let b64 = &base64::engine::general_purpose::STANDARD;
+    let pair =
+        aws_lc_rs::signature::RsaKeyPair::generate(aws_lc_rs::rsa::KeySize::Rsa2048).unwrap();
+    let pkcs8: Pkcs8V1Der = pair.as_der().unwrap();
+    let body = b64.encode(pkcs8.as_ref());
+    let lines: Vec<&str> = body
+        .as_bytes()
+        .chunks(64)
+        .map(|c| std::str::from_utf8(c).unwrap())
+        .collect();
+    let pem = format!(
+        "-----BEGIN PRIVATE KEY-----\n{}\n-----END PRIVATE KEY-----\n",
+        lines.join("\n")
+    );
+    let public = b64.encode(pair.public_key().as_der().unwrap().as_ref());
+    (pem, public)
+}
+
+/// `conveyor payments sign` prints a curl command; run as printed, each provider's
+/// webhook accepts it and the payment is granted once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn payments_sign_prints_a_curl_the_webhook_accepts() {
+    use crate::helpers::{spawn_app, wait_until};
+    use serde_json::json;
+    const API_V3: &str = "0123456789abcdef0123456789abcdef";
+    let Some(mut env) = TestEnv::new(Backend::Embedded, "cli_payments_sign").await else {
+        return;
+    };
+    let (ali_private, ali_public) = rsa_test_key();
+    let (wx_private, wx_public) = rsa_test_key();
+    let payments = env.settings.sections.get_mut("payments").unwrap();
+    payments["hmac_secrets"] = json!(["whsec_cli"]);
+    payments["alipay"] = json!({ "app_id": "2021001", "public_key": ali_public });
+    payments["wechat"] = json!({ "api_v3_key": API_V3, "platform_keys": { "PUB1": wx_public } });
+    let app = spawn_app(&env).await;
+    app.start_consumers();
+    let (user, key) = app.user("payer", 0).await;
+    let dir = tempfile::tempdir().unwrap();
+    let sign = |provider: &str, event: serde_json::Value| {
+        let file = dir.path().join(format!("{provider}.json"));
+        std::fs::write(&file, event.to_string()).unwrap();
+        let out = command(BIN, dir.path())
+            .args(["payments", "sign", "--provider", provider, "--file"])
+            .arg(&file)
+            .args(["--url", &app.url("")])
+            .env("CONVEYOR__PAYMENTS__HMAC_SECRETS", "whsec_cli")
+            .env("CONVEYOR__PAYMENTS__ALIPAY__TEST_SIGNING_KEY", &ali_private)
+            .env("CONVEYOR__PAYMENTS__WECHAT__API_V3_KEY", API_V3)
+            .env("CONVEYOR__PAYMENTS__WECHAT__TEST_SIGNING_KEY", &wx_private)
+            .env("CONVEYOR__PAYMENTS__WECHAT__TEST_SIGNING_SERIAL", "PUB1")
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let curl = String::from_utf8(out.stdout).unwrap();
+        assert!(curl.starts_with("curl "), "{curl}");
+        assert!(
+            !curl.contains("PRIVATE KEY") && !curl.contains("whsec_cli"),
+            "no secret printed"
+        );
+        let ran = Command::new("sh")
+            .arg("-c")
+            .arg(curl.trim())
+            .output()
+            .unwrap();
+        String::from_utf8(ran.stdout).unwrap()
+    };
+    let mut paid = Vec::new();
+    for provider in ["hmac", "alipay", "wechat"] {
+        let r = app
+            .client
+            .post(app.url("/v1/payments"))
+            .bearer_auth(&key)
+            .json(&json!({ "product": "credits_100" }))
+            .send()
+            .await
+            .unwrap();
+        let p: serde_json::Value = r.json().await.unwrap();
+        let out_trade_no = p["out_trade_no"].as_str().unwrap().to_owned();
+        let answer = match provider {
+            "hmac" => sign(
+                "hmac",
+                json!({ "id": "cli-1", "type": "payment.succeeded",
+                "data": { "out_trade_no": out_trade_no, "amount": 990, "currency": "CNY" } }),
+            ),
+            "alipay" => sign(
+                "alipay",
+                json!({ "app_id": "2021001", "notify_id": "cli-2",
+                "out_trade_no": out_trade_no, "total_amount": "9.90", "trade_status": "TRADE_SUCCESS" }),
+            ),
+            _ => sign(
+                "wechat",
+                json!({ "out_trade_no": out_trade_no, "trade_state": "SUCCESS",
+                "amount": { "total": 990, "currency": "CNY" } }),
+            ),
+        };
+        let accepted = match provider {
+            "hmac" => answer.contains("\"received\":true"),
+            "alipay" => answer == "success",
+            _ => answer.contains("SUCCESS"),
+        };
+        assert!(accepted, "{provider}: {answer}");
+        paid.push(out_trade_no);
+    }
+    wait_until(Duration::from_secs(30), "three grants", || async {
+        app.credits(&user.id).await == 300
+    })
+    .await;
+    // Without a key configured, it says what is missing instead of signing.
+    let file = dir.path().join("x.json");
+    std::fs::write(&file, "{}").unwrap();
+    let out = command(BIN, dir.path())
+        .args(["payments", "sign", "--provider", "alipay", "--file"])
+        .arg(&file)
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("test_signing_key"));
+    let platform = app.stop().await;
+    env.cleanup(Some(&platform)).await;
+}
