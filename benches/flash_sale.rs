@@ -11,6 +11,10 @@
 // Test and bench code: a failed unwrap is a failed run, which is what it should be.
 #![allow(clippy::unwrap_used)]
 
+mod common;
+
+use common::{Round, summary, up};
+
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
@@ -27,12 +31,6 @@ use conveyor::domains::flash_sale::stock::{RedisStock, StockStore, Take, Warm};
 use conveyor::domains::flash_sale::store;
 use sea_orm::{ConnectionTrait, Database};
 use tokio_util::sync::CancellationToken;
-
-/// Latencies (ms) and wall time of one stretch of load.
-struct Round {
-    latencies: Vec<f64>,
-    secs: f64,
-}
 
 /// `concurrency` clients POST to `url`, client i with `keys[i % keys.len()]`.
 async fn load(url: &str, keys: &[String], concurrency: usize, total: usize) -> Round {
@@ -65,15 +63,6 @@ async fn load(url: &str, keys: &[String], concurrency: usize, total: usize) -> R
         latencies,
         secs: start.elapsed().as_secs_f64(),
     }
-}
-
-/// (req/s, p50 ms, p99 ms) over several rounds.
-fn summary(rounds: Vec<Round>) -> (f64, f64, f64) {
-    let secs: f64 = rounds.iter().map(|r| r.secs).sum();
-    let mut all: Vec<f64> = rounds.into_iter().flat_map(|r| r.latencies).collect();
-    all.sort_by(|a, b| a.total_cmp(b));
-    let pct = |p: f64| all[((all.len() - 1) as f64 * p) as usize];
-    (all.len() as f64 / secs, pct(0.5), pct(0.99))
 }
 
 fn huge_sale(id: &str) -> Warm {
@@ -121,13 +110,6 @@ async fn floor_server(stock: Arc<RedisStock>, sale: String) -> (String, Cancella
             .await
     });
     (format!("http://{addr}/floor"), token)
-}
-
-async fn up(addr: &str) -> bool {
-    matches!(
-        tokio::time::timeout(Duration::from_secs(1), tokio::net::TcpStream::connect(addr)).await,
-        Ok(Ok(_))
-    )
 }
 
 #[tokio::main]

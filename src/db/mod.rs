@@ -1,6 +1,8 @@
 //! Database connection and migrations. sea-orm's `ConnectionTrait` is the seam between
 //! SQLite (embedded), MySQL/MariaDB and PostgreSQL: one set of entities and migrations.
 
+pub mod group_commit;
+
 use std::path::Path;
 use std::time::Duration;
 

@@ -8,7 +8,7 @@
 //! broker-down fallback that applies events in-process; the inbox gauges.
 //!
 //! Files: [`routes`] (HTTP), [`verify`] (signatures), [`store`] (inbox, payments, apply),
-//! [`handler`] (the consumer), [`fallback`], [`gauges`], [`settings`] (`[payments]`),
+//! [`recorder`] (webhooks' group commit), [`handler`] (the consumer), [`fallback`], [`gauges`], [`settings`] (`[payments]`),
 //! [`sign`] (what `conveyor payments sign` builds).
 
 pub mod entity;
@@ -16,6 +16,7 @@ pub mod fallback;
 pub mod gauges;
 pub mod handler;
 pub mod queues;
+pub mod recorder;
 pub mod routes;
 pub mod settings;
 pub mod sign;
@@ -62,6 +63,7 @@ fn routes<'a>(
         Ok(routes::routes(routes::Payments {
             core: core.clone(),
             keys: Arc::new(settings.keys()?),
+            recorder: recorder::start(platform),
             settings: Arc::new(settings),
         }))
     }

@@ -16,8 +16,9 @@ use serde::{Deserialize, Serialize};
 use serde_json::json;
 use utoipa::ToSchema;
 
+use super::recorder::Recorder;
 use super::settings::{PaymentSettings, ProviderKeys};
-use super::store::{self, Kind, NewPayment, Payment};
+use super::store::{self, Incoming, Kind, NewPayment, Payment};
 use super::verify::{self, Refused};
 use crate::api::openapi::ErrorBody;
 use crate::api::{ApiJson, AuthUser, Core};
@@ -34,6 +35,7 @@ pub struct Payments {
     pub settings: Arc<PaymentSettings>,
     /// Parsed once when the routes are built.
     pub keys: Arc<ProviderKeys>,
+    pub recorder: Recorder,
 }
 
 pub fn routes(state: Payments) -> Router {
@@ -280,8 +282,9 @@ fn outcome(provider: &'static str, outcome: &'static str) {
         .increment(1);
 }
 
-/// Records a verified event in the inbox with its apply message (one transaction) and
-/// wakes the relay; false when the provider sent this event before (nothing more to do).
+/// Records a verified event in the inbox with its apply message (group-committed with
+/// concurrent deliveries); false when the provider sent this event before (nothing more
+/// to do).
 async fn record(
     state: &Payments,
     provider: &'static str,
@@ -289,16 +292,18 @@ async fn record(
     payment: &Payment,
     kind: Kind,
 ) -> Result<bool, ApiError> {
-    let max = state.core.settings.broker.max_payload_bytes;
-    let fresh = store::record(&state.core.db, provider, event_id, &payment.id, kind, max)
+    let incoming = Incoming {
+        provider,
+        event_id: event_id.to_owned(),
+        payment_id: payment.id.clone(),
+        kind,
+    };
+    let fresh = state
+        .recorder
+        .write(incoming)
         .await
         .map_err(|e| ApiError::Internal(e.into()))?;
-    if fresh {
-        state.core.relay.notify();
-        outcome(provider, "accepted");
-    } else {
-        outcome(provider, "duplicate");
-    }
+    outcome(provider, if fresh { "accepted" } else { "duplicate" });
     Ok(fresh)
 }
 

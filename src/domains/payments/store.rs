@@ -6,6 +6,8 @@
 //! grant nothing, and a refund that arrives before its payment waits (`WAITING`) until the
 //! paid event, which puts it back in line in its own transaction.
 
+use std::collections::{HashMap, HashSet};
+
 use chrono::{DateTime, Utc};
 use sea_orm::sea_query::{Expr, LockType};
 use sea_orm::{
@@ -105,41 +107,139 @@ pub async fn events_of(db: &DatabaseConnection, payment_id: &str) -> Result<Vec<
         .await
 }
 
+/// A verified event to record.
+#[derive(Debug, Clone)]
+pub struct Incoming {
+    pub provider: &'static str,
+    pub event_id: String,
+    pub payment_id: String,
+    pub kind: Kind,
+}
+
 /// Records a verified event and its `payments.apply` message in one transaction; `false`
 /// when this provider's event id is recorded already (a redelivery: nothing to do).
 pub async fn record(
     db: &DatabaseConnection,
-    provider: &str,
-    event_id: &str,
-    payment_id: &str,
-    kind: Kind,
+    incoming: &Incoming,
     max_bytes: usize,
 ) -> Result<bool, OutboxError> {
     let txn = crate::db::begin_read_committed(db).await?;
-    let Some(row) = receive(&txn, provider, event_id, payment_id, kind).await? else {
+    let Some(row) = receive(
+        &txn,
+        incoming.provider,
+        &incoming.event_id,
+        &incoming.payment_id,
+        incoming.kind,
+    )
+    .await?
+    else {
         txn.rollback().await?;
         return Ok(false);
     };
-    enqueue_apply(&txn, &[row], payment_id, max_bytes).await?;
+    enqueue_apply(&txn, &[(row, incoming.payment_id.clone())], max_bytes).await?;
     txn.commit().await?;
     Ok(true)
 }
 
+/// [`record`] for a batch, in the caller's transaction, in a fixed number of statements:
+/// per event, whether it is new. The first of several equal events in the batch is the
+/// new one. A concurrent writer recording one of them between the look-up and the insert
+/// fails the batch on the unique key (then the group commit records them one by one).
+pub async fn record_many(
+    txn: &impl ConnectionTrait,
+    batch: &[Incoming],
+    max_bytes: usize,
+) -> Result<Vec<bool>, OutboxError> {
+    let ids = || batch.iter().map(|i| i.event_id.as_str());
+    let known = |rows: Vec<(i64, String, String)>| -> HashMap<(String, String), i64> {
+        rows.into_iter().map(|(id, p, e)| ((p, e), id)).collect()
+    };
+    let lookup = || {
+        event::Entity::find()
+            .select_only()
+            .columns([
+                event::Column::Id,
+                event::Column::Provider,
+                event::Column::EventId,
+            ])
+            .filter(event::Column::EventId.is_in(ids()))
+            .into_tuple::<(i64, String, String)>()
+    };
+    let existing = known(lookup().all(txn).await?);
+    let mut seen = HashSet::new();
+    let fresh: Vec<bool> = batch
+        .iter()
+        .map(|i| {
+            let key = (i.provider.to_owned(), i.event_id.clone());
+            !existing.contains_key(&key) && seen.insert(key)
+        })
+        .collect();
+    let now = Utc::now();
+    let rows: Vec<event::ActiveModel> = batch
+        .iter()
+        .zip(&fresh)
+        .filter(|(_, new)| **new)
+        .map(|(i, _)| new_row(i.provider, &i.event_id, &i.payment_id, i.kind, now))
+        .collect();
+    if rows.is_empty() {
+        return Ok(fresh);
+    }
+    event::Entity::insert_many(rows)
+        .exec_without_returning(txn)
+        .await?;
+    let ids = known(lookup().all(txn).await?);
+    let applies: Vec<(i64, String)> = batch
+        .iter()
+        .zip(&fresh)
+        .filter(|(_, new)| **new)
+        .filter_map(|(i, _)| {
+            ids.get(&(i.provider.to_owned(), i.event_id.clone()))
+                .map(|id| (*id, i.payment_id.clone()))
+        })
+        .collect();
+    enqueue_apply(txn, &applies, max_bytes).await?;
+    Ok(fresh)
+}
+
+/// One `payments.apply` message per (inbox row, payment).
 async fn enqueue_apply(
     txn: &impl ConnectionTrait,
-    rows: &[i64],
-    payment_id: &str,
+    rows: &[(i64, String)],
     max_bytes: usize,
 ) -> Result<(), OutboxError> {
     let messages: Vec<_> = rows
         .iter()
-        .map(|row| {
+        .map(|(row, payment_id)| {
             let apply = Envelope::new(APPLY_EVENT, json!({ "event": row }))
-                .with_correlation_id(payment_id.to_owned());
+                .with_correlation_id(payment_id.clone());
             (Target::Queue(&PAYMENTS_APPLY), apply)
         })
         .collect();
     outbox::enqueue_many(txn, &messages, max_bytes).await
+}
+
+fn new_row(
+    provider: &str,
+    event_id: &str,
+    payment_id: &str,
+    kind: Kind,
+    now: DateTime<Utc>,
+) -> event::ActiveModel {
+    event::ActiveModel {
+        provider: Set(provider.to_owned()),
+        event_id: Set(event_id.to_owned()),
+        payment_id: Set(payment_id.to_owned()),
+        kind: Set(kind.as_str().to_owned()),
+        status: Set(RECEIVED.to_owned()),
+        received_at: Set(now),
+        applied_at: Set(None),
+        amount: Set(match kind {
+            Kind::Paid => 0,
+            Kind::Refund(amount) => amount,
+        }),
+        note: Set(None),
+        ..Default::default()
+    }
 }
 
 /// Records a verified event in the caller's transaction; `None` when this provider's
@@ -151,21 +251,7 @@ pub async fn receive(
     payment_id: &str,
     kind: Kind,
 ) -> Result<Option<i64>, DbErr> {
-    let row = event::ActiveModel {
-        provider: Set(provider.to_owned()),
-        event_id: Set(event_id.to_owned()),
-        payment_id: Set(payment_id.to_owned()),
-        kind: Set(kind.as_str().to_owned()),
-        status: Set(RECEIVED.to_owned()),
-        received_at: Set(Utc::now()),
-        applied_at: Set(None),
-        amount: Set(match kind {
-            Kind::Paid => 0,
-            Kind::Refund(amount) => amount,
-        }),
-        note: Set(None),
-        ..Default::default()
-    };
+    let row = new_row(provider, event_id, payment_id, kind, Utc::now());
     match event::Entity::insert(row).exec(txn).await {
         Ok(done) => Ok(Some(done.last_insert_id)),
         Err(e) if matches!(e.sql_err(), Some(SqlErr::UniqueConstraintViolation(_))) => Ok(None),
@@ -344,7 +430,11 @@ async fn requeue_waiting(
         .filter(event::Column::Id.is_in(waiting.iter().copied()))
         .exec(txn)
         .await?;
-    enqueue_apply(txn, &waiting, payment_id, max_bytes).await
+    let rows: Vec<(i64, String)> = waiting
+        .into_iter()
+        .map(|id| (id, payment_id.to_owned()))
+        .collect();
+    enqueue_apply(txn, &rows, max_bytes).await
 }
 
 /// A refund event for a payment (row locked).
