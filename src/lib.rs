@@ -11,19 +11,21 @@
 //! - [`config`]: layered settings (built-in `config/base.toml`, overlay, `CONVEYOR__*` env).
 //! - [`telemetry`]: logging, the Prometheus recorder, gauges sampled at each scrape.
 //! - [`shutdown`]: SIGTERM/Ctrl-C → one cancellation token.
-//! - [`db`]: database connection (SQLite, MySQL/MariaDB, PostgreSQL) and migrations.
+//! - [`db`]: database connection (SQLite, MySQL/MariaDB, PostgreSQL), migrations, and
+//!   [`db::group_commit`] (concurrent small writes committed as one transaction).
 //! - [`broker`]: the broker trait, the message [`broker::Envelope`], the topology table
 //!   (the only place queue names live) and the RabbitMQ and embedded implementations.
 //! - [`dedupe`]: the claim/complete/release store (Redis or in-process).
 //! - [`outbox`]: writes messages inside the caller's transaction; the relay publishes them.
 //! - [`consumer`]: the consume loop, `process_one`, the processed-message fence.
 //! - [`dead_letters`]: dead letters recorded for operators; replay and discard (audited, paced), admin API.
-//! - [`users`]: users, roles and the visibility rule, hashed API keys, the credit ledger.
+//! - [`users`]: users, roles and the visibility rule, hashed API keys, the credit ledger,
+//!   memberships.
 //! - [`platform`]: [`platform::Platform`], the connected backends of one process (no domain).
 //! - [`housekeeping`]: hourly trimming of idempotency keys and published outbox rows.
 //! - [`api`]: the HTTP kit: core state, layers, extractors, pagination, idempotent POSTs,
 //!   health endpoints, the base of the OpenAPI document. Knows no route module above it.
-//! - [`account`]: the caller's own account (`GET /v1/me`).
+//! - [`account`]: the caller's own account (`GET /v1/me`, `GET /v1/me/ledger`).
 //! - [`live`]: live streams of any kind (a domain's [`live::Source`]) fanned out to
 //!   WebSocket and SSE subscribers, WebSocket tickets.
 //! - [`domains`]: business flows, each a folder with its queues, messages, routes,

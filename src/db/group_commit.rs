@@ -34,6 +34,8 @@ pub trait Batch: Send + Sync + 'static {
 }
 
 type Reply<B> = oneshot::Sender<Result<<B as Batch>::Output, <B as Batch>::Error>>;
+/// The queue the writers share: an item and where its result goes.
+type Queue<B> = Arc<Mutex<mpsc::Receiver<(<B as Batch>::Item, Reply<B>)>>>;
 
 /// The handle requests send their item through.
 pub struct GroupCommit<B: Batch> {
@@ -103,7 +105,7 @@ struct Writer<B: Batch> {
 }
 
 impl<B: Batch> Writer<B> {
-    async fn run(self, rx: Arc<Mutex<mpsc::Receiver<(B::Item, Reply<B>)>>>) {
+    async fn run(self, rx: Queue<B>) {
         let mut buf = Vec::with_capacity(self.max);
         loop {
             // One writer collects a batch at a time; the others commit theirs meanwhile.

@@ -589,8 +589,13 @@ impl TestApp {
     }
 
     pub async fn task(&self, key: &str, id: &str) -> serde_json::Value {
+        self.get_json(key, &format!("/v1/tasks/{id}")).await
+    }
+
+    /// GET `path` as the owner of `key`; the JSON answer (any status).
+    pub async fn get_json(&self, key: &str, path: &str) -> serde_json::Value {
         self.client
-            .get(self.url(&format!("/v1/tasks/{id}")))
+            .get(self.url(path))
             .bearer_auth(key)
             .send()
             .await

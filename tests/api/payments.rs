@@ -40,6 +40,15 @@ fn with_secret(env: &mut TestEnv) {
     env.settings.sections.get_mut("payments").unwrap()["hmac_secrets"] = json!([SECRET]);
 }
 
+/// An app with the HMAC secret configured and its consumers running.
+async fn app_with_secret(backend: Backend, test: &str) -> Option<(TestEnv, TestApp)> {
+    let mut env = TestEnv::new(backend, test).await?;
+    with_secret(&mut env);
+    let app = spawn_app(&env).await;
+    app.start_consumers();
+    Some((env, app))
+}
+
 fn signature(body: &str, t: i64) -> String {
     signature_with(SECRET, body, t)
 }
@@ -90,15 +99,8 @@ async fn pay(app: &TestApp, id: &str, payment: &Value) {
 }
 
 async fn show(app: &TestApp, key: &str, payment: &Value) -> Value {
-    app.client
-        .get(app.url(&format!("/v1/payments/{}", payment["id"].as_str().unwrap())))
-        .bearer_auth(key)
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap()
+    let id = payment["id"].as_str().unwrap();
+    app.get_json(key, &format!("/v1/payments/{id}")).await
 }
 
 async fn wait_payment(app: &TestApp, key: &str, payment: &Value, status: &str) -> Value {
@@ -120,15 +122,7 @@ async fn wait_payment(app: &TestApp, key: &str, payment: &Value, status: &str) -
 }
 
 async fn me(app: &TestApp, key: &str) -> Value {
-    app.client
-        .get(app.url("/v1/me"))
-        .bearer_auth(key)
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap()
+    app.get_json(key, "/v1/me").await
 }
 
 fn member_until(me: &Value) -> chrono::DateTime<chrono::Utc> {
@@ -212,12 +206,9 @@ async fn a_webhook_delivered_twenty_times_grants_once(backend: Backend) {
 }
 
 async fn bad_webhooks_are_refused_with_their_reason(backend: Backend) {
-    let Some(mut env) = TestEnv::new(backend, "payments_refused").await else {
+    let Some((env, app)) = app_with_secret(backend, "payments_refused").await else {
         return;
     };
-    with_secret(&mut env);
-    let app = spawn_app(&env).await;
-    app.start_consumers();
     let (user, key) = app.user("payer", 0).await;
     let payment = intent(&app, &key).await;
     let now = chrono::Utc::now().timestamp();
@@ -649,12 +640,9 @@ async fn a_redelivery_after_the_commit_grants_nothing(backend: Backend) {
 }
 
 async fn a_membership_renewal_stacks_and_its_refund_takes_it_back(backend: Backend) {
-    let Some(mut env) = TestEnv::new(backend, "payments_member").await else {
+    let Some((env, app)) = app_with_secret(backend, "payments_member").await else {
         return;
     };
-    with_secret(&mut env);
-    let app = spawn_app(&env).await;
-    app.start_consumers();
     let (user, key) = app.user("member", 0).await;
     assert_eq!(me(&app, &key).await["membership"], Value::Null);
     let before = chrono::Utc::now();
@@ -788,12 +776,9 @@ async fn refunds_take_back_once_and_record_a_shortfall(backend: Backend) {
 }
 
 async fn a_refund_before_its_payment_waits_for_it(backend: Backend) {
-    let Some(mut env) = TestEnv::new(backend, "payments_order").await else {
+    let Some((env, app)) = app_with_secret(backend, "payments_order").await else {
         return;
     };
-    with_secret(&mut env);
-    let app = spawn_app(&env).await;
-    app.start_consumers();
     let (user, key) = app.user("payer", 0).await;
     let payment = intent(&app, &key).await;
     send(&app, "early-refund", "payment.refunded", &payment, 990).await;
@@ -807,16 +792,7 @@ async fn a_refund_before_its_payment_waits_for_it(backend: Backend) {
     let done = wait_payment(&app, &key, &payment, "REFUNDED").await;
     assert_eq!(done["shortfall"], 0);
     assert_eq!(app.credits(&user.id).await, 0);
-    let ledger: Value = app
-        .client
-        .get(app.url("/v1/me/ledger"))
-        .bearer_auth(&key)
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let ledger = app.get_json(&key, "/v1/me/ledger").await;
     let deltas: Vec<i64> = ledger["items"]
         .as_array()
         .unwrap()
@@ -930,12 +906,9 @@ async fn an_order_is_paid_by_its_payment_and_a_late_one_is_refund_due(backend: B
 }
 
 async fn the_ledger_pages_newest_first(backend: Backend) {
-    let Some(mut env) = TestEnv::new(backend, "payments_ledger").await else {
+    let Some((env, app)) = app_with_secret(backend, "payments_ledger").await else {
         return;
     };
-    with_secret(&mut env);
-    let app = spawn_app(&env).await;
-    app.start_consumers();
     let (user, key) = app.user("payer", 5).await;
     let payment = intent(&app, &key).await;
     pay(&app, "l-1", &payment).await;
@@ -965,16 +938,7 @@ async fn the_ledger_pages_newest_first(backend: Backend) {
     assert_eq!(third["next_cursor"], Value::Null);
     // Another user's ledger is not the caller's; a bad cursor or limit is a 400.
     let (_, other) = app.user("other", 0).await;
-    let theirs: Value = app
-        .client
-        .get(app.url("/v1/me/ledger"))
-        .bearer_auth(&other)
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let theirs = app.get_json(&other, "/v1/me/ledger").await;
     assert_eq!(theirs["items"].as_array().unwrap().len(), 0);
     for bad in [
         "/v1/me/ledger?cursor=abc",

@@ -11,8 +11,8 @@ use std::collections::{HashMap, HashSet};
 use chrono::{DateTime, Utc};
 use sea_orm::sea_query::{Expr, LockType};
 use sea_orm::{
-    ActiveValue::Set, ColumnTrait, ConnectionTrait, DatabaseConnection, DbErr, EntityTrait,
-    PaginatorTrait, QueryFilter, QueryOrder, QuerySelect, SqlErr,
+    ActiveValue::Set, ColumnTrait, Condition, ConnectionTrait, DatabaseConnection, DbErr,
+    EntityTrait, PaginatorTrait, QueryFilter, QueryOrder, QuerySelect, SqlErr,
 };
 use serde_json::json;
 
@@ -150,7 +150,23 @@ pub async fn record_many(
     batch: &[Incoming],
     max_bytes: usize,
 ) -> Result<Vec<bool>, OutboxError> {
-    let ids = || batch.iter().map(|i| i.event_id.as_str());
+    // Per provider, `provider = p AND event_id IN (…)`: the unique index leads with the
+    // provider, so the look-up is an index scan however large the inbox grows.
+    let mut by_provider: HashMap<&str, Vec<&str>> = HashMap::new();
+    for i in batch {
+        by_provider.entry(i.provider).or_default().push(&i.event_id);
+    }
+    let matches = || {
+        by_provider
+            .iter()
+            .fold(Condition::any(), |any, (provider, ids)| {
+                any.add(
+                    Condition::all()
+                        .add(event::Column::Provider.eq(*provider))
+                        .add(event::Column::EventId.is_in(ids.iter().copied())),
+                )
+            })
+    };
     let known = |rows: Vec<(i64, String, String)>| -> HashMap<(String, String), i64> {
         rows.into_iter().map(|(id, p, e)| ((p, e), id)).collect()
     };
@@ -162,7 +178,7 @@ pub async fn record_many(
                 event::Column::Provider,
                 event::Column::EventId,
             ])
-            .filter(event::Column::EventId.is_in(ids()))
+            .filter(matches())
             .into_tuple::<(i64, String, String)>()
     };
     let existing = known(lookup().all(txn).await?);
