@@ -416,18 +416,31 @@ async fn an_alipay_notify_grants_once_and_refuses_forgeries(backend: Backend) {
     );
     tokio::time::sleep(Duration::from_millis(1000)).await;
     assert_eq!(app.credits(&user.id).await, 100, "granted once");
-    // Refunded in full: Alipay's refund notify carries refund_fee (the trade closes).
-    let mut refund = good.to_vec();
-    refund[2] = ("notify_id", "n-5");
-    refund[6] = ("trade_status", "TRADE_CLOSED");
-    refund.push(("refund_fee", "9.90"));
-    refund.push(("gmt_refund", "2026-12-03 10:00:00"));
-    let form = alipay.notify(&refund);
+    // Refunds: Alipay's refund_fee is the total refunded so far. Half, then all (the
+    // trade closes); each notify twice, and the first again after the second.
+    let mut half = good.to_vec();
+    half[2] = ("notify_id", "n-5");
+    half.push(("refund_fee", "4.95"));
+    half.push(("gmt_refund", "2026-12-03 10:00:00"));
+    let half = alipay.notify(&half);
+    let mut all = good.to_vec();
+    all[2] = ("notify_id", "n-6");
+    all[6] = ("trade_status", "TRADE_CLOSED");
+    all.push(("refund_fee", "9.90"));
+    all.push(("gmt_refund", "2026-12-03 10:05:00"));
+    let all_form = alipay.notify(&all);
     for _ in 0..2 {
-        assert_eq!(post_alipay(&app, &form).await, (200, "success".into()));
+        assert_eq!(post_alipay(&app, &half).await, (200, "success".into()));
     }
-    let mut too_much = refund.clone();
-    too_much[2] = ("notify_id", "n-6");
+    wait_until(Duration::from_secs(30), "half back", || async {
+        app.credits(&user.id).await == 50
+    })
+    .await;
+    for form in [&all_form, &all_form, &half] {
+        assert_eq!(post_alipay(&app, form).await, (200, "success".into()));
+    }
+    let mut too_much = all.clone();
+    too_much[2] = ("notify_id", "n-7");
     too_much[7] = ("refund_fee", "10.00");
     assert_eq!(
         post_alipay(&app, &alipay.notify(&too_much)).await,

@@ -51,14 +51,14 @@ pub mod event {
         pub provider: String,
         pub event_id: String,
         pub payment_id: String,
-        /// `paid` or `refund`.
+        /// `paid`, `refund` (of `amount`) or `refund_total` (up to a total of `amount`).
         pub kind: String,
         /// `RECEIVED`, then `APPLIED` once, by whoever applies it; `WAITING` while a
         /// refund waits for its payment to be applied first (events out of order).
         pub status: String,
         pub received_at: DateTimeUtc,
         pub applied_at: Option<DateTimeUtc>,
-        /// A refund's amount (minor unit); 0 for `paid`.
+        /// A refund's amount, or the refunded total (minor unit); 0 for `paid`.
         pub amount: i64,
         /// What applying it did, when that is worth telling (a shortfall, a refund due).
         pub note: Option<String>,

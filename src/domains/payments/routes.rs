@@ -96,9 +96,9 @@ pub struct PaymentView {
 pub struct EventView {
     pub provider: String,
     pub event_id: String,
-    /// `paid` or `refund`.
+    /// `paid`, `refund` or `refund_total` (Alipay: refunds up to a total).
     pub kind: String,
-    /// A refund's amount.
+    /// A refund's amount (`refund_total`: the total refunded by then).
     pub amount: i64,
     /// `RECEIVED`, `WAITING` (a refund before its payment) or `APPLIED`.
     pub status: String,
@@ -466,7 +466,8 @@ pub(crate) async fn alipay(
         return Ok(alipay_answer(false));
     };
     let kind = match (refund, fen(get("refund_fee")), fen(get("total_amount"))) {
-        (true, Some(r), _) if refund_fits(&payment, r, "CNY") => Kind::Refund(r),
+        // `refund_fee` is the total refunded so far, not this refund's amount.
+        (true, Some(r), _) if refund_fits(&payment, r, "CNY") => Kind::RefundTotal(r),
         (false, _, Some(total)) if payment.currency == "CNY" && total == payment.amount => {
             Kind::Paid
         }

@@ -44,6 +44,10 @@ pub enum Kind {
     Paid,
     /// A refund of this many minor units.
     Refund(i64),
+    /// A refund notice that carries the total refunded so far (Alipay's `refund_fee`):
+    /// refunds up to that total, so notices applied in any order, or twice, give back
+    /// exactly the total.
+    RefundTotal(i64),
 }
 
 impl Kind {
@@ -51,6 +55,7 @@ impl Kind {
         match self {
             Kind::Paid => "paid",
             Kind::Refund(_) => "refund",
+            Kind::RefundTotal(_) => "refund_total",
         }
     }
 }
@@ -251,7 +256,7 @@ fn new_row(
         applied_at: Set(None),
         amount: Set(match kind {
             Kind::Paid => 0,
-            Kind::Refund(amount) => amount,
+            Kind::Refund(amount) | Kind::RefundTotal(amount) => amount,
         }),
         note: Set(None),
         ..Default::default()
@@ -344,7 +349,7 @@ pub async fn apply(
         .await?
         .ok_or_else(|| DbErr::RecordNotFound(ev.payment_id.clone()))?;
     let (outcome, note) = match ev.kind.as_str() {
-        "refund" => refund(&txn, &ev, &p).await?,
+        "refund" | "refund_total" => refund(&txn, &ev, &p).await?,
         _ => pay(&txn, &p, max_bytes).await?,
     };
     if let Some(note) = note {
@@ -472,9 +477,18 @@ async fn refund(
             .await?;
         return Ok((Applied::Waiting, Some("waiting for its payment".into())));
     }
-    let amount = ev.amount.min(p.amount - p.refunded_amount).max(0);
+    let asked = if ev.kind == "refund_total" {
+        ev.amount - p.refunded_amount
+    } else {
+        ev.amount
+    };
+    let amount = asked.min(p.amount - p.refunded_amount).max(0);
     if amount == 0 {
-        return Ok((Applied::NothingLeft, Some("nothing left to refund".into())));
+        let note = format!(
+            "nothing left to refund ({} refunded already)",
+            p.refunded_amount
+        );
+        return Ok((Applied::NothingLeft, Some(note)));
     }
     let refunded = p.refunded_amount + amount;
     let full = refunded == p.amount;
