@@ -45,8 +45,9 @@ declare -A LOGS=(
 
 # --- install ----------------------------------------------------------------------------
 
-# curl: the payments CLI test runs the command `conveyor payments sign` prints.
-PACKAGES=(rabbitmq-server redis-server mariadb-server mariadb-client postgresql postgresql-client curl)
+# curl: the payments CLI test runs the command `conveyor payments sign` prints; curl + jq:
+# tools/opensearch-node/check-semantics.sh.
+PACKAGES=(rabbitmq-server redis-server mariadb-server mariadb-client postgresql postgresql-client curl jq)
 
 missing_packages() {
   local p
