@@ -69,13 +69,19 @@ impl MigrationTrait for Migration {
                 PaymentEvents::Table.into_iden(),
                 string_len_null(PaymentEvents::Note, 255),
             ),
-            add(
-                Users::Table.into_iden(),
-                timestamp_with_time_zone_null(Users::MemberUntil),
-            ),
         ] {
             manager.alter_table(alter).await?;
         }
+        // MySQL/MariaDB TIMESTAMP ends in 2038, within reach of stacked yearly plans:
+        // DATETIME there (UTC by convention, like every value this code writes).
+        let until = if manager.get_database_backend() == sea_orm::DatabaseBackend::MySql {
+            date_time_null(Users::MemberUntil)
+        } else {
+            timestamp_with_time_zone_null(Users::MemberUntil)
+        };
+        manager
+            .alter_table(add(Users::Table.into_iden(), until))
+            .await?;
         // The fallback applier and the inbox gauges look for old unapplied events; a
         // payment's page lists its events.
         manager

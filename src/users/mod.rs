@@ -101,6 +101,20 @@ pub async fn create(
     Ok((user, key))
 }
 
+/// Locks the user's row for the caller's transaction (`FOR UPDATE`; SQLite has one
+/// writer anyway). Take it before writing ledger rows when two transactions may change
+/// the same user: a ledger insert holds a shared lock on the row (its foreign key), and
+/// two of them upgrading to exclusive deadlock.
+pub async fn lock(txn: &impl ConnectionTrait, user_id: &str) -> Result<(), DbErr> {
+    use sea_orm::QuerySelect as _;
+    entity::user::Entity::find_by_id(user_id.to_owned())
+        .lock(sea_orm::sea_query::LockType::Update)
+        .one(txn)
+        .await?
+        .map(|_| ())
+        .ok_or_else(|| DbErr::RecordNotFound(format!("user {user_id}")))
+}
+
 /// The user owning an active key, if any.
 pub async fn authenticate(db: &impl ConnectionTrait, key: &str) -> Result<Option<User>, DbErr> {
     if !key.starts_with(KEY_PREFIX) {

@@ -20,6 +20,7 @@ on_every_backend!(
     a_refund_before_its_payment_waits_for_it,
     an_order_is_paid_by_its_payment_and_a_late_one_is_refund_due,
     the_ledger_pages_newest_first,
+    a_membership_past_2038_is_kept,
 );
 
 const SECRET: &str = "whsec_test";
@@ -235,6 +236,13 @@ async fn bad_webhooks_are_refused_with_their_reason(backend: Backend) {
         .await
         .unwrap();
     assert_eq!(r.status(), 400);
+    // Signed, but an event id longer than the inbox keeps: a clear 400, not a 500.
+    let long = event(&"x".repeat(129), &payment, 990);
+    let (status, answer) = deliver(&app, &long, &signature(&long, now)).await;
+    assert_eq!(
+        (status, answer["error"]["code"].as_str()),
+        (400, Some("malformed"))
+    );
     // Signed, but the amount is not the payment's.
     let cheap = event("evt_y", &payment, 1);
     let (status, answer) = deliver(&app, &cheap, &signature(&cheap, now)).await;
@@ -1199,5 +1207,33 @@ async fn forged_webhooks_are_never_accepted() {
     wait_payment(&app, &key, &payment, "PAID").await;
     assert_eq!(app.credits(&user.id).await, 100);
     let platform = app.stop().await;
+    env.cleanup(Some(&platform)).await;
+}
+
+/// Twenty stacked yearly plans end past 2038 (MariaDB's TIMESTAMP limit): kept exactly.
+async fn a_membership_past_2038_is_kept(backend: Backend) {
+    let Some(env) = TestEnv::new(backend, "payments_2038").await else {
+        return;
+    };
+    let platform = env.platform().await;
+    let (user, _) = conveyor::users::create(&platform.db, "member", 0, false)
+        .await
+        .unwrap();
+    let txn = sea_orm::TransactionTrait::begin(&platform.db)
+        .await
+        .unwrap();
+    let until = conveyor::users::membership::extend(&txn, &user.id, 240, "membership:far")
+        .await
+        .unwrap();
+    txn.commit().await.unwrap();
+    assert!(chrono::Datelike::year(&until) >= 2046, "{until}");
+    let stored = conveyor::users::entity::user::Entity::find_by_id(user.id.clone())
+        .one(&platform.db)
+        .await
+        .unwrap()
+        .unwrap()
+        .member_until
+        .unwrap();
+    assert_eq!(stored.timestamp(), until.timestamp());
     env.cleanup(Some(&platform)).await;
 }

@@ -83,8 +83,14 @@ async fn round(platform: &Platform) -> anyhow::Result<()> {
         "broker down: applying payment events directly"
     );
     for id in ids {
-        handler::apply(platform, id).await?;
-        metrics::counter!("conveyor_payments_fallback_applied_total").increment(1);
+        // One event that fails (a deadlock victim, a bad row) must not hold up the rest:
+        // it stays RECEIVED for the next round or the consumer.
+        match handler::apply(platform, id).await {
+            Ok(_) => metrics::counter!("conveyor_payments_fallback_applied_total").increment(1),
+            Err(e) => {
+                tracing::warn!(event = id, error = %e, "fallback could not apply a payment event")
+            }
+        }
     }
     Ok(())
 }

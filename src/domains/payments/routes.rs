@@ -292,6 +292,16 @@ async fn record(
     payment: &Payment,
     kind: Kind,
 ) -> Result<bool, ApiError> {
+    if event_id.len() > store::MAX_EVENT_ID {
+        // Never recordable (the inbox key is 128 characters): a clear 400, not a 500 the
+        // provider would retry for days.
+        outcome(provider, "malformed");
+        return Err(ApiError::BadRequest {
+            code: "malformed",
+            message: format!("event id longer than {} characters", store::MAX_EVENT_ID),
+            field: None,
+        });
+    }
     let incoming = Incoming {
         provider,
         event_id: event_id.to_owned(),

@@ -34,6 +34,8 @@ pub const REFUNDED: &str = "REFUNDED";
 /// Money received for a flash-sale order that was canceled first (or paid by another
 /// payment): nothing was delivered, the money goes back.
 pub const REFUND_DUE: &str = "REFUND_DUE";
+/// The inbox's event id column is this long.
+pub const MAX_EVENT_ID: usize = 128;
 const RECEIVED: &str = "RECEIVED";
 const WAITING: &str = "WAITING";
 const APPLIED: &str = "APPLIED";
@@ -380,6 +382,8 @@ async fn pay(
     if let Some(order_id) = &p.order_id {
         match orders::pay(txn, order_id, &p.id).await? {
             Some(Paid::Now(_, ev)) => order_event = Some(ev),
+            // An operator marked it paid by hand with this payment's reference first.
+            Some(Paid::Already(o)) if o.payment_ref.as_deref() == Some(p.id.as_str()) => {}
             Some(Paid::Already(_) | Paid::AfterCancel(_)) | None => {
                 set_status(txn, &p.id, REFUND_DUE).await?;
                 requeue_waiting(txn, &p.id, max_bytes).await?;
@@ -393,6 +397,10 @@ async fn pay(
             }
         }
     }
+    // The user's row first: booking a ledger row takes a shared lock on it (the foreign
+    // key), and two payments of one user applied at once would each hold that and wait
+    // for the other's exclusive lock.
+    crate::users::lock(txn, &p.user_id).await?;
     if p.credits > 0 {
         credits::grant(txn, &p.user_id, p.credits, &format!("payment:{}", p.id)).await?;
     }
@@ -444,6 +452,7 @@ async fn requeue_waiting(
     }
     event::Entity::update_many()
         .col_expr(event::Column::Status, Expr::value(RECEIVED))
+        .col_expr(event::Column::Note, Expr::value(Option::<String>::None))
         .col_expr(
             event::Column::AppliedAt,
             Expr::value(Option::<DateTime<Utc>>::None),
@@ -495,6 +504,7 @@ async fn refund(
     let mut taken = 0;
     let mut owed = 0;
     if p.status == PAID {
+        crate::users::lock(txn, &p.user_id).await?; // see `pay`
         // Credits back in proportion, rounded down until the last refund takes the rest.
         owed = if full {
             p.credits - p.refunded_credits
