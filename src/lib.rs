@@ -21,6 +21,8 @@
 //! - [`dead_letters`]: dead letters recorded for operators; replay and discard (audited, paced), admin API.
 //! - [`users`]: users, roles and the visibility rule, hashed API keys, the credit ledger,
 //!   memberships.
+//! - [`search`]: the search backend seam (versioned bulk writes, owner-filtered search)
+//!   and its embedded index (tantivy, with a CJK bigram tokenizer).
 //! - [`platform`]: [`platform::Platform`], the connected backends of one process (no domain).
 //! - [`housekeeping`]: hourly trimming of idempotency keys and published outbox rows.
 //! - [`api`]: the HTTP kit: core state, layers, extractors, pagination, idempotent POSTs,
@@ -53,6 +55,7 @@ pub mod housekeeping;
 pub mod live;
 pub mod outbox;
 pub mod platform;
+pub mod search;
 pub mod shutdown;
 pub mod telemetry;
 pub mod users;

@@ -1,0 +1,433 @@
+//! The embedded search index: tantivy in a directory (or in memory for tests), the
+//! default when nothing else is configured. External versioning is kept by the index
+//! itself: every document (and every delete's tombstone) stores its version, a bulk
+//! request looks the current one up and drops writes that are not newer, and the whole
+//! request is one commit. tantivy is synchronous: requests run on the blocking pool,
+//! one writer at a time.
+
+use std::collections::HashMap;
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+
+use async_trait::async_trait;
+use chrono::{DateTime, Utc};
+use tantivy::collector::{Count, TopDocs};
+use tantivy::directory::MmapDirectory;
+use tantivy::query::{AllQuery, BooleanQuery, Occur, QueryParser, TermQuery};
+use tantivy::schema::{
+    Field, INDEXED, IndexRecordOption, STORED, STRING, Schema, TextFieldIndexing, TextOptions,
+    Value as _,
+};
+use tantivy::snippet::SnippetGenerator;
+use tantivy::{Index, IndexReader, IndexWriter, ReloadPolicy, TantivyDocument, Term};
+
+use super::{Hit, Hits, Op, Outcome, Query, SearchError, SearchIndex, cjk};
+
+/// Memory the single indexing thread may buffer before it flushes a segment.
+const WRITER_BYTES: usize = 32_000_000;
+/// Characters of content around the matches in a highlight.
+const HIGHLIGHT_CHARS: usize = 160;
+const LIVE: &str = "live";
+const DELETED: &str = "deleted";
+
+#[derive(Clone, Copy)]
+struct Fields {
+    id: Field,
+    owner: Field,
+    kind: Field,
+    title: Field,
+    content: Field,
+    tags: Field,
+    created_at: Field,
+    version: Field,
+    state: Field,
+}
+
+fn schema() -> (Schema, Fields) {
+    let mut b = Schema::builder();
+    let text = TextOptions::default()
+        .set_indexing_options(
+            TextFieldIndexing::default()
+                .set_tokenizer(cjk::NAME)
+                .set_index_option(IndexRecordOption::WithFreqsAndPositions),
+        )
+        .set_stored();
+    let fields = Fields {
+        id: b.add_text_field("id", STRING | STORED),
+        owner: b.add_text_field("owner", STRING | STORED),
+        kind: b.add_text_field("kind", STRING | STORED),
+        title: b.add_text_field("title", text.clone()),
+        content: b.add_text_field("content", text.clone()),
+        tags: b.add_text_field("tags", text),
+        created_at: b.add_i64_field("created_at", STORED),
+        version: b.add_i64_field("version", INDEXED | STORED),
+        state: b.add_text_field("state", STRING | STORED),
+    };
+    (b.build(), fields)
+}
+
+fn backend(e: impl std::fmt::Display) -> SearchError {
+    SearchError::Backend(e.to_string())
+}
+
+pub struct EmbeddedIndex {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    index: Index,
+    reader: IndexReader,
+    writer: Mutex<IndexWriter>,
+    f: Fields,
+}
+
+impl EmbeddedIndex {
+    /// Opens the index in `dir` (created if absent), or one in memory when `None`.
+    pub fn open(dir: Option<&Path>) -> Result<Self, SearchError> {
+        let (schema, f) = schema();
+        let index = match dir {
+            Some(dir) => {
+                std::fs::create_dir_all(dir).map_err(backend)?;
+                let d = MmapDirectory::open(dir).map_err(backend)?;
+                Index::open_or_create(d, schema).map_err(backend)?
+            }
+            None => Index::create_in_ram(schema),
+        };
+        index.tokenizers().register(cjk::NAME, cjk::CjkTokenizer);
+        let writer = index
+            .writer_with_num_threads(1, WRITER_BYTES)
+            .map_err(backend)?;
+        let reader = index
+            .reader_builder()
+            .reload_policy(ReloadPolicy::Manual)
+            .try_into()
+            .map_err(backend)?;
+        Ok(EmbeddedIndex {
+            inner: Arc::new(Inner {
+                index,
+                reader,
+                writer: Mutex::new(writer),
+                f,
+            }),
+        })
+    }
+}
+
+impl Inner {
+    /// The stored version of `id` (a live document or a tombstone).
+    fn version_of(
+        &self,
+        searcher: &tantivy::Searcher,
+        id: &str,
+    ) -> Result<Option<i64>, SearchError> {
+        let q = TermQuery::new(
+            Term::from_field_text(self.f.id, id),
+            IndexRecordOption::Basic,
+        );
+        let top = searcher
+            .search(&q, &TopDocs::with_limit(1).order_by_score())
+            .map_err(backend)?;
+        let Some((_, addr)) = top.first() else {
+            return Ok(None);
+        };
+        let doc: TantivyDocument = searcher.doc(*addr).map_err(backend)?;
+        Ok(doc.get_first(self.f.version).and_then(|v| v.as_i64()))
+    }
+
+    fn document(&self, op: &Op) -> TantivyDocument {
+        let f = self.f;
+        let mut doc = TantivyDocument::default();
+        doc.add_text(f.id, op.id());
+        doc.add_i64(f.version, op.version());
+        match op {
+            Op::Index(d) => {
+                doc.add_text(f.owner, &d.owner);
+                doc.add_text(f.kind, &d.kind);
+                doc.add_text(f.title, &d.title);
+                doc.add_text(f.content, &d.content);
+                for tag in &d.tags {
+                    doc.add_text(f.tags, tag);
+                }
+                doc.add_i64(f.created_at, d.created_at.timestamp_millis());
+                doc.add_text(f.state, LIVE);
+            }
+            Op::Delete { .. } => doc.add_text(f.state, DELETED),
+        }
+        doc
+    }
+
+    fn bulk(&self, ops: Vec<Op>) -> Result<Vec<Outcome>, SearchError> {
+        let mut writer = self
+            .writer
+            .lock()
+            .map_err(|_| SearchError::Backend("index writer poisoned".into()))?;
+        let searcher = self.reader.searcher();
+        // Versions written earlier in this request (not yet visible to the searcher).
+        let mut written: HashMap<String, i64> = HashMap::new();
+        let mut out = Vec::with_capacity(ops.len());
+        for op in &ops {
+            let current = match written.get(op.id()) {
+                Some(v) => Some(*v),
+                None => self.version_of(&searcher, op.id())?,
+            };
+            if current.is_some_and(|v| op.version() <= v) {
+                out.push(Outcome::Stale);
+                continue;
+            }
+            // A delete by term removes what was added before it, this request included.
+            writer.delete_term(Term::from_field_text(self.f.id, op.id()));
+            match writer.add_document(self.document(op)) {
+                Ok(_) => {
+                    written.insert(op.id().to_owned(), op.version());
+                    out.push(Outcome::Done);
+                }
+                Err(e) => out.push(Outcome::Failed {
+                    transient: false,
+                    reason: e.to_string(),
+                }),
+            }
+        }
+        writer.commit().map_err(backend)?;
+        self.reader.reload().map_err(backend)?;
+        Ok(out)
+    }
+
+    fn search(&self, q: &Query) -> Result<Hits, SearchError> {
+        let f = self.f;
+        let term = |field: Field, value: &str| -> Box<dyn tantivy::query::Query> {
+            Box::new(TermQuery::new(
+                Term::from_field_text(field, value),
+                IndexRecordOption::Basic,
+            ))
+        };
+        // The owner and liveness filters are always applied, whatever the text says.
+        let mut clauses = vec![
+            (Occur::Must, term(f.owner, &q.owner)),
+            (Occur::Must, term(f.state, LIVE)),
+        ];
+        if let Some(kind) = &q.kind {
+            clauses.push((Occur::Must, term(f.kind, kind)));
+        }
+        let text = if q.text.trim().is_empty() {
+            None
+        } else {
+            let mut parser = QueryParser::for_index(&self.index, vec![f.title, f.content, f.tags]);
+            parser.set_conjunction_by_default();
+            // Lenient: what a user types is words, not query syntax to get right.
+            let (parsed, _) = parser.parse_query_lenient(&q.text);
+            Some(parsed)
+        };
+        match &text {
+            Some(t) => clauses.push((Occur::Must, t.box_clone())),
+            None => clauses.push((Occur::Must, Box::new(AllQuery))),
+        }
+        let query = BooleanQuery::new(clauses);
+        let searcher = self.reader.searcher();
+        let (total, top) = searcher
+            .search(
+                &query,
+                &(
+                    Count,
+                    TopDocs::with_limit(q.limit.max(1))
+                        .and_offset(q.offset)
+                        .order_by_score(),
+                ),
+            )
+            .map_err(backend)?;
+        let snippets = match &text {
+            Some(t) => {
+                let mut g =
+                    SnippetGenerator::create(&searcher, t.as_ref(), f.content).map_err(backend)?;
+                g.set_max_num_chars(HIGHLIGHT_CHARS);
+                Some(g)
+            }
+            None => None,
+        };
+        let mut hits = Vec::with_capacity(top.len());
+        for (_, addr) in top {
+            let doc: TantivyDocument = searcher.doc(addr).map_err(backend)?;
+            let text_of = |field: Field| {
+                doc.get_first(field)
+                    .and_then(|v| v.as_str())
+                    .unwrap_or_default()
+                    .to_owned()
+            };
+            let highlight = snippets.as_ref().map_or_else(String::new, |g| {
+                let mut s = g.snippet_from_doc(&doc);
+                s.set_snippet_prefix_postfix("<em>", "</em>");
+                s.to_html()
+            });
+            hits.push(Hit {
+                id: text_of(f.id),
+                kind: text_of(f.kind),
+                title: text_of(f.title),
+                tags: doc
+                    .get_all(f.tags)
+                    .filter_map(|v| v.as_str().map(str::to_owned))
+                    .collect(),
+                created_at: doc
+                    .get_first(f.created_at)
+                    .and_then(|v| v.as_i64())
+                    .and_then(DateTime::<Utc>::from_timestamp_millis)
+                    .unwrap_or_default(),
+                version: doc
+                    .get_first(f.version)
+                    .and_then(|v| v.as_i64())
+                    .unwrap_or_default(),
+                highlight,
+            });
+        }
+        Ok(Hits {
+            total: total as u64,
+            hits,
+        })
+    }
+}
+
+#[async_trait]
+impl SearchIndex for EmbeddedIndex {
+    async fn bulk(&self, ops: Vec<Op>) -> Result<Vec<Outcome>, SearchError> {
+        let inner = self.inner.clone();
+        tokio::task::spawn_blocking(move || inner.bulk(ops))
+            .await
+            .map_err(backend)?
+    }
+
+    async fn search(&self, query: &Query) -> Result<Hits, SearchError> {
+        let (inner, query) = (self.inner.clone(), query.clone());
+        tokio::task::spawn_blocking(move || inner.search(&query))
+            .await
+            .map_err(backend)?
+    }
+
+    async fn ping(&self) -> Result<(), SearchError> {
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use crate::search::Doc;
+
+    fn doc(id: &str, owner: &str, title: &str, content: &str, version: i64) -> Doc {
+        Doc {
+            id: id.into(),
+            owner: owner.into(),
+            kind: "copywriting".into(),
+            title: title.into(),
+            content: content.into(),
+            tags: vec!["spring".into(), "茶".into()],
+            created_at: DateTime::from_timestamp_millis(1_764_000_000_000).unwrap(),
+            version,
+        }
+    }
+
+    fn query(owner: &str, text: &str) -> Query {
+        Query {
+            owner: owner.into(),
+            text: text.into(),
+            kind: None,
+            offset: 0,
+            limit: 10,
+        }
+    }
+
+    #[tokio::test]
+    async fn newer_versions_win_whatever_the_order() {
+        let idx = EmbeddedIndex::open(None).unwrap();
+        let v3 = Op::Index(doc("m1", "ada", "v3 title", "third", 3));
+        let v2 = Op::Index(doc("m1", "ada", "v2 title", "second", 2));
+        assert_eq!(idx.bulk(vec![v3.clone()]).await.unwrap(), [Outcome::Done]);
+        // Late and repeated writes are stale; in one request, the newest of several wins.
+        assert_eq!(
+            idx.bulk(vec![v2, v3]).await.unwrap(),
+            [Outcome::Stale, Outcome::Stale]
+        );
+        let v4 = Op::Index(doc("m1", "ada", "v4 title", "fourth", 4));
+        let v5 = Op::Index(doc("m1", "ada", "v5 title", "fifth", 5));
+        assert_eq!(
+            idx.bulk(vec![v5, v4]).await.unwrap(),
+            [Outcome::Done, Outcome::Stale]
+        );
+        let hits = idx.search(&query("ada", "")).await.unwrap();
+        assert_eq!(hits.total, 1);
+        assert_eq!(
+            (hits.hits[0].title.as_str(), hits.hits[0].version),
+            ("v5 title", 5)
+        );
+        // A delete leaves a tombstone: a late update cannot bring the document back.
+        let del = Op::Delete {
+            id: "m1".into(),
+            version: 6,
+        };
+        assert_eq!(idx.bulk(vec![del]).await.unwrap(), [Outcome::Done]);
+        let late = Op::Index(doc("m1", "ada", "late", "late", 5));
+        assert_eq!(idx.bulk(vec![late]).await.unwrap(), [Outcome::Stale]);
+        assert_eq!(idx.search(&query("ada", "")).await.unwrap().total, 0);
+    }
+
+    #[tokio::test]
+    async fn searches_stay_within_the_owner_and_find_chinese_words() {
+        let dir = tempfile::tempdir().unwrap();
+        let idx = EmbeddedIndex::open(Some(dir.path())).unwrap();
+        let ops = vec![
+            Op::Index(doc(
+                "a1",
+                "ada",
+                "春季新品",
+                "我们的搜索引擎支持中文分词 and green tea",
+                1,
+            )),
+            Op::Index(doc("a2", "ada", "summer", "iced coffee for the beach", 1)),
+            Op::Index(doc("b1", "bob", "春季新品", "我们的搜索引擎 bob's copy", 1)),
+        ];
+        assert!(
+            idx.bulk(ops)
+                .await
+                .unwrap()
+                .iter()
+                .all(|o| *o == Outcome::Done)
+        );
+        let hits = idx.search(&query("ada", "搜索引擎")).await.unwrap();
+        assert_eq!(hits.total, 1, "{hits:?}");
+        assert_eq!(hits.hits[0].id, "a1");
+        assert!(
+            hits.hits[0].highlight.contains("<em>"),
+            "{}",
+            hits.hits[0].highlight
+        );
+        assert_eq!(hits.hits[0].tags, ["spring", "茶"]);
+        // Words, any case; tags; another kind; someone else's text is never found.
+        assert_eq!(
+            idx.search(&query("ada", "GREEN Tea")).await.unwrap().total,
+            1
+        );
+        assert_eq!(idx.search(&query("ada", "spring")).await.unwrap().total, 2);
+        assert_eq!(idx.search(&query("ada", "bob's")).await.unwrap().total, 0);
+        let mut other_kind = query("ada", "");
+        other_kind.kind = Some("image".into());
+        assert_eq!(idx.search(&other_kind).await.unwrap().total, 0);
+        // Query syntax typed by a user is not an error.
+        assert_eq!(
+            idx.search(&query("ada", "tea AND (")).await.unwrap().total,
+            1
+        );
+        // Paging.
+        let mut page = query("ada", "");
+        page.limit = 1;
+        let first = idx.search(&page).await.unwrap();
+        page.offset = 1;
+        let second = idx.search(&page).await.unwrap();
+        assert_eq!(
+            (first.total, first.hits.len(), second.hits.len()),
+            (2, 1, 1)
+        );
+        assert_ne!(first.hits[0].id, second.hits[0].id);
+        // It survives a reopen.
+        drop(idx);
+        let idx = EmbeddedIndex::open(Some(dir.path())).unwrap();
+        assert_eq!(idx.search(&query("bob", "搜索")).await.unwrap().total, 1);
+    }
+}
