@@ -1,12 +1,13 @@
 //! The search backend seam (issue 15): a small trait the search-sync flow writes through
 //! and the search API reads through, with an embedded index ([`embedded`], tantivy, the
-//! default) and, next, an Elasticsearch/OpenSearch adapter. Writes carry the source
+//! default) and an Elasticsearch adapter ([`elastic`], tested against OpenSearch 2.19). Writes carry the source
 //! row's version and follow external versioning: a write whose version is not above the
 //! document's is *stale* and changes nothing, so the index ends at the newest version
 //! whatever order the writes arrive in; a delete leaves a versioned tombstone so a late
 //! update cannot bring the document back.
 
 pub mod cjk;
+pub mod elastic;
 pub mod embedded;
 
 use async_trait::async_trait;

@@ -99,6 +99,25 @@ pub async fn services_up(backend: Backend, test: &str) -> bool {
     true
 }
 
+/// The OpenSearch node (tools/opensearch-node): its URL, or `None` to skip (a failure
+/// when CONVEYOR_REQUIRE_SERVICES=1).
+pub async fn opensearch(test: &str) -> Option<String> {
+    let addr = "127.0.0.1:9200";
+    if reachable(addr).await {
+        return Some(format!("http://{addr}"));
+    }
+    assert!(
+        !required(),
+        "{test}: OpenSearch at {addr} is unreachable and CONVEYOR_REQUIRE_SERVICES=1 (tools/opensearch-node/start.sh)"
+    );
+    use std::io::Write as _;
+    let _ = writeln!(
+        std::io::stderr(),
+        "SKIPPED {test}: OpenSearch at {addr} is unreachable"
+    );
+    None
+}
+
 static COUNTER: AtomicU32 = AtomicU32::new(0);
 
 /// A namespace no other test or process uses.

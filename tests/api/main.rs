@@ -19,3 +19,4 @@ mod openapi;
 mod outbox;
 mod payments;
 mod rabbitmq;
+mod search;

@@ -1,0 +1,257 @@
+//! The Elasticsearch adapter, on the official `elasticsearch` crate (pinned: it is an
+//! alpha and brings its own reqwest 0.12; it stays inside this file). It keeps to the API
+//! Elasticsearch and OpenSearch 2.x share (`_bulk`, `_search`, index creation with an
+//! explicit mapping, aliases), so the tests run it against an OpenSearch node.
+//!
+//! Documents are written through an alias (`<alias>` → `<alias>-v1`), with the row's
+//! version as an external version: the engine itself refuses a write that is not newer
+//! (a 409 per item: stale), and a delete leaves a versioned tombstone.
+
+use async_trait::async_trait;
+use elasticsearch::http::response::Response;
+use elasticsearch::http::transport::Transport;
+use elasticsearch::indices::{IndicesCreateParts, IndicesDeleteParts, IndicesExistsAliasParts};
+use elasticsearch::params::Refresh;
+use elasticsearch::{BulkParts, Elasticsearch, SearchParts};
+use serde_json::{Value, json};
+
+use super::{Hit, Hits, Op, Outcome, Query, SearchError, SearchIndex};
+
+pub struct ElasticIndex {
+    client: Elasticsearch,
+    alias: String,
+    /// Make each bulk visible before answering (tests; costs throughput).
+    refresh: bool,
+}
+
+fn unavailable(e: impl std::fmt::Display) -> SearchError {
+    SearchError::Unavailable(e.to_string())
+}
+
+/// A non-2xx answer as an error: 5xx and 429 are worth retrying, the rest is not.
+async fn check(r: Response) -> Result<Value, SearchError> {
+    let status = r.status_code();
+    let body: Value = r.json().await.map_err(unavailable)?;
+    if status.is_success() {
+        Ok(body)
+    } else if status.is_server_error() || status.as_u16() == 429 {
+        Err(SearchError::Unavailable(format!("{status}: {body}")))
+    } else {
+        Err(SearchError::Backend(format!("{status}: {body}")))
+    }
+}
+
+/// The index's mapping: owner and kind exact, text fields with the CJK analyzer.
+fn mapping() -> Value {
+    let text = json!({ "type": "text", "analyzer": "cjk" });
+    json!({
+        "settings": { "number_of_shards": 1, "number_of_replicas": 0 },
+        "mappings": {
+            "dynamic": "strict",
+            "properties": {
+                "owner": { "type": "keyword" },
+                "kind": { "type": "keyword" },
+                "title": text,
+                "content": text,
+                "tags": text,
+                "created_at": { "type": "date", "format": "epoch_millis" },
+                "version": { "type": "long" },
+            }
+        }
+    })
+}
+
+impl ElasticIndex {
+    /// Connects to `url`; creates `<alias>-v1` behind `alias` if the alias does not exist.
+    pub async fn connect(url: &str, alias: &str, refresh: bool) -> Result<Self, SearchError> {
+        let transport =
+            Transport::single_node(url).map_err(|e| SearchError::Backend(e.to_string()))?;
+        let index = ElasticIndex {
+            client: Elasticsearch::new(transport),
+            alias: alias.to_owned(),
+            refresh,
+        };
+        index.ensure().await?;
+        Ok(index)
+    }
+
+    async fn ensure(&self) -> Result<(), SearchError> {
+        let exists = self
+            .client
+            .indices()
+            .exists_alias(IndicesExistsAliasParts::Name(&[&self.alias]))
+            .send()
+            .await
+            .map_err(unavailable)?;
+        if exists.status_code().is_success() {
+            return Ok(());
+        }
+        let name = format!("{}-v1", self.alias);
+        let mut body = mapping();
+        body["aliases"] = json!({ self.alias.clone(): {} });
+        let r = self
+            .client
+            .indices()
+            .create(IndicesCreateParts::Index(&name))
+            .body(body)
+            .send()
+            .await
+            .map_err(unavailable)?;
+        match check(r).await {
+            Ok(_) => Ok(()),
+            // Another process created it first.
+            Err(SearchError::Backend(e)) if e.contains("resource_already_exists") => Ok(()),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Deletes the indices behind the alias (test clean-up, decommissioning).
+    pub async fn drop_all(&self) -> Result<(), SearchError> {
+        let pattern = format!("{}-*", self.alias);
+        let r = self
+            .client
+            .indices()
+            .delete(IndicesDeleteParts::Index(&[&pattern]))
+            .send()
+            .await
+            .map_err(unavailable)?;
+        check(r).await.map(|_| ())
+    }
+
+    fn lines(ops: &[Op]) -> Vec<Value> {
+        let mut lines = Vec::with_capacity(ops.len() * 2);
+        for op in ops {
+            let meta =
+                json!({ "_id": op.id(), "version": op.version(), "version_type": "external" });
+            match op {
+                Op::Index(d) => {
+                    lines.push(json!({ "index": meta }));
+                    lines.push(json!({
+                        "owner": d.owner, "kind": d.kind, "title": d.title, "content": d.content,
+                        "tags": d.tags, "created_at": d.created_at.timestamp_millis(),
+                        "version": d.version,
+                    }));
+                }
+                Op::Delete { .. } => lines.push(json!({ "delete": meta })),
+            }
+        }
+        lines
+    }
+}
+
+/// One bulk item's answer.
+fn outcome(item: &Value) -> Outcome {
+    let Some(result) = item.as_object().and_then(|o| o.values().next()) else {
+        return Outcome::Failed {
+            transient: true,
+            reason: "no answer for the item".into(),
+        };
+    };
+    let status = result["status"].as_u64().unwrap_or(0);
+    match status {
+        200..=299 => Outcome::Done,
+        // A delete of a document never indexed still records its version.
+        404 if item.get("delete").is_some() => Outcome::Done,
+        409 => Outcome::Stale,
+        _ => Outcome::Failed {
+            transient: status == 429 || status >= 500,
+            reason: result["error"].to_string(),
+        },
+    }
+}
+
+fn hit(h: &Value) -> Hit {
+    let s = &h["_source"];
+    let text = |v: &Value| v.as_str().unwrap_or_default().to_owned();
+    Hit {
+        id: text(&h["_id"]),
+        kind: text(&s["kind"]),
+        title: text(&s["title"]),
+        tags: s["tags"]
+            .as_array()
+            .map(|t| {
+                t.iter()
+                    .filter_map(|v| v.as_str().map(str::to_owned))
+                    .collect()
+            })
+            .unwrap_or_default(),
+        created_at: s["created_at"]
+            .as_i64()
+            .and_then(chrono::DateTime::from_timestamp_millis)
+            .unwrap_or_default(),
+        version: s["version"].as_i64().unwrap_or_default(),
+        highlight: text(&h["highlight"]["content"][0]),
+    }
+}
+
+#[async_trait]
+impl SearchIndex for ElasticIndex {
+    async fn bulk(&self, ops: Vec<Op>) -> Result<Vec<Outcome>, SearchError> {
+        if ops.is_empty() {
+            return Ok(Vec::new());
+        }
+        let mut req = self.client.bulk(BulkParts::Index(&self.alias)).body(
+            Self::lines(&ops)
+                .into_iter()
+                .map(Into::into)
+                .collect::<Vec<elasticsearch::http::request::JsonBody<Value>>>(),
+        );
+        if self.refresh {
+            req = req.refresh(Refresh::WaitFor);
+        }
+        let body = check(req.send().await.map_err(unavailable)?).await?;
+        let items = body["items"].as_array().cloned().unwrap_or_default();
+        if items.len() != ops.len() {
+            return Err(SearchError::Backend(format!(
+                "bulk answered {} items for {} writes",
+                items.len(),
+                ops.len()
+            )));
+        }
+        Ok(items.iter().map(outcome).collect())
+    }
+
+    async fn search(&self, q: &Query) -> Result<Hits, SearchError> {
+        // The owner filter is always applied, whatever the text says.
+        let mut filter = vec![json!({ "term": { "owner": q.owner } })];
+        if let Some(kind) = &q.kind {
+            filter.push(json!({ "term": { "kind": kind } }));
+        }
+        let must = if q.text.trim().is_empty() {
+            json!({ "match_all": {} })
+        } else {
+            json!({ "multi_match": { "query": q.text, "fields": ["title", "content", "tags"], "operator": "and" } })
+        };
+        let body = json!({
+            "from": q.offset, "size": q.limit.max(1), "track_total_hits": true,
+            "query": { "bool": { "filter": filter, "must": must } },
+            "highlight": { "pre_tags": ["<em>"], "post_tags": ["</em>"],
+                           "fields": { "content": { "fragment_size": 160, "number_of_fragments": 1 } } },
+        });
+        let r = self
+            .client
+            .search(SearchParts::Index(&[&self.alias]))
+            .body(body)
+            .send()
+            .await
+            .map_err(unavailable)?;
+        let body = check(r).await?;
+        let hits = body["hits"]["hits"].as_array().cloned().unwrap_or_default();
+        Ok(Hits {
+            total: body["hits"]["total"]["value"].as_u64().unwrap_or(0),
+            hits: hits.iter().map(hit).collect(),
+        })
+    }
+
+    async fn ping(&self) -> Result<(), SearchError> {
+        let r = self.client.ping().send().await.map_err(unavailable)?;
+        if r.status_code().is_success() {
+            Ok(())
+        } else {
+            Err(SearchError::Unavailable(format!(
+                "ping: {}",
+                r.status_code()
+            )))
+        }
+    }
+}
