@@ -13,7 +13,7 @@
 
 mod common;
 
-use common::{Round, summary, up};
+use common::{Round, summary};
 
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
@@ -25,11 +25,9 @@ use std::time::{Duration, Instant};
 use axum::extract::State;
 use axum::routing::post;
 use conveyor::app::Application;
-use conveyor::config::{BrokerKind, DedupeKind, Settings};
 use conveyor::domains::flash_sale::service::Sales;
 use conveyor::domains::flash_sale::stock::{RedisStock, StockStore, Take, Warm};
 use conveyor::domains::flash_sale::store;
-use sea_orm::{ConnectionTrait, Database};
 use tokio_util::sync::CancellationToken;
 
 /// `concurrency` clients POST to `url`, client i with `keys[i % keys.len()]`.
@@ -119,37 +117,11 @@ async fn main() {
         .skip(1)
         .find_map(|a| a.parse().ok())
         .unwrap_or(3000);
-    if !(up("127.0.0.1:5672").await && up("127.0.0.1:6379").await && up("127.0.0.1:5432").await) {
-        println!(
-            "flash_sale bench needs RabbitMQ, Redis and PostgreSQL on localhost (scripts/services.sh up)"
-        );
+    let Some(stack) = common::Stack::start("flash_sale").await else {
         return;
-    }
+    };
+    let s = stack.settings.clone();
     let pid = std::process::id();
-    let dir = tempfile::tempdir().unwrap();
-    let mut s = Settings::load_from(
-        std::path::Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/config")),
-        "local",
-        std::env::vars(),
-    )
-    .unwrap();
-    s.broker.kind = BrokerKind::Rabbitmq;
-    s.dedupe.kind = DedupeKind::Redis;
-    s.broker.namespace = format!("benchfs{pid}");
-    s.dedupe.key_prefix = s.broker.namespace.clone();
-    s.broker.embedded_path = dir.path().join("broker.sqlite");
-    s.server.port = 0;
-    s.log.level = "error".into();
-    s.database.max_connections = 32;
-    let db_name = format!("benchfs{pid}");
-    let admin = Database::connect("postgres://postgres@127.0.0.1:5432/postgres")
-        .await
-        .unwrap();
-    admin
-        .execute_unprepared(&format!("CREATE DATABASE {db_name}"))
-        .await
-        .unwrap();
-    s.database.url = format!("postgres://postgres@127.0.0.1:5432/{db_name}");
 
     let app = Application::build(s.clone()).await.unwrap();
     let addr = app.addr();
@@ -249,11 +221,6 @@ async fn main() {
     stop.cancel();
     let _ = server.await;
     let _ = workers.await;
-    let topology = conveyor::app::topology(&s, conveyor::domains::ALL);
-    if let Ok(b) = conveyor::broker::connect(&s, topology).await {
-        let _ = b.teardown().await;
-        b.close().await;
-    }
     if let Ok(client) = redis::Client::open(s.dedupe.url.as_str())
         && let Ok(mut c) = client.get_multiplexed_async_connection().await
     {
@@ -267,7 +234,5 @@ async fn main() {
         }
     }
     drop(platform);
-    let _ = admin
-        .execute_unprepared(&format!("DROP DATABASE IF EXISTS {db_name} WITH (FORCE)"))
-        .await;
+    stack.teardown().await;
 }

@@ -29,13 +29,12 @@ use axum::body::Bytes;
 use axum::extract::State;
 use axum::routing::post;
 use base64::Engine as _;
-use common::{Round, summary, up};
+use common::{Round, summary};
 use conveyor::app::Application;
-use conveyor::config::{BrokerKind, DedupeKind, Settings};
 use conveyor::domains::payments::sign::{self, RsaSigner};
 use conveyor::domains::payments::store::{self, NewPayment};
 use conveyor::domains::payments::verify::{self, RsaPublicKey, WechatHeaders};
-use sea_orm::{ConnectionTrait, Database, DatabaseConnection, Statement, TransactionTrait};
+use sea_orm::{ConnectionTrait, DatabaseConnection, Statement, TransactionTrait};
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
@@ -267,28 +266,10 @@ async fn main() {
         .skip(1)
         .find_map(|a| a.parse().ok())
         .unwrap_or(3000);
-    if !(up("127.0.0.1:5672").await && up("127.0.0.1:6379").await && up("127.0.0.1:5432").await) {
-        println!(
-            "webhooks bench needs RabbitMQ, Redis and PostgreSQL on localhost (scripts/services.sh up)"
-        );
+    let Some(stack) = common::Stack::start("webhooks").await else {
         return;
-    }
-    let pid = std::process::id();
-    let dir = tempfile::tempdir().unwrap();
-    let mut s = Settings::load_from(
-        std::path::Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/config")),
-        "local",
-        std::env::vars(),
-    )
-    .unwrap();
-    s.broker.kind = BrokerKind::Rabbitmq;
-    s.dedupe.kind = DedupeKind::Redis;
-    s.broker.namespace = format!("benchwh{pid}");
-    s.dedupe.key_prefix = s.broker.namespace.clone();
-    s.broker.embedded_path = dir.path().join("broker.sqlite");
-    s.server.port = 0;
-    s.log.level = "error".into();
-    s.database.max_connections = 32;
+    };
+    let mut s = stack.settings.clone();
     let (alipay_signer, alipay_public) = keypair();
     let (wechat_signer, wechat_public) = keypair();
     let payments = s.sections.get_mut("payments").unwrap();
@@ -296,15 +277,6 @@ async fn main() {
     payments["alipay"] = json!({ "app_id": "2021001", "public_key": alipay_public });
     payments["wechat"] = json!({ "appid": "wx1", "mchid": "m1", "api_v3_key": API_V3,
         "platform_keys": { "S1": wechat_public } });
-    let db_name = format!("benchwh{pid}");
-    let admin = Database::connect("postgres://postgres@127.0.0.1:5432/postgres")
-        .await
-        .unwrap();
-    admin
-        .execute_unprepared(&format!("CREATE DATABASE {db_name}"))
-        .await
-        .unwrap();
-    s.database.url = format!("postgres://postgres@127.0.0.1:5432/{db_name}");
 
     let app = Application::build(s.clone()).await.unwrap();
     let addr = app.addr();
@@ -414,13 +386,6 @@ async fn main() {
     stop.cancel();
     let _ = server.await;
     let _ = workers.await;
-    let topology = conveyor::app::topology(&s, conveyor::domains::ALL);
-    if let Ok(b) = conveyor::broker::connect(&s, topology).await {
-        let _ = b.teardown().await;
-        b.close().await;
-    }
     drop(platform);
-    let _ = admin
-        .execute_unprepared(&format!("DROP DATABASE IF EXISTS {db_name} WITH (FORCE)"))
-        .await;
+    stack.teardown().await;
 }

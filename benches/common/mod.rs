@@ -27,3 +27,74 @@ pub async fn up(addr: &str) -> bool {
         Ok(Ok(_))
     )
 }
+
+/// A bench run's stack: settings for RabbitMQ + Redis under a namespace of its own and a
+/// PostgreSQL database of its own (created here, dropped by [`Stack::teardown`]).
+pub struct Stack {
+    pub settings: conveyor::config::Settings,
+    admin: sea_orm::DatabaseConnection,
+    db_name: String,
+    _dir: tempfile::TempDir,
+}
+
+impl Stack {
+    /// `None` (and a line saying why) when a service does not answer.
+    pub async fn start(bench: &str) -> Option<Stack> {
+        use sea_orm::ConnectionTrait as _;
+        if !(up("127.0.0.1:5672").await && up("127.0.0.1:6379").await && up("127.0.0.1:5432").await)
+        {
+            println!(
+                "{bench} bench needs RabbitMQ, Redis and PostgreSQL on localhost (scripts/services.sh up)"
+            );
+            return None;
+        }
+        let name = format!("bench{bench}{}", std::process::id()).replace('_', "");
+        let dir = tempfile::tempdir().unwrap();
+        let mut s = conveyor::config::Settings::load_from(
+            std::path::Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/config")),
+            "local",
+            std::env::vars(),
+        )
+        .unwrap();
+        s.broker.kind = conveyor::config::BrokerKind::Rabbitmq;
+        s.dedupe.kind = conveyor::config::DedupeKind::Redis;
+        s.broker.namespace = name.clone();
+        s.dedupe.key_prefix = name.clone();
+        s.broker.embedded_path = dir.path().join("broker.sqlite");
+        s.server.port = 0;
+        s.log.level = "error".into();
+        s.database.max_connections = 32;
+        let admin = sea_orm::Database::connect("postgres://postgres@127.0.0.1:5432/postgres")
+            .await
+            .unwrap();
+        admin
+            .execute_unprepared(&format!("CREATE DATABASE {name}"))
+            .await
+            .unwrap();
+        s.database.url = format!("postgres://postgres@127.0.0.1:5432/{name}");
+        Some(Stack {
+            settings: s,
+            admin,
+            db_name: name,
+            _dir: dir,
+        })
+    }
+
+    /// Deletes the namespace's queues and exchanges and drops the database.
+    pub async fn teardown(self) {
+        use sea_orm::ConnectionTrait as _;
+        let s = &self.settings;
+        let topology = conveyor::app::topology(s, conveyor::domains::ALL);
+        if let Ok(b) = conveyor::broker::connect(s, topology).await {
+            let _ = b.teardown().await;
+            b.close().await;
+        }
+        let _ = self
+            .admin
+            .execute_unprepared(&format!(
+                "DROP DATABASE IF EXISTS {} WITH (FORCE)",
+                self.db_name
+            ))
+            .await;
+    }
+}
