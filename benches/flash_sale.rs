@@ -98,16 +98,7 @@ async fn floor_server(stock: Arc<RedisStock>, sale: String) -> (String, Cancella
             ),
         )
         .with_state((stock, sale));
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    let token = CancellationToken::new();
-    let t = token.clone();
-    tokio::spawn(async move {
-        axum::serve(listener, app)
-            .with_graceful_shutdown(async move { t.cancelled().await })
-            .await
-    });
-    (format!("http://{addr}/floor"), token)
+    common::serve(app).await
 }
 
 #[tokio::main]

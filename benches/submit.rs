@@ -20,20 +20,19 @@
 #![allow(clippy::unwrap_used)]
 
 // Measured with the allocator the `conveyor` binary ships with.
+mod common;
+
+use common::floor_server;
+
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use axum::extract::State;
-use axum::routing::post;
 use conveyor::app::Application;
 use conveyor::config::{BrokerKind, DedupeKind, Settings};
-use sea_orm::{
-    ColumnTrait, ConnectionTrait, Database, DatabaseConnection, EntityTrait, PaginatorTrait,
-    QueryFilter, Statement,
-};
+use sea_orm::{ColumnTrait, ConnectionTrait, Database, EntityTrait, PaginatorTrait, QueryFilter};
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
@@ -202,47 +201,6 @@ async fn load(
         secs: start.elapsed().as_secs_f64(),
         ticks: cpu_ticks().since(cpu_before),
     }
-}
-
-/// The floor: one insert + commit per request, nothing else.
-async fn floor_server(db: DatabaseConnection) -> (String, CancellationToken) {
-    db.execute_unprepared(
-        "CREATE TABLE IF NOT EXISTS bench_floor (id VARCHAR(36) PRIMARY KEY, body TEXT NOT NULL)",
-    )
-    .await
-    .unwrap();
-    let app = axum::Router::new()
-        .route(
-            "/floor",
-            post(
-                |State(db): State<DatabaseConnection>, body: String| async move {
-                    let backend = db.get_database_backend();
-                    db.execute_raw(Statement::from_sql_and_values(
-                        backend,
-                        if backend == sea_orm::DatabaseBackend::Postgres {
-                            "INSERT INTO bench_floor (id, body) VALUES ($1, $2)"
-                        } else {
-                            "INSERT INTO bench_floor (id, body) VALUES (?, ?)"
-                        },
-                        [uuid::Uuid::now_v7().to_string().into(), body.into()],
-                    ))
-                    .await
-                    .map(|_| "ok")
-                    .map_err(|e| (axum::http::StatusCode::INTERNAL_SERVER_ERROR, e.to_string()))
-                },
-            ),
-        )
-        .with_state(db);
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    let token = CancellationToken::new();
-    let t = token.clone();
-    tokio::spawn(async move {
-        axum::serve(listener, app)
-            .with_graceful_shutdown(async move { t.cancelled().await })
-            .await
-    });
-    (format!("http://{addr}/floor"), token)
 }
 
 /// Deletes the run's queues and exchanges (and the messages nobody consumed).

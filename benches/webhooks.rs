@@ -1,7 +1,7 @@
 //! Payment webhooks at 50 concurrent clients, for each scheme (Stripe-style HMAC, Alipay
 //! RSA2, WeChat Pay v3), against PostgreSQL + RabbitMQ, next to a floor measured in the
 //! same run: a bare axum handler that inserts the raw body as one row and commits on the
-//! same database. Every request is a new, validly signed event (signed before the clock
+//! same database (the submit bench's). Every request is a new, validly signed event (signed before the clock
 //! starts), so each one takes the accepted path: verify, look the payment up, inbox row +
 //! outbox message in one transaction, answer. Floor and webhook take turns in three
 //! rounds. Then what verification alone costs per request (CPU), and how fast the
@@ -25,16 +25,12 @@ use std::time::{Duration, Instant};
 
 use aws_lc_rs::encoding::AsDer as _;
 use aws_lc_rs::signature::{KeyPair as _, RsaKeyPair};
-use axum::body::Bytes;
-use axum::extract::State;
-use axum::routing::post;
 use base64::Engine as _;
-use common::{Round, summary};
+use common::{Round, floor_server, summary};
 use conveyor::app::Application;
 use conveyor::domains::payments::sign::{self, RsaSigner};
 use conveyor::domains::payments::store::{self, NewPayment};
 use conveyor::domains::payments::verify::{self, RsaPublicKey, WechatHeaders};
-use sea_orm::{ConnectionTrait, DatabaseConnection, Statement, TransactionTrait};
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
@@ -90,45 +86,6 @@ async fn load(url: &str, reqs: Arc<Vec<Req>>, from: usize, to: usize) -> Round {
         latencies,
         secs: start.elapsed().as_secs_f64(),
     }
-}
-
-/// The floor: the raw body inserted as one row, committed, answered.
-async fn floor_server(db: DatabaseConnection) -> (String, CancellationToken) {
-    db.execute_unprepared(
-        "CREATE TABLE bench_floor (id BIGSERIAL PRIMARY KEY, body TEXT NOT NULL, \
-         received_at TIMESTAMPTZ NOT NULL DEFAULT now())",
-    )
-    .await
-    .unwrap();
-    let app = axum::Router::new()
-        .route(
-            "/floor",
-            post(
-                |State(db): State<DatabaseConnection>, body: Bytes| async move {
-                    let txn = db.begin().await.unwrap();
-                    txn.execute_raw(Statement::from_sql_and_values(
-                        db.get_database_backend(),
-                        "INSERT INTO bench_floor (body) VALUES ($1)",
-                        [String::from_utf8_lossy(&body).into_owned().into()],
-                    ))
-                    .await
-                    .unwrap();
-                    txn.commit().await.unwrap();
-                    axum::Json(json!({ "received": true }))
-                },
-            ),
-        )
-        .with_state(db);
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    let token = CancellationToken::new();
-    let t = token.clone();
-    tokio::spawn(async move {
-        axum::serve(listener, app)
-            .with_graceful_shutdown(async move { t.cancelled().await })
-            .await
-    });
-    (format!("http://{addr}/floor"), token)
 }
 
 fn keypair() -> (RsaSigner, String) {

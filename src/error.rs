@@ -61,6 +61,15 @@ impl ApiError {
         }
     }
 
+    /// 422 `invalid_field`: the request parsed, but `field` holds a value we cannot take.
+    pub fn invalid(field: impl Into<String>, message: impl Into<String>) -> Self {
+        ApiError::Unprocessable {
+            code: "invalid_field",
+            message: message.into(),
+            field: Some(field.into()),
+        }
+    }
+
     fn parts(&self) -> (StatusCode, &'static str, Option<&str>) {
         match self {
             ApiError::BadRequest { code, field, .. } => {

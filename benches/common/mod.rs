@@ -98,3 +98,53 @@ impl Stack {
             .await;
     }
 }
+
+/// Serves `app` on a free loopback port until the token fires; the URL of its `/floor`.
+pub async fn serve(app: axum::Router) -> (String, tokio_util::sync::CancellationToken) {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let token = tokio_util::sync::CancellationToken::new();
+    let t = token.clone();
+    tokio::spawn(async move {
+        axum::serve(listener, app)
+            .with_graceful_shutdown(async move { t.cancelled().await })
+            .await
+    });
+    (format!("http://{addr}/floor"), token)
+}
+
+/// The floor: one insert + commit per request, nothing else.
+pub async fn floor_server(
+    db: sea_orm::DatabaseConnection,
+) -> (String, tokio_util::sync::CancellationToken) {
+    use sea_orm::ConnectionTrait as _;
+    db.execute_unprepared(
+        "CREATE TABLE IF NOT EXISTS bench_floor (id VARCHAR(36) PRIMARY KEY, body TEXT NOT NULL)",
+    )
+    .await
+    .unwrap();
+    let app = axum::Router::new()
+        .route(
+            "/floor",
+            axum::routing::post(
+                |axum::extract::State(db): axum::extract::State<sea_orm::DatabaseConnection>,
+                 body: String| async move {
+                    let backend = db.get_database_backend();
+                    db.execute_raw(sea_orm::Statement::from_sql_and_values(
+                        backend,
+                        if backend == sea_orm::DatabaseBackend::Postgres {
+                            "INSERT INTO bench_floor (id, body) VALUES ($1, $2)"
+                        } else {
+                            "INSERT INTO bench_floor (id, body) VALUES (?, ?)"
+                        },
+                        [uuid::Uuid::now_v7().to_string().into(), body.into()],
+                    ))
+                    .await
+                    .map(|_| "ok")
+                    .map_err(|e| (axum::http::StatusCode::INTERNAL_SERVER_ERROR, e.to_string()))
+                },
+            ),
+        )
+        .with_state(db);
+    serve(app).await
+}

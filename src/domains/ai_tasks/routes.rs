@@ -90,45 +90,42 @@ fn with_location(status: u16, body: Value) -> Response {
 
 /// Checks a submission; the error names the field.
 fn validate(state: &Tasks, req: &SubmitRequest) -> Result<(TaskKind, Value), ApiError> {
-    let kind = TaskKind::parse(&req.kind).ok_or_else(|| ApiError::Unprocessable {
-        code: "invalid_field",
-        message: format!(
-            "unknown kind `{}`; expected one of {}",
-            req.kind,
-            ALL_KINDS.map(|k| k.as_str()).join(", ")
-        ),
-        field: Some("kind".into()),
+    let kind = TaskKind::parse(&req.kind).ok_or_else(|| {
+        ApiError::invalid(
+            "kind",
+            format!(
+                "unknown kind `{}`; expected one of {}",
+                req.kind,
+                ALL_KINDS.map(|k| k.as_str()).join(", ")
+            ),
+        )
     })?;
     let ai = &state.ai;
     let chars = req.prompt.chars().count();
     if req.prompt.trim().is_empty() || chars > ai.max_prompt_chars {
-        return Err(ApiError::Unprocessable {
-            code: "invalid_field",
-            message: format!(
+        return Err(ApiError::invalid(
+            "prompt",
+            format!(
                 "prompt must be 1 to {} characters (got {chars})",
                 ai.max_prompt_chars
             ),
-            field: Some("prompt".into()),
-        });
+        ));
     }
     let params = req.params.clone().unwrap_or_else(|| json!({}));
     if !params.is_object() || params.to_string().len() > ai.max_params_bytes {
-        return Err(ApiError::Unprocessable {
-            code: "invalid_field",
-            message: format!(
+        return Err(ApiError::invalid(
+            "params",
+            format!(
                 "params must be a JSON object of at most {} bytes",
                 ai.max_params_bytes
             ),
-            field: Some("params".into()),
-        });
+        ));
     }
     if params.get("simulate").is_some() && !ai.allow_failure_injection {
-        return Err(ApiError::Unprocessable {
-            code: "invalid_field",
-            message: "params.simulate is disabled on this server (ai.allow_failure_injection)"
-                .into(),
-            field: Some("params.simulate".into()),
-        });
+        return Err(ApiError::invalid(
+            "params.simulate",
+            "params.simulate is disabled on this server (ai.allow_failure_injection)",
+        ));
     }
     Ok((kind, params))
 }

@@ -172,14 +172,6 @@ pub struct Accepted {
     pub status: OrderStatus,
 }
 
-fn invalid(field: &str, message: impl Into<String>) -> ApiError {
-    ApiError::Unprocessable {
-        code: "invalid_field",
-        message: message.into(),
-        field: Some(field.into()),
-    }
-}
-
 fn stock_down(e: impl std::fmt::Display) -> ApiError {
     tracing::warn!(error = %e, "flash-sale stock store unavailable");
     ApiError::RetryLater {
@@ -204,19 +196,19 @@ pub(crate) async fn create(
 ) -> Result<(StatusCode, Json<SaleView>), ApiError> {
     let item = req.item.trim();
     if item.is_empty() || item.chars().count() > 200 {
-        return Err(invalid("item", "must be 1 to 200 characters"));
+        return Err(ApiError::invalid("item", "must be 1 to 200 characters"));
     }
     if req.price < 0 {
-        return Err(invalid("price", "must not be negative"));
+        return Err(ApiError::invalid("price", "must not be negative"));
     }
     if !(1..=1_000_000).contains(&req.stock) {
-        return Err(invalid("stock", "must be 1 to 1000000"));
+        return Err(ApiError::invalid("stock", "must be 1 to 1000000"));
     }
     if req.per_user_limit < 1 {
-        return Err(invalid("per_user_limit", "must be at least 1"));
+        return Err(ApiError::invalid("per_user_limit", "must be at least 1"));
     }
     if req.ends_at <= req.starts_at {
-        return Err(invalid("ends_at", "must be after starts_at"));
+        return Err(ApiError::invalid("ends_at", "must be after starts_at"));
     }
     let sale = store::create_sale(
         &state.core.db,
@@ -509,7 +501,10 @@ pub(crate) async fn mark_paid(
 ) -> Result<Json<MarkPaidView>, ApiError> {
     let reference = req.payment_ref.trim();
     if reference.is_empty() || reference.chars().count() > 128 {
-        return Err(invalid("payment_ref", "must be 1 to 128 characters"));
+        return Err(ApiError::invalid(
+            "payment_ref",
+            "must be 1 to 128 characters",
+        ));
     }
     let paid = store::mark_paid(&state.core.db, &id, reference)
         .await?

@@ -12,7 +12,6 @@
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Mutex;
-use std::time::Duration;
 
 use async_trait::async_trait;
 use redis::aio::ConnectionManager;
@@ -128,17 +127,9 @@ fn unavailable(e: redis::RedisError) -> StockError {
 
 impl RedisStock {
     pub async fn connect(url: &str, prefix: &str) -> Result<Self, StockError> {
-        let client = redis::Client::open(url).map_err(unavailable)?;
-        let config = redis::aio::ConnectionManagerConfig::new()
-            .set_connection_timeout(Some(Duration::from_secs(3)))
-            .set_response_timeout(Some(Duration::from_secs(3)));
-        let conn = tokio::time::timeout(
-            Duration::from_secs(5),
-            client.get_connection_manager_with_config(config),
-        )
-        .await
-        .map_err(|_| StockError("connecting to Redis timed out".into()))?
-        .map_err(unavailable)?;
+        let conn = crate::dedupe::redis::connection(url)
+            .await
+            .map_err(StockError)?;
         Ok(RedisStock {
             conn,
             prefix: format!("{prefix}:fs:"),

@@ -140,14 +140,6 @@ impl PaymentView {
     }
 }
 
-fn invalid(field: &str, message: String) -> ApiError {
-    ApiError::Unprocessable {
-        code: "invalid_field",
-        message,
-        field: Some(field.into()),
-    }
-}
-
 /// What the request buys, checked.
 async fn to_buy(
     state: &Payments,
@@ -159,7 +151,7 @@ async fn to_buy(
         (Some(name), None) => {
             let product = state.settings.products.get(&name).ok_or_else(|| {
                 let known: Vec<&str> = state.settings.products.keys().map(String::as_str).collect();
-                invalid(
+                ApiError::invalid(
                     "product",
                     format!("unknown product; expected one of {}", known.join(", ")),
                 )
