@@ -113,6 +113,18 @@ pub async fn begin_read_committed(db: &DatabaseConnection) -> Result<DatabaseTra
     }
 }
 
+/// A UTC time as a statement value for the column it goes to. On MySQL/MariaDB columns
+/// that must reach past 2038 are DATETIME (TIMESTAMP ends there), and a zoned value is sent
+/// as a TIMESTAMP, which MariaDB stores as NULL past 2038: there it goes naive (UTC, by
+/// the convention of every value this code writes). Write such columns through this.
+pub fn utc_value(db: &impl ConnectionTrait, t: chrono::DateTime<chrono::Utc>) -> sea_orm::Value {
+    if db.get_database_backend() == DatabaseBackend::MySql {
+        t.naive_utc().into()
+    } else {
+        t.into()
+    }
+}
+
 /// Whether the backend supports `FOR UPDATE SKIP LOCKED` (SQLite has one writer and needs none).
 pub fn supports_skip_locked(db: &impl ConnectionTrait) -> bool {
     !matches!(db.get_database_backend(), DatabaseBackend::Sqlite)

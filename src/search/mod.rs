@@ -104,8 +104,6 @@ pub enum SearchError {
     /// Not reachable or not answering: retry later.
     #[error("search backend unavailable: {0}")]
     Unavailable(String),
-    #[error("bad search query: {0}")]
-    BadQuery(String),
     #[error("search backend: {0}")]
     Backend(String),
 }

@@ -6,61 +6,40 @@
 //! from the 31st ends on the last day of a shorter month (chrono's rule).
 
 use chrono::{DateTime, Months, Utc};
-use sea_orm::sea_query::{Expr, LockType};
-use sea_orm::{
-    ColumnTrait, ConnectionTrait, DatabaseBackend, DbErr, EntityTrait, QueryFilter, QuerySelect,
-};
+use sea_orm::sea_query::Expr;
+use sea_orm::{ColumnTrait, ConnectionTrait, DbErr, EntityTrait, QueryFilter};
 
-use super::credits;
 use super::entity::user;
-
-/// Locks the user's row and reads their expiry.
-async fn current(
-    txn: &impl ConnectionTrait,
-    user_id: &str,
-) -> Result<Option<DateTime<Utc>>, DbErr> {
-    user::Entity::find_by_id(user_id.to_owned())
-        .lock(LockType::Update)
-        .one(txn)
-        .await?
-        .map(|u| u.member_until)
-        .ok_or_else(|| DbErr::RecordNotFound(format!("user {user_id}")))
-}
+use super::{User, credits};
 
 async fn set(txn: &impl ConnectionTrait, user_id: &str, until: DateTime<Utc>) -> Result<(), DbErr> {
-    // MySQL/MariaDB: the column is a DATETIME (TIMESTAMP ends in 2038) and a zoned value is
-    // sent as a TIMESTAMP, which MariaDB turns into NULL past 2038: send it naive (UTC).
-    let value = if txn.get_database_backend() == DatabaseBackend::MySql {
-        Expr::value(until.naive_utc())
-    } else {
-        Expr::value(until)
-    };
     user::Entity::update_many()
-        .col_expr(user::Column::MemberUntil, value)
+        .col_expr(
+            user::Column::MemberUntil,
+            Expr::value(crate::db::utc_value(txn, until)),
+        )
         .filter(user::Column::Id.eq(user_id))
         .exec(txn)
         .await
         .map(|_| ())
 }
 
-/// Adds `months` from the later of now and the current expiry; the new expiry.
+/// Adds `months` from the later of now and the current expiry; the new expiry. `user` is
+/// the row as [`super::lock`] read it: the caller holds its lock, taken before any ledger
+/// row of the transaction.
 pub async fn extend(
     txn: &impl ConnectionTrait,
-    user_id: &str,
+    user: &User,
     months: u32,
     effect_key: &str,
 ) -> Result<DateTime<Utc>, DbErr> {
-    // The row lock before the ledger row (see `users::lock`).
     let now = Utc::now();
-    let from = current(txn, user_id)
-        .await?
-        .filter(|u| *u > now)
-        .unwrap_or(now);
-    credits::book(txn, user_id, 0, "membership", effect_key).await?;
+    let from = user.member_until.filter(|u| *u > now).unwrap_or(now);
+    credits::book(txn, &user.id, 0, "membership", effect_key).await?;
     let until = from
         .checked_add_months(Months::new(months))
         .ok_or_else(|| DbErr::Custom(format!("membership of {months} months overflows")))?;
-    set(txn, user_id, until).await?;
+    set(txn, &user.id, until).await?;
     Ok(until)
 }
 
@@ -71,18 +50,17 @@ pub async fn revoke(
     user_id: &str,
     months: u32,
     effect_key: &str,
-) -> Result<Option<DateTime<Utc>>, DbErr> {
-    let current = current(txn, user_id).await?;
+) -> Result<(), DbErr> {
+    // The row lock before the ledger row (see `users::lock`).
+    let current = super::lock(txn, user_id).await?.member_until;
     credits::book(txn, user_id, 0, "membership_revoked", effect_key).await?;
     let Some(until) = current else {
-        return Ok(None);
+        return Ok(());
     };
     let back = until
         .checked_sub_months(Months::new(months))
-        .unwrap_or(until)
-        .min(until);
+        .unwrap_or(until);
     let now = Utc::now();
     let until = if back < now { now.min(until) } else { back };
-    set(txn, user_id, until).await?;
-    Ok(Some(until))
+    set(txn, user_id, until).await
 }

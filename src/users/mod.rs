@@ -102,16 +102,15 @@ pub async fn create(
 }
 
 /// Locks the user's row for the caller's transaction (`FOR UPDATE`; SQLite has one
-/// writer anyway). Take it before writing ledger rows when two transactions may change
-/// the same user: a ledger insert holds a shared lock on the row (its foreign key), and
-/// two of them upgrading to exclusive deadlock.
-pub async fn lock(txn: &impl ConnectionTrait, user_id: &str) -> Result<(), DbErr> {
+/// writer anyway) and reads it. Take it before writing ledger rows when two transactions
+/// may change the same user: a ledger insert holds a shared lock on the row (its foreign
+/// key), and two of them upgrading to exclusive deadlock.
+pub async fn lock(txn: &impl ConnectionTrait, user_id: &str) -> Result<User, DbErr> {
     use sea_orm::QuerySelect as _;
     entity::user::Entity::find_by_id(user_id.to_owned())
         .lock(sea_orm::sea_query::LockType::Update)
         .one(txn)
         .await?
-        .map(|_| ())
         .ok_or_else(|| DbErr::RecordNotFound(format!("user {user_id}")))
 }
 

@@ -1222,7 +1222,8 @@ async fn a_membership_past_2038_is_kept(backend: Backend) {
     let txn = sea_orm::TransactionTrait::begin(&platform.db)
         .await
         .unwrap();
-    let until = conveyor::users::membership::extend(&txn, &user.id, 240, "membership:far")
+    let locked = conveyor::users::lock(&txn, &user.id).await.unwrap();
+    let until = conveyor::users::membership::extend(&txn, &locked, 240, "membership:far")
         .await
         .unwrap();
     txn.commit().await.unwrap();

@@ -2,12 +2,11 @@
 //! applied (received, or refunds waiting for their payment) and the oldest one's age. A
 //! growing age means grants are not happening — the alert to page on.
 
-use chrono::Utc;
 use futures::future::BoxFuture;
 use sea_orm::DatabaseConnection;
 
 use super::store;
-use crate::telemetry::gauges::Gauge;
+use crate::telemetry::gauges::{Gauge, age_secs};
 
 pub const GAUGES: &[Gauge] = &[Gauge {
     source: "payments_inbox",
@@ -17,9 +16,7 @@ pub const GAUGES: &[Gauge] = &[Gauge {
 fn inbox(db: &DatabaseConnection) -> BoxFuture<'_, anyhow::Result<()>> {
     Box::pin(async move {
         let (pending, oldest) = store::backlog(db).await?;
-        let age = oldest.map_or(0.0, |t| {
-            (Utc::now() - t).num_milliseconds().max(0) as f64 / 1e3
-        });
+        let age = oldest.map_or(0.0, age_secs);
         metrics::gauge!("conveyor_payments_inbox_pending").set(pending as f64);
         metrics::gauge!("conveyor_payments_inbox_oldest_seconds").set(age);
         // Exported from the first scrape, so an alert on its increase sees the first one.

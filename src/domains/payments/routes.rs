@@ -185,11 +185,10 @@ async fn to_buy(
                 currency,
             })
         }
-        _ => Err(ApiError::BadRequest {
-            code: "invalid_request",
-            message: "give exactly one of `product` and `order`".into(),
-            field: None,
-        }),
+        _ => Err(ApiError::bad_request(
+            "product",
+            "give exactly one of `product` and `order`",
+        )),
     }
 }
 
@@ -260,12 +259,17 @@ fn note_refused(provider: &'static str, why: &Refused) {
 fn refused(provider: &'static str, why: &Refused) -> ApiError {
     note_refused(provider, why);
     match why {
-        Refused::Malformed(_) => ApiError::BadRequest {
-            code: "malformed",
-            message: why.to_string(),
-            field: None,
-        },
+        Refused::Malformed(what) => malformed(what),
         _ => ApiError::Unauthorized,
+    }
+}
+
+/// 400 `malformed` (already logged and counted).
+fn malformed(why: &str) -> ApiError {
+    ApiError::BadRequest {
+        code: "malformed",
+        message: format!("malformed: {why}"),
+        field: None,
     }
 }
 
@@ -274,44 +278,78 @@ fn outcome(provider: &'static str, outcome: &'static str) {
         .increment(1);
 }
 
-/// Records a verified event in the inbox with its apply message (group-committed with
-/// concurrent deliveries); false when the provider sent this event before (nothing more
-/// to do).
-async fn record(
-    state: &Payments,
+/// What a verified event claims: which payment, what happened, the payment's total as
+/// the event states it (if it does) and the currency.
+struct Claim<'a> {
     provider: &'static str,
-    event_id: &str,
-    payment: &Payment,
+    event_id: &'a str,
+    out_trade_no: &'a str,
     kind: Kind,
-) -> Result<bool, ApiError> {
-    if event_id.len() > store::MAX_EVENT_ID {
-        // Never recordable (the inbox key is 128 characters): a clear 400, not a 500 the
-        // provider would retry for days.
-        outcome(provider, "malformed");
-        return Err(ApiError::BadRequest {
-            code: "malformed",
-            message: format!("event id longer than {} characters", store::MAX_EVENT_ID),
-            field: None,
-        });
+    total: Option<i64>,
+    currency: &'a str,
+}
+
+/// What became of a claim; each provider answers it in its own format.
+enum Verdict {
+    /// In the inbox (now, or before: a redelivery).
+    Recorded,
+    UnknownPayment,
+    /// Amount or currency not the payment's (logged and counted).
+    Mismatch,
+    /// Refused before the database (logged and counted).
+    Malformed(&'static str),
+}
+
+impl Claim<'_> {
+    /// A paid event states the payment's total; a refund gives back at most what was paid;
+    /// the currency is the payment's.
+    fn fits(&self, p: &Payment) -> bool {
+        let amount_ok = match self.kind {
+            Kind::Paid => self.total == Some(p.amount),
+            Kind::Refund(r) | Kind::RefundTotal(r) => {
+                r > 0 && r <= p.amount && self.total.is_none_or(|t| t == p.amount)
+            }
+        };
+        amount_ok && self.currency == p.currency
+    }
+}
+
+/// The steps every webhook shares once its signature verified: the event id checked, the
+/// payment looked up, the claim checked against it, the event recorded in the inbox with
+/// its apply message (group-committed with concurrent deliveries).
+async fn accept(state: &Payments, claim: Claim<'_>) -> Result<Verdict, ApiError> {
+    let malformed = |why: &'static str| {
+        note_refused(claim.provider, &Refused::Malformed(why));
+        Ok(Verdict::Malformed(why))
+    };
+    if claim.event_id.is_empty() {
+        return malformed("no event id");
+    }
+    if claim.event_id.len() > store::MAX_EVENT_ID {
+        // Never recordable: a clear refusal, not a 500 the provider would retry for days.
+        return malformed("event id longer than 128 characters");
+    }
+    let Some(payment) = store::get(&state.core.db, claim.out_trade_no).await? else {
+        outcome(claim.provider, "unknown_payment");
+        return Ok(Verdict::UnknownPayment);
+    };
+    if !claim.fits(&payment) {
+        note_mismatch(claim.provider, claim.event_id, &payment.id);
+        return Ok(Verdict::Mismatch);
     }
     let incoming = Incoming {
-        provider,
-        event_id: event_id.to_owned(),
-        payment_id: payment.id.clone(),
-        kind,
+        provider: claim.provider,
+        event_id: claim.event_id.to_owned(),
+        payment_id: payment.id,
+        kind: claim.kind,
     };
     let fresh = state
         .recorder
         .write(incoming)
         .await
         .map_err(|e| ApiError::Internal(e.into()))?;
-    outcome(provider, if fresh { "accepted" } else { "duplicate" });
-    Ok(fresh)
-}
-
-/// A refund may not exceed what was paid, in another currency.
-fn refund_fits(payment: &Payment, amount: i64, currency: &str) -> bool {
-    amount > 0 && amount <= payment.amount && payment.currency == currency
+    outcome(claim.provider, if fresh { "accepted" } else { "duplicate" });
+    Ok(Verdict::Recorded)
 }
 
 /// Logs and counts an event that does not match its payment.
@@ -375,29 +413,29 @@ pub(crate) async fn webhook(
             return Ok(Json(json!({ "received": true })));
         }
     };
-    let payment = store::get(&state.core.db, &ev.data.out_trade_no)
-        .await?
-        .ok_or(ApiError::NotFound("payment"))?;
-    let fits = if refund {
-        refund_fits(&payment, ev.data.amount, &ev.data.currency)
+    let (kind, total) = if refund {
+        (Kind::Refund(ev.data.amount), None)
     } else {
-        payment.amount == ev.data.amount && payment.currency == ev.data.currency
+        (Kind::Paid, Some(ev.data.amount))
     };
-    if !fits {
-        note_mismatch(PROVIDER, &ev.id, &payment.id);
-        return Err(ApiError::BadRequest {
+    let claim = Claim {
+        provider: PROVIDER,
+        event_id: &ev.id,
+        out_trade_no: &ev.data.out_trade_no,
+        kind,
+        total,
+        currency: &ev.data.currency,
+    };
+    match accept(&state, claim).await? {
+        Verdict::Recorded => Ok(Json(json!({ "received": true }))),
+        Verdict::UnknownPayment => Err(ApiError::NotFound("payment")),
+        Verdict::Mismatch => Err(ApiError::BadRequest {
             code: "mismatch",
             message: "the event does not match the payment (amount or currency)".into(),
             field: None,
-        });
+        }),
+        Verdict::Malformed(why) => Err(malformed(why)),
     }
-    let kind = if refund {
-        Kind::Refund(ev.data.amount)
-    } else {
-        Kind::Paid
-    };
-    record(&state, PROVIDER, &ev.id, &payment, kind).await?;
-    Ok(Json(json!({ "received": true })))
 }
 
 /// Fen from yuan as Alipay writes amounts (`9.90`, `10`, `0.5`); `None` if it is not one.
@@ -463,32 +501,30 @@ pub(crate) async fn alipay(
         outcome(PROVIDER, "ignored");
         return Ok(alipay_answer(true));
     }
-    let Some(payment) = store::get(&state.core.db, get("out_trade_no")).await? else {
-        outcome(PROVIDER, "unknown_payment");
-        return Ok(alipay_answer(false));
-    };
-    let kind = match (refund, fen(get("refund_fee")), fen(get("total_amount"))) {
+    let kind = match (refund, fen(get("refund_fee"))) {
         // `refund_fee` is the total refunded so far, not this refund's amount.
-        (true, Some(r), _) if refund_fits(&payment, r, "CNY") => Kind::RefundTotal(r),
-        (false, _, Some(total)) if payment.currency == "CNY" && total == payment.amount => {
-            Kind::Paid
-        }
-        _ => {
-            note_mismatch(PROVIDER, get("notify_id"), &payment.id);
-            return Ok(alipay_answer(false));
-        }
+        (true, Some(r)) => Kind::RefundTotal(r),
+        (true, None) => Kind::RefundTotal(0), // not an amount: refused as a mismatch
+        (false, _) => Kind::Paid,
     };
-    let event_id = match get("notify_id") {
-        "" if refund => get("out_biz_no"),
-        "" => get("trade_no"),
-        id => id,
+    let claim = Claim {
+        provider: PROVIDER,
+        event_id: match get("notify_id") {
+            "" if refund => get("out_biz_no"),
+            "" => get("trade_no"),
+            id => id,
+        },
+        out_trade_no: get("out_trade_no"),
+        kind,
+        total: if refund {
+            None
+        } else {
+            fen(get("total_amount"))
+        },
+        currency: "CNY",
     };
-    if event_id.is_empty() {
-        note_refused(PROVIDER, &Refused::Malformed("no notify_id or trade_no"));
-        return Ok(alipay_answer(false));
-    }
-    record(&state, PROVIDER, event_id, &payment, kind).await?;
-    Ok(alipay_answer(true))
+    let verdict = accept(&state, claim).await?;
+    Ok(alipay_answer(matches!(verdict, Verdict::Recorded)))
 }
 
 /// WeChat Pay's answers: `{"code":"SUCCESS"}`, or a 4xx `{"code":"FAIL",…}` that makes it
@@ -565,7 +601,7 @@ pub(crate) async fn wechat(
     };
     let now = chrono::Utc::now().timestamp();
     let window = state.settings.timestamp_window_secs;
-    let plain = match verify::wechat(
+    let note = match verify::wechat(
         &h,
         &body,
         &state.keys.wechat,
@@ -579,26 +615,17 @@ pub(crate) async fn wechat(
             return Ok(wechat_answer(false, why.reason()));
         }
     };
-    #[derive(Deserialize)]
-    struct Outer {
-        id: String,
-        #[serde(default)]
-        event_type: String,
-    }
-    let (Ok(outer), Ok(tx)) = (
-        serde_json::from_slice::<Outer>(&body),
-        serde_json::from_slice::<WechatTransaction>(&plain),
-    ) else {
+    let Ok(tx) = serde_json::from_slice::<WechatTransaction>(&note.plain) else {
         note_refused(PROVIDER, &Refused::Malformed("not a payment notification"));
         return Ok(wechat_answer(false, "malformed"));
     };
     let merchant_ok = (conf.mchid.is_empty() || tx.mchid == conf.mchid)
         && (conf.appid.is_empty() || tx.appid.is_empty() || tx.appid == conf.appid);
     if !merchant_ok {
-        note_mismatch(PROVIDER, &outer.id, &tx.out_trade_no);
+        note_mismatch(PROVIDER, &note.id, &tx.out_trade_no);
         return Ok(wechat_answer(false, "mismatch"));
     }
-    let refund = outer.event_type.starts_with("REFUND.");
+    let refund = note.event_type.starts_with("REFUND.");
     let acts = if refund {
         tx.refund_status == "SUCCESS"
     } else {
@@ -608,29 +635,27 @@ pub(crate) async fn wechat(
         outcome(PROVIDER, "ignored");
         return Ok(wechat_answer(true, ""));
     }
-    let Some(payment) = store::get(&state.core.db, &tx.out_trade_no).await? else {
-        outcome(PROVIDER, "unknown_payment");
-        return Ok(wechat_answer(false, "unknown payment"));
+    let claim = Claim {
+        provider: PROVIDER,
+        event_id: &note.id,
+        out_trade_no: &tx.out_trade_no,
+        kind: if refund {
+            Kind::Refund(tx.amount.refund)
+        } else {
+            Kind::Paid
+        },
+        total: Some(tx.amount.total),
+        currency: match tx.amount.currency.as_str() {
+            "" => "CNY",
+            c => c,
+        },
     };
-    let currency = if tx.amount.currency.is_empty() {
-        "CNY"
-    } else {
-        tx.amount.currency.as_str()
-    };
-    let fits = payment.amount == tx.amount.total
-        && payment.currency == currency
-        && (!refund || refund_fits(&payment, tx.amount.refund, currency));
-    if !fits {
-        note_mismatch(PROVIDER, &outer.id, &payment.id);
-        return Ok(wechat_answer(false, "mismatch"));
-    }
-    let kind = if refund {
-        Kind::Refund(tx.amount.refund)
-    } else {
-        Kind::Paid
-    };
-    record(&state, PROVIDER, &outer.id, &payment, kind).await?;
-    Ok(wechat_answer(true, ""))
+    Ok(match accept(&state, claim).await? {
+        Verdict::Recorded => wechat_answer(true, ""),
+        Verdict::UnknownPayment => wechat_answer(false, "unknown payment"),
+        Verdict::Mismatch => wechat_answer(false, "mismatch"),
+        Verdict::Malformed(why) => wechat_answer(false, why),
+    })
 }
 
 #[cfg(test)]

@@ -13,8 +13,9 @@ pub const SECTION: Section = Section {
     check,
 };
 
+/// At start-up: the section, and its keys (a bad key stops the process).
 fn check(settings: &Settings) -> Result<(), ConfigError> {
-    PaymentSettings::from_settings(settings).map(|_| ())
+    PaymentSettings::from_settings(settings)?.keys().map(|_| ())
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -119,7 +120,6 @@ impl PaymentSettings {
                 problem: "must be greater than 0".into(),
             });
         }
-        s.keys()?;
         let buys_nothing = |p: &Product| p.credits <= 0 && p.membership.is_none();
         if s.products
             .values()
@@ -143,8 +143,8 @@ pub struct ProviderKeys {
 }
 
 impl PaymentSettings {
-    /// Parses the configured keys (at start-up, once: a bad key stops the process, and no
-    /// webhook parses a key again).
+    /// Parses the configured keys: by the start-up check, and once more by the routes,
+    /// which keep them (no webhook parses a key).
     pub fn keys(&self) -> Result<ProviderKeys, ConfigError> {
         let bad = |key: &'static str, problem: &str| ConfigError::Invalid {
             key,

@@ -202,7 +202,8 @@ mod tests {
             now,
             300,
         )
-        .unwrap();
+        .unwrap()
+        .plain;
         assert_eq!(plain, b"{\"a\":1}");
     }
 

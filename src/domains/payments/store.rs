@@ -400,7 +400,7 @@ async fn pay(
     // The user's row first: booking a ledger row takes a shared lock on it (the foreign
     // key), and two payments of one user applied at once would each hold that and wait
     // for the other's exclusive lock.
-    crate::users::lock(txn, &p.user_id).await?;
+    let user = crate::users::lock(txn, &p.user_id).await?;
     if p.credits > 0 {
         credits::grant(txn, &p.user_id, p.credits, &format!("payment:{}", p.id)).await?;
     }
@@ -408,7 +408,7 @@ async fn pay(
     if p.membership_months > 0 {
         let months = u32::try_from(p.membership_months).unwrap_or(0);
         let key = format!("membership:{}", p.id);
-        membership_until = Some(membership::extend(txn, &p.user_id, months, &key).await?);
+        membership_until = Some(membership::extend(txn, &user, months, &key).await?);
     }
     set_status(txn, &p.id, PAID).await?;
     requeue_waiting(txn, &p.id, max_bytes).await?;
@@ -504,7 +504,6 @@ async fn refund(
     let mut taken = 0;
     let mut owed = 0;
     if p.status == PAID {
-        crate::users::lock(txn, &p.user_id).await?; // see `pay`
         // Credits back in proportion, rounded down until the last refund takes the rest.
         owed = if full {
             p.credits - p.refunded_credits

@@ -172,8 +172,17 @@ pub struct WechatResource {
     pub nonce: String,
 }
 
+/// A verified WeChat Pay notification: its id (the inbox key; empty if absent), its event
+/// type and the decrypted `resource`.
+#[derive(Debug, PartialEq, Eq)]
+pub struct WechatNotification {
+    pub id: String,
+    pub event_type: String,
+    pub plain: Vec<u8>,
+}
+
 /// Verifies a WeChat Pay v3 notification with the platform key named by the serial, then
-/// decrypts its `resource` with the APIv3 key (32 bytes); returns the plaintext JSON.
+/// decrypts its `resource` with the APIv3 key (32 bytes).
 pub fn wechat(
     headers: &WechatHeaders<'_>,
     body: &[u8],
@@ -181,7 +190,7 @@ pub fn wechat(
     api_v3_key: &[u8],
     now: i64,
     window_secs: i64,
-) -> Result<Vec<u8>, Refused> {
+) -> Result<WechatNotification, Refused> {
     let t: i64 = headers
         .timestamp
         .parse()
@@ -201,11 +210,19 @@ pub fn wechat(
     key.verify(&signed, &sig)?;
     #[derive(serde::Deserialize)]
     struct Notification {
+        #[serde(default)]
+        id: String,
+        #[serde(default)]
+        event_type: String,
         resource: WechatResource,
     }
     let n: Notification =
         serde_json::from_slice(body).map_err(|_| Refused::Malformed("not a notification"))?;
-    decrypt_resource(&n.resource, api_v3_key)
+    Ok(WechatNotification {
+        plain: decrypt_resource(&n.resource, api_v3_key)?,
+        id: n.id,
+        event_type: n.event_type,
+    })
 }
 
 /// AEAD_AES_256_GCM with the APIv3 key: the resource's nonce (12 bytes) and associated
@@ -397,7 +414,9 @@ mod tests {
             serial: "S1",
         };
         let keys = [("S1".to_owned(), public)];
-        let plain = wechat(&headers, &body, &keys, &api_key, NOW, 300).unwrap();
+        let plain = wechat(&headers, &body, &keys, &api_key, NOW, 300)
+            .unwrap()
+            .plain;
         assert!(String::from_utf8(plain).unwrap().contains("pay_1"));
         let unknown = WechatHeaders {
             serial: "S2",
