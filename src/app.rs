@@ -74,7 +74,12 @@ pub async fn run_workers(
             tasks.spawn(job);
         }
     }
-    for domain in domains {
+    // Only domains with a queue here build their handlers (building one may connect to
+    // a store of its own, e.g. the flash-sale stock in Redis).
+    let serving = domains
+        .iter()
+        .filter(|d| d.queues.iter().any(|q| wanted(q.group)));
+    for domain in serving {
         for (queue, handler) in (domain.handlers)(platform)
             .await
             .with_context(|| format!("building the {} handlers", domain.name))?
