@@ -88,7 +88,7 @@ pub async fn run_workers(
                 continue;
             }
             let (deps, token) = (platform.consumer_deps(), shutdown.clone());
-            tasks.spawn(async move { consumer::run(deps, queue, handler, token).await });
+            tasks.spawn(async move { consumer::run::serve(deps, queue, handler, token).await });
         }
     }
     let relay = platform.relay.clone();
@@ -224,11 +224,20 @@ async fn compose(
         .collect();
     gauges::register(&domain_gauges);
     let sources = live::Sources::new(domains.iter().flat_map(|d| (d.streams)()));
+    let mut probes = Vec::new();
+    for d in domains {
+        probes.extend(
+            (d.probes)(platform)
+                .await
+                .with_context(|| format!("the {} readiness probes", d.name))?,
+        );
+    }
     let mut doc = api::openapi::ApiDoc::openapi();
     let mut router = Router::new()
         .merge(api::health::routes(api::health::Health {
             core: core.clone(),
             gauges: domain_gauges,
+            probes: probes.into(),
         }))
         .merge(account::routes(core.clone()))
         .merge(live::routes(live::Live {

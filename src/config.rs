@@ -180,6 +180,10 @@ pub struct DeadLetterSettings {
 pub struct QueueOverride {
     pub prefetch: Option<u16>,
     pub max_attempts: Option<u32>,
+    /// For a queue with a batch handler: deliveries per batch (keep `prefetch` at least
+    /// this, or batches never fill) and how long a batch waits to fill after its first.
+    pub batch: Option<u16>,
+    pub linger_ms: Option<u64>,
     /// For a business delay (`orders.payment-timeout`): how long it waits.
     pub delay_ms: Option<u64>,
 }

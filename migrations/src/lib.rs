@@ -12,6 +12,7 @@ mod m20261203_000005_dead_letter_actions;
 mod m20261203_000006_flash_sale;
 mod m20261203_000007_payments;
 mod m20261203_000008_payment_effects;
+mod m20261203_000009_material_search;
 
 pub struct Migrator;
 
@@ -27,6 +28,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261203_000006_flash_sale::Migration),
             Box::new(m20261203_000007_payments::Migration),
             Box::new(m20261203_000008_payment_effects::Migration),
+            Box::new(m20261203_000009_material_search::Migration),
         ]
     }
 }

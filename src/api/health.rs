@@ -3,6 +3,8 @@
 use std::future::Future;
 use std::sync::Arc;
 
+use futures::future::BoxFuture;
+
 use axum::extract::{FromRef, State};
 use axum::http::StatusCode;
 use axum::response::IntoResponse;
@@ -13,11 +15,55 @@ use serde_json::{Value, json};
 use super::{Core, PROBE_TIMEOUT};
 use crate::telemetry::gauges::Gauge;
 
-/// The health routes' state: the core and the domains' gauges for `/metrics`.
+/// The health routes' state: the core, the domains' gauges for `/metrics` and their
+/// dependencies' probes.
 #[derive(Clone, FromRef)]
 pub struct Health {
     pub core: Core,
     pub gauges: Arc<[Gauge]>,
+    pub probes: Arc<[Probe]>,
+}
+
+type Check = Arc<dyn Fn() -> BoxFuture<'static, Result<(), String>> + Send + Sync>;
+
+/// A dependency a domain brings (the search backend): `/readyz` lists it under
+/// `checks`, `/metrics` exports `conveyor_dependency_up{dependency}`. A required one
+/// failing makes the instance unready (503); an optional one only "degraded" (200).
+#[derive(Clone)]
+pub struct Probe {
+    pub name: &'static str,
+    pub required: bool,
+    check: Check,
+}
+
+impl Probe {
+    pub fn optional(
+        name: &'static str,
+        check: impl Fn() -> BoxFuture<'static, Result<(), String>> + Send + Sync + 'static,
+    ) -> Self {
+        Probe {
+            name,
+            required: false,
+            check: Arc::new(check),
+        }
+    }
+}
+
+/// Runs every probe at once (each within [`PROBE_TIMEOUT`]) and exports its state.
+async fn run_probes(probes: &[Probe]) -> Vec<(&Probe, Result<(), String>)> {
+    let results = futures::future::join_all(probes.iter().map(|p| probe((p.check)()))).await;
+    probes
+        .iter()
+        .zip(results)
+        .map(|(p, r)| {
+            metrics::gauge!("conveyor_dependency_up", "dependency" => p.name).set(if r.is_ok() {
+                1.0
+            } else {
+                0.0
+            });
+            (p, r)
+        })
+        .collect()
 }
 
 pub fn routes(state: Health) -> Router {
@@ -49,32 +95,49 @@ async fn probe<E: std::fmt::Display>(f: impl Future<Output = Result<(), E>>) -> 
 }
 
 /// `GET /readyz`: database, broker and dedupe store answer; 503 naming those that don't.
+/// Optional dependencies (the search backend) are listed too; one failing makes the
+/// status `degraded`, still 200.
 #[utoipa::path(get, path = "/readyz", tag = "health", responses(
-    (status = 200, description = "Every dependency answered: `{\"status\":\"ready\",\"checks\":{\"database\":\"ok\",…}}`", body = Object),
+    (status = 200, description = "Every required dependency answered: `{\"status\":\"ready\",\"checks\":{\"database\":\"ok\",…}}` (`degraded` when an optional one did not)", body = Object),
     (status = 503, description = "Not ready; `checks` names the failed dependency", body = Object)))]
-pub async fn readyz(State(state): State<Core>) -> impl IntoResponse {
-    let (db, broker, dedupe) = tokio::join!(
-        probe(crate::db::ping(&state.db)),
-        probe(state.broker.ping()),
-        probe(state.dedupe.ping()),
+pub async fn readyz(State(state): State<Health>) -> impl IntoResponse {
+    let core = &state.core;
+    let (db, broker, dedupe, extra) = tokio::join!(
+        probe(crate::db::ping(&core.db)),
+        probe(core.broker.ping()),
+        probe(core.dedupe.ping()),
+        run_probes(&state.probes),
     );
     let mut checks = serde_json::Map::new();
     let mut failed = Vec::new();
-    for (name, result) in [("database", db), ("broker", broker), ("dedupe", dedupe)] {
+    let mut degraded = false;
+    let results = [
+        ("database", true, db),
+        ("broker", true, broker),
+        ("dedupe", true, dedupe),
+    ]
+    .into_iter()
+    .chain(extra.into_iter().map(|(p, r)| (p.name, p.required, r)));
+    for (name, required, result) in results {
         match result {
             Ok(()) => {
                 checks.insert(name.into(), json!("ok"));
             }
             Err(e) => {
                 checks.insert(name.into(), json!({ "error": e }));
-                failed.push(name);
+                if required {
+                    failed.push(name);
+                } else {
+                    degraded = true;
+                }
             }
         }
     }
     if failed.is_empty() {
+        let status = if degraded { "degraded" } else { "ready" };
         (
             StatusCode::OK,
-            Json(json!({ "status": "ready", "checks": checks })),
+            Json(json!({ "status": status, "checks": checks })),
         )
     } else {
         (
@@ -93,6 +156,7 @@ pub async fn readyz(State(state): State<Core>) -> impl IntoResponse {
     responses((status = 200, description = "Prometheus text format", body = String, content_type = "text/plain")))]
 pub async fn metrics(State(state): State<Health>) -> impl IntoResponse {
     let core = &state.core;
+    run_probes(&state.probes).await;
     crate::telemetry::gauges::sample(
         &core.db,
         core.broker.as_ref(),

@@ -28,6 +28,10 @@ pub struct QueueSpec {
     pub group: &'static str,
     pub default_prefetch: u16,
     pub default_max_attempts: u32,
+    /// Deliveries per call of a batch handler (1 for single-message handlers) and how
+    /// long to wait for a batch to fill after its first delivery.
+    pub default_batch: u16,
+    pub default_linger_ms: u64,
     pub purpose: &'static str,
 }
 
@@ -67,6 +71,9 @@ pub struct ResolvedQueue {
     pub retry: Vec<(Duration, String)>,
     pub prefetch: u16,
     pub max_attempts: u32,
+    /// For a batch handler: deliveries per batch and the wait for one to fill.
+    pub batch: usize,
+    pub linger: Duration,
 }
 
 #[derive(Debug, Clone)]
@@ -179,6 +186,8 @@ impl Topology {
             name,
             prefetch: over.prefetch.unwrap_or(spec.default_prefetch),
             max_attempts: over.max_attempts.unwrap_or(spec.default_max_attempts),
+            batch: usize::from(over.batch.unwrap_or(spec.default_batch).max(1)),
+            linger: Duration::from_millis(over.linger_ms.unwrap_or(spec.default_linger_ms)),
         }
     }
 
@@ -346,6 +355,8 @@ mod tests {
         group: "t",
         default_prefetch: 8,
         default_max_attempts: 5,
+        default_batch: 1,
+        default_linger_ms: 0,
         purpose: "test work",
     };
     const EXPIRE: QueueSpec = QueueSpec {
@@ -353,6 +364,8 @@ mod tests {
         group: "t",
         default_prefetch: 8,
         default_max_attempts: 5,
+        default_batch: 1,
+        default_linger_ms: 0,
         purpose: "test timers",
     };
     const TIMEOUT: DelaySpec = DelaySpec {

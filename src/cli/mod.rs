@@ -3,6 +3,7 @@
 mod dead_letters;
 mod flash_sales;
 mod payments;
+mod search;
 
 use anyhow::Context as _;
 use clap::{Args, Parser, Subcommand};
@@ -58,6 +59,9 @@ pub enum Command {
     /// Payment helpers: sign a provider event with the configured test keys.
     #[command(subcommand)]
     Payments(payments::PaymentsCommand),
+    /// Search index operations.
+    #[command(subcommand)]
+    Search(search::SearchCommand),
 }
 
 #[derive(Debug, Args)]
@@ -167,6 +171,7 @@ pub async fn run(cli: Cli) -> Result<(), CliError> {
         Command::DeadLetters(cmd) => dead_letters::run(&settings, cmd).await?,
         Command::FlashSales(cmd) => flash_sales::run(&settings, cmd).await?,
         Command::Payments(cmd) => payments::run(&settings, cmd)?,
+        Command::Search(cmd) => search::run(&settings, cmd).await?,
         Command::Users(UsersCommand::Create {
             name,
             credits,

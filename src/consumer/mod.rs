@@ -3,7 +3,9 @@
 //! dead-letter with a reason), and shut down without losing in-flight work.
 //!
 //! - [`process::process_one`] handles one delivery, deterministically, for tests;
-//! - [`run::run`] is the loop around it;
+//!   [`process::process_batch`] a batch of them for a [`BatchHandler`];
+//! - [`run::run`] is the loop around them (one task per delivery, or per batch of up to
+//!   `batch` deliveries gathered for at most `linger_ms`);
 //! - [`fence`] is the database truth of "already processed", written in batches.
 
 pub mod fence;
@@ -21,7 +23,7 @@ use crate::broker::{Broker, Envelope, QueueSpec};
 use crate::dedupe::DedupeStore;
 
 pub use fence::Fence;
-pub use process::{Outcome, process_one};
+pub use process::{Outcome, process_batch, process_one};
 pub use run::run;
 
 /// What a handler's failure means for the message.
@@ -64,6 +66,37 @@ pub trait Handler: Send + Sync + 'static {
     }
 }
 
+/// A handler of batches: one call for up to `[queues.<key>] batch` deliveries, so the
+/// handler can do one query or one request for all of them. It answers one result per
+/// message, in order; the runtime settles each message from its own result (ack, retry
+/// tier, dead letter), so a message that fails does not take its neighbours with it.
+/// The same idempotence rule as [`Handler`] applies.
+#[async_trait]
+pub trait BatchHandler: Send + Sync + 'static {
+    async fn handle_batch(
+        &self,
+        ctx: &Context,
+        messages: &[Envelope],
+    ) -> Vec<Result<(), HandlerError>>;
+
+    /// As [`Handler::on_failure`], per failed message.
+    async fn on_failure(
+        &self,
+        _ctx: &Context,
+        _message: &Envelope,
+        _fate: &Fate,
+    ) -> Result<(), HandlerError> {
+        Ok(())
+    }
+}
+
+/// The consumer of one queue: one message per call, or batches.
+#[derive(Clone)]
+pub enum Worker {
+    One(Arc<dyn Handler>),
+    Batch(Arc<dyn BatchHandler>),
+}
+
 /// What happens to a message whose handler failed.
 #[derive(Debug, Clone)]
 pub enum Fate {
@@ -98,4 +131,15 @@ pub struct Deps {
     pub done_ttl: Duration,
     pub max_payload_bytes: usize,
     pub shutdown_grace: Duration,
+}
+
+impl Deps {
+    /// What a handler of `queue` can reach.
+    pub fn context(&self, queue: &'static QueueSpec) -> Context {
+        Context {
+            db: self.db.clone(),
+            broker: self.broker.clone(),
+            queue,
+        }
+    }
 }

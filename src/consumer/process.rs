@@ -1,4 +1,5 @@
-//! One delivery, start to settle.
+//! One delivery (or one batch of them), start to settle: [`admit`] decodes and claims,
+//! the handler runs, [`conclude`] settles each message from its own result.
 
 use std::panic::AssertUnwindSafe;
 
@@ -6,7 +7,7 @@ use futures::FutureExt as _;
 use sha2::{Digest as _, Sha256};
 use tracing::Instrument as _;
 
-use super::{Context, Deps, Fate, Handler, HandlerError};
+use super::{BatchHandler, Context, Deps, Fate, Handler, HandlerError};
 use crate::broker::{DeadLetterInfo, DeadReason, Delivery, Envelope};
 use crate::dead_letters;
 use crate::dedupe::Claim;
@@ -30,6 +31,160 @@ pub enum Outcome {
 
 /// Processes one delivery and settles it exactly once.
 pub async fn process_one(deps: &Deps, handler: &dyn Handler, delivery: Delivery) -> Outcome {
+    let admitted = match admit(deps, delivery).await {
+        Admission::Run(a) => a,
+        Admission::Settled(outcome) => return outcome,
+    };
+    let span = admitted.span();
+    async move {
+        let ctx = deps.context(admitted.delivery.queue);
+        let result = guarded(handler.handle(&ctx, &admitted.envelope))
+            .await
+            .unwrap_or_else(Err);
+        conclude(deps, Hooks::One(handler), &ctx, admitted, result).await
+    }
+    .instrument(span)
+    .await
+}
+
+/// Processes a batch of deliveries of one queue: each is admitted on its own (decoded,
+/// claimed, checked against the fence), the handler runs once for all admitted ones, and
+/// each is settled on its own from its own result, so one message's failure never fails
+/// its neighbours. Outcomes come back in the order of `deliveries`.
+pub async fn process_batch(
+    deps: &Deps,
+    handler: &dyn BatchHandler,
+    deliveries: Vec<Delivery>,
+) -> Vec<Outcome> {
+    let Some(queue) = deliveries.first().map(|d| d.queue) else {
+        return Vec::new();
+    };
+    let admissions =
+        futures::future::join_all(deliveries.into_iter().map(|d| admit(deps, d))).await;
+    let mut outcomes: Vec<Option<Outcome>> = Vec::with_capacity(admissions.len());
+    let mut admitted = Vec::new();
+    for (i, a) in admissions.into_iter().enumerate() {
+        match a {
+            Admission::Run(a) => {
+                outcomes.push(None);
+                admitted.push((i, a));
+            }
+            Admission::Settled(o) => outcomes.push(Some(o)),
+        }
+    }
+    if !admitted.is_empty() {
+        let ctx = deps.context(queue);
+        let envelopes: Vec<Envelope> = admitted.iter().map(|(_, a)| a.envelope.clone()).collect();
+        let span = tracing::info_span!("batch", queue = %queue.key, size = envelopes.len());
+        let results = match guarded(handler.handle_batch(&ctx, &envelopes))
+            .instrument(span)
+            .await
+        {
+            Ok(r) if r.len() == envelopes.len() => r,
+            Ok(r) => {
+                let e = format!(
+                    "batch handler answered {} results for {} messages",
+                    r.len(),
+                    envelopes.len()
+                );
+                envelopes
+                    .iter()
+                    .map(|_| Err(HandlerError::Transient(e.clone())))
+                    .collect()
+            }
+            Err(e) => {
+                let e = e.to_string();
+                envelopes
+                    .iter()
+                    .map(|_| Err(HandlerError::Transient(e.clone())))
+                    .collect()
+            }
+        };
+        let settled =
+            futures::future::join_all(admitted.into_iter().zip(results).map(|((i, a), result)| {
+                let span = a.span();
+                let ctx = &ctx;
+                async move {
+                    (
+                        i,
+                        conclude(deps, Hooks::Batch(handler), ctx, a, result).await,
+                    )
+                }
+                .instrument(span)
+            }))
+            .await;
+        for (i, o) in settled {
+            outcomes[i] = Some(o);
+        }
+    }
+    outcomes
+        .into_iter()
+        .map(|o| o.unwrap_or_else(|| Outcome::Unsettled("not settled".into())))
+        .collect()
+}
+
+/// Runs a handler future, turning a panic into a transient failure (the message is
+/// retried; the process lives on).
+async fn guarded<T>(f: impl std::future::Future<Output = T>) -> Result<T, HandlerError> {
+    AssertUnwindSafe(f).catch_unwind().await.map_err(|panic| {
+        let what = panic
+            .downcast_ref::<&str>()
+            .map(|s| (*s).to_owned())
+            .or_else(|| panic.downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "handler panicked".to_owned());
+        HandlerError::Transient(format!("panic: {what}"))
+    })
+}
+
+/// A delivery cleared to run: decoded, claimed, not yet processed.
+struct Admitted {
+    delivery: Delivery,
+    queue: crate::broker::topology::ResolvedQueue,
+    envelope: Envelope,
+    /// The dedupe claim's token (`None` when the dedupe store was down).
+    token: Option<String>,
+}
+
+impl Admitted {
+    // The span instruments futures rather than being entered: an entered guard held
+    // across awaits follows the task to other threads and corrupts the span stack
+    // (seen as a tracing-subscriber panic, "tried to clone a span that already closed").
+    fn span(&self) -> tracing::Span {
+        let e = &self.envelope;
+        tracing::info_span!("message", queue = %self.queue.spec.key, id = %e.id, kind = %e.kind, attempt = e.attempt)
+    }
+}
+
+enum Admission {
+    Run(Admitted),
+    /// Settled without running (malformed, duplicate, busy, or handed back).
+    Settled(Outcome),
+}
+
+/// Whose failure hook to call.
+#[derive(Clone, Copy)]
+enum Hooks<'a> {
+    One(&'a dyn Handler),
+    Batch(&'a dyn BatchHandler),
+}
+
+impl Hooks<'_> {
+    async fn on_failure(
+        self,
+        ctx: &Context,
+        message: &Envelope,
+        fate: &Fate,
+    ) -> Result<(), HandlerError> {
+        match self {
+            Hooks::One(h) => h.on_failure(ctx, message, fate).await,
+            Hooks::Batch(h) => h.on_failure(ctx, message, fate).await,
+        }
+    }
+}
+
+/// Decodes the body and claims the message id: the dedupe store first (if it is down,
+/// the database fence still decides), then the fence.
+async fn admit(deps: &Deps, delivery: Delivery) -> Admission {
     let queue = deps.broker.topology().queue(delivery.queue).clone();
     let envelope = match Envelope::decode(&delivery.body, deps.max_payload_bytes) {
         Ok(e) => e,
@@ -46,39 +201,24 @@ pub async fn process_one(deps: &Deps, handler: &dyn Handler, delivery: Delivery)
             };
             tracing::warn!(queue = %queue.name, error = %e, "malformed message dead-lettered");
             let body = delivery.body.clone();
-            return dead_letter(deps, delivery, body, &id, "unknown", &[], info).await;
+            return Admission::Settled(
+                dead_letter(deps, delivery, body, &id, "unknown", &[], info).await,
+            );
         }
     };
-    // The span instruments the future rather than being entered: an entered guard held
-    // across awaits follows the task to other threads and corrupts the span stack
-    // (seen as a tracing-subscriber panic, "tried to clone a span that already closed").
-    let span = tracing::info_span!("message", queue = %queue.spec.key, id = %envelope.id, kind = %envelope.kind, attempt = envelope.attempt);
-    process_envelope(deps, handler, delivery, queue, envelope)
-        .instrument(span)
-        .await
-}
-
-/// [`process_one`] once the body decoded.
-async fn process_envelope(
-    deps: &Deps,
-    handler: &dyn Handler,
-    delivery: Delivery,
-    queue: crate::broker::topology::ResolvedQueue,
-    envelope: Envelope,
-) -> Outcome {
     let id = envelope.id.as_str();
-
-    // Fast path: the dedupe store. If it is down, the database fence still decides.
     let token = match deps.dedupe.claim(id, deps.lease).await {
-        Ok((Claim::Done, _)) => return settle_ack(delivery, Outcome::Duplicate).await,
+        Ok((Claim::Done, _)) => {
+            return Admission::Settled(settle_ack(delivery, Outcome::Duplicate).await);
+        }
         Ok((Claim::InProgress, _)) => {
             // Never ack what someone else is processing: look again after the first tier.
             // The envelope is unchanged: send back the bytes as received.
             let body = delivery.body.clone();
-            return match delivery.retry(0, body).await {
+            return Admission::Settled(match delivery.retry(0, body).await {
                 Ok(()) => Outcome::Busy,
                 Err(e) => Outcome::Unsettled(e.to_string()),
-            };
+            });
         }
         Ok((Claim::Acquired, token)) => Some(token),
         Err(e) => {
@@ -93,34 +233,39 @@ async fn process_envelope(
     match fenced {
         Ok(true) => {
             let _ = deps.dedupe.complete(id, deps.done_ttl).await;
-            return settle_ack(delivery, Outcome::Duplicate).await;
+            Admission::Settled(settle_ack(delivery, Outcome::Duplicate).await)
         }
-        Ok(false) => {}
+        Ok(false) => Admission::Run(Admitted {
+            delivery,
+            queue,
+            envelope,
+            token,
+        }),
         Err(e) => {
             // Cannot tell whether it ran: hand it back rather than risk a second effect.
             release(deps, id, token.as_deref()).await;
             delivery.requeue();
-            return Outcome::Unsettled(format!("fence check failed: {e}"));
+            Admission::Settled(Outcome::Unsettled(format!("fence check failed: {e}")))
         }
     }
+}
 
-    let ctx = Context {
-        db: deps.db.clone(),
-        broker: deps.broker.clone(),
-        queue: delivery.queue,
-    };
-    let result = AssertUnwindSafe(handler.handle(&ctx, &envelope))
-        .catch_unwind()
-        .await
-        .unwrap_or_else(|panic| {
-            let what = panic
-                .downcast_ref::<&str>()
-                .map(|s| (*s).to_owned())
-                .or_else(|| panic.downcast_ref::<String>().cloned())
-                .unwrap_or_else(|| "handler panicked".to_owned());
-            Err(HandlerError::Transient(format!("panic: {what}")))
-        });
-
+/// Settles an admitted delivery from its handler's result: fenced and acked, retried on
+/// the next tier, or dead-lettered.
+async fn conclude(
+    deps: &Deps,
+    hooks: Hooks<'_>,
+    ctx: &Context,
+    admitted: Admitted,
+    result: Result<(), HandlerError>,
+) -> Outcome {
+    let Admitted {
+        delivery,
+        queue,
+        envelope,
+        token,
+    } = admitted;
+    let id = envelope.id.as_str();
     match result {
         Ok(()) => {
             let marked = match &deps.fence {
@@ -151,7 +296,7 @@ async fn process_envelope(
                     error: e.clone(),
                 }
             };
-            if let Err(hook) = handler.on_failure(&ctx, &envelope, &fate).await {
+            if let Err(hook) = hooks.on_failure(ctx, &envelope, &fate).await {
                 delivery.requeue();
                 return Outcome::Unsettled(format!("failure hook: {hook}"));
             }
@@ -184,7 +329,7 @@ async fn process_envelope(
                 reason: DeadReason::Permanent,
                 error: e.clone(),
             };
-            if let Err(hook) = handler.on_failure(&ctx, &envelope, &fate).await {
+            if let Err(hook) = hooks.on_failure(ctx, &envelope, &fate).await {
                 delivery.requeue();
                 return Outcome::Unsettled(format!("failure hook: {hook}"));
             }

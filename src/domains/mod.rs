@@ -8,6 +8,7 @@
 pub mod ai_tasks;
 pub mod flash_sale;
 pub mod payments;
+pub mod search_sync;
 
 use std::sync::Arc;
 
@@ -16,15 +17,16 @@ use futures::future::BoxFuture;
 use tokio_util::sync::CancellationToken;
 
 use crate::api::Core;
+use crate::api::health::Probe;
 use crate::broker::{DelaySpec, QueueSpec};
 use crate::config::Section;
-use crate::consumer::Handler;
+use crate::consumer::Worker;
 use crate::live::Source;
 use crate::platform::Platform;
 use crate::telemetry::gauges::Gauge;
 
 /// The consumers that one process runs: (queue, handler).
-pub type Handlers = Vec<(&'static QueueSpec, Arc<dyn Handler>)>;
+pub type Handlers = Vec<(&'static QueueSpec, Worker)>;
 
 /// What a domain brings to the platform (in the spirit of a command table: data, plus
 /// plain functions the composition root calls).
@@ -50,6 +52,8 @@ pub struct Domain {
     pub streams: fn() -> Vec<Arc<dyn Source>>,
     /// Its settings section (`[ai]`), if it has one.
     pub settings: Option<Section>,
+    /// Dependencies of its own that `/readyz` and `/metrics` report (the search backend).
+    pub probes: for<'a> fn(&'a Platform) -> BoxFuture<'a, anyhow::Result<Vec<Probe>>>,
 }
 
 impl std::fmt::Debug for Domain {
@@ -62,11 +66,21 @@ impl std::fmt::Debug for Domain {
 }
 
 /// Every domain of this build.
-pub const ALL: &[&Domain] = &[&ai_tasks::DOMAIN, &flash_sale::DOMAIN, &payments::DOMAIN];
+pub const ALL: &[&Domain] = &[
+    &ai_tasks::DOMAIN,
+    &flash_sale::DOMAIN,
+    &payments::DOMAIN,
+    &search_sync::DOMAIN,
+];
 
 /// Nothing to run in the background.
 pub fn no_jobs(_: &Platform, _: CancellationToken) -> Vec<BoxFuture<'static, anyhow::Result<()>>> {
     Vec::new()
+}
+
+/// No dependency of its own.
+pub fn no_probes(_: &Platform) -> BoxFuture<'_, anyhow::Result<Vec<Probe>>> {
+    Box::pin(async { Ok(Vec::new()) })
 }
 
 /// No live stream.

@@ -10,18 +10,24 @@
 use async_trait::async_trait;
 use elasticsearch::http::response::Response;
 use elasticsearch::http::transport::Transport;
-use elasticsearch::indices::{IndicesCreateParts, IndicesDeleteParts, IndicesExistsAliasParts};
+use elasticsearch::indices::{
+    IndicesCreateParts, IndicesDeleteParts, IndicesExistsAliasParts, IndicesGetAliasParts,
+    IndicesGetParts,
+};
 use elasticsearch::params::Refresh;
 use elasticsearch::{BulkParts, Elasticsearch, SearchParts};
 use serde_json::{Value, json};
 
-use super::{Hit, Hits, Op, Outcome, Query, SearchError, SearchIndex};
+use super::{Hit, Hits, Op, Outcome, Query, Rebuild, SearchError, SearchIndex};
 
 pub struct ElasticIndex {
     client: Elasticsearch,
     alias: String,
     /// Make each bulk visible before answering (tests; costs throughput).
     refresh: bool,
+    /// Set once the alias is known to exist: checked on first use, not at start-up, so a
+    /// process starts while the engine is down and catches up when it returns.
+    ensured: tokio::sync::OnceCell<()>,
 }
 
 fn unavailable(e: impl std::fmt::Display) -> SearchError {
@@ -62,17 +68,31 @@ fn mapping() -> Value {
 }
 
 impl ElasticIndex {
-    /// Connects to `url`; creates `<alias>-v1` behind `alias` if the alias does not exist.
-    pub async fn connect(url: &str, alias: &str, refresh: bool) -> Result<Self, SearchError> {
+    /// A client for `url` and `alias`, without a request yet: `<alias>-v1` is created
+    /// behind the alias, if the alias does not exist, on first use.
+    pub fn new(url: &str, alias: &str, refresh: bool) -> Result<Self, SearchError> {
         let transport =
             Transport::single_node(url).map_err(|e| SearchError::Backend(e.to_string()))?;
-        let index = ElasticIndex {
+        Ok(ElasticIndex {
             client: Elasticsearch::new(transport),
             alias: alias.to_owned(),
             refresh,
-        };
-        index.ensure().await?;
+            ensured: tokio::sync::OnceCell::new(),
+        })
+    }
+
+    /// [`ElasticIndex::new`], then makes sure the alias exists now.
+    pub async fn connect(url: &str, alias: &str, refresh: bool) -> Result<Self, SearchError> {
+        let index = Self::new(url, alias, refresh)?;
+        index.ensured().await?;
         Ok(index)
+    }
+
+    async fn ensured(&self) -> Result<(), SearchError> {
+        self.ensured
+            .get_or_try_init(|| self.ensure())
+            .await
+            .map(|_| ())
     }
 
     async fn ensure(&self) -> Result<(), SearchError> {
@@ -116,6 +136,83 @@ impl ElasticIndex {
             .await
             .map_err(unavailable)?;
         check(r).await.map(|_| ())
+    }
+
+    /// The indices the alias points at now.
+    async fn live_indices(&self) -> Result<Vec<String>, SearchError> {
+        let r = self
+            .client
+            .indices()
+            .get_alias(IndicesGetAliasParts::Name(&[&self.alias]))
+            .send()
+            .await
+            .map_err(unavailable)?;
+        if r.status_code().as_u16() == 404 {
+            return Ok(Vec::new());
+        }
+        let body = check(r).await?;
+        Ok(body
+            .as_object()
+            .map(|o| o.keys().cloned().collect())
+            .unwrap_or_default())
+    }
+
+    /// Every index named after the alias (`<alias>-v…`), live or not.
+    async fn own_indices(&self) -> Result<Vec<String>, SearchError> {
+        let pattern = format!("{}-v*", self.alias);
+        let r = self
+            .client
+            .indices()
+            .get(IndicesGetParts::Index(&[&pattern]))
+            .send()
+            .await
+            .map_err(unavailable)?;
+        let body = check(r).await?;
+        Ok(body
+            .as_object()
+            .map(|o| o.keys().cloned().collect())
+            .unwrap_or_default())
+    }
+
+    async fn delete_indices(&self, names: &[String]) -> Result<(), SearchError> {
+        if names.is_empty() {
+            return Ok(());
+        }
+        let names: Vec<&str> = names.iter().map(String::as_str).collect();
+        let r = self
+            .client
+            .indices()
+            .delete(IndicesDeleteParts::Index(&names))
+            .send()
+            .await
+            .map_err(unavailable)?;
+        check(r).await.map(|_| ())
+    }
+
+    /// One `_bulk` request into `index` (an alias or an index name).
+    async fn bulk_into(&self, index: &str, ops: Vec<Op>) -> Result<Vec<Outcome>, SearchError> {
+        if ops.is_empty() {
+            return Ok(Vec::new());
+        }
+        let mut req = self.client.bulk(BulkParts::Index(index)).body(
+            Self::lines(&ops)
+                .into_iter()
+                .map(Into::into)
+                .collect::<Vec<elasticsearch::http::request::JsonBody<Value>>>(),
+        );
+        if self.refresh {
+            req = req.refresh(Refresh::WaitFor);
+        }
+        let body = check(req.send().await.map_err(unavailable)?).await?;
+        let items = body["items"].as_array().cloned().unwrap_or_default();
+        if items.len() != ops.len() {
+            return Err(SearchError::Backend(format!(
+                "bulk answered {} items for {} writes",
+                items.len(),
+                ops.len()
+            )));
+        }
+        Ok(items.iter().map(outcome).collect())
     }
 
     fn lines(ops: &[Op]) -> Vec<Value> {
@@ -187,31 +284,12 @@ fn hit(h: &Value) -> Hit {
 #[async_trait]
 impl SearchIndex for ElasticIndex {
     async fn bulk(&self, ops: Vec<Op>) -> Result<Vec<Outcome>, SearchError> {
-        if ops.is_empty() {
-            return Ok(Vec::new());
-        }
-        let mut req = self.client.bulk(BulkParts::Index(&self.alias)).body(
-            Self::lines(&ops)
-                .into_iter()
-                .map(Into::into)
-                .collect::<Vec<elasticsearch::http::request::JsonBody<Value>>>(),
-        );
-        if self.refresh {
-            req = req.refresh(Refresh::WaitFor);
-        }
-        let body = check(req.send().await.map_err(unavailable)?).await?;
-        let items = body["items"].as_array().cloned().unwrap_or_default();
-        if items.len() != ops.len() {
-            return Err(SearchError::Backend(format!(
-                "bulk answered {} items for {} writes",
-                items.len(),
-                ops.len()
-            )));
-        }
-        Ok(items.iter().map(outcome).collect())
+        self.ensured().await?;
+        self.bulk_into(&self.alias, ops).await
     }
 
     async fn search(&self, q: &Query) -> Result<Hits, SearchError> {
+        self.ensured().await?;
         // The owner filter is always applied, whatever the text says.
         let mut filter = vec![json!({ "term": { "owner": q.owner } })];
         if let Some(kind) = &q.kind {
@@ -225,7 +303,7 @@ impl SearchIndex for ElasticIndex {
         let body = json!({
             "from": q.offset, "size": q.limit.max(1), "track_total_hits": true,
             "query": { "bool": { "filter": filter, "must": must } },
-            "highlight": { "pre_tags": ["<em>"], "post_tags": ["</em>"],
+            "highlight": { "pre_tags": ["<em>"], "post_tags": ["</em>"], "encoder": "html",
                            "fields": { "content": { "fragment_size": 160, "number_of_fragments": 1 } } },
         });
         let r = self
@@ -253,5 +331,75 @@ impl SearchIndex for ElasticIndex {
                 r.status_code()
             )))
         }
+    }
+
+    async fn rebuild(&self) -> Result<Box<dyn Rebuild>, SearchError> {
+        self.ensured().await?;
+        // An index of an earlier rebuild that never swapped (killed halfway) is garbage.
+        let live = self.live_indices().await?;
+        let orphans: Vec<String> = self
+            .own_indices()
+            .await?
+            .into_iter()
+            .filter(|i| !live.contains(i))
+            .collect();
+        self.delete_indices(&orphans).await?;
+        let name = format!("{}-v{}", self.alias, chrono::Utc::now().timestamp_millis());
+        let r = self
+            .client
+            .indices()
+            .create(IndicesCreateParts::Index(&name))
+            .body(mapping())
+            .send()
+            .await
+            .map_err(unavailable)?;
+        check(r).await?;
+        Ok(Box::new(ElasticRebuild {
+            index: ElasticIndex {
+                client: self.client.clone(),
+                alias: self.alias.clone(),
+                refresh: self.refresh,
+                ensured: tokio::sync::OnceCell::new_with(Some(())),
+            },
+            name,
+        }))
+    }
+}
+
+/// A rebuild into `name`, made live by one `_aliases` request.
+struct ElasticRebuild {
+    index: ElasticIndex,
+    name: String,
+}
+
+#[async_trait]
+impl Rebuild for ElasticRebuild {
+    fn target(&self) -> &str {
+        &self.name
+    }
+
+    async fn bulk(&self, ops: Vec<Op>) -> Result<Vec<Outcome>, SearchError> {
+        self.index.bulk_into(&self.name, ops).await
+    }
+
+    async fn swap(self: Box<Self>) -> Result<Vec<String>, SearchError> {
+        let old = self.index.live_indices().await?;
+        let mut actions: Vec<Value> = old
+            .iter()
+            .map(|i| json!({ "remove": { "index": i, "alias": self.index.alias } }))
+            .collect();
+        actions.push(json!({ "add": { "index": self.name, "alias": self.index.alias } }));
+        let r = self
+            .index
+            .client
+            .indices()
+            .update_aliases()
+            .body(json!({ "actions": actions }))
+            .send()
+            .await
+            .map_err(unavailable)?;
+        check(r).await?;
+        self.index.delete_indices(&old).await?;
+        Ok(old)
     }
 }

@@ -21,7 +21,7 @@ use tantivy::schema::{
 use tantivy::snippet::SnippetGenerator;
 use tantivy::{Index, IndexReader, IndexWriter, ReloadPolicy, TantivyDocument, Term};
 
-use super::{Hit, Hits, Op, Outcome, Query, SearchError, SearchIndex, cjk};
+use super::{Hit, Hits, Op, Outcome, Query, Rebuild, SearchError, SearchIndex, cjk};
 
 /// Memory the single indexing thread may buffer before it flushes a segment.
 const WRITER_BYTES: usize = 32_000_000;
@@ -302,6 +302,37 @@ impl SearchIndex for EmbeddedIndex {
 
     async fn ping(&self) -> Result<(), SearchError> {
         Ok(())
+    }
+
+    /// The embedded index has one directory and no alias: a rebuild writes every row
+    /// into it again, in place. The version fence makes that idempotent (rows already at
+    /// their version are stale, deletes leave their tombstones), so it repairs a missed
+    /// write without a second copy of the index.
+    async fn rebuild(&self) -> Result<Box<dyn Rebuild>, SearchError> {
+        Ok(Box::new(InPlace {
+            index: EmbeddedIndex {
+                inner: self.inner.clone(),
+            },
+        }))
+    }
+}
+
+struct InPlace {
+    index: EmbeddedIndex,
+}
+
+#[async_trait]
+impl Rebuild for InPlace {
+    fn target(&self) -> &str {
+        "embedded (in place)"
+    }
+
+    async fn bulk(&self, ops: Vec<Op>) -> Result<Vec<Outcome>, SearchError> {
+        self.index.bulk(ops).await
+    }
+
+    async fn swap(self: Box<Self>) -> Result<Vec<String>, SearchError> {
+        Ok(Vec::new())
     }
 }
 

@@ -118,4 +118,23 @@ pub trait SearchIndex: Send + Sync {
 
     /// Whether the backend answers (readiness, the circuit breaker).
     async fn ping(&self) -> Result<(), SearchError>;
+
+    /// Starts a rebuild: a fresh index beside the live one, filled through the
+    /// [`Rebuild`], made live by [`Rebuild::swap`]. The live index is untouched until
+    /// then, so an abandoned rebuild changes nothing searchable.
+    async fn rebuild(&self) -> Result<Box<dyn Rebuild>, SearchError>;
+}
+
+/// A rebuild in progress (see [`SearchIndex::rebuild`]).
+#[async_trait]
+pub trait Rebuild: Send + Sync {
+    /// Where the rebuild writes (an index name).
+    fn target(&self) -> &str;
+
+    /// Writes into the new index, with the same version fence as live writes.
+    async fn bulk(&self, ops: Vec<Op>) -> Result<Vec<Outcome>, SearchError>;
+
+    /// Makes the new index the live one in one atomic step and drops the old ones;
+    /// answers their names.
+    async fn swap(self: Box<Self>) -> Result<Vec<String>, SearchError>;
 }

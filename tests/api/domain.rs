@@ -15,8 +15,8 @@ use axum::http::StatusCode;
 use axum::routing::post;
 use conveyor::api::{AuthUser, Core};
 use conveyor::broker::{DelaySpec, Envelope, QueueSpec, Target};
-use conveyor::consumer::{Context, Handler, HandlerError};
-use conveyor::domains::{Domain, Handlers, no_jobs, no_streams};
+use conveyor::consumer::{Context, Handler, HandlerError, Worker};
+use conveyor::domains::{Domain, Handlers, no_jobs, no_probes, no_streams};
 use conveyor::error::ApiError;
 use conveyor::live::{Event, Snapshot, Source};
 use conveyor::platform::Platform;
@@ -32,6 +32,8 @@ pub const PROBE_WORK: QueueSpec = QueueSpec {
     group: "probe",
     default_prefetch: 4,
     default_max_attempts: 3,
+    default_batch: 1,
+    default_linger_ms: 0,
     purpose: "test domain work",
 };
 
@@ -47,13 +49,14 @@ pub static PROBE: Domain = Domain {
     gauges: &[],
     streams: probe_streams,
     settings: None,
+    probes: no_probes,
 };
 
 /// The probes' store: id → (owner, done). In memory: the test domain has no table.
 static PROBES: LazyLock<Mutex<HashMap<String, (String, bool)>>> = LazyLock::new(Default::default);
 
 fn probe_handlers(_: &Platform) -> BoxFuture<'_, anyhow::Result<Handlers>> {
-    let handlers: Handlers = vec![(&PROBE_WORK, Arc::new(ProbeHandler) as Arc<dyn Handler>)];
+    let handlers: Handlers = vec![(&PROBE_WORK, Worker::One(Arc::new(ProbeHandler)))];
     async move { Ok(handlers) }.boxed()
 }
 
@@ -175,6 +178,8 @@ pub const IDLE_WORK: QueueSpec = QueueSpec {
     group: "idle",
     default_prefetch: 1,
     default_max_attempts: 1,
+    default_batch: 1,
+    default_linger_ms: 0,
     purpose: "test queue without a consumer",
 };
 
@@ -198,6 +203,7 @@ pub static IDLE: Domain = Domain {
     gauges: &[],
     streams: no_streams,
     settings: None,
+    probes: no_probes,
 };
 
 crate::on_every_backend!(a_domain_registered_from_outside_works_end_to_end);

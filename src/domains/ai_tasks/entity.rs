@@ -72,26 +72,6 @@ pub mod event {
     impl ActiveModelBehavior for ActiveModel {}
 }
 
-pub mod material {
-    use sea_orm::entity::prelude::*;
-
-    #[derive(Clone, Debug, PartialEq, Eq, DeriveEntityModel)]
-    #[sea_orm(table_name = "materials")]
-    pub struct Model {
-        #[sea_orm(primary_key, auto_increment = false)]
-        pub id: String,
-        pub user_id: String,
-        #[sea_orm(unique)]
-        pub task_id: String,
-        pub kind: String,
-        /// Text for text kinds; JSON (URL and metadata) for media.
-        #[sea_orm(column_type = "Text")]
-        pub content: String,
-        pub created_at: DateTimeUtc,
-    }
-
-    #[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]
-    pub enum Relation {}
-
-    impl ActiveModelBehavior for ActiveModel {}
-}
+/// Materials belong to the search-sync domain, which indexes them; re-exported here
+/// because a successful task writes one.
+pub use crate::domains::search_sync::entity::material;

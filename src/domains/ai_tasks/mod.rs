@@ -35,9 +35,9 @@ use tokio_util::sync::CancellationToken;
 pub use handler::AiTaskHandler;
 pub use kinds::{Status, TaskKind};
 
-use super::{Domain, Handlers};
+use super::{Domain, Handlers, no_probes};
 use crate::api::Core;
-use crate::consumer::Handler;
+use crate::consumer::{Handler, Worker};
 use crate::live::Source;
 use crate::platform::Platform;
 use settings::AiSettings;
@@ -55,6 +55,7 @@ pub const DOMAIN: Domain = Domain {
     gauges: metrics::GAUGES,
     streams,
     settings: Some(settings::SECTION),
+    probes: no_probes,
 };
 
 fn handlers(platform: &Platform) -> BoxFuture<'_, anyhow::Result<Handlers>> {
@@ -66,7 +67,10 @@ fn handlers(platform: &Platform) -> BoxFuture<'_, anyhow::Result<Handlers>> {
             relay: platform.relay.clone(),
             max_payload: platform.settings.broker.max_payload_bytes,
         });
-        Ok(queues::QUEUES.iter().map(|q| (*q, tasks.clone())).collect())
+        Ok(queues::QUEUES
+            .iter()
+            .map(|q| (*q, Worker::One(tasks.clone())))
+            .collect())
     }
     .boxed()
 }

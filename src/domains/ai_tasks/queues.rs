@@ -8,6 +8,8 @@ pub const AI_SHORT: QueueSpec = QueueSpec {
     group: "ai",
     default_prefetch: 32,
     default_max_attempts: 5,
+    default_batch: 1,
+    default_linger_ms: 0,
     purpose: "short AI generation (copywriting, image)",
 };
 pub const AI_LONG: QueueSpec = QueueSpec {
@@ -15,6 +17,8 @@ pub const AI_LONG: QueueSpec = QueueSpec {
     group: "ai",
     default_prefetch: 4,
     default_max_attempts: 3,
+    default_batch: 1,
+    default_linger_ms: 0,
     purpose: "long AI generation (video, 3D)",
 };
 pub const AI_PIPELINE: QueueSpec = QueueSpec {
@@ -22,6 +26,8 @@ pub const AI_PIPELINE: QueueSpec = QueueSpec {
     group: "ai",
     default_prefetch: 8,
     default_max_attempts: 5,
+    default_batch: 1,
+    default_linger_ms: 0,
     purpose: "video-analysis pipeline steps",
 };
 

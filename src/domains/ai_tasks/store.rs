@@ -14,6 +14,7 @@ use super::entity::{event, material, task};
 use super::kinds::{Status, TaskKind};
 use super::messages::{RUN_STEP, RunStep, TaskEvent};
 use crate::broker::{Envelope, Target};
+use crate::domains::search_sync;
 use crate::outbox::{self, OutboxError};
 use crate::users::credits;
 
@@ -27,6 +28,15 @@ pub enum StoreError {
     Outbox(#[from] OutboxError),
     #[error(transparent)]
     Db(#[from] DbErr),
+}
+
+impl From<search_sync::store::StoreError> for StoreError {
+    fn from(e: search_sync::store::StoreError) -> Self {
+        match e {
+            search_sync::store::StoreError::Db(e) => StoreError::Db(e),
+            search_sync::store::StoreError::Outbox(e) => StoreError::Outbox(e),
+        }
+    }
 }
 
 /// What a conditional change may do.
@@ -417,7 +427,7 @@ pub async fn finish_unsuccessfully(
     Ok(Some((t, ev)))
 }
 
-/// Commits a successful final step: result, material, credits.
+/// Commits a successful final step: result, material (and its search sync), credits.
 pub async fn finish_successfully(
     txn: &impl ConnectionTrait,
     t: &Task,
@@ -447,18 +457,18 @@ pub async fn finish_successfully(
     } else {
         result.to_string()
     };
-    material::Entity::insert(material::ActiveModel {
-        id: Set(uuid::Uuid::now_v7().to_string()),
-        user_id: Set(done.user_id.clone()),
-        task_id: Set(done.id.clone()),
-        kind: Set(done.kind.as_str().to_owned()),
-        content: Set(content),
-        created_at: Set(Utc::now()),
-    })
-    .exec_without_returning(txn)
+    // The material and its search.sync message, in this transaction.
+    search_sync::store::create(
+        txn,
+        search_sync::store::NewMaterial {
+            user_id: done.user_id.clone(),
+            task_id: done.id.clone(),
+            kind: done.kind.as_str().to_owned(),
+            title: done.prompt.clone(),
+            content,
+        },
+    )
     .await?;
-    // The search-sync domain will index materials; until it exists no message is
-    // written for a queue nobody consumes.
     Ok(Some((done, ev)))
 }
 

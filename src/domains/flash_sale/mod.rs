@@ -34,9 +34,9 @@ use futures::future::BoxFuture;
 
 pub use status::OrderStatus;
 
-use super::{Domain, Handlers};
+use super::{Domain, Handlers, no_probes};
 use crate::api::Core;
-use crate::consumer::Handler;
+use crate::consumer::{Handler, Worker};
 use crate::live::Source;
 use crate::platform::Platform;
 use service::Sales;
@@ -54,6 +54,7 @@ pub const DOMAIN: Domain = Domain {
     gauges: jobs::GAUGES,
     streams,
     settings: Some(settings::SECTION),
+    probes: no_probes,
 };
 
 fn handlers(platform: &Platform) -> BoxFuture<'_, anyhow::Result<Handlers>> {
@@ -66,8 +67,8 @@ fn handlers(platform: &Platform) -> BoxFuture<'_, anyhow::Result<Handlers>> {
         });
         let expire: Arc<dyn Handler> = Arc::new(handler::ExpireOrderHandler { sales });
         Ok(vec![
-            (&queues::ORDERS_CREATE, create),
-            (&queues::ORDERS_EXPIRE, expire),
+            (&queues::ORDERS_CREATE, Worker::One(create)),
+            (&queues::ORDERS_EXPIRE, Worker::One(expire)),
         ])
     }
     .boxed()

@@ -9,6 +9,8 @@ pub const ORDERS_CREATE: QueueSpec = QueueSpec {
     group: "orders",
     default_prefetch: 64,
     default_max_attempts: 5,
+    default_batch: 1,
+    default_linger_ms: 0,
     purpose: "flash-sale order rows written after the Redis stock check",
 };
 
@@ -17,6 +19,8 @@ pub const ORDERS_EXPIRE: QueueSpec = QueueSpec {
     group: "orders",
     default_prefetch: 64,
     default_max_attempts: 5,
+    default_batch: 1,
+    default_linger_ms: 0,
     purpose: "cancel unpaid orders and return their stock",
 };
 

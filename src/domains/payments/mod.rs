@@ -28,9 +28,9 @@ use std::sync::Arc;
 use futures::FutureExt as _;
 use futures::future::BoxFuture;
 
-use super::{Domain, Handlers, no_streams};
+use super::{Domain, Handlers, no_probes, no_streams};
 use crate::api::Core;
-use crate::consumer::Handler;
+use crate::consumer::{Handler, Worker};
 use crate::platform::Platform;
 
 pub const DOMAIN: Domain = Domain {
@@ -45,13 +45,14 @@ pub const DOMAIN: Domain = Domain {
     gauges: gauges::GAUGES,
     streams: no_streams,
     settings: Some(settings::SECTION),
+    probes: no_probes,
 };
 
 fn handlers(platform: &Platform) -> BoxFuture<'_, anyhow::Result<Handlers>> {
     let apply: Arc<dyn Handler> = Arc::new(handler::ApplyHandler {
         platform: platform.clone(),
     });
-    async move { Ok(vec![(&queues::PAYMENTS_APPLY, apply)]) }.boxed()
+    async move { Ok(vec![(&queues::PAYMENTS_APPLY, Worker::One(apply))]) }.boxed()
 }
 
 fn routes<'a>(

@@ -7,6 +7,8 @@ pub const PAYMENTS_APPLY: QueueSpec = QueueSpec {
     group: "payments",
     default_prefetch: 32,
     default_max_attempts: 8,
+    default_batch: 1,
+    default_linger_ms: 0,
     purpose: "apply verified payment events (grant credits) exactly once",
 };
 

@@ -1,0 +1,140 @@
+//! Reindex without downtime (`conveyor search reindex`): a new index is filled from the
+//! database beside the live one while live sync keeps writing to the live one; rows
+//! that changed since the copy began are replayed into the new index, the alias moves to
+//! it in one atomic step, the old index is dropped, and the changed rows are replayed once
+//! more through the alias (a change whose sync ran between the two replays went to the
+//! old index). Every write carries its row's version, so replays are idempotent and the
+//! order of live and replayed writes does not matter. A reindex killed before the swap
+//! leaves the live alias untouched; the next one drops its half-built index.
+
+use chrono::{DateTime, Utc};
+use sea_orm::DatabaseConnection;
+
+use super::store::{self, Material};
+use crate::search::{Op, Outcome, Rebuild, SearchIndex};
+
+/// How far before its start a reindex replays changes: a transaction that stamped its
+/// row before the copy began but committed after the copy read it is caught by this.
+const REPLAY_MARGIN: chrono::Duration = chrono::Duration::minutes(5);
+/// Attempts of one bulk request whose items failed transiently.
+const BULK_ATTEMPTS: u32 = 5;
+
+#[derive(Debug, Default)]
+pub struct Report {
+    /// Rows copied into the new index (deleted rows as versioned deletes).
+    pub copied: u64,
+    /// Changed rows replayed (before and after the swap).
+    pub replayed: u64,
+    /// Rows the engine refused for good (their ids are logged).
+    pub rejected: u64,
+    /// The new index, and the old ones dropped.
+    pub target: String,
+    pub dropped: Vec<String>,
+}
+
+/// Where writes go: the new index before the swap, the live alias after it.
+enum Sink<'a> {
+    New(&'a dyn Rebuild),
+    Live(&'a dyn SearchIndex),
+}
+
+impl Sink<'_> {
+    async fn bulk(&self, ops: Vec<Op>) -> Result<Vec<Outcome>, crate::search::SearchError> {
+        match self {
+            Sink::New(r) => r.bulk(ops).await,
+            Sink::Live(i) => i.bulk(ops).await,
+        }
+    }
+}
+
+/// Rebuilds `index` from the materials table, `batch` rows per bulk request; `progress`
+/// hears (rows written so far, rows to copy).
+pub async fn reindex(
+    db: &DatabaseConnection,
+    index: &dyn SearchIndex,
+    batch: u64,
+    progress: &(dyn Fn(u64, u64) + Sync),
+) -> anyhow::Result<Report> {
+    let since = Utc::now() - REPLAY_MARGIN;
+    let total = store::count(db).await?;
+    let rebuild = index.rebuild().await?;
+    let mut report = Report {
+        target: rebuild.target().to_owned(),
+        ..Report::default()
+    };
+    let new = Sink::New(rebuild.as_ref());
+    let mut after: Option<String> = None;
+    loop {
+        let rows = store::page(db, after.as_deref(), batch).await?;
+        let Some(last) = rows.last() else { break };
+        after = Some(last.id.clone());
+        report.rejected += write(&new, &rows).await?;
+        report.copied += rows.len() as u64;
+        progress(report.copied, total);
+    }
+    report.replayed += replay(db, &new, since, batch, &mut report.rejected).await?;
+    report.dropped = rebuild.swap().await?;
+    let live = Sink::Live(index);
+    report.replayed += replay(db, &live, since, batch, &mut report.rejected).await?;
+    Ok(report)
+}
+
+/// Writes the rows changed since `since`; how many.
+async fn replay(
+    db: &DatabaseConnection,
+    sink: &Sink<'_>,
+    since: DateTime<Utc>,
+    batch: u64,
+    rejected: &mut u64,
+) -> anyhow::Result<u64> {
+    let mut after: Option<String> = None;
+    let mut n = 0;
+    loop {
+        let rows = store::changed_since(db, since, after.as_deref(), batch).await?;
+        let Some(last) = rows.last() else { break };
+        after = Some(last.id.clone());
+        *rejected += write(sink, &rows).await?;
+        n += rows.len() as u64;
+    }
+    Ok(n)
+}
+
+/// One bulk request for `rows`, its transient failures retried; how many were rejected.
+async fn write(sink: &Sink<'_>, rows: &[Material]) -> anyhow::Result<u64> {
+    let mut pending: Vec<&Material> = rows.iter().collect();
+    let mut rejected = 0;
+    for attempt in 1..=BULK_ATTEMPTS {
+        let ops = pending.iter().map(|r| store::op(r)).collect();
+        let outcomes = match sink.bulk(ops).await {
+            Ok(o) => o,
+            Err(e) if attempt < BULK_ATTEMPTS => {
+                tracing::warn!(error = %e, attempt, "reindex bulk failed; retrying");
+                tokio::time::sleep(std::time::Duration::from_millis(200 << attempt)).await;
+                continue;
+            }
+            Err(e) => return Err(e.into()),
+        };
+        let mut retry = Vec::new();
+        for (row, outcome) in pending.iter().zip(outcomes) {
+            match outcome {
+                Outcome::Done | Outcome::Stale => {}
+                Outcome::Failed {
+                    transient: true, ..
+                } => retry.push(*row),
+                Outcome::Failed { reason, .. } => {
+                    tracing::warn!(material = %row.id, %reason, "the engine rejected a material");
+                    rejected += 1;
+                }
+            }
+        }
+        if retry.is_empty() {
+            return Ok(rejected);
+        }
+        pending = retry;
+        tokio::time::sleep(std::time::Duration::from_millis(200 << attempt)).await;
+    }
+    anyhow::bail!(
+        "{} materials still failed after {BULK_ATTEMPTS} attempts; the live index is untouched",
+        pending.len()
+    )
+}

@@ -1,0 +1,69 @@
+//! `[search]`: which search backend the materials go to, and how the sync treats it.
+
+use serde::{Deserialize, Serialize};
+
+use crate::config::{ConfigError, Section, Settings};
+
+pub const SECTION: Section = Section {
+    key: "search",
+    check: |s| SearchSettings::from_settings(s).map(|_| ()),
+};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Backend {
+    /// tantivy in `path` (in memory when empty), inside the process that runs the
+    /// `search` consumer group and the API: one process (the embedded broker's setup).
+    Embedded,
+    /// Elasticsearch 7+/8+/9+ or OpenSearch 2 at `url`, written through `alias`.
+    Elasticsearch,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SearchSettings {
+    pub backend: Backend,
+    /// The embedded index's directory; empty keeps it in memory (tests).
+    pub path: String,
+    /// The engine's URL (`http://host:9200`).
+    pub url: String,
+    /// The alias searches and writes go through; its indices are `<alias>-v<n>`.
+    pub alias: String,
+    /// Wait for each bulk to become searchable before acking it (tests). Off, the engine
+    /// makes writes searchable on its refresh interval (1 s by default).
+    pub refresh: bool,
+    /// Consecutive failed bulk requests that open the circuit breaker.
+    pub breaker_failures: u32,
+    /// How long an open breaker keeps batches away from the backend (they go to the
+    /// retry tiers) before one is let through to try it.
+    pub breaker_open_ms: u64,
+}
+
+impl SearchSettings {
+    pub fn from_settings(settings: &Settings) -> Result<Self, ConfigError> {
+        let s: SearchSettings = settings.section(SECTION.key)?;
+        if s.backend == Backend::Elasticsearch && !s.url.starts_with("http") {
+            return Err(ConfigError::Invalid {
+                key: "search.url",
+                problem: "must be an http:// or https:// URL with the elasticsearch backend".into(),
+            });
+        }
+        let alias_ok = !s.alias.is_empty()
+            && s.alias
+                .bytes()
+                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b"-_.".contains(&b));
+        if !alias_ok {
+            return Err(ConfigError::Invalid {
+                key: "search.alias",
+                problem: "must be lowercase letters, digits, '-', '_' or '.'".into(),
+            });
+        }
+        if s.breaker_failures == 0 {
+            return Err(ConfigError::Invalid {
+                key: "search.breaker_failures",
+                problem: "must be at least 1".into(),
+            });
+        }
+        Ok(s)
+    }
+}
