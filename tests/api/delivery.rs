@@ -5,7 +5,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use conveyor::broker::{BrokerError, Envelope, Outgoing, Target, Topology};
-use conveyor::consumer::{self, Outcome, process_one};
+use conveyor::consumer::{
+    self, BatchHandler, Context, HandlerError, Outcome, process_batch, process_one,
+};
 use conveyor::dead_letters;
 use conveyor::domains::ai_tasks::queues::{AI_LONG, AI_SHORT};
 use serde_json::json;
@@ -29,6 +31,7 @@ on_every_backend!(
     graceful_shutdown_finishes_in_flight_work,
     unfinished_work_is_handed_back_at_shutdown,
     redeclaring_the_topology_is_harmless,
+    a_batch_settles_each_message_on_its_own,
 );
 
 async fn publish(platform: &conveyor::app::Platform, payload: serde_json::Value) -> Envelope {
@@ -451,5 +454,130 @@ async fn redeclaring_the_topology_is_harmless(backend: Backend) {
     .await;
     token.cancel();
     consumer.await.unwrap().unwrap();
+    env.cleanup(Some(&platform)).await;
+}
+
+/// A batch handler that answers what each message's payload asks for, and records the
+/// batches it was given.
+#[derive(Default)]
+struct Scripted {
+    batches: std::sync::Mutex<Vec<Vec<String>>>,
+}
+
+#[async_trait::async_trait]
+impl BatchHandler for Scripted {
+    async fn handle_batch(
+        &self,
+        _ctx: &Context,
+        messages: &[Envelope],
+    ) -> Vec<Result<(), HandlerError>> {
+        self.batches
+            .lock()
+            .unwrap()
+            .push(messages.iter().map(|m| m.id.clone()).collect());
+        messages
+            .iter()
+            .map(|m| match m.payload["do"].as_str() {
+                Some("transient") => Err(HandlerError::transient("busy")),
+                Some("permanent") => Err(HandlerError::permanent("never")),
+                _ => Ok(()),
+            })
+            .collect()
+    }
+}
+
+/// One handler call for the admitted messages of a batch; each settled from its own
+/// result (acked, retried, dead-lettered), a malformed one dead-lettered without reaching
+/// the handler, and a batch of duplicates acked without calling it at all.
+async fn a_batch_settles_each_message_on_its_own(backend: Backend) {
+    let Some(env) = TestEnv::new(backend, "batch_settles_each").await else {
+        return;
+    };
+    let platform = env.platform().await;
+    let deps = platform.consumer_deps();
+    let ok1 = publish(&platform, json!({ "do": "ok" })).await;
+    let ok2 = publish(&platform, json!({ "do": "ok" })).await;
+    let busy = publish(&platform, json!({ "do": "transient" })).await;
+    let never = publish(&platform, json!({ "do": "permanent" })).await;
+    platform
+        .broker
+        .publish_batch(&[Outgoing {
+            target: Target::Queue(&AI_SHORT),
+            message_id: "junk".into(),
+            body: b"not an envelope".to_vec(),
+        }])
+        .await
+        .unwrap();
+    let mut sub = platform.broker.subscribe(&AI_SHORT).await.unwrap();
+    let mut batch = Vec::new();
+    while batch.len() < 5 {
+        batch.push(
+            tokio::time::timeout(WAIT, sub.next())
+                .await
+                .unwrap()
+                .unwrap(),
+        );
+    }
+    let handler = Scripted::default();
+    let outcomes = process_batch(&deps, &handler, batch).await;
+    let calls = handler.batches.lock().unwrap().clone();
+    assert_eq!(calls.len(), 1, "one call for the batch");
+    assert_eq!(
+        calls[0],
+        [
+            ok1.id.clone(),
+            ok2.id.clone(),
+            busy.id.clone(),
+            never.id.clone()
+        ],
+        "the malformed message never reaches the handler"
+    );
+    assert_eq!(
+        outcomes,
+        [
+            Outcome::Acked,
+            Outcome::Acked,
+            Outcome::Retried { attempt: 1 },
+            Outcome::DeadLettered(conveyor::broker::DeadReason::Permanent),
+            Outcome::DeadLettered(conveyor::broker::DeadReason::Malformed),
+        ]
+    );
+    // The retried one comes back alone after its tier; the acked ones are duplicates now.
+    for env in [&ok1, &ok2] {
+        platform
+            .broker
+            .publish(Target::Queue(&AI_SHORT), env)
+            .await
+            .unwrap();
+    }
+    let mut again = Vec::new();
+    while again.len() < 3 {
+        again.push(
+            tokio::time::timeout(WAIT, sub.next())
+                .await
+                .unwrap()
+                .unwrap(),
+        );
+    }
+    let outcomes = process_batch(&deps, &handler, again).await;
+    let retried = outcomes
+        .iter()
+        .filter(|o| **o == Outcome::Retried { attempt: 2 })
+        .count();
+    let dupes = outcomes
+        .iter()
+        .filter(|o| **o == Outcome::Duplicate)
+        .count();
+    assert_eq!((retried, dupes), (1, 2), "{outcomes:?}");
+    assert_eq!(
+        handler.batches.lock().unwrap()[1],
+        [busy.id.clone()],
+        "only the retry ran"
+    );
+    let dead = dead_letters::list(&platform.db, Some("ai.short"), 10)
+        .await
+        .unwrap();
+    assert_eq!(dead.len(), 2, "{dead:?}");
+    sub.cancel().await;
     env.cleanup(Some(&platform)).await;
 }

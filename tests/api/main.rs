@@ -20,3 +20,4 @@ mod outbox;
 mod payments;
 mod rabbitmq;
 mod search;
+mod search_sync;

@@ -213,6 +213,13 @@ pub(crate) async fn edit(
     Path(id): Path<String>,
     ApiJson(req): ApiJson<PatchRequest>,
 ) -> Result<axum::Json<MaterialView>, ApiError> {
+    // Another user's material is 404 whatever the body says.
+    if store::get_owned(&state.core.db, &user.id, &id)
+        .await?
+        .is_none()
+    {
+        return Err(ApiError::NotFound("material"));
+    }
     let patch = validate(req)?;
     store::update(&state.core.db, &user.id, &id, patch)
         .await
