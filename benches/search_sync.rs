@@ -3,8 +3,10 @@
 //!
 //! 1. throughput: a backlog of materials (rows and their `search.sync` messages, relayed
 //!    into RabbitMQ first) is drained by the sync consumer with batches of 1, 100 and 500
-//!    deliveries (prefetch 1000 throughout); documents/s from the consumer's start until
-//!    every message is settled (the runtime's claim, fence and ack included);
+//!    deliveries, two batches in flight (the default; prefetch 1000 throughout);
+//!    documents/s from the consumer's start until every message is settled (the
+//!    runtime's claim, fence and ack included); then batch 1 with 1000 requests in flight,
+//!    as a per-message consumer would send them;
 //! 2. lag: materials are committed at a steady 1,000/s (ten writers, one transaction per
 //!    material) with the relay and the consumer running at their defaults (batch 500,
 //!    linger 20 ms; OpenSearch's 1 s refresh interval, no forced refresh); one material in
@@ -76,7 +78,7 @@ fn search_settings(backend: Backend, alias: &str) -> SearchSettings {
     }
 }
 
-fn with_batch(settings: &Settings, batch: u16) -> Settings {
+fn with_batch(settings: &Settings, batch: u16, in_flight: u16) -> Settings {
     let mut s = settings.clone();
     s.queues.insert(
         SEARCH_SYNC.key.into(),
@@ -84,6 +86,7 @@ fn with_batch(settings: &Settings, batch: u16) -> Settings {
             prefetch: Some(1000),
             batch: Some(batch),
             linger_ms: Some(20),
+            in_flight: Some(in_flight),
             ..Default::default()
         },
     );
@@ -138,8 +141,14 @@ async fn relay_all(platform: &Platform, n: u64) {
 }
 
 /// Drains a backlog of `n` documents with batches of `batch`; documents/s.
-async fn throughput(settings: &Settings, backend: Backend, batch: u16, n: usize) -> f64 {
-    let settings = with_batch(settings, batch);
+async fn throughput(
+    settings: &Settings,
+    backend: Backend,
+    batch: u16,
+    in_flight: u16,
+    n: usize,
+) -> f64 {
+    let settings = with_batch(settings, batch, in_flight);
     let platform = conveyor::app::platform(settings).await.unwrap();
     let alias = format!("{}-bench-b{batch}", platform.settings.broker.namespace);
     let search = Arc::new(Search::open(search_settings(backend, &alias)).unwrap());
@@ -381,7 +390,7 @@ async fn main() {
         let mut rates = Vec::new();
         for batch in [1u16, 100, 500] {
             let n = if batch == 1 { small } else { large };
-            let rate = throughput(&stack.settings, *backend, batch, n).await;
+            let rate = throughput(&stack.settings, *backend, batch, 2, n).await;
             println!("  {name:<22} batch {batch:>3}: {rate:>8.0} docs/s ({n} documents)");
             rates.push(rate);
         }
@@ -389,6 +398,10 @@ async fn main() {
             "  {name:<22} batch 500 / batch 1: {:.1}x",
             rates[2] / rates[0]
         );
+        // For comparison: single-document requests with as many in flight as prefetch
+        // (what a per-message consumer does to the engine).
+        let rate = throughput(&stack.settings, *backend, 1, 1000, small).await;
+        println!("  {name:<22} batch   1 with 1000 requests in flight: {rate:>6.0} docs/s");
     }
     println!("lag from commit to searchable at 1000 writes/s for {secs} s (one in ten watched)");
     for (backend, name) in &backends {

@@ -184,6 +184,10 @@ pub struct QueueOverride {
     /// this, or batches never fill) and how long a batch waits to fill after its first.
     pub batch: Option<u16>,
     pub linger_ms: Option<u64>,
+    /// For a queue with a batch handler: batches handled at once by one process (2 by
+    /// default). Like a bulk client's concurrent requests, it bounds what the handler's
+    /// backend sees, whatever the batch size.
+    pub in_flight: Option<u16>,
     /// For a business delay (`orders.payment-timeout`): how long it waits.
     pub delay_ms: Option<u64>,
 }

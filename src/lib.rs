@@ -17,12 +17,14 @@
 //!   (the only place queue names live) and the RabbitMQ and embedded implementations.
 //! - [`dedupe`]: the claim/complete/release store (Redis or in-process).
 //! - [`outbox`]: writes messages inside the caller's transaction; the relay publishes them.
-//! - [`consumer`]: the consume loop, `process_one`, the processed-message fence.
+//! - [`consumer`]: the consume loop, `process_one` and `process_batch` (single-message and
+//!   batch handlers), the processed-message fence.
 //! - [`dead_letters`]: dead letters recorded for operators; replay and discard (audited, paced), admin API.
 //! - [`users`]: users, roles and the visibility rule, hashed API keys, the credit ledger,
 //!   memberships.
 //! - [`search`]: the search backend seam (versioned bulk writes, owner-filtered search)
-//!   and its embedded index (tantivy, with a CJK bigram tokenizer).
+//!   with its embedded index (tantivy, with a CJK bigram tokenizer) and Elasticsearch
+//!   adapter.
 //! - [`platform`]: [`platform::Platform`], the connected backends of one process (no domain).
 //! - [`housekeeping`]: hourly trimming of idempotency keys and published outbox rows.
 //! - [`api`]: the HTTP kit: core state, layers, extractors, pagination, idempotent POSTs,
@@ -31,7 +33,8 @@
 //! - [`live`]: live streams of any kind (a domain's [`live::Source`]) fanned out to
 //!   WebSocket and SSE subscribers, WebSocket tickets.
 //! - [`domains`]: business flows, each a folder with its queues, messages, routes,
-//!   handlers, jobs, store and streams, and the registry [`domains::ALL`].
+//!   handlers, jobs, store and streams, and the registry [`domains::ALL`]: AI tasks,
+//!   flash-sale orders, payments, search sync (materials and their index).
 //! - [`error`]: `ApiError`, the JSON error answer of every route.
 //! - [`app`]: the composition root, the only module that names every domain: topology,
 //!   workers, the router and the OpenAPI document, the `Application` (the server).

@@ -19,6 +19,10 @@ use std::collections::BTreeMap;
 
 use crate::config::{QueueOverride, QueueType, Settings};
 
+/// Batches one process handles at once on a queue with a batch handler, unless
+/// `[queues.<key>] in_flight` says otherwise.
+pub const DEFAULT_BATCHES_IN_FLIGHT: u16 = 2;
+
 /// A work queue consumers subscribe to.
 #[derive(Debug, PartialEq, Eq, Hash)]
 pub struct QueueSpec {
@@ -71,9 +75,11 @@ pub struct ResolvedQueue {
     pub retry: Vec<(Duration, String)>,
     pub prefetch: u16,
     pub max_attempts: u32,
-    /// For a batch handler: deliveries per batch and the wait for one to fill.
+    /// For a batch handler: deliveries per batch, the wait for one to fill, and how many
+    /// batches one process handles at once.
     pub batch: usize,
     pub linger: Duration,
+    pub in_flight: usize,
 }
 
 #[derive(Debug, Clone)]
@@ -188,6 +194,7 @@ impl Topology {
             max_attempts: over.max_attempts.unwrap_or(spec.default_max_attempts),
             batch: usize::from(over.batch.unwrap_or(spec.default_batch).max(1)),
             linger: Duration::from_millis(over.linger_ms.unwrap_or(spec.default_linger_ms)),
+            in_flight: usize::from(over.in_flight.unwrap_or(DEFAULT_BATCHES_IN_FLIGHT).max(1)),
         }
     }
 

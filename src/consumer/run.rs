@@ -5,10 +5,11 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use tokio::sync::Semaphore;
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
-use super::{BatchHandler, Deps, Handler, Worker, process_batch, process_one};
+use super::{Deps, Handler, Worker, process_batch, process_one};
 use crate::broker::{Delivery, QueueSpec, Subscription};
 
 /// Consumes `queue` with `handler` until `shutdown` is cancelled.
@@ -23,7 +24,8 @@ pub async fn run(
 
 /// Consumes `queue` with `worker` until `shutdown` is cancelled. A batch worker gets
 /// up to the queue's `batch` deliveries at once, gathered for at most its `linger` after
-/// the first (a quiet queue does not wait for a full batch).
+/// the first (a quiet queue does not wait for a full batch), and handles at most
+/// `in_flight` batches at a time.
 pub async fn serve(
     deps: Deps,
     queue: &'static QueueSpec,
@@ -31,34 +33,62 @@ pub async fn serve(
     shutdown: CancellationToken,
 ) -> anyhow::Result<()> {
     let resolved = deps.broker.topology().queue(queue);
-    let (max, linger) = match &worker {
-        Worker::One(_) => (1, Duration::ZERO),
-        Worker::Batch(_) => (resolved.batch.max(1), resolved.linger),
-    };
     let mut sub = deps.broker.subscribe(queue).await?;
-    tracing::info!(queue = queue.key, batch = max, "consumer started");
     let mut in_flight = JoinSet::new();
-    loop {
-        tokio::select! {
-            _ = shutdown.cancelled() => break,
-            delivery = sub.next() => {
-                let Some(first) = delivery else { break };
-                let (deps, worker) = (deps.clone(), worker.clone());
-                match worker {
-                    Worker::One(handler) => {
+    match worker {
+        Worker::One(handler) => {
+            tracing::info!(queue = queue.key, "consumer started");
+            loop {
+                tokio::select! {
+                    _ = shutdown.cancelled() => break,
+                    delivery = sub.next() => {
+                        let Some(delivery) = delivery else { break };
+                        let (deps, handler) = (deps.clone(), handler.clone());
                         in_flight.spawn(async move {
-                            let outcome = process_one(&deps, handler.as_ref(), first).await;
+                            let outcome = process_one(&deps, handler.as_ref(), delivery).await;
                             tracing::debug!(?outcome, "settled");
                         });
                     }
-                    Worker::Batch(handler) => {
-                        let batch = gather(sub.as_mut(), first, max, linger, &shutdown).await;
-                        spawn_batch(&mut in_flight, deps, handler, batch);
-                    }
+                    // Reap finished tasks so the set does not grow with every message.
+                    Some(_) = in_flight.join_next(), if !in_flight.is_empty() => {}
                 }
             }
-            // Reap finished tasks so the set does not grow with every message.
-            Some(_) = in_flight.join_next(), if !in_flight.is_empty() => {}
+        }
+        Worker::Batch(handler) => {
+            let (max, linger) = (resolved.batch, resolved.linger);
+            tracing::info!(
+                queue = queue.key,
+                batch = max,
+                in_flight = resolved.in_flight,
+                "batch consumer started"
+            );
+            let slots = Arc::new(Semaphore::new(resolved.in_flight));
+            loop {
+                // A free slot first: deliveries wait in the prefetch buffer meanwhile and
+                // fill the next batch.
+                let slot = tokio::select! {
+                    _ = shutdown.cancelled() => break,
+                    slot = slots.clone().acquire_owned() => match slot {
+                        Ok(s) => s,
+                        Err(_) => break,
+                    },
+                };
+                while in_flight.try_join_next().is_some() {}
+                let first = tokio::select! {
+                    _ = shutdown.cancelled() => break,
+                    delivery = sub.next() => match delivery {
+                        Some(d) => d,
+                        None => break,
+                    },
+                };
+                let batch = gather(sub.as_mut(), first, max, linger, &shutdown).await;
+                let (deps, handler) = (deps.clone(), handler.clone());
+                in_flight.spawn(async move {
+                    let outcomes = process_batch(&deps, handler.as_ref(), batch).await;
+                    tracing::debug!(?outcomes, "batch settled");
+                    drop(slot);
+                });
+            }
         }
     }
     sub.cancel().await;
@@ -101,16 +131,4 @@ async fn gather(
         }
     }
     batch
-}
-
-fn spawn_batch(
-    in_flight: &mut JoinSet<()>,
-    deps: Deps,
-    handler: Arc<dyn BatchHandler>,
-    batch: Vec<Delivery>,
-) {
-    in_flight.spawn(async move {
-        let outcomes = process_batch(&deps, handler.as_ref(), batch).await;
-        tracing::debug!(?outcomes, "batch settled");
-    });
 }

@@ -218,7 +218,7 @@ async fn materials_reach_the_index_and_owners_see_only_their_own(backend: Backen
     for query in [
         "cursor=abc",
         "cursor=99999999",
-        "kind=poem",
+        "kind=Po%20em",
         "limit=0",
         "owner=bob",
     ] {

@@ -10,9 +10,6 @@ use crate::domains::flash_sale::messages::publish_events;
 use crate::outbox::OutboxError;
 use crate::platform::Platform;
 
-/// Envelope kind of an apply message: `{"event": <inbox row id>}`.
-pub const APPLY_EVENT: &str = "payments.event.apply";
-
 pub struct ApplyHandler {
     pub platform: Platform,
 }

@@ -13,3 +13,6 @@ pub const PAYMENTS_APPLY: QueueSpec = QueueSpec {
 };
 
 pub const QUEUES: &[&QueueSpec] = &[&PAYMENTS_APPLY];
+
+/// Envelope kind of an apply message: `{"event": <inbox row id>}`.
+pub const APPLY_EVENT: &str = "payments.event.apply";

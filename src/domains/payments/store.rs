@@ -17,7 +17,7 @@ use sea_orm::{
 use serde_json::json;
 
 use super::entity::{event, payment};
-use super::handler::APPLY_EVENT;
+use super::queues::APPLY_EVENT;
 use super::queues::PAYMENTS_APPLY;
 use crate::broker::{Envelope, Target};
 use crate::domains::flash_sale::messages::OrderEvent;
