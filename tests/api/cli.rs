@@ -562,3 +562,66 @@ async fn payments_sign_prints_a_curl_the_webhook_accepts() {
     let platform = app.stop().await;
     env.cleanup(Some(&platform)).await;
 }
+
+/// `conveyor search reindex` rebuilds the index from the table: live rows indexed,
+/// deleted ones not, with a summary line (here on an embedded index in a directory).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn search_reindex_rebuilds_the_index_from_the_database() {
+    use conveyor::domains::search_sync::store;
+    use conveyor::search::SearchIndex as _;
+    use sea_orm::TransactionTrait as _;
+    let env = TestEnv::new(Backend::Embedded, "cli_search_reindex")
+        .await
+        .unwrap();
+    let platform = env.platform().await;
+    let txn = platform.db.begin().await.unwrap();
+    let mut ids = Vec::new();
+    for i in 0..5 {
+        let m = store::create(
+            &txn,
+            store::NewMaterial {
+                user_id: "ada".into(),
+                task_id: format!("task-{i}"),
+                kind: "copywriting".into(),
+                title: format!("reindexed {i}"),
+                content: "green tea".into(),
+            },
+        )
+        .await
+        .unwrap();
+        ids.push(m.id);
+    }
+    txn.commit().await.unwrap();
+    store::delete(&platform.db, "ada", &ids[0])
+        .await
+        .unwrap()
+        .unwrap();
+    let index_dir = env.dir.path().join("search");
+    let out = command(BIN, env.dir.path())
+        .args(["search", "reindex", "--batch", "2"])
+        .env("CONVEYOR__DATABASE__URL", &env.settings.database.url)
+        .env("CONVEYOR__SEARCH__PATH", index_dir.to_str().unwrap())
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(stdout.contains("5 copied"), "{stdout}");
+    let index = conveyor::search::embedded::EmbeddedIndex::open(Some(&index_dir)).unwrap();
+    let hits = index
+        .search(&conveyor::search::Query {
+            owner: "ada".into(),
+            text: "reindexed".into(),
+            kind: None,
+            offset: 0,
+            limit: 10,
+        })
+        .await
+        .unwrap();
+    assert_eq!(hits.total, 4, "the deleted one is not indexed: {hits:?}");
+    assert!(hits.hits.iter().all(|h| h.id != ids[0]));
+    env.cleanup(Some(&platform)).await;
+}
