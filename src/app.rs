@@ -99,6 +99,7 @@ pub async fn run_workers(
     });
     tasks.spawn(crate::housekeeping::run(
         platform.db.clone(),
+        platform.settings.consumer.fence_retention_days,
         shutdown.clone(),
     ));
     let mut first_error = None;

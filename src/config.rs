@@ -153,6 +153,8 @@ pub struct ConsumerSettings {
     pub shutdown_grace_ms: u64,
     pub db_fence: bool,
     pub fence_batch: usize,
+    /// Fence rows older than this are trimmed by housekeeping (see base.toml for the rule).
+    pub fence_retention_days: u32,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]

@@ -1,6 +1,9 @@
-//! Housekeeping: tables that only grow are trimmed once an hour. Idempotency keys are
-//! kept 48 hours (clients are promised at least 24); published outbox rows 7 days (for
-//! audits of what went out). Several processes may run it: deletes are idempotent.
+//! Housekeeping: tables that grow with traffic are trimmed once an hour, each kept as
+//! long as the guarantee it backs needs: idempotency keys 48 hours (clients are promised
+//! at least 24); published outbox rows 7 days (audits of what went out); the processed-
+//! message fence `consumer.fence_retention_days` (7: longer than any redelivery or replay
+//! window, see config/base.toml); WebSocket tickets an hour after they expired (they live
+//! 60 s and are single-use). Several processes may run it: deletes are idempotent.
 
 use std::time::Duration;
 
@@ -9,13 +12,28 @@ use sea_orm::{ColumnTrait, DatabaseConnection, EntityTrait, QueryFilter};
 use tokio_util::sync::CancellationToken;
 
 use crate::api::idempotency;
+use crate::consumer::fence_entity as fence;
+use crate::live::tickets::entity as tickets;
 use crate::outbox::entity as outbox;
 
 const EVERY: Duration = Duration::from_secs(3600);
 
-pub async fn run(db: DatabaseConnection, shutdown: CancellationToken) -> anyhow::Result<()> {
+/// Rows one round deleted, per table.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct Trimmed {
+    pub idempotency_keys: u64,
+    pub outbox_rows: u64,
+    pub fence_rows: u64,
+    pub tickets: u64,
+}
+
+pub async fn run(
+    db: DatabaseConnection,
+    fence_retention_days: u32,
+    shutdown: CancellationToken,
+) -> anyhow::Result<()> {
     loop {
-        if let Err(e) = once(&db).await {
+        if let Err(e) = once(&db, fence_retention_days).await {
             tracing::warn!(error = %e, "housekeeping round failed");
         }
         tokio::select! {
@@ -25,20 +43,36 @@ pub async fn run(db: DatabaseConnection, shutdown: CancellationToken) -> anyhow:
     }
 }
 
-/// One round; returns (idempotency keys, outbox rows) deleted.
-pub async fn once(db: &DatabaseConnection) -> Result<(u64, u64), sea_orm::DbErr> {
-    let keys = idempotency::purge_older_than(db, Utc::now() - chrono::Duration::hours(48)).await?;
-    let rows = outbox::Entity::delete_many()
-        .filter(outbox::Column::PublishedAt.lt(Utc::now() - chrono::Duration::days(7)))
-        .exec(db)
-        .await?
-        .rows_affected;
-    if keys + rows > 0 {
-        tracing::info!(
-            idempotency_keys = keys,
-            outbox_rows = rows,
-            "housekeeping trimmed old rows"
-        );
+/// One round.
+pub async fn once(
+    db: &DatabaseConnection,
+    fence_retention_days: u32,
+) -> Result<Trimmed, sea_orm::DbErr> {
+    let now = Utc::now();
+    let t = Trimmed {
+        idempotency_keys: idempotency::purge_older_than(db, now - chrono::Duration::hours(48))
+            .await?,
+        outbox_rows: outbox::Entity::delete_many()
+            .filter(outbox::Column::PublishedAt.lt(now - chrono::Duration::days(7)))
+            .exec(db)
+            .await?
+            .rows_affected,
+        fence_rows: fence::Entity::delete_many()
+            .filter(
+                fence::Column::ProcessedAt
+                    .lt(now - chrono::Duration::days(i64::from(fence_retention_days))),
+            )
+            .exec(db)
+            .await?
+            .rows_affected,
+        tickets: tickets::Entity::delete_many()
+            .filter(tickets::Column::ExpiresAt.lt(now - chrono::Duration::hours(1)))
+            .exec(db)
+            .await?
+            .rows_affected,
+    };
+    if t != Trimmed::default() {
+        tracing::info!(trimmed = ?t, "housekeeping trimmed old rows");
     }
-    Ok((keys, rows))
+    Ok(t)
 }

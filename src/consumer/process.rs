@@ -38,9 +38,14 @@ pub async fn process_one(deps: &Deps, handler: &dyn Handler, delivery: Delivery)
     let span = admitted.span();
     async move {
         let ctx = deps.context(admitted.delivery.queue);
-        let result = guarded(handler.handle(&ctx, &admitted.envelope))
-            .await
-            .unwrap_or_else(Err);
+        let claims = admitted.claim().into_iter().collect::<Vec<_>>();
+        let result = renewing(
+            deps,
+            &claims,
+            guarded(handler.handle(&ctx, &admitted.envelope)),
+        )
+        .await
+        .unwrap_or_else(Err);
         conclude(deps, Hooks::One(handler), &ctx, admitted, result).await
     }
     .instrument(span)
@@ -76,9 +81,14 @@ pub async fn process_batch(
         let ctx = deps.context(queue);
         let envelopes: Vec<Envelope> = admitted.iter().map(|(_, a)| a.envelope.clone()).collect();
         let span = tracing::info_span!("batch", queue = %queue.key, size = envelopes.len());
-        let results = match guarded(handler.handle_batch(&ctx, &envelopes))
-            .instrument(span)
-            .await
+        let claims: Vec<(&str, &str)> = admitted.iter().filter_map(|(_, a)| a.claim()).collect();
+        let results = match renewing(
+            deps,
+            &claims,
+            guarded(handler.handle_batch(&ctx, &envelopes)),
+        )
+        .instrument(span)
+        .await
         {
             Ok(r) if r.len() == envelopes.len() => r,
             Ok(r) => {
@@ -123,6 +133,34 @@ pub async fn process_batch(
         .collect()
 }
 
+/// Runs `f` (a handler) while renewing `claims` (message id, token) every third of the
+/// lease, so a handler that runs longer than the lease keeps its messages; when the
+/// process dies the renewals stop and the claims lapse within one lease.
+async fn renewing<F: std::future::Future>(deps: &Deps, claims: &[(&str, &str)], f: F) -> F::Output {
+    if claims.is_empty() {
+        return f.await;
+    }
+    let every = (deps.lease / 3).max(std::time::Duration::from_millis(10));
+    tokio::pin!(f);
+    loop {
+        tokio::select! {
+            out = &mut f => return out,
+            _ = tokio::time::sleep(every) => {
+                let renewals = claims.iter().map(|(id, token)| deps.dedupe.renew(id, token, deps.lease));
+                for (r, (id, _)) in futures::future::join_all(renewals).await.into_iter().zip(claims) {
+                    match r {
+                        Ok(true) => {}
+                        // Lapsed (a stall longer than the lease): another consumer may run it
+                        // too; the database fence and the handler's own guards decide.
+                        Ok(false) => tracing::warn!(id, "message claim lapsed while its handler ran"),
+                        Err(e) => tracing::warn!(id, error = %e, "renewing a message claim failed"),
+                    }
+                }
+            }
+        }
+    }
+}
+
 /// Runs a handler future, turning a panic into a transient failure (the message is
 /// retried; the process lives on).
 async fn guarded<T>(f: impl std::future::Future<Output = T>) -> Result<T, HandlerError> {
@@ -146,6 +184,13 @@ struct Admitted {
 }
 
 impl Admitted {
+    /// (message id, claim token), when the dedupe store gave a claim.
+    fn claim(&self) -> Option<(&str, &str)> {
+        self.token
+            .as_deref()
+            .map(|t| (self.envelope.id.as_str(), t))
+    }
+
     // The span instruments futures rather than being entered: an entered guard held
     // across awaits follows the task to other threads and corrupts the span stack
     // (seen as a tracing-subscriber panic, "tried to clone a span that already closed").

@@ -75,6 +75,18 @@ impl DedupeStore for EmbeddedDedupe {
         Ok(())
     }
 
+    async fn renew(&self, key: &str, token: &str, lease: Duration) -> Result<bool, DedupeError> {
+        let now = Instant::now();
+        let mut e = self.entries.lock().map_err(poisoned)?;
+        match e.map.get_mut(&self.key(key)) {
+            Some((v, exp)) if v == token && *exp > now => {
+                *exp = now + lease;
+                Ok(true)
+            }
+            _ => Ok(false),
+        }
+    }
+
     async fn release(&self, key: &str, token: &str) -> Result<(), DedupeError> {
         let mut e = self.entries.lock().map_err(poisoned)?;
         let key = self.key(key);

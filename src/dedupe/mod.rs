@@ -2,6 +2,11 @@
 //! Redis (`SET NX PX` with a lease) in production, an in-process map when embedded.
 //! It is only the fast path: the database fence (`processed_messages`) is the truth, so
 //! a lost key (eviction, failover) can never double an effect.
+//!
+//! Leases are short (`dedupe.lease_ms`, 10 s) and renewed by the consumer runtime every
+//! third of it while the handler runs: a long handler keeps its claim, and the claims of a
+//! consumer that died lapse within one lease, so its redelivered messages run again in
+//! seconds.
 
 pub mod embedded;
 pub mod redis;
@@ -35,6 +40,9 @@ pub trait DedupeStore: Send + Sync + 'static {
     async fn claim(&self, key: &str, lease: Duration) -> Result<(Claim, String), DedupeError>;
     /// Marks `key` processed for `ttl`.
     async fn complete(&self, key: &str, ttl: Duration) -> Result<(), DedupeError>;
+    /// Extends our lease on `key` to `lease` from now, while its handler runs; `false` when
+    /// the lease is no longer ours (it lapsed and another consumer took it, or it is done).
+    async fn renew(&self, key: &str, token: &str, lease: Duration) -> Result<bool, DedupeError>;
     /// Drops our lease (after a failure) so a retry can claim it; another holder's lease is kept.
     async fn release(&self, key: &str, token: &str) -> Result<(), DedupeError>;
     /// Forgets `key` whatever its state (tests, and operators replaying a message).

@@ -1,5 +1,5 @@
-//! Redis dedupe store: `SET key token NX PX lease` claims, `done` marks, compare-and-delete
-//! releases, all on one auto-reconnecting multiplexed connection.
+//! Redis dedupe store: `SET key token NX PX lease` claims, compare-and-`PEXPIRE` renewals,
+//! `done` marks, compare-and-delete releases, all on one auto-reconnecting multiplexed connection.
 
 use std::time::Duration;
 
@@ -12,6 +12,11 @@ use super::{Claim, DONE, DedupeError, DedupeStore};
 const CLAIM: &str = r"
 if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then return 'acquired' end
 return redis.call('GET', KEYS[1])
+";
+/// Extends the lease only if we still hold it.
+const RENEW: &str = r"
+if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('PEXPIRE', KEYS[1], ARGV[2]) end
+return 0
 ";
 /// Deletes the key only if we still hold it.
 const RELEASE: &str = r"
@@ -41,6 +46,7 @@ pub struct RedisDedupe {
     conn: ConnectionManager,
     prefix: String,
     claim: redis::Script,
+    renew: redis::Script,
     release: redis::Script,
 }
 
@@ -55,6 +61,7 @@ impl RedisDedupe {
             conn,
             prefix: format!("{prefix}:msg:"),
             claim: redis::Script::new(CLAIM),
+            renew: redis::Script::new(RENEW),
             release: redis::Script::new(RELEASE),
         })
     }
@@ -95,6 +102,18 @@ impl DedupeStore for RedisDedupe {
             .arg(ttl.as_millis() as u64)
             .query_async::<()>(&mut conn)
             .await
+            .map_err(unavailable)
+    }
+
+    async fn renew(&self, key: &str, token: &str, lease: Duration) -> Result<bool, DedupeError> {
+        let mut conn = self.conn.clone();
+        self.renew
+            .key(self.key(key))
+            .arg(token)
+            .arg(lease.as_millis() as u64)
+            .invoke_async::<i64>(&mut conn)
+            .await
+            .map(|n| n == 1)
             .map_err(unavailable)
     }
 

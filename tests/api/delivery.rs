@@ -32,6 +32,7 @@ on_every_backend!(
     unfinished_work_is_handed_back_at_shutdown,
     redeclaring_the_topology_is_harmless,
     a_batch_settles_each_message_on_its_own,
+    a_running_handler_keeps_its_claim_and_a_dead_ones_claim_lapses,
 );
 
 async fn publish(platform: &conveyor::app::Platform, payload: serde_json::Value) -> Envelope {
@@ -578,6 +579,68 @@ async fn a_batch_settles_each_message_on_its_own(backend: Backend) {
         .await
         .unwrap();
     assert_eq!(dead.len(), 2, "{dead:?}");
+    sub.cancel().await;
+    env.cleanup(Some(&platform)).await;
+}
+
+/// Sleeps, then succeeds.
+struct Slow(Duration);
+
+#[async_trait::async_trait]
+impl consumer::Handler for Slow {
+    async fn handle(&self, _ctx: &Context, _msg: &Envelope) -> Result<(), HandlerError> {
+        tokio::time::sleep(self.0).await;
+        Ok(())
+    }
+}
+
+/// Claims are short and renewed while their handler runs: a handler four leases long
+/// keeps its message to itself, while the claim of a consumer that died (never renewed)
+/// lapses within one lease, so the message can run again in seconds, not minutes.
+async fn a_running_handler_keeps_its_claim_and_a_dead_ones_claim_lapses(backend: Backend) {
+    let Some(mut env) = TestEnv::new(backend, "claims_renewed").await else {
+        return;
+    };
+    env.settings.dedupe.lease_ms = 300;
+    let platform = env.platform().await;
+    let deps = platform.consumer_deps();
+    let lease = deps.lease;
+    let msg = publish(&platform, json!({})).await;
+    let mut sub = platform.broker.subscribe(&AI_SHORT).await.unwrap();
+    let d = tokio::time::timeout(WAIT, sub.next())
+        .await
+        .unwrap()
+        .unwrap();
+    let running = {
+        let deps = deps.clone();
+        tokio::spawn(async move { process_one(&deps, &Slow(Duration::from_millis(1200)), d).await })
+    };
+    for _ in 0..3 {
+        tokio::time::sleep(Duration::from_millis(250)).await;
+        let (claim, _) = platform.dedupe.claim(&msg.id, lease).await.unwrap();
+        assert_eq!(
+            claim,
+            conveyor::dedupe::Claim::InProgress,
+            "renewed while the handler runs"
+        );
+    }
+    assert_eq!(running.await.unwrap(), Outcome::Acked);
+    let (claim, _) = platform.dedupe.claim(&msg.id, lease).await.unwrap();
+    assert_eq!(claim, conveyor::dedupe::Claim::Done);
+
+    // A consumer that claimed and died: nobody renews, the claim lapses within a lease.
+    let orphan = "claimed-by-a-dead-consumer";
+    let (first, _) = platform.dedupe.claim(orphan, lease).await.unwrap();
+    assert_eq!(first, conveyor::dedupe::Claim::Acquired);
+    let (again, _) = platform.dedupe.claim(orphan, lease).await.unwrap();
+    assert_eq!(again, conveyor::dedupe::Claim::InProgress);
+    tokio::time::sleep(lease + Duration::from_millis(100)).await;
+    let (after, _) = platform.dedupe.claim(orphan, lease).await.unwrap();
+    assert_eq!(
+        after,
+        conveyor::dedupe::Claim::Acquired,
+        "lapsed after one lease"
+    );
     sub.cancel().await;
     env.cleanup(Some(&platform)).await;
 }

@@ -203,8 +203,48 @@ async fn housekeeping_trims_only_old_rows(backend: Backend) {
         .await
         .unwrap();
 
-    let (keys, outbox_rows) = conveyor::housekeeping::once(&platform.db).await.unwrap();
-    assert_eq!((keys, outbox_rows), (1, 1));
+    // Fence rows and WebSocket tickets, one past its retention and one within it each.
+    for (id, age) in [("fenced-long-ago", 8), ("fenced-yesterday", 1)] {
+        conveyor::consumer::fence_entity::ActiveModel {
+            message_id: Set(id.into()),
+            queue: Set("ai.short".into()),
+            processed_at: Set(chrono::Utc::now() - chrono::Duration::days(age)),
+        }
+        .insert(&platform.db)
+        .await
+        .unwrap();
+    }
+    let (user, _) = conveyor::users::create(&platform.db, "ticket holder", 0, false)
+        .await
+        .unwrap();
+    for (hash, age) in [("expired-ticket", 2), ("live-ticket", 0)] {
+        conveyor::live::tickets::entity::ActiveModel {
+            ticket_hash: Set(hash.into()),
+            user_id: Set(user.id.clone()),
+            expires_at: Set(chrono::Utc::now() - chrono::Duration::hours(age)),
+            used_at: Set(None),
+        }
+        .insert(&platform.db)
+        .await
+        .unwrap();
+    }
+
+    let trimmed = conveyor::housekeeping::once(&platform.db, 7).await.unwrap();
+    assert_eq!(
+        (
+            trimmed.idempotency_keys,
+            trimmed.outbox_rows,
+            trimmed.fence_rows,
+            trimmed.tickets
+        ),
+        (1, 1, 1, 1)
+    );
+    let fence = conveyor::consumer::fence_entity::Entity::find()
+        .all(&platform.db)
+        .await
+        .unwrap();
+    assert_eq!(fence.len(), 1);
+    assert_eq!(fence[0].message_id, "fenced-yesterday");
     assert_eq!(entity::Entity::find().count(&platform.db).await.unwrap(), 2);
     let left = conveyor::api::idempotency::entity::Entity::find()
         .all(&platform.db)
