@@ -625,3 +625,100 @@ async fn search_reindex_rebuilds_the_index_from_the_database() {
     assert!(hits.hits.iter().all(|h| h.id != ids[0]));
     env.cleanup(Some(&platform)).await;
 }
+
+/// Recovery in seconds (issue 16): a consumer process killed with SIGKILL while it holds
+/// dozens of running tasks; a second consumer finishes every one of them, each once, within
+/// 10 s of the kill plus their own run time. The lease settings are the defaults of
+/// config/base.toml (the test overlay's are shorter), so this bounds what users get.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_consumer_killed_mid_work_is_recovered_in_seconds() {
+    use sea_orm::{ColumnTrait as _, PaginatorTrait as _, QueryFilter as _};
+    let Some(mut env) = TestEnv::new(Backend::RabbitPostgres, "kill9_recovery").await else {
+        return;
+    };
+    // The defaults users run with.
+    let defaults = [
+        ("CONVEYOR__DEDUPE__LEASE_MS", "10000"),
+        ("CONVEYOR__AI__HEARTBEAT_MS", "1000"),
+        ("CONVEYOR__AI__STALE_AFTER_MS", "5000"),
+        ("CONVEYOR__AI__REAPER_INTERVAL_MS", "1000"),
+        ("CONVEYOR__BROKER__RETRY_TIERS_MS", "1000,5000,30000"),
+    ];
+    env.settings.dedupe.lease_ms = 10_000;
+    let app = crate::helpers::spawn_app(&env).await;
+    let consumer = |env: &TestEnv| {
+        let mut cmd = command(BIN, env.dir.path());
+        cmd.args(["consume", "ai"])
+            .env("CONVEYOR__BROKER__KIND", "rabbitmq")
+            .env("CONVEYOR__BROKER__URL", &env.settings.broker.url)
+            .env(
+                "CONVEYOR__BROKER__NAMESPACE",
+                &env.settings.broker.namespace,
+            )
+            .env("CONVEYOR__DEDUPE__KIND", "redis")
+            .env("CONVEYOR__DEDUPE__URL", &env.settings.dedupe.url)
+            .env(
+                "CONVEYOR__DEDUPE__KEY_PREFIX",
+                &env.settings.dedupe.key_prefix,
+            )
+            .env("CONVEYOR__DATABASE__URL", &env.settings.database.url)
+            .env("RUST_LOG", "warn")
+            .stdout(Stdio::null())
+            .stderr(Stdio::null());
+        for (k, v) in defaults {
+            cmd.env(k, v);
+        }
+        cmd.spawn().map(Running).unwrap()
+    };
+    let mut first = consumer(&env);
+    let (user, key) = app.user("writer", 1000).await;
+    let n = 60;
+    let run_ms = 2000;
+    for i in 0..n {
+        let r = app
+            .submit(
+                &key,
+                serde_json::json!({ "kind": "copywriting", "prompt": format!("task {i}"),
+                                    "params": { "simulate": { "step_ms": run_ms } } }),
+            )
+            .await;
+        assert_eq!(r.status(), 202);
+    }
+    use conveyor::domains::ai_tasks::entity::task;
+    use conveyor::domains::ai_tasks::kinds::Status;
+    let count = |status: Status| {
+        task::Entity::find()
+            .filter(task::Column::Status.eq(status))
+            .count(&app.platform.db)
+    };
+    crate::helpers::wait_until(Duration::from_secs(30), "tasks running", || async {
+        count(Status::Processing).await.unwrap() >= 20
+    })
+    .await;
+    let in_flight = count(Status::Processing).await.unwrap();
+    first.kill().unwrap();
+    first.wait().unwrap();
+    let killed = Instant::now();
+    let _second = consumer(&env);
+    crate::helpers::wait_until(Duration::from_secs(60), "every task finished", || async {
+        count(Status::Success).await.unwrap() == n
+    })
+    .await;
+    let took = killed.elapsed();
+    eprintln!("kill -9 with {in_flight} tasks running: all {n} done {took:?} after the kill");
+    // The tasks still to run after the kill need about (n / 32 + 1) waves of run_ms.
+    let bound = Duration::from_secs(10) + Duration::from_millis(run_ms * 3);
+    assert!(took <= bound, "recovered in {took:?}, bound {bound:?}");
+    // Each once: one material per task, the credits consumed once.
+    use conveyor::domains::ai_tasks::entity::material;
+    assert_eq!(
+        material::Entity::find()
+            .count(&app.platform.db)
+            .await
+            .unwrap(),
+        n
+    );
+    assert_eq!(app.credits(&user.id).await, 1000 - n as i64);
+    let platform = app.stop().await;
+    env.cleanup(Some(&platform)).await;
+}
