@@ -155,6 +155,9 @@ pub struct ConsumerSettings {
     pub fence_batch: usize,
     /// Fence rows older than this are trimmed by housekeeping (see base.toml for the rule).
     pub fence_retention_days: u32,
+    /// A message redelivered this many times after its consumer died is dead-lettered
+    /// with reason `crash_loop`; 0 turns the quarantine off.
+    pub crash_loop_after: u32,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]

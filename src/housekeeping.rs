@@ -2,8 +2,8 @@
 //! long as the guarantee it backs needs: idempotency keys 48 hours (clients are promised
 //! at least 24); published outbox rows 7 days (audits of what went out); the processed-
 //! message fence `consumer.fence_retention_days` (7: longer than any redelivery or replay
-//! window, see config/base.toml); WebSocket tickets an hour after they expired (they live
-//! 60 s and are single-use). Several processes may run it: deletes are idempotent.
+//! window, see config/base.toml), and the crash-loop counters as long; WebSocket tickets
+//! an hour after they expired (they live 60 s and are single-use). Several processes may run it: deletes are idempotent.
 
 use std::time::Duration;
 
@@ -12,6 +12,7 @@ use sea_orm::{ColumnTrait, DatabaseConnection, EntityTrait, QueryFilter};
 use tokio_util::sync::CancellationToken;
 
 use crate::api::idempotency;
+use crate::consumer::deaths::entity as deaths;
 use crate::consumer::fence_entity as fence;
 use crate::live::tickets::entity as tickets;
 use crate::outbox::entity as outbox;
@@ -25,6 +26,7 @@ pub struct Trimmed {
     pub outbox_rows: u64,
     pub fence_rows: u64,
     pub tickets: u64,
+    pub death_counters: u64,
 }
 
 pub async fn run(
@@ -60,6 +62,14 @@ pub async fn once(
         fence_rows: fence::Entity::delete_many()
             .filter(
                 fence::Column::ProcessedAt
+                    .lt(now - chrono::Duration::days(i64::from(fence_retention_days))),
+            )
+            .exec(db)
+            .await?
+            .rows_affected,
+        death_counters: deaths::Entity::delete_many()
+            .filter(
+                deaths::Column::UpdatedAt
                     .lt(now - chrono::Duration::days(i64::from(fence_retention_days))),
             )
             .exec(db)

@@ -93,6 +93,7 @@ impl Platform {
             done_ttl: Duration::from_secs(self.settings.dedupe.done_ttl_secs),
             max_payload_bytes: self.settings.broker.max_payload_bytes,
             shutdown_grace: Duration::from_millis(self.settings.consumer.shutdown_grace_ms),
+            crash_loop_after: self.settings.consumer.crash_loop_after,
         }
     }
 

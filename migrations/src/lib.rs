@@ -13,6 +13,7 @@ mod m20261203_000006_flash_sale;
 mod m20261203_000007_payments;
 mod m20261203_000008_payment_effects;
 mod m20261203_000009_material_search;
+mod m20261203_000010_message_deaths;
 
 pub struct Migrator;
 
@@ -29,6 +30,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261203_000007_payments::Migration),
             Box::new(m20261203_000008_payment_effects::Migration),
             Box::new(m20261203_000009_material_search::Migration),
+            Box::new(m20261203_000010_message_deaths::Migration),
         ]
     }
 }

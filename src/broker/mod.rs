@@ -45,6 +45,9 @@ pub enum DeadReason {
     Permanent,
     /// Every allowed attempt failed transiently.
     Exhausted,
+    /// Its consumers kept dying while handling it (an abort, OOM or native crash: not a
+    /// Rust panic, which is caught): quarantined so healthy traffic keeps flowing.
+    CrashLoop,
 }
 
 impl DeadReason {
@@ -53,6 +56,7 @@ impl DeadReason {
             DeadReason::Malformed => "malformed",
             DeadReason::Permanent => "permanent",
             DeadReason::Exhausted => "exhausted",
+            DeadReason::CrashLoop => "crash_loop",
         }
     }
 }

@@ -18,7 +18,7 @@ pub enum DeadLettersCommand {
         /// dead, replayed or discarded.
         #[arg(long)]
         status: Option<String>,
-        /// malformed, permanent or exhausted.
+        /// malformed, permanent, exhausted or crash_loop.
         #[arg(long)]
         reason: Option<String>,
         #[arg(long, default_value_t = 20)]

@@ -6,8 +6,10 @@
 //!   [`process::process_batch`] a batch of them for a [`BatchHandler`];
 //! - [`run::run`] is the loop around them (one task per delivery, or per batch of up to
 //!   `batch` deliveries gathered for at most `linger_ms`);
-//! - [`fence`] is the database truth of "already processed", written in batches.
+//! - [`fence`] is the database truth of "already processed", written in batches;
+//! - [`deaths`] counts redeliveries per message id for the crash-loop quarantine.
 
+pub mod deaths;
 pub mod fence;
 pub mod fence_entity;
 pub mod process;
@@ -131,6 +133,8 @@ pub struct Deps {
     pub done_ttl: Duration,
     pub max_payload_bytes: usize,
     pub shutdown_grace: Duration,
+    /// Redeliveries after which a message is quarantined (`crash_loop`); 0 = never.
+    pub crash_loop_after: u32,
 }
 
 impl Deps {

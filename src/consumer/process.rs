@@ -33,6 +33,19 @@ pub enum Outcome {
 pub async fn process_one(deps: &Deps, handler: &dyn Handler, delivery: Delivery) -> Outcome {
     let admitted = match admit(deps, delivery).await {
         Admission::Run(a) => a,
+        Admission::Quarantine(a, deaths) => {
+            let span = a.span();
+            let ctx = deps.context(a.delivery.queue);
+            return conclude(
+                deps,
+                Hooks::One(handler),
+                &ctx,
+                a,
+                Ending::Quarantined(deaths),
+            )
+            .instrument(span)
+            .await;
+        }
         Admission::Settled(outcome) => return outcome,
     };
     let span = admitted.span();
@@ -46,7 +59,7 @@ pub async fn process_one(deps: &Deps, handler: &dyn Handler, delivery: Delivery)
         )
         .await
         .unwrap_or_else(Err);
-        conclude(deps, Hooks::One(handler), &ctx, admitted, result).await
+        conclude(deps, Hooks::One(handler), &ctx, admitted, result.into()).await
     }
     .instrument(span)
     .await
@@ -68,13 +81,34 @@ pub async fn process_batch(
         futures::future::join_all(deliveries.into_iter().map(|d| admit(deps, d))).await;
     let mut outcomes: Vec<Option<Outcome>> = Vec::with_capacity(admissions.len());
     let mut admitted = Vec::new();
+    let mut quarantined = Vec::new();
     for (i, a) in admissions.into_iter().enumerate() {
         match a {
             Admission::Run(a) => {
                 outcomes.push(None);
                 admitted.push((i, a));
             }
+            Admission::Quarantine(a, deaths) => {
+                outcomes.push(None);
+                quarantined.push((i, a, deaths));
+            }
             Admission::Settled(o) => outcomes.push(Some(o)),
+        }
+    }
+    if !quarantined.is_empty() {
+        let ctx = deps.context(queue);
+        for (i, a, deaths) in quarantined {
+            let span = a.span();
+            let o = conclude(
+                deps,
+                Hooks::Batch(handler),
+                &ctx,
+                a,
+                Ending::Quarantined(deaths),
+            )
+            .instrument(span)
+            .await;
+            outcomes[i] = Some(o);
         }
     }
     if !admitted.is_empty() {
@@ -117,7 +151,7 @@ pub async fn process_batch(
                 async move {
                     (
                         i,
-                        conclude(deps, Hooks::Batch(handler), ctx, a, result).await,
+                        conclude(deps, Hooks::Batch(handler), ctx, a, result.into()).await,
                     )
                 }
                 .instrument(span)
@@ -202,8 +236,23 @@ impl Admitted {
 
 enum Admission {
     Run(Admitted),
+    /// Redelivered after its consumer died this many times: dead-letter, do not run.
+    Quarantine(Admitted, u32),
     /// Settled without running (malformed, duplicate, busy, or handed back).
     Settled(Outcome),
+}
+
+/// How a delivery's handling ended.
+enum Ending {
+    Handled(Result<(), HandlerError>),
+    /// Not run: its consumers died with it this many times (crash loop).
+    Quarantined(u32),
+}
+
+impl From<Result<(), HandlerError>> for Ending {
+    fn from(r: Result<(), HandlerError>) -> Self {
+        Ending::Handled(r)
+    }
 }
 
 /// Whose failure hook to call.
@@ -252,6 +301,31 @@ async fn admit(deps: &Deps, delivery: Delivery) -> Admission {
         }
     };
     let id = envelope.id.as_str();
+    // Before the claim: a crash leaves the dead consumer's claim behind, and the message
+    // must be counted each time it comes back, claimable or not.
+    if delivery.redelivered && deps.crash_loop_after > 0 {
+        match super::deaths::record(&deps.db, id, queue.spec.key).await {
+            Ok(deaths) if deaths >= deps.crash_loop_after => {
+                tracing::warn!(
+                    id,
+                    deaths,
+                    "message keeps killing its consumers: quarantined"
+                );
+                return Admission::Quarantine(
+                    Admitted {
+                        delivery,
+                        queue,
+                        envelope,
+                        token: None,
+                    },
+                    deaths,
+                );
+            }
+            Ok(_) => {}
+            // Counting is best effort; the message itself is not at risk.
+            Err(e) => tracing::warn!(id, error = %e, "counting a redelivery failed"),
+        }
+    }
     let token = match deps.dedupe.claim(id, deps.lease).await {
         Ok((Claim::Done, _)) => {
             return Admission::Settled(settle_ack(delivery, Outcome::Duplicate).await);
@@ -302,7 +376,7 @@ async fn conclude(
     hooks: Hooks<'_>,
     ctx: &Context,
     admitted: Admitted,
-    result: Result<(), HandlerError>,
+    ending: Ending,
 ) -> Outcome {
     let Admitted {
         delivery,
@@ -311,6 +385,30 @@ async fn conclude(
         token,
     } = admitted;
     let id = envelope.id.as_str();
+    let result = match ending {
+        Ending::Handled(r) => r,
+        Ending::Quarantined(deaths) => {
+            let error = format!(
+                "its consumer died {deaths} times while holding it (abort, OOM or crash); quarantined"
+            );
+            let fate = Fate::DeadLetter {
+                reason: DeadReason::CrashLoop,
+                error: error.clone(),
+            };
+            if let Err(hook) = hooks.on_failure(ctx, &envelope, &fate).await {
+                delivery.requeue();
+                return Outcome::Unsettled(format!("failure hook: {hook}"));
+            }
+            let info = DeadLetterInfo {
+                reason: DeadReason::CrashLoop,
+                origin_queue: queue.name.clone(),
+                attempts: envelope.attempt + 1,
+                last_error: error.clone(),
+            };
+            let failed = envelope.with_failure(&queue.name, &error);
+            return dead_letter_envelope(deps, delivery, &failed, info).await;
+        }
+    };
     match result {
         Ok(()) => {
             let marked = match &deps.fence {

@@ -11,7 +11,7 @@ pub struct Model {
     /// The work queue's key (`ai.short`).
     pub queue: String,
     pub kind: String,
-    /// `malformed`, `permanent` or `exhausted`.
+    /// `malformed`, `permanent`, `exhausted` or `crash_loop`.
     pub reason: String,
     pub attempts: i32,
     #[sea_orm(column_type = "Text")]

@@ -146,7 +146,7 @@ pub(crate) struct ListQuery {
     queue: Option<String>,
     #[param(value_type = Option<Status>)]
     status: Option<String>,
-    /// malformed, permanent or exhausted.
+    /// malformed, permanent, exhausted or crash_loop.
     reason: Option<String>,
     /// `next_cursor` of the previous page.
     #[param(pattern = "^[0-9]{1,18}$")]

@@ -33,6 +33,7 @@ on_every_backend!(
     redeclaring_the_topology_is_harmless,
     a_batch_settles_each_message_on_its_own,
     a_running_handler_keeps_its_claim_and_a_dead_ones_claim_lapses,
+    a_message_that_keeps_killing_its_consumer_is_quarantined,
 );
 
 async fn publish(platform: &conveyor::app::Platform, payload: serde_json::Value) -> Envelope {
@@ -641,6 +642,75 @@ async fn a_running_handler_keeps_its_claim_and_a_dead_ones_claim_lapses(backend:
         conveyor::dedupe::Claim::Acquired,
         "lapsed after one lease"
     );
+    sub.cancel().await;
+    env.cleanup(Some(&platform)).await;
+}
+
+/// A message whose consumer dies while handling it (here: the handling task is aborted
+/// mid-handler, the delivery dropped unsettled, as a killed process leaves it) comes back
+/// marked redelivered; at `consumer.crash_loop_after` such returns it is dead-lettered
+/// with reason `crash_loop` instead of being handed to a consumer again, and healthy
+/// messages keep flowing.
+async fn a_message_that_keeps_killing_its_consumer_is_quarantined(backend: Backend) {
+    let Some(mut env) = TestEnv::new(backend, "crash_loop").await else {
+        return;
+    };
+    env.settings.consumer.crash_loop_after = 3;
+    env.settings.dedupe.lease_ms = 150;
+    let platform = env.platform().await;
+    let deps = platform.consumer_deps();
+    let poison = publish(&platform, json!({ "poison": true })).await;
+    let mut sub = platform.broker.subscribe(&AI_SHORT).await.unwrap();
+    let mut outcomes = Vec::new();
+    let mut deliveries = 0;
+    loop {
+        let d = tokio::time::timeout(WAIT, sub.next())
+            .await
+            .unwrap()
+            .unwrap();
+        deliveries += 1;
+        assert!(deliveries < 60, "never quarantined: {outcomes:?}");
+        let task = {
+            let deps = deps.clone();
+            tokio::spawn(
+                async move { process_one(&deps, &Slow(Duration::from_secs(3600)), d).await },
+            )
+        };
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        if task.is_finished() {
+            let outcome = task.await.unwrap();
+            let done = outcome == Outcome::DeadLettered(conveyor::broker::DeadReason::CrashLoop);
+            outcomes.push(outcome);
+            if done {
+                break;
+            }
+        } else {
+            // The consumer "dies" holding the message.
+            task.abort();
+            let _ = task.await;
+            outcomes.push(Outcome::Unsettled("killed".into()));
+        }
+    }
+    let killed = outcomes
+        .iter()
+        .filter(|o| matches!(o, Outcome::Unsettled(_)))
+        .count();
+    assert_eq!(killed, 3, "three deaths, then quarantined: {outcomes:?}");
+    let dead = dead_letters::list(&platform.db, Some("ai.short"), 10)
+        .await
+        .unwrap();
+    assert_eq!(dead.len(), 1);
+    assert_eq!(dead[0].reason, "crash_loop");
+    assert_eq!(dead[0].message_id, poison.id);
+    // Healthy traffic is not held up by it.
+    let healthy = publish(&platform, json!({})).await;
+    let d = tokio::time::timeout(WAIT, sub.next())
+        .await
+        .unwrap()
+        .unwrap();
+    let handler = TestHandler(Arc::new(Recorder::default()));
+    assert_eq!(process_one(&deps, &handler, d).await, Outcome::Acked);
+    assert_eq!(handler.0.effects_of(&healthy.id), 1);
     sub.cancel().await;
     env.cleanup(Some(&platform)).await;
 }

@@ -229,15 +229,27 @@ async fn housekeeping_trims_only_old_rows(backend: Backend) {
         .unwrap();
     }
 
+    for (id, age) in [("died-long-ago", 8), ("died-today", 0)] {
+        conveyor::consumer::deaths::entity::ActiveModel {
+            message_id: Set(id.into()),
+            queue: Set("ai.short".into()),
+            deaths: Set(1),
+            updated_at: Set(chrono::Utc::now() - chrono::Duration::days(age)),
+        }
+        .insert(&platform.db)
+        .await
+        .unwrap();
+    }
     let trimmed = conveyor::housekeeping::once(&platform.db, 7).await.unwrap();
     assert_eq!(
         (
             trimmed.idempotency_keys,
             trimmed.outbox_rows,
             trimmed.fence_rows,
-            trimmed.tickets
+            trimmed.tickets,
+            trimmed.death_counters
         ),
-        (1, 1, 1, 1)
+        (1, 1, 1, 1, 1)
     );
     let fence = conveyor::consumer::fence_entity::Entity::find()
         .all(&platform.db)
