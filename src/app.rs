@@ -79,6 +79,21 @@ pub async fn run_workers(
     let serving = domains
         .iter()
         .filter(|d| d.queues.iter().any(|q| wanted(q.group)));
+    // The DLQ keeper of the queues this process consumes.
+    let kept: Vec<_> = domains
+        .iter()
+        .flat_map(|d| d.queues.iter().copied())
+        .filter(|q| wanted(q.group))
+        .collect();
+    if !kept.is_empty() {
+        tasks.spawn(dead_letters::keeper::run(
+            platform.db.clone(),
+            platform.broker.clone(),
+            kept,
+            Duration::from_millis(platform.settings.dead_letters.keeper_interval_ms),
+            shutdown.clone(),
+        ));
+    }
     for domain in serving {
         for (queue, handler) in (domain.handlers)(platform)
             .await

@@ -177,6 +177,8 @@ pub struct DeadLetterSettings {
     /// Replays per second, per process (API or CLI), so replaying a large backlog
     /// cannot flood the work queues it returns to.
     pub replay_per_second: u32,
+    /// How often consumer processes drain their queues' DLQs into the table.
+    pub keeper_interval_ms: u64,
 }
 
 /// `[queues.<key>]`: per-queue concurrency and attempt limits.

@@ -424,6 +424,53 @@ impl Broker for EmbeddedBroker {
         }))
     }
 
+    async fn drain_dead(
+        &self,
+        queue: &'static QueueSpec,
+        max: usize,
+        keep: &super::KeepDead,
+    ) -> Result<usize, BrokerError> {
+        // DLQs live only in the store (nothing consumes them in memory).
+        let dlq = self.inner.topology.queue(queue).dlq;
+        let rows = self
+            .inner
+            .db
+            .query_all_raw(Statement::from_sql_and_values(
+                self.inner.db.get_database_backend(),
+                "SELECT id, body, headers FROM messages WHERE queue = ? ORDER BY id LIMIT ?",
+                [Value::from(dlq.as_str()), Value::from(max as i64)],
+            ))
+            .await
+            .map_err(store_err)?;
+        let mut taken = 0;
+        for row in rows {
+            let id: i64 = row.try_get("", "id").map_err(store_err)?;
+            let body: Vec<u8> = row.try_get("", "body").map_err(store_err)?;
+            let headers: Option<String> = row.try_get("", "headers").map_err(store_err)?;
+            let reason = headers
+                .as_deref()
+                .and_then(|h| serde_json::from_str::<serde_json::Value>(h).ok())
+                .and_then(|h| h["reason"].as_str().map(str::to_owned));
+            let copy = super::DeadCopy {
+                body,
+                conveyor_reason: reason,
+                broker_reason: None,
+                broker_queue: None,
+                broker_count: 0,
+            };
+            if let Err(e) = keep(copy).await {
+                tracing::warn!(queue = %dlq, error = %e, "dead letter kept in its DLQ for now");
+                break;
+            }
+            self.inner
+                .writer
+                .send(Op::Delete(id))
+                .map_err(|_| BrokerError::Store("writer stopped".into()))?;
+            taken += 1;
+        }
+        Ok(taken)
+    }
+
     async fn depth(&self, queue_name: &str) -> Result<u64, BrokerError> {
         if let Some(q) = self.inner.queue_state(queue_name) {
             let st = q.state.lock().map_err(store_err)?;

@@ -48,6 +48,9 @@ pub enum DeadReason {
     /// Its consumers kept dying while handling it (an abort, OOM or native crash: not a
     /// Rust panic, which is caught): quarantined so healthy traffic keeps flowing.
     CrashLoop,
+    /// The broker dead-lettered it on its own (a reject by a foreign consumer, a TTL, a
+    /// length limit, a quorum queue's delivery limit); found by the DLQ keeper.
+    Broker,
 }
 
 impl DeadReason {
@@ -57,7 +60,20 @@ impl DeadReason {
             DeadReason::Permanent => "permanent",
             DeadReason::Exhausted => "exhausted",
             DeadReason::CrashLoop => "crash_loop",
+            DeadReason::Broker => "broker",
         }
+    }
+
+    pub fn parse(s: &str) -> Option<DeadReason> {
+        [
+            DeadReason::Malformed,
+            DeadReason::Permanent,
+            DeadReason::Exhausted,
+            DeadReason::CrashLoop,
+            DeadReason::Broker,
+        ]
+        .into_iter()
+        .find(|r| r.as_str() == s)
     }
 }
 
@@ -120,6 +136,16 @@ pub trait Broker: Send + Sync + 'static {
     /// Messages ready in the named queue (work queue, retry tier or DLQ).
     async fn depth(&self, queue_name: &str) -> Result<u64, BrokerError>;
 
+    /// Takes up to `max` messages out of `queue`'s dead-letter queue: each is shown to
+    /// `keep` and removed from the DLQ only once `keep` answered `Ok` (an `Err` puts it
+    /// back and ends the round). Returns how many were removed.
+    async fn drain_dead(
+        &self,
+        queue: &'static QueueSpec,
+        max: usize,
+        keep: &KeepDead,
+    ) -> Result<usize, BrokerError>;
+
     /// A cheap liveness round trip, for readiness checks.
     async fn ping(&self) -> Result<(), BrokerError>;
 
@@ -138,6 +164,23 @@ impl dyn Broker {
         self.publish_batch(&[Outgoing::new(target, envelope, limit)?])
             .await
     }
+}
+
+/// What a DLQ drain does with each message (see [`Broker::drain_dead`]).
+pub type KeepDead =
+    dyn Fn(DeadCopy) -> futures::future::BoxFuture<'static, Result<(), String>> + Send + Sync;
+
+/// A message found in a dead-letter queue, with what its headers say of its death.
+#[derive(Debug, Clone)]
+pub struct DeadCopy {
+    pub body: Vec<u8>,
+    /// `x-conveyor-reason`: conveyor dead-lettered it (and recorded it first).
+    pub conveyor_reason: Option<String>,
+    /// RabbitMQ's own `x-death` reason (`rejected`, `expired`, `maxlen`,
+    /// `delivery_limit`), its queue and count, when the broker dead-lettered it.
+    pub broker_reason: Option<String>,
+    pub broker_queue: Option<String>,
+    pub broker_count: u32,
 }
 
 #[async_trait]

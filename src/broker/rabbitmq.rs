@@ -288,6 +288,44 @@ struct Publish {
     headers: Option<FieldTable>,
 }
 
+/// A DLQ message's death, read from its headers.
+fn dead_copy(body: Vec<u8>, headers: Option<&FieldTable>) -> super::DeadCopy {
+    let text = |v: &AMQPValue| match v {
+        AMQPValue::LongString(s) => Some(s.to_string()),
+        AMQPValue::ShortString(s) => Some(s.to_string()),
+        _ => None,
+    };
+    let get = |k: &str| headers.and_then(|h| h.inner().get(k)).and_then(text);
+    // x-death: an array of tables, the most recent death first.
+    let death = headers
+        .and_then(|h| h.inner().get("x-death"))
+        .and_then(|v| match v {
+            AMQPValue::FieldArray(a) => a.as_slice().first().cloned(),
+            _ => None,
+        })
+        .and_then(|v| match v {
+            AMQPValue::FieldTable(t) => Some(t),
+            _ => None,
+        });
+    let field = |k: &str| death.as_ref().and_then(|t| t.inner().get(k)).and_then(text);
+    let count = death
+        .as_ref()
+        .and_then(|t| t.inner().get("count"))
+        .and_then(|v| match v {
+            AMQPValue::LongLongInt(n) => u32::try_from(*n).ok(),
+            AMQPValue::LongInt(n) => u32::try_from(*n).ok(),
+            _ => None,
+        })
+        .unwrap_or(0);
+    super::DeadCopy {
+        body,
+        conveyor_reason: get("x-conveyor-reason"),
+        broker_reason: field("reason"),
+        broker_queue: field("queue"),
+        broker_count: count,
+    }
+}
+
 fn long_str(s: &str) -> AMQPValue {
     AMQPValue::LongString(s.into())
 }
@@ -518,6 +556,60 @@ impl Broker for RabbitBroker {
             .map_err(err)?;
         let _ = tmp.close(200, "ok".into()).await;
         Ok(u64::from(q.message_count()))
+    }
+
+    async fn drain_dead(
+        &self,
+        queue: &'static QueueSpec,
+        max: usize,
+        keep: &super::KeepDead,
+    ) -> Result<usize, BrokerError> {
+        let dlq = self.inner.topology.queue(queue).dlq;
+        let conn = {
+            let _ = self.inner.publish_channel().await?;
+            let guard = self.inner.publisher.lock().await;
+            guard.as_ref().map(|(c, _)| c.clone())
+        }
+        .ok_or_else(|| BrokerError::Connection("publisher connection lost".into()))?;
+        // A channel of its own: whatever is left unacked goes back when it closes.
+        let ch = conn.create_channel().await.map_err(err)?;
+        let mut taken = 0;
+        while taken < max {
+            let Some(got) = ch
+                .basic_get(
+                    dlq.as_str().into(),
+                    lapin::options::BasicGetOptions { no_ack: false },
+                )
+                .await
+                .map_err(err)?
+            else {
+                break;
+            };
+            let d = got.delivery;
+            let copy = dead_copy(d.data.clone(), d.properties.headers().as_ref());
+            match keep(copy).await {
+                Ok(()) => {
+                    d.acker
+                        .ack(lapin::options::BasicAckOptions::default())
+                        .await
+                        .map_err(err)?;
+                    taken += 1;
+                }
+                Err(e) => {
+                    tracing::warn!(queue = %dlq, error = %e, "dead letter kept in its DLQ for now");
+                    let _ = d
+                        .acker
+                        .nack(lapin::options::BasicNackOptions {
+                            requeue: true,
+                            ..Default::default()
+                        })
+                        .await;
+                    break;
+                }
+            }
+        }
+        let _ = ch.close(200, "ok".into()).await;
+        Ok(taken)
     }
 
     async fn ping(&self) -> Result<(), BrokerError> {

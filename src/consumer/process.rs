@@ -4,7 +4,6 @@
 use std::panic::AssertUnwindSafe;
 
 use futures::FutureExt as _;
-use sha2::{Digest as _, Sha256};
 use tracing::Instrument as _;
 
 use super::{BatchHandler, Context, Deps, Fate, Handler, HandlerError};
@@ -283,10 +282,7 @@ async fn admit(deps: &Deps, delivery: Delivery) -> Admission {
     let envelope = match Envelope::decode(&delivery.body, deps.max_payload_bytes) {
         Ok(e) => e,
         Err(e) => {
-            let id = format!(
-                "malformed-{}",
-                &hex::encode(Sha256::digest(&delivery.body))[..32]
-            );
+            let id = dead_letters::malformed_id(&delivery.body);
             let info = DeadLetterInfo {
                 reason: DeadReason::Malformed,
                 origin_queue: queue.name.clone(),

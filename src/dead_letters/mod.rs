@@ -6,6 +6,7 @@
 pub mod action_entity;
 pub mod entity;
 pub mod gauge;
+pub mod keeper;
 pub mod operate;
 pub mod routes;
 
@@ -63,6 +64,26 @@ pub struct Filter<'a> {
     pub queue: Option<&'a str>,
     pub status: Option<Status>,
     pub reason: Option<&'a str>,
+}
+
+/// The id a malformed body (not an envelope) is recorded under: its digest.
+pub fn malformed_id(body: &[u8]) -> String {
+    use sha2::{Digest as _, Sha256};
+    format!("malformed-{}", &hex::encode(Sha256::digest(body))[..32])
+}
+
+/// Whether `message_id` of `queue_key` has a dead letter, in any status.
+pub async fn is_recorded(
+    db: &impl ConnectionTrait,
+    message_id: &str,
+    queue_key: &str,
+) -> Result<bool, DbErr> {
+    Ok(entity::Entity::find()
+        .filter(entity::Column::MessageId.eq(message_id))
+        .filter(entity::Column::Queue.eq(queue_key))
+        .one(db)
+        .await?
+        .is_some())
 }
 
 /// Records a dead letter; a second record of the same message at the same attempt

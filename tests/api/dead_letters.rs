@@ -341,3 +341,116 @@ async fn the_admin_api_lists_replays_and_discards(backend: Backend) {
     let platform = app.stop().await;
     env.cleanup(Some(&platform)).await;
 }
+
+crate::on_every_backend!(the_keeper_drains_dead_letter_queues_into_the_table);
+
+/// Always fails for good.
+struct Refuses;
+
+#[async_trait::async_trait]
+impl conveyor::consumer::Handler for Refuses {
+    async fn handle(
+        &self,
+        _ctx: &conveyor::consumer::Context,
+        _msg: &conveyor::broker::Envelope,
+    ) -> Result<(), conveyor::consumer::HandlerError> {
+        Err(conveyor::consumer::HandlerError::permanent("no"))
+    }
+}
+
+/// The broker DLQs do not pile up: the keeper acks the copies of what conveyor
+/// dead-lettered (already recorded, not recorded twice) and records first what the broker
+/// dead-lettered on its own (here a foreign consumer's reject on RabbitMQ).
+async fn the_keeper_drains_dead_letter_queues_into_the_table(backend: crate::helpers::Backend) {
+    use conveyor::broker::{Envelope, Target};
+    use conveyor::domains::ai_tasks::queues::AI_SHORT;
+    let Some(env) = crate::helpers::TestEnv::new(backend, "dlq_keeper").await else {
+        return;
+    };
+    let platform = env.platform().await;
+    let deps = platform.consumer_deps();
+    let ours = Envelope::new("test.work", serde_json::json!({}));
+    platform
+        .broker
+        .publish(Target::Queue(&AI_SHORT), &ours)
+        .await
+        .unwrap();
+    let mut sub = platform.broker.subscribe(&AI_SHORT).await.unwrap();
+    let d = tokio::time::timeout(Duration::from_secs(20), sub.next())
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        conveyor::consumer::process_one(&deps, &Refuses, d).await,
+        conveyor::consumer::Outcome::DeadLettered(conveyor::broker::DeadReason::Permanent)
+    );
+    sub.cancel().await;
+    let resolved = platform.broker.topology().queue(&AI_SHORT);
+    let mut expected = 1;
+    let foreign = Envelope::new("test.work", serde_json::json!({ "foreign": true }));
+    if backend.is_real() {
+        // A consumer that is not conveyor rejects a message without requeue: RabbitMQ
+        // dead-letters it by itself (x-death reason "rejected").
+        platform
+            .broker
+            .publish(Target::Queue(&AI_SHORT), &foreign)
+            .await
+            .unwrap();
+        let conn = lapin::Connection::connect(
+            &crate::helpers::amqp_url(),
+            lapin::ConnectionProperties::default(),
+        )
+        .await
+        .unwrap();
+        let ch = conn.create_channel().await.unwrap();
+        let got = loop {
+            if let Some(g) = ch
+                .basic_get(
+                    resolved.name.as_str().into(),
+                    lapin::options::BasicGetOptions::default(),
+                )
+                .await
+                .unwrap()
+            {
+                break g;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        };
+        got.delivery
+            .acker
+            .reject(lapin::options::BasicRejectOptions { requeue: false })
+            .await
+            .unwrap();
+        let _ = conn.close(200, "ok".into()).await;
+        expected = 2;
+    }
+    crate::helpers::wait_until(Duration::from_secs(10), "the DLQ copies", || async {
+        platform.broker.depth(&resolved.dlq).await.unwrap() == expected
+    })
+    .await;
+    let drained =
+        conveyor::dead_letters::keeper::drain(&platform.db, platform.broker.as_ref(), &AI_SHORT)
+            .await
+            .unwrap();
+    assert_eq!(drained as u64, expected);
+    crate::helpers::wait_until(Duration::from_secs(10), "the DLQ empty", || async {
+        platform.broker.depth(&resolved.dlq).await.unwrap() == 0
+    })
+    .await;
+    let rows = dead_letters::list(&platform.db, Some("ai.short"), 10)
+        .await
+        .unwrap();
+    assert_eq!(rows.len() as u64, expected, "{rows:?}");
+    let mine = rows.iter().find(|r| r.message_id == ours.id).unwrap();
+    assert_eq!(mine.reason, "permanent", "recorded once, by the runtime");
+    if backend.is_real() {
+        let theirs = rows.iter().find(|r| r.message_id == foreign.id).unwrap();
+        assert_eq!(theirs.reason, "broker");
+        assert!(
+            theirs.last_error.contains("rejected"),
+            "{}",
+            theirs.last_error
+        );
+    }
+    env.cleanup(Some(&platform)).await;
+}

@@ -646,6 +646,17 @@ async fn a_running_handler_keeps_its_claim_and_a_dead_ones_claim_lapses(backend:
     env.cleanup(Some(&platform)).await;
 }
 
+/// Says it started, then never ends.
+struct Hang(tokio::sync::mpsc::UnboundedSender<()>);
+
+#[async_trait::async_trait]
+impl consumer::Handler for Hang {
+    async fn handle(&self, _ctx: &Context, _msg: &Envelope) -> Result<(), HandlerError> {
+        let _ = self.0.send(());
+        std::future::pending().await
+    }
+}
+
 /// A message whose consumer dies while handling it (here: the handling task is aborted
 /// mid-handler, the delivery dropped unsettled, as a killed process leaves it) comes back
 /// marked redelivered; at `consumer.crash_loop_after` such returns it is dead-lettered
@@ -670,25 +681,30 @@ async fn a_message_that_keeps_killing_its_consumer_is_quarantined(backend: Backe
             .unwrap();
         deliveries += 1;
         assert!(deliveries < 60, "never quarantined: {outcomes:?}");
+        let (started, mut running) = tokio::sync::mpsc::unbounded_channel();
         let task = {
             let deps = deps.clone();
-            tokio::spawn(
-                async move { process_one(&deps, &Slow(Duration::from_secs(3600)), d).await },
-            )
+            tokio::spawn(async move { process_one(&deps, &Hang(started), d).await })
         };
-        tokio::time::sleep(Duration::from_millis(100)).await;
-        if task.is_finished() {
+        // Kill it only once the handler runs (a process dies at any point, but an abort
+        // in the middle of a settle would leave the delivery unacked on a live channel,
+        // which no real crash does: the channel closes with the process).
+        let ran = tokio::select! {
+            r = running.recv() => r.is_some(),
+            _ = tokio::time::sleep(Duration::from_secs(5)) => false,
+        };
+        if ran {
+            // The consumer "dies" holding the message.
+            task.abort();
+            let _ = task.await;
+            outcomes.push(Outcome::Unsettled("killed".into()));
+        } else {
             let outcome = task.await.unwrap();
             let done = outcome == Outcome::DeadLettered(conveyor::broker::DeadReason::CrashLoop);
             outcomes.push(outcome);
             if done {
                 break;
             }
-        } else {
-            // The consumer "dies" holding the message.
-            task.abort();
-            let _ = task.await;
-            outcomes.push(Outcome::Unsettled("killed".into()));
         }
     }
     let killed = outcomes
