@@ -1,0 +1,623 @@
+//! The chaos harness (issue 16): a real deployment on this machine — `conveyor serve`
+//! (API + outbox relay) and two `conveyor consume ai` processes on RabbitMQ, Redis and
+//! PostgreSQL, in a namespace, database and key prefix of their own — under a steady
+//! submission rate; one fault per scenario; then an audit of what was accepted against
+//! what ended, and of effects that happened twice.
+//!
+//!     cargo test --test chaos                          # the short tier (CI): kill9, sigstop, redis-keys
+//!     cargo test --test chaos -- --full                # every scenario, longer load
+//!     cargo test --test chaos -- --scenario kill9 --json chaos.json
+//!
+//! Per scenario it prints: accepted, ended, lost (accepted − ended after the drain: must be
+//! 0), duplicated effects (materials or ledger rows twice for one task, a balance that does
+//! not add up: must be 0), recovery (from the end of the fault until the finishing rate is
+//! back to 90 % of what it was before), the longest a task in flight at the fault took,
+//! and the slowest API answer during the fault. Scenarios that stop a shared service
+//! (`rabbitmq-stop`, `redis-stop`) run only when asked by name or with `--full`, since
+//! they touch every user of the machine's services.
+
+// Test code: a failed unwrap is a failed run, which is what it should be.
+#![allow(clippy::unwrap_used)]
+
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use sea_orm::{ConnectionTrait, Database, DatabaseConnection, Statement};
+use serde_json::json;
+
+const BIN: &str = env!("CARGO_BIN_EXE_conveyor");
+const PG_ADMIN: &str = "postgres://postgres@127.0.0.1:5432";
+const AMQP: &str = "amqp://guest:guest@127.0.0.1:5672/%2f";
+const REDIS: &str = "redis://127.0.0.1:6379/";
+
+#[derive(Clone, Copy)]
+struct Load {
+    /// Submissions per second.
+    rate: u32,
+    /// Seconds of load before the fault and after it.
+    before: u64,
+    after: u64,
+    /// Each task's simulated run time.
+    task_ms: u64,
+}
+
+/// A fault: what it does, and how long it lasts (0: instantaneous).
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Fault {
+    Kill9,
+    Sigstop,
+    RedisKeys,
+    RabbitmqStop,
+    RedisStop,
+}
+
+impl Fault {
+    fn name(self) -> &'static str {
+        match self {
+            Fault::Kill9 => "kill9",
+            Fault::Sigstop => "sigstop",
+            Fault::RedisKeys => "redis-keys",
+            Fault::RabbitmqStop => "rabbitmq-stop",
+            Fault::RedisStop => "redis-stop",
+        }
+    }
+
+    fn all() -> [Fault; 5] {
+        [
+            Fault::Kill9,
+            Fault::Sigstop,
+            Fault::RedisKeys,
+            Fault::RabbitmqStop,
+            Fault::RedisStop,
+        ]
+    }
+
+    /// Touches only its own namespace and processes.
+    fn private(self) -> bool {
+        matches!(self, Fault::Kill9 | Fault::Sigstop | Fault::RedisKeys)
+    }
+}
+
+/// A child process killed when dropped.
+struct Proc(Child);
+
+impl Drop for Proc {
+    fn drop(&mut self) {
+        if let Ok(None) = self.0.try_wait() {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+}
+
+fn signal(child: &Child, sig: &str) {
+    let ok = Command::new("kill")
+        .args([sig, &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(ok.success(), "kill {sig}");
+}
+
+/// The deployment of one scenario.
+struct Stack {
+    ns: String,
+    db_url: String,
+    port: u16,
+    env: Vec<(String, String)>,
+    dir: tempfile::TempDir,
+}
+
+impl Stack {
+    async fn new(name: &str) -> Stack {
+        let ns = format!(
+            "chaos{}{}",
+            name.replace('-', ""),
+            std::process::id() % 100_000
+        );
+        let admin = Database::connect(format!("{PG_ADMIN}/postgres"))
+            .await
+            .unwrap();
+        admin
+            .execute_unprepared(&format!("DROP DATABASE IF EXISTS {ns} WITH (FORCE)"))
+            .await
+            .unwrap();
+        admin
+            .execute_unprepared(&format!("CREATE DATABASE {ns}"))
+            .await
+            .unwrap();
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let db_url = format!("{PG_ADMIN}/{ns}");
+        let env = [
+            ("CONVEYOR_ENV", "local"),
+            (
+                "CONVEYOR_CONFIG_DIR",
+                concat!(env!("CARGO_MANIFEST_DIR"), "/config"),
+            ),
+            ("CONVEYOR__BROKER__KIND", "rabbitmq"),
+            ("CONVEYOR__BROKER__URL", AMQP),
+            ("CONVEYOR__BROKER__NAMESPACE", &ns),
+            ("CONVEYOR__DEDUPE__KIND", "redis"),
+            ("CONVEYOR__DEDUPE__URL", REDIS),
+            ("CONVEYOR__DEDUPE__KEY_PREFIX", &ns),
+            ("CONVEYOR__DATABASE__URL", &db_url),
+            ("CONVEYOR__SERVER__PORT", &port.to_string()),
+            ("CONVEYOR__LOG__LEVEL", "error"),
+            ("CONVEYOR__BROKER__RETRY_TIERS_MS", "1000,5000,30000"),
+        ]
+        .iter()
+        .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+        .collect();
+        Stack {
+            ns,
+            db_url,
+            port,
+            env,
+            dir: tempfile::tempdir().unwrap(),
+        }
+    }
+
+    fn command(&self, args: &[&str]) -> Command {
+        let mut c = Command::new(BIN);
+        c.current_dir(self.dir.path())
+            .env_clear()
+            .env("PATH", std::env::var("PATH").unwrap_or_default())
+            .envs(self.env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+            .args(args)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null());
+        c
+    }
+
+    fn spawn(&self, args: &[&str]) -> Proc {
+        Proc(self.command(args).spawn().unwrap())
+    }
+
+    /// A user with plenty of credits; its API key.
+    fn user(&self) -> String {
+        let out = self
+            .command(&["users", "create", "--name", "chaos", "--credits", "1000000"])
+            .stdout(Stdio::piped())
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout);
+        text.split_whitespace()
+            .find(|w| w.starts_with("cvk_"))
+            .unwrap_or_else(|| panic!("no key in {text:?}"))
+            .to_owned()
+    }
+
+    fn url(&self, path: &str) -> String {
+        format!("http://127.0.0.1:{}{path}", self.port)
+    }
+
+    async fn teardown(self, db: DatabaseConnection) {
+        db.close().await.ok();
+        let settings = conveyor::config::Settings::load_from(
+            std::path::Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/config")),
+            "local",
+            self.env.clone(),
+        )
+        .unwrap();
+        let topology = conveyor::app::topology(&settings, conveyor::domains::ALL);
+        if let Ok(b) = conveyor::broker::connect(&settings, topology).await {
+            let _ = b.teardown().await;
+            b.close().await;
+        }
+        if let Ok(client) = redis::Client::open(REDIS)
+            && let Ok(mut c) = client.get_multiplexed_async_connection().await
+        {
+            let keys: Vec<String> = redis::cmd("KEYS")
+                .arg(format!("{}:*", self.ns))
+                .query_async(&mut c)
+                .await
+                .unwrap_or_default();
+            if !keys.is_empty() {
+                let _: Result<i64, _> = redis::cmd("DEL").arg(keys).query_async(&mut c).await;
+            }
+        }
+        if let Ok(admin) = Database::connect(format!("{PG_ADMIN}/postgres")).await {
+            let _ = admin
+                .execute_unprepared(&format!("DROP DATABASE IF EXISTS {} WITH (FORCE)", self.ns))
+                .await;
+        }
+    }
+}
+
+async fn count(db: &DatabaseConnection, sql: &str) -> i64 {
+    let row = db
+        .query_one_raw(Statement::from_string(db.get_database_backend(), sql))
+        .await
+        .unwrap()
+        .unwrap();
+    row.try_get_by_index::<i64>(0).unwrap()
+}
+
+#[derive(Debug, Default, serde::Serialize)]
+struct Report {
+    scenario: String,
+    accepted: u64,
+    refused: u64,
+    ended: i64,
+    lost: i64,
+    duplicated_effects: i64,
+    recovery_secs: f64,
+    longest_in_flight_task_secs: f64,
+    max_api_ms_during_fault: f64,
+    p99_api_ms: f64,
+    passed: bool,
+}
+
+async fn run(fault: Fault, load: Load) -> Report {
+    let stack = Stack::new(fault.name()).await;
+    assert!(
+        stack.command(&["migrate"]).status().unwrap().success(),
+        "migrate"
+    );
+    let key = stack.user();
+    let _api = stack.spawn(&["serve"]);
+    let mut consumers = vec![
+        stack.spawn(&["consume", "ai"]),
+        stack.spawn(&["consume", "ai"]),
+    ];
+    let client = reqwest::Client::new();
+    let ready = Instant::now();
+    while !client
+        .get(stack.url("/readyz"))
+        .send()
+        .await
+        .is_ok_and(|r| r.status().is_success())
+    {
+        assert!(ready.elapsed() < Duration::from_secs(60), "API never ready");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let db = Database::connect(&stack.db_url).await.unwrap();
+
+    // Steady load: one submission every 1/rate s, each timed.
+    let latencies: Arc<Mutex<Vec<(Instant, f64)>>> = Arc::default();
+    let accepted = Arc::new(std::sync::atomic::AtomicU64::new(0));
+    let refused = Arc::new(std::sync::atomic::AtomicU64::new(0));
+    let stop = Arc::new(AtomicBool::new(false));
+    let loader = {
+        let (client, url, key, latencies, accepted, refused, stop) = (
+            client.clone(),
+            stack.url("/v1/tasks"),
+            key.clone(),
+            latencies.clone(),
+            accepted.clone(),
+            refused.clone(),
+            stop.clone(),
+        );
+        tokio::spawn(async move {
+            let mut tick =
+                tokio::time::interval(Duration::from_secs_f64(1.0 / f64::from(load.rate)));
+            let mut n = 0u64;
+            let mut inflight = tokio::task::JoinSet::new();
+            while !stop.load(Ordering::Relaxed) {
+                tick.tick().await;
+                n += 1;
+                let body = json!({ "kind": "copywriting", "prompt": format!("chaos {n}"),
+                                   "params": { "simulate": { "step_ms": load.task_ms } } });
+                let (client, url, key, latencies, accepted, refused) = (
+                    client.clone(),
+                    url.clone(),
+                    key.clone(),
+                    latencies.clone(),
+                    accepted.clone(),
+                    refused.clone(),
+                );
+                inflight.spawn(async move {
+                    let t = Instant::now();
+                    let r = client
+                        .post(url)
+                        .bearer_auth(key)
+                        .timeout(Duration::from_secs(30))
+                        .json(&body)
+                        .send()
+                        .await;
+                    latencies
+                        .lock()
+                        .unwrap()
+                        .push((t, t.elapsed().as_secs_f64() * 1000.0));
+                    match r {
+                        Ok(r) if r.status().as_u16() == 202 => {
+                            accepted.fetch_add(1, Ordering::Relaxed)
+                        }
+                        _ => refused.fetch_add(1, Ordering::Relaxed),
+                    };
+                });
+                while inflight.try_join_next().is_some() {}
+            }
+            while inflight.join_next().await.is_some() {}
+        })
+    };
+    // Finishing rate, sampled every 250 ms.
+    let samples: Arc<Mutex<Vec<(Instant, i64)>>> = Arc::default();
+    let sampler = {
+        let (db, samples) = (db.clone(), samples.clone());
+        tokio::spawn(async move {
+            loop {
+                let n = count(&db, "SELECT COUNT(*) FROM tasks WHERE status = 'SUCCESS'").await;
+                samples.lock().unwrap().push((Instant::now(), n));
+                tokio::time::sleep(Duration::from_millis(250)).await;
+            }
+        })
+    };
+
+    tokio::time::sleep(Duration::from_secs(load.before)).await;
+    let fault_start = Instant::now();
+    let in_flight_at_fault = chrono::Utc::now();
+    match fault {
+        Fault::Kill9 => {
+            let mut victim = consumers.remove(0);
+            victim.0.kill().unwrap();
+            victim.0.wait().unwrap();
+        }
+        Fault::Sigstop => {
+            // Past the task lease (5 s) and the claim lease (10 s): its work is re-driven
+            // elsewhere; when it wakes, its late results must be fenced out.
+            signal(&consumers[0].0, "-STOP");
+            tokio::time::sleep(Duration::from_secs(12)).await;
+            signal(&consumers[0].0, "-CONT");
+        }
+        Fault::RedisKeys => {
+            let client = redis::Client::open(REDIS).unwrap();
+            let mut c = client.get_multiplexed_async_connection().await.unwrap();
+            let keys: Vec<String> = redis::cmd("KEYS")
+                .arg(format!("{}:*", stack.ns))
+                .query_async(&mut c)
+                .await
+                .unwrap();
+            if !keys.is_empty() {
+                let _: i64 = redis::cmd("DEL")
+                    .arg(keys)
+                    .query_async(&mut c)
+                    .await
+                    .unwrap();
+            }
+        }
+        Fault::RabbitmqStop => {
+            // The broker application stops (every connection dropped), the node stays.
+            rabbitmqctl("stop_app");
+            tokio::time::sleep(Duration::from_secs(10)).await;
+            rabbitmqctl("start_app");
+        }
+        Fault::RedisStop => {
+            // Every client of this Redis waits 10 s for an answer.
+            let client = redis::Client::open(REDIS).unwrap();
+            let mut c = client.get_multiplexed_async_connection().await.unwrap();
+            let _: () = redis::cmd("CLIENT")
+                .arg("PAUSE")
+                .arg(10_000)
+                .arg("ALL")
+                .query_async(&mut c)
+                .await
+                .unwrap();
+            tokio::time::sleep(Duration::from_secs(10)).await;
+        }
+    }
+    let fault_end = Instant::now();
+    tokio::time::sleep(Duration::from_secs(load.after)).await;
+    stop.store(true, Ordering::Relaxed);
+    loader.await.unwrap();
+    let accepted_n = accepted.load(Ordering::Relaxed);
+    // Drain: every accepted task ends (or the audit says it was lost).
+    let drain = Instant::now();
+    let ended_sql = "SELECT COUNT(*) FROM tasks WHERE status IN ('SUCCESS', 'FAILED', 'CANCELED')";
+    while (count(&db, ended_sql).await as u64) < accepted_n
+        && drain.elapsed() < Duration::from_secs(120)
+    {
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+    sampler.abort();
+    let ended = count(&db, ended_sql).await;
+    let duplicated = count(
+        &db,
+        "SELECT COUNT(*) FROM (SELECT task_id FROM materials GROUP BY task_id HAVING COUNT(*) > 1) d",
+    )
+    .await
+        + count(
+            &db,
+            "SELECT COUNT(*) FROM (SELECT effect_key FROM credit_ledger GROUP BY effect_key HAVING COUNT(*) > 1) d",
+        )
+        .await
+        // Every SUCCESS consumed its cost once, every other end refunded it.
+        + i64::from(
+            count(&db, "SELECT COALESCE(SUM(cost), 0)::bigint FROM tasks WHERE status = 'SUCCESS'").await
+                != 1_000_000 - count(&db, "SELECT credits FROM users WHERE name = 'chaos'").await,
+        );
+    let longest = {
+        let sql = format!(
+            "SELECT COALESCE(MAX(EXTRACT(EPOCH FROM (finished_at - created_at)) * 1000), 0)::bigint \
+             FROM tasks WHERE created_at <= '{}'",
+            in_flight_at_fault.to_rfc3339()
+        );
+        count(&db, &sql).await as f64 / 1000.0
+    };
+    let lat = latencies.lock().unwrap().clone();
+    let during = lat
+        .iter()
+        .filter(|(t, _)| *t >= fault_start && *t <= fault_end + Duration::from_secs(1))
+        .map(|(_, ms)| *ms)
+        .fold(0.0, f64::max);
+    let mut all: Vec<f64> = lat.iter().map(|(_, ms)| *ms).collect();
+    all.sort_by(|a, b| a.total_cmp(b));
+    let p99 = all
+        .get(((all.len().max(1) - 1) as f64 * 0.99) as usize)
+        .copied()
+        .unwrap_or(0.0);
+    let recovery = recovery(&samples.lock().unwrap(), fault_start, fault_end);
+    let report = Report {
+        scenario: fault.name().into(),
+        accepted: accepted_n,
+        refused: refused.load(Ordering::Relaxed),
+        ended,
+        lost: accepted_n as i64 - ended,
+        duplicated_effects: duplicated,
+        recovery_secs: recovery,
+        longest_in_flight_task_secs: longest,
+        max_api_ms_during_fault: during,
+        p99_api_ms: p99,
+        passed: accepted_n as i64 == ended && duplicated == 0,
+    };
+    drop(consumers);
+    drop(_api);
+    stack.teardown(db).await;
+    report
+}
+
+/// Seconds from `end` until the finishing rate (over 1 s windows) is back to 90 % of its
+/// average over the 3 s before `start`; 0 when it never fell below.
+fn recovery(samples: &[(Instant, i64)], start: Instant, end: Instant) -> f64 {
+    let rate_at = |i: usize| -> Option<f64> {
+        let (t, n) = samples[i];
+        let j = samples[..i]
+            .iter()
+            .rposition(|(u, _)| t.duration_since(*u) >= Duration::from_secs(1))?;
+        let (u, m) = samples[j];
+        Some((n - m) as f64 / t.duration_since(u).as_secs_f64())
+    };
+    let before: Vec<f64> = (0..samples.len())
+        .filter(|i| {
+            let t = samples[*i].0;
+            t < start && start.duration_since(t) <= Duration::from_secs(3)
+        })
+        .filter_map(rate_at)
+        .collect();
+    if before.is_empty() {
+        return 0.0;
+    }
+    let baseline = before.iter().sum::<f64>() / before.len() as f64;
+    let dipped = (0..samples.len())
+        .filter(|i| samples[*i].0 >= start)
+        .filter_map(rate_at)
+        .any(|r| r < 0.9 * baseline);
+    if !dipped {
+        return 0.0;
+    }
+    (0..samples.len())
+        .filter(|i| samples[*i].0 >= end)
+        .find(|i| rate_at(*i).is_some_and(|r| r >= 0.9 * baseline))
+        .map_or(f64::NAN, |i| samples[i].0.duration_since(end).as_secs_f64())
+}
+
+fn rabbitmqctl(action: &str) {
+    let ok = Command::new("rabbitmqctl")
+        .args(["-q", action])
+        .status()
+        .unwrap();
+    assert!(ok.success(), "rabbitmqctl {action}");
+}
+
+fn up(addr: &str) -> bool {
+    std::net::TcpStream::connect_timeout(&addr.parse().unwrap(), Duration::from_secs(1)).is_ok()
+}
+
+#[tokio::main]
+async fn main() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    // `cargo test` passes its own flags (e.g. --nocapture, a filter): ignore them.
+    let full = args.iter().any(|a| a == "--full");
+    let named: Vec<Fault> = args
+        .windows(2)
+        .filter(|w| w[0] == "--scenario")
+        .filter_map(|w| Fault::all().into_iter().find(|f| f.name() == w[1]))
+        .collect();
+    let json_path = args
+        .windows(2)
+        .find(|w| w[0] == "--json")
+        .map(|w| w[1].clone());
+    // `cargo test <filter>` hands the filter to every test binary: run only when it names
+    // this one.
+    let positional: Vec<&String> = args
+        .iter()
+        .enumerate()
+        .filter(|(i, a)| {
+            !a.starts_with('-')
+                && (*i == 0 || !matches!(args[i - 1].as_str(), "--scenario" | "--json"))
+        })
+        .map(|(_, a)| a)
+        .collect();
+    if !positional.is_empty() && !positional.iter().any(|a| "chaos".contains(a.as_str())) {
+        println!("test result: ok. 0 passed; 0 failed; 0 ignored; 0 measured; 1 filtered out");
+        return;
+    }
+    let required = std::env::var("CONVEYOR_REQUIRE_SERVICES").is_ok_and(|v| v == "1");
+    if !(up("127.0.0.1:5672") && up("127.0.0.1:6379") && up("127.0.0.1:5432")) {
+        assert!(
+            !required,
+            "chaos: RabbitMQ, Redis and PostgreSQL must answer (scripts/services.sh up)"
+        );
+        println!("chaos: SKIPPED (RabbitMQ, Redis or PostgreSQL not running)");
+        return;
+    }
+    let scenarios: Vec<Fault> = if !named.is_empty() {
+        named
+    } else if full {
+        Fault::all().to_vec()
+    } else {
+        Fault::all().into_iter().filter(|f| f.private()).collect()
+    };
+    let load = if full {
+        Load {
+            rate: 40,
+            before: 10,
+            after: 20,
+            task_ms: 500,
+        }
+    } else {
+        Load {
+            rate: 20,
+            before: 4,
+            after: 8,
+            task_ms: 300,
+        }
+    };
+    println!(
+        "{:<14} {:>8} {:>6} {:>5} {:>5} {:>10} {:>12} {:>14} {:>8}",
+        "scenario",
+        "accepted",
+        "ended",
+        "lost",
+        "dup",
+        "recovery",
+        "longest task",
+        "max API ms",
+        "p99 ms"
+    );
+    let mut reports = Vec::new();
+    for fault in scenarios {
+        let r = run(fault, load).await;
+        println!(
+            "{:<14} {:>8} {:>6} {:>5} {:>5} {:>9.1}s {:>11.1}s {:>14.0} {:>8.0}",
+            r.scenario,
+            r.accepted,
+            r.ended,
+            r.lost,
+            r.duplicated_effects,
+            r.recovery_secs,
+            r.longest_in_flight_task_secs,
+            r.max_api_ms_during_fault,
+            r.p99_api_ms
+        );
+        reports.push(r);
+    }
+    if let Some(path) = json_path {
+        std::fs::write(&path, serde_json::to_string_pretty(&reports).unwrap()).unwrap();
+        println!("chaos: wrote {path}");
+    }
+    let failed = reports.iter().filter(|r| !r.passed).count();
+    // The line CI counts, in libtest's format.
+    println!(
+        "test result: {}. {} passed; {} failed; 0 ignored; 0 measured; 0 filtered out",
+        if failed == 0 { "ok" } else { "FAILED" },
+        reports.len() - failed,
+        failed
+    );
+    assert_eq!(failed, 0, "a scenario lost or doubled work");
+}
