@@ -59,6 +59,19 @@ pub mod live;
 pub mod outbox;
 pub mod platform;
 pub mod search;
+
+/// A fail point (`--features failpoints` only): with `FAILPOINTS=<name>=1%return` the
+/// process aborts there one time in a hundred, as a crash at that spot would. Compiled to
+/// nothing otherwise.
+#[macro_export]
+macro_rules! crash_point {
+    ($name:literal) => {
+        #[cfg(feature = "failpoints")]
+        if fail::eval($name, |_| ()).is_some() {
+            std::process::abort();
+        }
+    };
+}
 pub mod shutdown;
 pub mod telemetry;
 pub mod users;

@@ -14,6 +14,9 @@ static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 async fn main() -> ExitCode {
     // One TLS provider for every rustls user in the process (lapin, reqwest, sqlx).
     let _ = rustls::crypto::aws_lc_rs::default_provider().install_default();
+    // The chaos harness's fail points, configured by FAILPOINTS, for the whole process.
+    #[cfg(feature = "failpoints")]
+    std::mem::forget(fail::FailScenario::setup());
     let cli = conveyor::cli::Cli::parse();
     match conveyor::cli::run(cli).await {
         Ok(()) => ExitCode::SUCCESS,

@@ -416,6 +416,8 @@ async fn conclude(
                 delivery.requeue();
                 return Outcome::Unsettled(format!("fence write failed: {e}"));
             }
+            // Committed and fenced, not acked: the redelivery must change nothing.
+            crate::crash_point!("consumer::before_ack");
             let _ = deps.dedupe.complete(id, deps.done_ttl).await;
             metrics::counter!("conveyor_messages_processed_total", "queue" => queue.spec.key)
                 .increment(1);

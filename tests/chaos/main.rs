@@ -51,6 +51,10 @@ enum Fault {
     RedisKeys,
     RabbitmqStop,
     RedisStop,
+    /// Consumers abort at 1 % of messages between the commit and the ack and between
+    /// the executor call and the commit (`--features failpoints`), and are restarted as a
+    /// supervisor would.
+    Failpoints,
 }
 
 impl Fault {
@@ -61,22 +65,30 @@ impl Fault {
             Fault::RedisKeys => "redis-keys",
             Fault::RabbitmqStop => "rabbitmq-stop",
             Fault::RedisStop => "redis-stop",
+            Fault::Failpoints => "failpoints",
         }
     }
 
-    fn all() -> [Fault; 5] {
-        [
+    fn all() -> Vec<Fault> {
+        let mut all = vec![
             Fault::Kill9,
             Fault::Sigstop,
             Fault::RedisKeys,
             Fault::RabbitmqStop,
             Fault::RedisStop,
-        ]
+        ];
+        if cfg!(feature = "failpoints") {
+            all.push(Fault::Failpoints);
+        }
+        all
     }
 
     /// Touches only its own namespace and processes.
     fn private(self) -> bool {
-        matches!(self, Fault::Kill9 | Fault::Sigstop | Fault::RedisKeys)
+        matches!(
+            self,
+            Fault::Kill9 | Fault::Sigstop | Fault::RedisKeys | Fault::Failpoints
+        )
     }
 }
 
@@ -175,7 +187,16 @@ impl Stack {
     }
 
     fn spawn(&self, args: &[&str]) -> Proc {
-        Proc(self.command(args).spawn().unwrap())
+        self.spawn_with(args, &[])
+    }
+
+    fn spawn_with(&self, args: &[&str], env: &[(&str, &str)]) -> Proc {
+        Proc(
+            self.command(args)
+                .envs(env.iter().copied())
+                .spawn()
+                .unwrap(),
+        )
     }
 
     /// A user with plenty of credits; its API key.
@@ -250,6 +271,8 @@ struct Report {
     longest_in_flight_task_secs: f64,
     max_api_ms_during_fault: f64,
     p99_api_ms: f64,
+    /// Consumer processes that crashed at a fail point (and were restarted).
+    crashes: u32,
     passed: bool,
 }
 
@@ -261,10 +284,17 @@ async fn run(fault: Fault, load: Load) -> Report {
     );
     let key = stack.user();
     let _api = stack.spawn(&["serve"]);
+    const FAILPOINTS: &str = "consumer::before_ack=1%return;ai::before_commit=1%return";
+    let consumer_env: Vec<(&str, &str)> = if fault == Fault::Failpoints {
+        vec![("FAILPOINTS", FAILPOINTS)]
+    } else {
+        Vec::new()
+    };
     let mut consumers = vec![
-        stack.spawn(&["consume", "ai"]),
-        stack.spawn(&["consume", "ai"]),
+        stack.spawn_with(&["consume", "ai"], &consumer_env),
+        stack.spawn_with(&["consume", "ai"], &consumer_env),
     ];
+    let mut crashes = 0u32;
     let client = reqwest::Client::new();
     let ready = Instant::now();
     while !client
@@ -387,6 +417,24 @@ async fn run(fault: Fault, load: Load) -> Report {
             tokio::time::sleep(Duration::from_secs(10)).await;
             rabbitmqctl("start_app");
         }
+        Fault::Failpoints => {
+            // The whole load is the fault: restart whatever crashed, as a supervisor would.
+            let until = Instant::now() + Duration::from_secs(load.after);
+            while Instant::now() < until {
+                for c in consumers.iter_mut() {
+                    if let Ok(Some(_)) = c.0.try_wait() {
+                        crashes += 1;
+                        *c = stack.spawn_with(&["consume", "ai"], &consumer_env);
+                    }
+                }
+                tokio::time::sleep(Duration::from_millis(200)).await;
+            }
+            // Clean consumers drain what is left.
+            consumers = vec![
+                stack.spawn(&["consume", "ai"]),
+                stack.spawn(&["consume", "ai"]),
+            ];
+        }
         Fault::RedisStop => {
             // Every client of this Redis waits 10 s for an answer.
             let client = redis::Client::open(REDIS).unwrap();
@@ -402,7 +450,9 @@ async fn run(fault: Fault, load: Load) -> Report {
         }
     }
     let fault_end = Instant::now();
-    tokio::time::sleep(Duration::from_secs(load.after)).await;
+    if fault != Fault::Failpoints {
+        tokio::time::sleep(Duration::from_secs(load.after)).await;
+    }
     stop.store(true, Ordering::Relaxed);
     loader.await.unwrap();
     let accepted_n = accepted.load(Ordering::Relaxed);
@@ -463,6 +513,7 @@ async fn run(fault: Fault, load: Load) -> Report {
         longest_in_flight_task_secs: longest,
         max_api_ms_during_fault: during,
         p99_api_ms: p99,
+        crashes,
         passed: accepted_n as i64 == ended && duplicated == 0,
     };
     drop(consumers);
@@ -579,7 +630,7 @@ async fn main() {
         }
     };
     println!(
-        "{:<14} {:>8} {:>6} {:>5} {:>5} {:>10} {:>12} {:>14} {:>8}",
+        "{:<14} {:>8} {:>6} {:>5} {:>5} {:>10} {:>12} {:>14} {:>8} {:>8}",
         "scenario",
         "accepted",
         "ended",
@@ -588,13 +639,14 @@ async fn main() {
         "recovery",
         "longest task",
         "max API ms",
-        "p99 ms"
+        "p99 ms",
+        "crashes"
     );
     let mut reports = Vec::new();
     for fault in scenarios {
         let r = run(fault, load).await;
         println!(
-            "{:<14} {:>8} {:>6} {:>5} {:>5} {:>9.1}s {:>11.1}s {:>14.0} {:>8.0}",
+            "{:<14} {:>8} {:>6} {:>5} {:>5} {:>9.1}s {:>11.1}s {:>14.0} {:>8.0} {:>8}",
             r.scenario,
             r.accepted,
             r.ended,
@@ -603,7 +655,8 @@ async fn main() {
             r.recovery_secs,
             r.longest_in_flight_task_secs,
             r.max_api_ms_during_fault,
-            r.p99_api_ms
+            r.p99_api_ms,
+            r.crashes
         );
         reports.push(r);
     }

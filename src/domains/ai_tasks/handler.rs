@@ -207,6 +207,8 @@ impl Handler for AiTaskHandler {
             Ok(Ok(v)) => v,
         };
 
+        // The provider was paid for, nothing is committed yet.
+        crate::crash_point!("ai::before_commit");
         let txn = ctx.db.begin().await.map_err(transient)?;
         let last = run.step as usize + 1 >= steps.len();
         let committed = if last {
