@@ -51,6 +51,10 @@ enum Fault {
     RedisKeys,
     RabbitmqStop,
     RedisStop,
+    /// RabbitMQ's memory alarm for 30 s: every publisher blocked.
+    RabbitmqAlarm,
+    /// PostgreSQL restarted under load.
+    PostgresRestart,
     /// Consumers abort at 1 % of messages between the commit and the ack and between
     /// the executor call and the commit (`--features failpoints`), and are restarted as a
     /// supervisor would.
@@ -65,6 +69,8 @@ impl Fault {
             Fault::RedisKeys => "redis-keys",
             Fault::RabbitmqStop => "rabbitmq-stop",
             Fault::RedisStop => "redis-stop",
+            Fault::RabbitmqAlarm => "rabbitmq-alarm",
+            Fault::PostgresRestart => "postgres-restart",
             Fault::Failpoints => "failpoints",
         }
     }
@@ -76,6 +82,8 @@ impl Fault {
             Fault::RedisKeys,
             Fault::RabbitmqStop,
             Fault::RedisStop,
+            Fault::RabbitmqAlarm,
+            Fault::PostgresRestart,
         ];
         if cfg!(feature = "failpoints") {
             all.push(Fault::Failpoints);
@@ -273,6 +281,8 @@ struct Report {
     p99_api_ms: f64,
     /// Consumer processes that crashed at a fail point (and were restarted).
     crashes: u32,
+    /// Dead letters: must be 0 (no scenario sends a message that deserves one).
+    dead_lettered: i64,
     passed: bool,
 }
 
@@ -435,6 +445,22 @@ async fn run(fault: Fault, load: Load) -> Report {
                 stack.spawn(&["consume", "ai"]),
             ];
         }
+        Fault::RabbitmqAlarm => {
+            let _restore = Watermark::lower();
+            tokio::time::sleep(Duration::from_secs(30)).await;
+        }
+        Fault::PostgresRestart => {
+            let v = std::fs::read_dir("/usr/lib/postgresql")
+                .unwrap()
+                .filter_map(|e| e.ok()?.file_name().into_string().ok())
+                .max_by_key(|v| v.parse::<u32>().unwrap_or(0))
+                .unwrap();
+            let ok = Command::new("pg_ctlcluster")
+                .args(["--skip-systemctl-redirect", &v, "main", "restart"])
+                .status()
+                .unwrap();
+            assert!(ok.success(), "pg_ctlcluster restart");
+        }
         Fault::RedisStop => {
             // Every client of this Redis waits 10 s for an answer.
             let client = redis::Client::open(REDIS).unwrap();
@@ -466,6 +492,8 @@ async fn run(fault: Fault, load: Load) -> Report {
     }
     sampler.abort();
     let ended = count(&db, ended_sql).await;
+    // No scenario sends poison: an outage must not dead-letter anything.
+    let dead = count(&db, "SELECT COUNT(*) FROM dead_letters").await;
     let duplicated = count(
         &db,
         "SELECT COUNT(*) FROM (SELECT task_id FROM materials GROUP BY task_id HAVING COUNT(*) > 1) d",
@@ -514,7 +542,8 @@ async fn run(fault: Fault, load: Load) -> Report {
         max_api_ms_during_fault: during,
         p99_api_ms: p99,
         crashes,
-        passed: accepted_n as i64 == ended && duplicated == 0,
+        dead_lettered: dead,
+        passed: accepted_n as i64 == ended && duplicated == 0 && dead == 0,
     };
     drop(consumers);
     drop(_api);
@@ -555,6 +584,47 @@ fn recovery(samples: &[(Instant, i64)], start: Instant, end: Instant) -> f64 {
         .filter(|i| samples[*i].0 >= end)
         .find(|i| rate_at(*i).is_some_and(|r| r >= 0.9 * baseline))
         .map_or(f64::NAN, |i| samples[i].0.duration_since(end).as_secs_f64())
+}
+
+/// RabbitMQ's memory high watermark lowered until dropped (restored even when the run
+/// panics), so the broker raises its memory alarm and blocks every publisher.
+struct Watermark(String);
+
+impl Watermark {
+    fn lower() -> Watermark {
+        let out = Command::new("rabbitmqctl")
+            .args([
+                "-q",
+                "eval",
+                "vm_memory_monitor:get_vm_memory_high_watermark().",
+            ])
+            .output()
+            .unwrap();
+        let was = String::from_utf8_lossy(&out.stdout).trim().to_owned();
+        // A fraction (0.4) or {absolute, N}: put back what was there, else the default.
+        let was = if was.parse::<f64>().is_ok() {
+            was
+        } else {
+            "0.4".to_owned()
+        };
+        rabbitmqctl_args(&["set_vm_memory_high_watermark", "0.0001"]);
+        Watermark(was)
+    }
+}
+
+impl Drop for Watermark {
+    fn drop(&mut self) {
+        rabbitmqctl_args(&["set_vm_memory_high_watermark", &self.0]);
+    }
+}
+
+fn rabbitmqctl_args(args: &[&str]) {
+    let ok = Command::new("rabbitmqctl")
+        .arg("-q")
+        .args(args)
+        .status()
+        .unwrap();
+    assert!(ok.success(), "rabbitmqctl {args:?}");
 }
 
 fn rabbitmqctl(action: &str) {
@@ -630,12 +700,13 @@ async fn main() {
         }
     };
     println!(
-        "{:<14} {:>8} {:>6} {:>5} {:>5} {:>10} {:>12} {:>14} {:>8} {:>8}",
+        "{:<16} {:>8} {:>6} {:>5} {:>5} {:>5} {:>10} {:>12} {:>14} {:>8} {:>8}",
         "scenario",
         "accepted",
         "ended",
         "lost",
         "dup",
+        "dead",
         "recovery",
         "longest task",
         "max API ms",
@@ -646,12 +717,13 @@ async fn main() {
     for fault in scenarios {
         let r = run(fault, load).await;
         println!(
-            "{:<14} {:>8} {:>6} {:>5} {:>5} {:>9.1}s {:>11.1}s {:>14.0} {:>8.0} {:>8}",
+            "{:<16} {:>8} {:>6} {:>5} {:>5} {:>5} {:>9.1}s {:>11.1}s {:>14.0} {:>8.0} {:>8}",
             r.scenario,
             r.accepted,
             r.ended,
             r.lost,
             r.duplicated_effects,
+            r.dead_lettered,
             r.recovery_secs,
             r.longest_in_flight_task_secs,
             r.max_api_ms_during_fault,
