@@ -55,6 +55,10 @@ enum Fault {
     RabbitmqAlarm,
     /// PostgreSQL restarted under load.
     PostgresRestart,
+    /// Poison (5 % of tasks fail for good) and one message that kills its consumer every
+    /// time (`--features failpoints`) mixed into healthy traffic: the poison is
+    /// dead-lettered and refunded, the killer quarantined as `crash_loop` after 5 deaths.
+    PoisonMix,
     /// Consumers abort at 1 % of messages between the commit and the ack and between
     /// the executor call and the commit (`--features failpoints`), and are restarted as a
     /// supervisor would.
@@ -72,6 +76,7 @@ impl Fault {
             Fault::RabbitmqAlarm => "rabbitmq-alarm",
             Fault::PostgresRestart => "postgres-restart",
             Fault::Failpoints => "failpoints",
+            Fault::PoisonMix => "poison-mix",
         }
     }
 
@@ -87,6 +92,7 @@ impl Fault {
         ];
         if cfg!(feature = "failpoints") {
             all.push(Fault::Failpoints);
+            all.push(Fault::PoisonMix);
         }
         all
     }
@@ -95,7 +101,7 @@ impl Fault {
     fn private(self) -> bool {
         matches!(
             self,
-            Fault::Kill9 | Fault::Sigstop | Fault::RedisKeys | Fault::Failpoints
+            Fault::Kill9 | Fault::Sigstop | Fault::RedisKeys | Fault::Failpoints | Fault::PoisonMix
         )
     }
 }
@@ -281,8 +287,10 @@ struct Report {
     p99_api_ms: f64,
     /// Consumer processes that crashed at a fail point (and were restarted).
     crashes: u32,
-    /// Dead letters: must be 0 (no scenario sends a message that deserves one).
+    /// Dead letters: exactly the poison the scenario sent (0 for the outages).
     dead_lettered: i64,
+    /// Successes per second during the fault ÷ before it.
+    healthy_ratio: f64,
     passed: bool,
 }
 
@@ -295,10 +303,10 @@ async fn run(fault: Fault, load: Load) -> Report {
     let key = stack.user();
     let _api = stack.spawn(&["serve"]);
     const FAILPOINTS: &str = "consumer::before_ack=1%return;ai::before_commit=1%return";
-    let consumer_env: Vec<(&str, &str)> = if fault == Fault::Failpoints {
-        vec![("FAILPOINTS", FAILPOINTS)]
-    } else {
-        Vec::new()
+    let mut consumer_env: Vec<(&str, &str)> = match fault {
+        Fault::Failpoints => vec![("FAILPOINTS", FAILPOINTS)],
+        Fault::PoisonMix => vec![("FAILPOINTS", "ai::crash_marked=return")],
+        _ => Vec::new(),
     };
     let mut consumers = vec![
         stack.spawn_with(&["consume", "ai"], &consumer_env),
@@ -341,8 +349,16 @@ async fn run(fault: Fault, load: Load) -> Report {
             while !stop.load(Ordering::Relaxed) {
                 tick.tick().await;
                 n += 1;
-                let body = json!({ "kind": "copywriting", "prompt": format!("chaos {n}"),
-                                   "params": { "simulate": { "step_ms": load.task_ms } } });
+                let mut body = json!({ "kind": "copywriting", "prompt": format!("chaos {n}"),
+                                       "params": { "simulate": { "step_ms": load.task_ms } } });
+                if fault == Fault::PoisonMix {
+                    if n % 20 == 0 {
+                        body["params"]["simulate"]["fail_permanent"] = json!(true);
+                    }
+                    if n == u64::from(load.rate) * load.before + 1 {
+                        body["prompt"] = json!(format!("chaos:crash {n}"));
+                    }
+                }
                 let (client, url, key, latencies, accepted, refused) = (
                     client.clone(),
                     url.clone(),
@@ -427,7 +443,7 @@ async fn run(fault: Fault, load: Load) -> Report {
             tokio::time::sleep(Duration::from_secs(10)).await;
             rabbitmqctl("start_app");
         }
-        Fault::Failpoints => {
+        Fault::Failpoints | Fault::PoisonMix => {
             // The whole load is the fault: restart whatever crashed, as a supervisor would.
             let until = Instant::now() + Duration::from_secs(load.after);
             while Instant::now() < until {
@@ -439,11 +455,16 @@ async fn run(fault: Fault, load: Load) -> Report {
                 }
                 tokio::time::sleep(Duration::from_millis(200)).await;
             }
-            // Clean consumers drain what is left.
-            consumers = vec![
-                stack.spawn(&["consume", "ai"]),
-                stack.spawn(&["consume", "ai"]),
-            ];
+            // Fail points end with the load: clean consumers drain what is left. The
+            // poison mix keeps its killer consumers (restarted) until the crash loop is
+            // quarantined.
+            if fault == Fault::Failpoints {
+                consumer_env.clear();
+                consumers = vec![
+                    stack.spawn(&["consume", "ai"]),
+                    stack.spawn(&["consume", "ai"]),
+                ];
+            }
         }
         Fault::RabbitmqAlarm => {
             let _restore = Watermark::lower();
@@ -476,7 +497,7 @@ async fn run(fault: Fault, load: Load) -> Report {
         }
     }
     let fault_end = Instant::now();
-    if fault != Fault::Failpoints {
+    if !matches!(fault, Fault::Failpoints | Fault::PoisonMix) {
         tokio::time::sleep(Duration::from_secs(load.after)).await;
     }
     stop.store(true, Ordering::Relaxed);
@@ -488,12 +509,34 @@ async fn run(fault: Fault, load: Load) -> Report {
     while (count(&db, ended_sql).await as u64) < accepted_n
         && drain.elapsed() < Duration::from_secs(120)
     {
+        for c in consumers.iter_mut() {
+            if let Ok(Some(_)) = c.0.try_wait() {
+                crashes += 1;
+                *c = stack.spawn_with(&["consume", "ai"], &consumer_env);
+            }
+        }
         tokio::time::sleep(Duration::from_millis(250)).await;
     }
     sampler.abort();
     let ended = count(&db, ended_sql).await;
-    // No scenario sends poison: an outage must not dead-letter anything.
+    // Only the poison the harness sent may be dead-lettered: an outage must not
+    // dead-letter anything, and the crash-marked message must end as crash_loop.
     let dead = count(&db, "SELECT COUNT(*) FROM dead_letters").await;
+    let poison = count(
+        &db,
+        "SELECT COUNT(*) FROM tasks WHERE params LIKE '%fail_permanent%'",
+    )
+    .await;
+    let killers = count(
+        &db,
+        "SELECT COUNT(*) FROM tasks WHERE prompt LIKE 'chaos:crash%'",
+    )
+    .await;
+    let quarantined = count(
+        &db,
+        "SELECT COUNT(*) FROM dead_letters WHERE reason = 'crash_loop'",
+    )
+    .await;
     let duplicated = count(
         &db,
         "SELECT COUNT(*) FROM (SELECT task_id FROM materials GROUP BY task_id HAVING COUNT(*) > 1) d",
@@ -543,12 +586,34 @@ async fn run(fault: Fault, load: Load) -> Report {
         p99_api_ms: p99,
         crashes,
         dead_lettered: dead,
-        passed: accepted_n as i64 == ended && duplicated == 0 && dead == 0,
+        healthy_ratio: healthy_ratio(&samples.lock().unwrap(), fault_start, fault_end),
+        passed: accepted_n as i64 == ended
+            && duplicated == 0
+            && dead == poison + killers
+            && quarantined == killers,
     };
     drop(consumers);
     drop(_api);
     stack.teardown(db).await;
     report
+}
+
+/// Successes per second between `start` and `end` ÷ in the 3 s before `start`.
+fn healthy_ratio(samples: &[(Instant, i64)], start: Instant, end: Instant) -> f64 {
+    let at = |t: Instant| {
+        samples
+            .iter()
+            .min_by_key(|(u, _)| if *u > t { *u - t } else { t - *u })
+            .copied()
+    };
+    let (Some(b0), Some(b1), Some(f1)) = (at(start - Duration::from_secs(3)), at(start), at(end))
+    else {
+        return f64::NAN;
+    };
+    let rate = |(t0, n0): (Instant, i64), (t1, n1): (Instant, i64)| {
+        (n1 - n0) as f64 / t1.duration_since(t0).as_secs_f64().max(0.001)
+    };
+    rate(b1, f1) / rate(b0, b1).max(0.001)
 }
 
 /// Seconds from `end` until the finishing rate (over 1 s windows) is back to 90 % of its
@@ -700,7 +765,7 @@ async fn main() {
         }
     };
     println!(
-        "{:<16} {:>8} {:>6} {:>5} {:>5} {:>5} {:>10} {:>12} {:>14} {:>8} {:>8}",
+        "{:<16} {:>8} {:>6} {:>5} {:>5} {:>5} {:>10} {:>12} {:>14} {:>8} {:>8} {:>8}",
         "scenario",
         "accepted",
         "ended",
@@ -711,13 +776,14 @@ async fn main() {
         "longest task",
         "max API ms",
         "p99 ms",
-        "crashes"
+        "crashes",
+        "healthy"
     );
     let mut reports = Vec::new();
     for fault in scenarios {
         let r = run(fault, load).await;
         println!(
-            "{:<16} {:>8} {:>6} {:>5} {:>5} {:>5} {:>9.1}s {:>11.1}s {:>14.0} {:>8.0} {:>8}",
+            "{:<16} {:>8} {:>6} {:>5} {:>5} {:>5} {:>9.1}s {:>11.1}s {:>14.0} {:>8.0} {:>8} {:>7.0}%",
             r.scenario,
             r.accepted,
             r.ended,
@@ -728,7 +794,8 @@ async fn main() {
             r.longest_in_flight_task_secs,
             r.max_api_ms_during_fault,
             r.p99_api_ms,
-            r.crashes
+            r.crashes,
+            r.healthy_ratio * 100.0
         );
         reports.push(r);
     }

@@ -94,6 +94,11 @@ impl Handler for AiTaskHandler {
                 run.task_id
             )));
         };
+        // The chaos harness's message that kills its consumer every time.
+        #[cfg(feature = "failpoints")]
+        if t.prompt.starts_with("chaos:crash") {
+            crate::crash_point!("ai::crash_marked");
+        }
         let (kind, status) = (t.kind, t.status);
         if status.is_terminal() || t.step_index != run.step {
             // Finished, canceled, or a duplicate of a step that already committed.
