@@ -289,8 +289,12 @@ struct Report {
     crashes: u32,
     /// Dead letters: exactly the poison the scenario sent (0 for the outages).
     dead_lettered: i64,
-    /// Successes per second during the fault ÷ before it.
+    /// Successes per second during the fault (at least its first 5 s) ÷ before it.
     healthy_ratio: f64,
+    /// Deliveries redelivered after their consumer died (the crash-loop counter).
+    redeliveries: i64,
+    /// Executor calls beyond one per task (re-runs after a crash or a lapsed lease).
+    executor_reruns: i64,
     passed: bool,
 }
 
@@ -532,6 +536,19 @@ async fn run(fault: Fault, load: Load) -> Report {
         "SELECT COUNT(*) FROM tasks WHERE prompt LIKE 'chaos:crash%'",
     )
     .await;
+    // Deliveries that came back after their consumer died, and executor calls beyond one
+    // per task (a re-run after a crash before the commit: expected under faults, and
+    // fenced by the task's attempt so its result lands once).
+    let redeliveries = count(
+        &db,
+        "SELECT COALESCE(SUM(deaths), 0)::bigint FROM message_deaths",
+    )
+    .await;
+    let reruns = count(
+        &db,
+        "SELECT COUNT(*) - COUNT(DISTINCT task_id) FROM task_events WHERE message LIKE '% started'",
+    )
+    .await;
     let quarantined = count(
         &db,
         "SELECT COUNT(*) FROM dead_letters WHERE reason = 'crash_loop'",
@@ -586,7 +603,14 @@ async fn run(fault: Fault, load: Load) -> Report {
         p99_api_ms: p99,
         crashes,
         dead_lettered: dead,
-        healthy_ratio: healthy_ratio(&samples.lock().unwrap(), fault_start, fault_end),
+        redeliveries,
+        executor_reruns: reruns,
+        healthy_ratio: healthy_ratio(
+            &samples.lock().unwrap(),
+            fault_start,
+            // An instantaneous fault is judged over the 5 s after it.
+            fault_end.max(fault_start + Duration::from_secs(5)),
+        ),
         passed: accepted_n as i64 == ended
             && duplicated == 0
             && dead == poison + killers
@@ -765,7 +789,7 @@ async fn main() {
         }
     };
     println!(
-        "{:<16} {:>8} {:>6} {:>5} {:>5} {:>5} {:>10} {:>12} {:>14} {:>8} {:>8} {:>8}",
+        "{:<16} {:>8} {:>6} {:>5} {:>5} {:>5} {:>10} {:>12} {:>14} {:>8} {:>8} {:>8} {:>6} {:>6}",
         "scenario",
         "accepted",
         "ended",
@@ -777,13 +801,15 @@ async fn main() {
         "max API ms",
         "p99 ms",
         "crashes",
-        "healthy"
+        "healthy",
+        "redel",
+        "reruns"
     );
     let mut reports = Vec::new();
     for fault in scenarios {
         let r = run(fault, load).await;
         println!(
-            "{:<16} {:>8} {:>6} {:>5} {:>5} {:>5} {:>9.1}s {:>11.1}s {:>14.0} {:>8.0} {:>8} {:>7.0}%",
+            "{:<16} {:>8} {:>6} {:>5} {:>5} {:>5} {:>9.1}s {:>11.1}s {:>14.0} {:>8.0} {:>8} {:>7.0}% {:>6} {:>6}",
             r.scenario,
             r.accepted,
             r.ended,
@@ -795,7 +821,9 @@ async fn main() {
             r.max_api_ms_during_fault,
             r.p99_api_ms,
             r.crashes,
-            r.healthy_ratio * 100.0
+            r.healthy_ratio * 100.0,
+            r.redeliveries,
+            r.executor_reruns
         );
         reports.push(r);
     }
