@@ -26,13 +26,12 @@ pub struct Health {
 
 type Check = Arc<dyn Fn() -> BoxFuture<'static, Result<(), String>> + Send + Sync>;
 
-/// A dependency a domain brings (the search backend): `/readyz` lists it under
-/// `checks`, `/metrics` exports `conveyor_dependency_up{dependency}`. A required one
-/// failing makes the instance unready (503); an optional one only "degraded" (200).
+/// An optional dependency a domain brings (the search backend): `/readyz` lists it
+/// under `checks`, `/metrics` exports `conveyor_dependency_up{dependency}`. Failing, it
+/// makes the instance "degraded" (200), never unready: the API keeps taking work.
 #[derive(Clone)]
 pub struct Probe {
     pub name: &'static str,
-    pub required: bool,
     check: Check,
 }
 
@@ -43,7 +42,6 @@ impl Probe {
     ) -> Self {
         Probe {
             name,
-            required: false,
             check: Arc::new(check),
         }
     }
@@ -117,7 +115,7 @@ pub async fn readyz(State(state): State<Health>) -> impl IntoResponse {
         ("dedupe", true, dedupe),
     ]
     .into_iter()
-    .chain(extra.into_iter().map(|(p, r)| (p.name, p.required, r)));
+    .chain(extra.into_iter().map(|(p, r)| (p.name, false, r)));
     for (name, required, result) in results {
         match result {
             Ok(()) => {

@@ -171,6 +171,19 @@ impl Inner {
         Ok(ch)
     }
 
+    /// A throwaway channel on the publishing connection (opened if need be), for calls
+    /// that may close their channel (a passive declare of a missing queue) or must not
+    /// share it (`basic_get`: whatever is left unacked goes back when it closes).
+    async fn scratch_channel(&self) -> Result<Channel, BrokerError> {
+        self.publish_channel().await?;
+        let conn = {
+            let guard = self.publisher.lock().await;
+            guard.as_ref().map(|(c, _)| c.clone())
+        }
+        .ok_or_else(|| BrokerError::Connection("publisher connection lost".into()))?;
+        conn.create_channel().await.map_err(err)
+    }
+
     fn ensure_open(&self) -> Result<(), BrokerError> {
         if self.closed.load(std::sync::atomic::Ordering::Acquire) {
             return Err(BrokerError::Connection("broker closed".into()));
@@ -533,16 +546,7 @@ impl Broker for RabbitBroker {
     }
 
     async fn depth(&self, queue_name: &str) -> Result<u64, BrokerError> {
-        let ch = self.inner.publish_channel().await?;
-        let conn = {
-            let guard = self.inner.publisher.lock().await;
-            guard.as_ref().map(|(c, _)| c.clone())
-        };
-        drop(ch);
-        let conn =
-            conn.ok_or_else(|| BrokerError::Connection("publisher connection lost".into()))?;
-        // A passive declare of a missing queue closes its channel: use a throwaway one.
-        let tmp = conn.create_channel().await.map_err(err)?;
+        let tmp = self.inner.scratch_channel().await?;
         let q = tmp
             .queue_declare(
                 queue_name.into(),
@@ -565,14 +569,7 @@ impl Broker for RabbitBroker {
         keep: &super::KeepDead,
     ) -> Result<usize, BrokerError> {
         let dlq = self.inner.topology.queue(queue).dlq;
-        let conn = {
-            let _ = self.inner.publish_channel().await?;
-            let guard = self.inner.publisher.lock().await;
-            guard.as_ref().map(|(c, _)| c.clone())
-        }
-        .ok_or_else(|| BrokerError::Connection("publisher connection lost".into()))?;
-        // A channel of its own: whatever is left unacked goes back when it closes.
-        let ch = conn.create_channel().await.map_err(err)?;
+        let ch = self.inner.scratch_channel().await?;
         let mut taken = 0;
         while taken < max {
             let Some(got) = ch

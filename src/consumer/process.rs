@@ -50,10 +50,10 @@ pub async fn process_one(deps: &Deps, handler: &dyn Handler, delivery: Delivery)
     let span = admitted.span();
     async move {
         let ctx = deps.context(admitted.delivery.queue);
-        let claims = admitted.claim().into_iter().collect::<Vec<_>>();
+        let claim = admitted.claim();
         let result = renewing(
             deps,
-            &claims,
+            claim.as_slice(),
             guarded(handler.handle(&ctx, &admitted.envelope)),
         )
         .await
@@ -79,86 +79,83 @@ pub async fn process_batch(
     let admissions =
         futures::future::join_all(deliveries.into_iter().map(|d| admit(deps, d))).await;
     let mut outcomes: Vec<Option<Outcome>> = Vec::with_capacity(admissions.len());
-    let mut admitted = Vec::new();
-    let mut quarantined = Vec::new();
+    // What each admitted message is settled from: quarantined ones now, the others once
+    // the handler answered. The envelopes move into the handler's slice and back, so the
+    // batch is never copied.
+    let mut endings: Vec<(usize, Admitted, Ending)> = Vec::new();
+    let mut held = Vec::new();
+    let mut envelopes = Vec::new();
     for (i, a) in admissions.into_iter().enumerate() {
+        outcomes.push(None);
         match a {
-            Admission::Run(a) => {
-                outcomes.push(None);
-                admitted.push((i, a));
+            Admission::Run(Admitted {
+                delivery,
+                queue,
+                envelope,
+                token,
+            }) => {
+                held.push((i, delivery, queue, token));
+                envelopes.push(envelope);
             }
-            Admission::Quarantine(a, deaths) => {
-                outcomes.push(None);
-                quarantined.push((i, a, deaths));
-            }
-            Admission::Settled(o) => outcomes.push(Some(o)),
+            Admission::Quarantine(a, deaths) => endings.push((i, a, Ending::Quarantined(deaths))),
+            Admission::Settled(o) => outcomes[i] = Some(o),
         }
     }
-    if !quarantined.is_empty() {
-        let ctx = deps.context(queue);
-        for (i, a, deaths) in quarantined {
-            let span = a.span();
-            let o = conclude(
-                deps,
-                Hooks::Batch(handler),
-                &ctx,
-                a,
-                Ending::Quarantined(deaths),
-            )
-            .instrument(span)
-            .await;
-            outcomes[i] = Some(o);
-        }
-    }
-    if !admitted.is_empty() {
-        let ctx = deps.context(queue);
-        let envelopes: Vec<Envelope> = admitted.iter().map(|(_, a)| a.envelope.clone()).collect();
-        let span = tracing::info_span!("batch", queue = %queue.key, size = envelopes.len());
-        let claims: Vec<(&str, &str)> = admitted.iter().filter_map(|(_, a)| a.claim()).collect();
-        let results = match renewing(
+    let ctx = deps.context(queue);
+    if !envelopes.is_empty() {
+        let n = envelopes.len();
+        let span = tracing::info_span!("batch", queue = %queue.key, size = n);
+        let claims: Vec<(&str, &str)> = held
+            .iter()
+            .zip(&envelopes)
+            .filter_map(|((_, _, _, token), e)| token.as_deref().map(|t| (e.id.as_str(), t)))
+            .collect();
+        let answer = renewing(
             deps,
             &claims,
             guarded(handler.handle_batch(&ctx, &envelopes)),
         )
         .instrument(span)
-        .await
-        {
-            Ok(r) if r.len() == envelopes.len() => r,
-            Ok(r) => {
-                let e = format!(
-                    "batch handler answered {} results for {} messages",
-                    r.len(),
-                    envelopes.len()
-                );
-                envelopes
-                    .iter()
-                    .map(|_| Err(HandlerError::Transient(e.clone())))
-                    .collect()
-            }
-            Err(e) => {
-                let e = e.to_string();
-                envelopes
-                    .iter()
-                    .map(|_| Err(HandlerError::Transient(e.clone())))
-                    .collect()
-            }
+        .await;
+        let failed = |e: String| -> Vec<Result<(), HandlerError>> {
+            (0..n)
+                .map(|_| Err(HandlerError::Transient(e.clone())))
+                .collect()
         };
-        let settled =
-            futures::future::join_all(admitted.into_iter().zip(results).map(|((i, a), result)| {
-                let span = a.span();
-                let ctx = &ctx;
-                async move {
-                    (
-                        i,
-                        conclude(deps, Hooks::Batch(handler), ctx, a, result.into()).await,
-                    )
-                }
-                .instrument(span)
-            }))
-            .await;
-        for (i, o) in settled {
-            outcomes[i] = Some(o);
+        let results = match answer {
+            Ok(r) if r.len() == n => r,
+            Ok(r) => failed(format!(
+                "batch handler answered {} results for {n} messages",
+                r.len()
+            )),
+            Err(e) => failed(e.to_string()),
+        };
+        for (((i, delivery, queue, token), envelope), result) in
+            held.into_iter().zip(envelopes).zip(results)
+        {
+            let a = Admitted {
+                delivery,
+                queue,
+                envelope,
+                token,
+            };
+            endings.push((i, a, result.into()));
         }
+    }
+    let settled = futures::future::join_all(endings.into_iter().map(|(i, a, ending)| {
+        let span = a.span();
+        let ctx = &ctx;
+        async move {
+            (
+                i,
+                conclude(deps, Hooks::Batch(handler), ctx, a, ending).await,
+            )
+        }
+        .instrument(span)
+    }))
+    .await;
+    for (i, o) in settled {
+        outcomes[i] = Some(o);
     }
     outcomes
         .into_iter()

@@ -25,6 +25,23 @@ fn command(bin: &str, dir: &std::path::Path) -> Command {
     c
 }
 
+/// Points a child at the test's RabbitMQ namespace, Redis prefix and database.
+fn on_services<'a>(cmd: &'a mut Command, env: &TestEnv) -> &'a mut Command {
+    cmd.env("CONVEYOR__BROKER__KIND", "rabbitmq")
+        .env("CONVEYOR__BROKER__URL", &env.settings.broker.url)
+        .env(
+            "CONVEYOR__BROKER__NAMESPACE",
+            &env.settings.broker.namespace,
+        )
+        .env("CONVEYOR__DEDUPE__KIND", "redis")
+        .env("CONVEYOR__DEDUPE__URL", &env.settings.dedupe.url)
+        .env(
+            "CONVEYOR__DEDUPE__KEY_PREFIX",
+            &env.settings.dedupe.key_prefix,
+        )
+        .env("CONVEYOR__DATABASE__URL", &env.settings.database.url)
+}
+
 fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()
@@ -238,21 +255,7 @@ async fn consumer_processes_stop_on_sigterm() {
         if bin == BIN {
             cmd.arg("consume");
         }
-        let mut child = cmd
-            .arg("ai")
-            .env("CONVEYOR__BROKER__KIND", "rabbitmq")
-            .env("CONVEYOR__BROKER__URL", &env.settings.broker.url)
-            .env(
-                "CONVEYOR__BROKER__NAMESPACE",
-                &env.settings.broker.namespace,
-            )
-            .env("CONVEYOR__DEDUPE__KIND", "redis")
-            .env("CONVEYOR__DEDUPE__URL", &env.settings.dedupe.url)
-            .env(
-                "CONVEYOR__DEDUPE__KEY_PREFIX",
-                &env.settings.dedupe.key_prefix,
-            )
-            .env("CONVEYOR__DATABASE__URL", &env.settings.database.url)
+        let mut child = on_services(cmd.arg("ai"), &env)
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()
@@ -648,20 +651,7 @@ async fn a_consumer_killed_mid_work_is_recovered_in_seconds() {
     let app = crate::helpers::spawn_app(&env).await;
     let consumer = |env: &TestEnv| {
         let mut cmd = command(BIN, env.dir.path());
-        cmd.args(["consume", "ai"])
-            .env("CONVEYOR__BROKER__KIND", "rabbitmq")
-            .env("CONVEYOR__BROKER__URL", &env.settings.broker.url)
-            .env(
-                "CONVEYOR__BROKER__NAMESPACE",
-                &env.settings.broker.namespace,
-            )
-            .env("CONVEYOR__DEDUPE__KIND", "redis")
-            .env("CONVEYOR__DEDUPE__URL", &env.settings.dedupe.url)
-            .env(
-                "CONVEYOR__DEDUPE__KEY_PREFIX",
-                &env.settings.dedupe.key_prefix,
-            )
-            .env("CONVEYOR__DATABASE__URL", &env.settings.database.url)
+        on_services(cmd.args(["consume", "ai"]), env)
             .env("RUST_LOG", "warn")
             .stdout(Stdio::null())
             .stderr(Stdio::null());

@@ -255,23 +255,8 @@ pub(crate) async fn list(
         ),
     };
     let limit = crate::api::page::limit(q.limit)?;
-    if q.cursor.as_ref().is_some_and(|c| {
-        c.is_empty() || c.len() > 64 || !c.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-')
-    }) {
-        return Err(ApiError::bad_request(
-            "cursor",
-            "is not a cursor this API issued",
-        ));
-    }
-    let tasks = store::list(
-        &state.core.db,
-        &user.id,
-        status,
-        kind,
-        q.cursor.as_deref(),
-        limit,
-    )
-    .await?;
+    let cursor = crate::api::page::id_cursor(q.cursor.as_deref())?;
+    let tasks = store::list(&state.core.db, &user.id, status, kind, cursor, limit).await?;
     let items: Vec<TaskView> = tasks.into_iter().map(TaskView::from).collect();
     Ok(axum::Json(crate::api::Page::new(items, limit, |t| {
         t.id.clone()

@@ -80,10 +80,6 @@ impl Breaker {
     pub fn state(&self) -> State {
         self.lock().state
     }
-
-    pub fn is_open(&self) -> bool {
-        !matches!(self.state(), State::Closed)
-    }
 }
 
 fn publish(open: bool) {

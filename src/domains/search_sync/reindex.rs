@@ -63,38 +63,38 @@ pub async fn reindex(
         ..Report::default()
     };
     let new = Sink::New(rebuild.as_ref());
-    let mut after: Option<String> = None;
-    loop {
-        let rows = store::page(db, after.as_deref(), batch).await?;
-        let Some(last) = rows.last() else { break };
-        after = Some(last.id.clone());
-        report.rejected += write(&new, &rows).await?;
-        report.copied += rows.len() as u64;
-        progress(report.copied, total);
-    }
-    report.replayed += replay(db, &new, since, batch, &mut report.rejected).await?;
+    let mut rejected = 0;
+    report.copied = copy(db, &new, None, batch, &mut rejected, &|n| {
+        progress(n, total)
+    })
+    .await?;
+    report.replayed += copy(db, &new, Some(since), batch, &mut rejected, &|_| {}).await?;
     report.dropped = rebuild.swap().await?;
     let live = Sink::Live(index);
-    report.replayed += replay(db, &live, since, batch, &mut report.rejected).await?;
+    report.replayed += copy(db, &live, Some(since), batch, &mut rejected, &|_| {}).await?;
+    report.rejected = rejected;
     Ok(report)
 }
 
-/// Writes the rows changed since `since`; how many.
-async fn replay(
+/// Writes every row, or those changed since `since`, into `sink` page by page; how many.
+/// `progress` hears the count after each page.
+async fn copy(
     db: &DatabaseConnection,
     sink: &Sink<'_>,
-    since: DateTime<Utc>,
+    since: Option<DateTime<Utc>>,
     batch: u64,
     rejected: &mut u64,
+    progress: &(dyn Fn(u64) + Sync),
 ) -> anyhow::Result<u64> {
     let mut after: Option<String> = None;
     let mut n = 0;
     loop {
-        let rows = store::changed_since(db, since, after.as_deref(), batch).await?;
+        let rows = store::page(db, since, after.as_deref(), batch).await?;
         let Some(last) = rows.last() else { break };
         after = Some(last.id.clone());
         *rejected += write(sink, &rows).await?;
         n += rows.len() as u64;
+        progress(n);
     }
     Ok(n)
 }

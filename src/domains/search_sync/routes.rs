@@ -16,7 +16,7 @@ use super::store::{self, MAX_TAG_CHARS, MAX_TAGS, MAX_TITLE_CHARS, Material, Pat
 use crate::api::openapi::ErrorBody;
 use crate::api::{ApiJson, ApiQuery, AuthUser, Core, Page};
 use crate::error::ApiError;
-use crate::search::{self, SearchError};
+use crate::search;
 
 /// Search results beyond this offset are not served (the engines' default window).
 const MAX_OFFSET: usize = 10_000;
@@ -82,10 +82,6 @@ fn store_error(e: StoreError) -> ApiError {
     }
 }
 
-fn cursor_ok(c: &str) -> bool {
-    !c.is_empty() && c.len() <= 64 && c.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-')
-}
-
 #[derive(Debug, Deserialize, utoipa::IntoParams)]
 #[serde(deny_unknown_fields)]
 #[into_params(parameter_in = Query)]
@@ -111,13 +107,8 @@ pub(crate) async fn list(
     ApiQuery(q): ApiQuery<ListQuery>,
 ) -> Result<axum::Json<Page<MaterialView>>, ApiError> {
     let limit = crate::api::page::limit(q.limit)?;
-    if q.cursor.as_deref().is_some_and(|c| !cursor_ok(c)) {
-        return Err(ApiError::bad_request(
-            "cursor",
-            "is not a cursor this API issued",
-        ));
-    }
-    let rows = store::list(&state.core.db, &user.id, q.cursor.as_deref(), limit).await?;
+    let cursor = crate::api::page::id_cursor(q.cursor.as_deref())?;
+    let rows = store::list(&state.core.db, &user.id, cursor, limit).await?;
     let items: Vec<MaterialView> = rows.into_iter().map(MaterialView::from).collect();
     Ok(axum::Json(Page::new(items, limit, |m| m.id.clone())))
 }
@@ -212,14 +203,19 @@ pub(crate) async fn edit(
     Path(id): Path<String>,
     ApiJson(req): ApiJson<PatchRequest>,
 ) -> Result<axum::Json<MaterialView>, ApiError> {
-    // Another user's material is 404 whatever the body says.
-    if store::get_owned(&state.core.db, &user.id, &id)
-        .await?
-        .is_none()
-    {
-        return Err(ApiError::NotFound("material"));
-    }
-    let patch = validate(req)?;
+    let patch = match validate(req) {
+        Ok(p) => p,
+        // Another user's material is 404 whatever the body says (looked up only on this
+        // path: a valid edit is one conditional UPDATE).
+        Err(e)
+            if store::get_owned(&state.core.db, &user.id, &id)
+                .await?
+                .is_some() =>
+        {
+            return Err(e);
+        }
+        Err(_) => return Err(ApiError::NotFound("material")),
+    };
     store::update(&state.core.db, &user.id, &id, patch)
         .await
         .map_err(store_error)?
@@ -347,11 +343,7 @@ pub(crate) async fn find(
     };
     let hits = state.search.index.search(&query).await.map_err(|e| {
         tracing::warn!(error = %e, "search failed");
-        match e {
-            SearchError::Unavailable(_) | SearchError::Backend(_) => {
-                ApiError::Unavailable("search is unavailable; retry later".into())
-            }
-        }
+        ApiError::Unavailable("search is unavailable; retry later".into())
     })?;
     let next = offset + hits.hits.len();
     let next_cursor =

@@ -229,33 +229,20 @@ pub async fn load(db: &impl ConnectionTrait, ids: &[String]) -> Result<Vec<Mater
         .await
 }
 
-/// Every row (deleted ones too) after `after` in id order, for a reindex.
+/// Rows (deleted ones too) after `after` in id order, for a reindex: every row, or only
+/// those changed at or after `since` (the replay of what changed while it copied).
 pub async fn page(
     db: &impl ConnectionTrait,
+    since: Option<DateTime<Utc>>,
     after: Option<&str>,
     limit: u64,
 ) -> Result<Vec<Material>, DbErr> {
     let mut q = material::Entity::find()
         .order_by_asc(material::Column::Id)
         .limit(limit);
-    if let Some(a) = after {
-        q = q.filter(material::Column::Id.gt(a));
+    if let Some(t) = since {
+        q = q.filter(material::Column::UpdatedAt.gte(t));
     }
-    q.all(db).await
-}
-
-/// Rows changed at or after `since`, after `after` in id order (the reindex's replay of
-/// what changed while it copied).
-pub async fn changed_since(
-    db: &impl ConnectionTrait,
-    since: DateTime<Utc>,
-    after: Option<&str>,
-    limit: u64,
-) -> Result<Vec<Material>, DbErr> {
-    let mut q = material::Entity::find()
-        .filter(material::Column::UpdatedAt.gte(since))
-        .order_by_asc(material::Column::Id)
-        .limit(limit);
     if let Some(a) = after {
         q = q.filter(material::Column::Id.gt(a));
     }
