@@ -128,6 +128,8 @@ pub struct BrokerSettings {
     pub embedded_path: PathBuf,
     pub reconnect_min_ms: u64,
     pub reconnect_max_ms: u64,
+    /// The broker's `consumer_timeout`: handler deadlines must stay below it.
+    pub consumer_timeout_ms: u64,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

@@ -7,14 +7,19 @@
 //!     cargo test --test chaos                          # the short tier (CI): kill9, sigstop, redis-keys
 //!     cargo test --test chaos -- --full                # every scenario, longer load
 //!     cargo test --test chaos -- --scenario kill9 --json chaos.json
+//!     cargo test --test chaos -- --full --db mariadb   # the same on MariaDB
 //!
 //! Per scenario it prints: accepted, ended, lost (accepted − ended after the drain: must be
 //! 0), duplicated effects (materials or ledger rows twice for one task, a balance that does
 //! not add up: must be 0), recovery (from the end of the fault until the finishing rate is
 //! back to 90 % of what it was before), the longest a task in flight at the fault took,
-//! and the slowest API answer during the fault. Scenarios that stop a shared service
-//! (`rabbitmq-stop`, `redis-stop`) run only when asked by name or with `--full`, since
-//! they touch every user of the machine's services.
+//! and the slowest API answer during the fault. Every 20th task is poison (fails for
+//! good): exactly those must be dead-lettered, recorded in `dead_letters`, and the
+//! broker's dead-letter queues must be empty afterwards (the keeper drained them).
+//! Scenarios that change a shared service (`rabbitmq-stop`, `redis-stop`,
+//! `rabbitmq-alarm`, `postgres-restart`, `consumer-timeout`) run only when asked by name
+//! or with `--full`, since they touch every user of the machine's services. The short
+//! tier runs on PostgreSQL, plus `kill9` on MariaDB.
 
 // Test code: a failed unwrap is a failed run, which is what it should be.
 #![allow(clippy::unwrap_used)]
@@ -29,6 +34,7 @@ use serde_json::json;
 
 const BIN: &str = env!("CARGO_BIN_EXE_conveyor");
 const PG_ADMIN: &str = "postgres://postgres@127.0.0.1:5432";
+const MARIADB_ADMIN: &str = "mysql://root@127.0.0.1:3306";
 const AMQP: &str = "amqp://guest:guest@127.0.0.1:5672/%2f";
 const REDIS: &str = "redis://127.0.0.1:6379/";
 
@@ -63,6 +69,65 @@ enum Fault {
     /// the executor call and the commit (`--features failpoints`), and are restarted as a
     /// supervisor would.
     Failpoints,
+    /// RabbitMQ's `consumer_timeout` lowered to 2 s (checked every 0.5 s) for the whole
+    /// run, under 4-s tasks: every channel is closed under its consumers again and again;
+    /// the deliveries taken back must neither run twice nor be lost.
+    ConsumerTimeout,
+}
+
+/// The database a deployment runs on.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Db {
+    Postgres,
+    Mariadb,
+}
+
+impl Db {
+    fn admin(self) -> &'static str {
+        match self {
+            Db::Postgres => PG_ADMIN,
+            Db::Mariadb => MARIADB_ADMIN,
+        }
+    }
+
+    /// The server's own database, to create and drop others from.
+    fn admin_url(self) -> String {
+        match self {
+            Db::Postgres => format!("{PG_ADMIN}/postgres"),
+            Db::Mariadb => format!("{MARIADB_ADMIN}/test"),
+        }
+    }
+
+    fn drop_sql(self, name: &str) -> String {
+        match self {
+            Db::Postgres => format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"),
+            Db::Mariadb => format!("DROP DATABASE IF EXISTS {name}"),
+        }
+    }
+
+    /// `expr` as a 64-bit integer (sums are NUMERIC on PostgreSQL, DECIMAL on MariaDB).
+    fn int(self, expr: &str) -> String {
+        match self {
+            Db::Postgres => format!("CAST({expr} AS BIGINT)"),
+            Db::Mariadb => format!("CAST({expr} AS SIGNED)"),
+        }
+    }
+
+    /// Milliseconds from column `from` to column `to`.
+    fn millis_between(self, from: &str, to: &str) -> String {
+        match self {
+            Db::Postgres => format!("EXTRACT(EPOCH FROM ({to} - {from})) * 1000"),
+            Db::Mariadb => format!("TIMESTAMPDIFF(MICROSECOND, {from}, {to}) / 1000"),
+        }
+    }
+
+    /// A timestamp literal both compare with the stored (UTC) values.
+    fn at(self, t: chrono::DateTime<chrono::Utc>) -> String {
+        match self {
+            Db::Postgres => t.to_rfc3339(),
+            Db::Mariadb => t.format("%Y-%m-%d %H:%M:%S%.6f").to_string(),
+        }
+    }
 }
 
 impl Fault {
@@ -77,6 +142,7 @@ impl Fault {
             Fault::PostgresRestart => "postgres-restart",
             Fault::Failpoints => "failpoints",
             Fault::PoisonMix => "poison-mix",
+            Fault::ConsumerTimeout => "consumer-timeout",
         }
     }
 
@@ -89,6 +155,7 @@ impl Fault {
             Fault::RedisStop,
             Fault::RabbitmqAlarm,
             Fault::PostgresRestart,
+            Fault::ConsumerTimeout,
         ];
         if cfg!(feature = "failpoints") {
             all.push(Fault::Failpoints);
@@ -129,6 +196,7 @@ fn signal(child: &Child, sig: &str) {
 /// The deployment of one scenario.
 struct Stack {
     ns: String,
+    db: Db,
     db_url: String,
     port: u16,
     env: Vec<(String, String)>,
@@ -136,19 +204,14 @@ struct Stack {
 }
 
 impl Stack {
-    async fn new(name: &str) -> Stack {
+    async fn new(name: &str, db: Db) -> Stack {
         let ns = format!(
             "chaos{}{}",
             name.replace('-', ""),
             std::process::id() % 100_000
         );
-        let admin = Database::connect(format!("{PG_ADMIN}/postgres"))
-            .await
-            .unwrap();
-        admin
-            .execute_unprepared(&format!("DROP DATABASE IF EXISTS {ns} WITH (FORCE)"))
-            .await
-            .unwrap();
+        let admin = Database::connect(db.admin_url()).await.unwrap();
+        admin.execute_unprepared(&db.drop_sql(&ns)).await.unwrap();
         admin
             .execute_unprepared(&format!("CREATE DATABASE {ns}"))
             .await
@@ -158,7 +221,7 @@ impl Stack {
             .local_addr()
             .unwrap()
             .port();
-        let db_url = format!("{PG_ADMIN}/{ns}");
+        let db_url = format!("{}/{ns}", db.admin());
         let env = [
             ("CONVEYOR_ENV", "local"),
             (
@@ -175,12 +238,15 @@ impl Stack {
             ("CONVEYOR__SERVER__PORT", &port.to_string()),
             ("CONVEYOR__LOG__LEVEL", "error"),
             ("CONVEYOR__BROKER__RETRY_TIERS_MS", "1000,5000,30000"),
+            // The DLQ keeper drains the broker's copies within the audit's wait.
+            ("CONVEYOR__DEAD_LETTERS__KEEPER_INTERVAL_MS", "500"),
         ]
         .iter()
         .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
         .collect();
         Stack {
             ns,
+            db,
             db_url,
             port,
             env,
@@ -231,8 +297,8 @@ impl Stack {
         format!("http://127.0.0.1:{}{path}", self.port)
     }
 
-    async fn teardown(self, db: DatabaseConnection) {
-        db.close().await.ok();
+    /// The deployment's broker, as its processes see it.
+    async fn broker(&self) -> Option<std::sync::Arc<dyn conveyor::broker::Broker>> {
         let settings = conveyor::config::Settings::load_from(
             std::path::Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/config")),
             "local",
@@ -240,7 +306,34 @@ impl Stack {
         )
         .unwrap();
         let topology = conveyor::app::topology(&settings, conveyor::domains::ALL);
-        if let Ok(b) = conveyor::broker::connect(&settings, topology).await {
+        conveyor::broker::connect(&settings, topology).await.ok()
+    }
+
+    /// Messages left in the namespace's dead-letter queues, after giving the keeper up
+    /// to 10 s to drain them.
+    async fn dead_letter_queue_depth(&self) -> u64 {
+        let Some(b) = self.broker().await else {
+            return u64::MAX;
+        };
+        let dlqs: Vec<String> = b.topology().queues.iter().map(|q| q.dlq.clone()).collect();
+        let started = Instant::now();
+        let left = loop {
+            let mut left = 0;
+            for dlq in &dlqs {
+                left += b.depth(dlq).await.unwrap_or(u64::MAX / 1024);
+            }
+            if left == 0 || started.elapsed() > Duration::from_secs(10) {
+                break left;
+            }
+            tokio::time::sleep(Duration::from_millis(250)).await;
+        };
+        b.close().await;
+        left
+    }
+
+    async fn teardown(self, db: DatabaseConnection) {
+        db.close().await.ok();
+        if let Some(b) = self.broker().await {
             let _ = b.teardown().await;
             b.close().await;
         }
@@ -256,10 +349,8 @@ impl Stack {
                 let _: Result<i64, _> = redis::cmd("DEL").arg(keys).query_async(&mut c).await;
             }
         }
-        if let Ok(admin) = Database::connect(format!("{PG_ADMIN}/postgres")).await {
-            let _ = admin
-                .execute_unprepared(&format!("DROP DATABASE IF EXISTS {} WITH (FORCE)", self.ns))
-                .await;
+        if let Ok(admin) = Database::connect(self.db.admin_url()).await {
+            let _ = admin.execute_unprepared(&self.db.drop_sql(&self.ns)).await;
         }
     }
 }
@@ -287,8 +378,10 @@ struct Report {
     p99_api_ms: f64,
     /// Consumer processes that crashed at a fail point (and were restarted).
     crashes: u32,
-    /// Dead letters: exactly the poison the scenario sent (0 for the outages).
+    /// Dead letters: exactly the poison the scenario sent.
     dead_lettered: i64,
+    /// Messages left in the broker's dead-letter queues after the keeper's drain (0).
+    dlq_left: u64,
     /// Successes per second during the fault (at least its first 5 s) ÷ before it.
     healthy_ratio: f64,
     /// Deliveries redelivered after their consumer died (the crash-loop counter).
@@ -298,8 +391,8 @@ struct Report {
     passed: bool,
 }
 
-async fn run(fault: Fault, load: Load) -> Report {
-    let stack = Stack::new(fault.name()).await;
+async fn run(fault: Fault, db_kind: Db, mut load: Load) -> Report {
+    let stack = Stack::new(fault.name(), db_kind).await;
     assert!(
         stack.command(&["migrate"]).status().unwrap().success(),
         "migrate"
@@ -312,6 +405,13 @@ async fn run(fault: Fault, load: Load) -> Report {
         Fault::PoisonMix => vec![("FAILPOINTS", "ai::crash_marked=return")],
         _ => Vec::new(),
     };
+    // The consumers' channels must open under the lowered timeout (it is read when a
+    // channel opens): lowered before they start, restored even if the run panics.
+    let _broker_timeout = (fault == Fault::ConsumerTimeout).then(|| {
+        load.task_ms = 4000;
+        load.rate = load.rate.min(10);
+        BrokerTimeout::lower(2000, 500)
+    });
     let mut consumers = vec![
         stack.spawn_with(&["consume", "ai"], &consumer_env),
         stack.spawn_with(&["consume", "ai"], &consumer_env),
@@ -355,13 +455,11 @@ async fn run(fault: Fault, load: Load) -> Report {
                 n += 1;
                 let mut body = json!({ "kind": "copywriting", "prompt": format!("chaos {n}"),
                                        "params": { "simulate": { "step_ms": load.task_ms } } });
-                if fault == Fault::PoisonMix {
-                    if n % 20 == 0 {
-                        body["params"]["simulate"]["fail_permanent"] = json!(true);
-                    }
-                    if n == u64::from(load.rate) * load.before + 1 {
-                        body["prompt"] = json!(format!("chaos:crash {n}"));
-                    }
+                if n % 20 == 0 {
+                    body["params"]["simulate"]["fail_permanent"] = json!(true);
+                }
+                if fault == Fault::PoisonMix && n == u64::from(load.rate) * load.before + 1 {
+                    body["prompt"] = json!(format!("chaos:crash {n}"));
                 }
                 let (client, url, key, latencies, accepted, refused) = (
                     client.clone(),
@@ -474,6 +572,8 @@ async fn run(fault: Fault, load: Load) -> Report {
             let _restore = Watermark::lower();
             tokio::time::sleep(Duration::from_secs(30)).await;
         }
+        // The whole run is the fault.
+        Fault::ConsumerTimeout => tokio::time::sleep(Duration::from_secs(load.after)).await,
         Fault::PostgresRestart => {
             let v = std::fs::read_dir("/usr/lib/postgresql")
                 .unwrap()
@@ -501,7 +601,10 @@ async fn run(fault: Fault, load: Load) -> Report {
         }
     }
     let fault_end = Instant::now();
-    if !matches!(fault, Fault::Failpoints | Fault::PoisonMix) {
+    if !matches!(
+        fault,
+        Fault::Failpoints | Fault::PoisonMix | Fault::ConsumerTimeout
+    ) {
         tokio::time::sleep(Duration::from_secs(load.after)).await;
     }
     stop.store(true, Ordering::Relaxed);
@@ -541,7 +644,10 @@ async fn run(fault: Fault, load: Load) -> Report {
     // fenced by the task's attempt so its result lands once).
     let redeliveries = count(
         &db,
-        "SELECT COALESCE(SUM(deaths), 0)::bigint FROM message_deaths",
+        &format!(
+            "SELECT {} FROM message_deaths",
+            db_kind.int("COALESCE(SUM(deaths), 0)")
+        ),
     )
     .await;
     let reruns = count(
@@ -566,17 +672,19 @@ async fn run(fault: Fault, load: Load) -> Report {
         .await
         // Every SUCCESS consumed its cost once, every other end refunded it.
         + i64::from(
-            count(&db, "SELECT COALESCE(SUM(cost), 0)::bigint FROM tasks WHERE status = 'SUCCESS'").await
-                != 1_000_000 - count(&db, "SELECT credits FROM users WHERE name = 'chaos'").await,
+            count(&db, &format!("SELECT {} FROM tasks WHERE status = 'SUCCESS'", db_kind.int("COALESCE(SUM(cost), 0)"))).await
+                != 1_000_000 - count(&db, &format!("SELECT {} FROM users WHERE name = 'chaos'", db_kind.int("credits"))).await,
         );
     let longest = {
+        let millis = db_kind.millis_between("created_at", "finished_at");
         let sql = format!(
-            "SELECT COALESCE(MAX(EXTRACT(EPOCH FROM (finished_at - created_at)) * 1000), 0)::bigint \
-             FROM tasks WHERE created_at <= '{}'",
-            in_flight_at_fault.to_rfc3339()
+            "SELECT {} FROM tasks WHERE created_at <= '{}'",
+            db_kind.int(&format!("COALESCE(MAX({millis}), 0)")),
+            db_kind.at(in_flight_at_fault)
         );
         count(&db, &sql).await as f64 / 1000.0
     };
+    let dlq_left = stack.dead_letter_queue_depth().await;
     let lat = latencies.lock().unwrap().clone();
     let during = lat
         .iter()
@@ -591,7 +699,10 @@ async fn run(fault: Fault, load: Load) -> Report {
         .unwrap_or(0.0);
     let recovery = recovery(&samples.lock().unwrap(), fault_start, fault_end);
     let report = Report {
-        scenario: fault.name().into(),
+        scenario: match db_kind {
+            Db::Postgres => fault.name().into(),
+            Db::Mariadb => format!("{}@mariadb", fault.name()),
+        },
         accepted: accepted_n,
         refused: refused.load(Ordering::Relaxed),
         ended,
@@ -603,6 +714,7 @@ async fn run(fault: Fault, load: Load) -> Report {
         p99_api_ms: p99,
         crashes,
         dead_lettered: dead,
+        dlq_left,
         redeliveries,
         executor_reruns: reruns,
         healthy_ratio: healthy_ratio(
@@ -614,7 +726,11 @@ async fn run(fault: Fault, load: Load) -> Report {
         passed: accepted_n as i64 == ended
             && duplicated == 0
             && dead == poison + killers
-            && quarantined == killers,
+            && quarantined == killers
+            && dlq_left == 0
+            // The taken-back deliveries were parked, never run a second time; and the
+            // broker did take some back (else the scenario proved nothing).
+            && (fault != Fault::ConsumerTimeout || (reruns == 0 && redeliveries > 0)),
     };
     drop(consumers);
     drop(_api);
@@ -637,7 +753,12 @@ fn healthy_ratio(samples: &[(Instant, i64)], start: Instant, end: Instant) -> f6
     let rate = |(t0, n0): (Instant, i64), (t1, n1): (Instant, i64)| {
         (n1 - n0) as f64 / t1.duration_since(t0).as_secs_f64().max(0.001)
     };
-    rate(b1, f1) / rate(b0, b1).max(0.001)
+    let before = rate(b0, b1);
+    // Nothing finished yet before the fault (tasks longer than the warm-up): no baseline.
+    if before < 0.5 {
+        return f64::NAN;
+    }
+    rate(b1, f1) / before
 }
 
 /// Seconds from `end` until the finishing rate (over 1 s windows) is back to 90 % of its
@@ -707,10 +828,64 @@ impl Drop for Watermark {
     }
 }
 
+/// RabbitMQ's `consumer_timeout` (and the channel tick that checks it) lowered until
+/// dropped, then put back as they were.
+struct BrokerTimeout {
+    timeout: String,
+    tick: String,
+}
+
+impl BrokerTimeout {
+    fn get(key: &str, default: &str) -> String {
+        let out = Command::new("rabbitmqctl")
+            .args([
+                "-q",
+                "eval",
+                &format!("application:get_env(rabbit, {key})."),
+            ])
+            .output()
+            .unwrap();
+        // `{ok,1800000}`, or `undefined` when never set.
+        let text = String::from_utf8_lossy(&out.stdout);
+        text.trim()
+            .strip_prefix("{ok,")
+            .and_then(|t| t.strip_suffix('}'))
+            .filter(|v| v.parse::<u64>().is_ok())
+            .unwrap_or(default)
+            .to_owned()
+    }
+
+    fn set(timeout: &str, tick: &str) {
+        rabbitmqctl_args(&[
+            "eval",
+            &format!(
+                "application:set_env(rabbit, consumer_timeout, {timeout}), \
+                 application:set_env(rabbit, channel_tick_interval, {tick})."
+            ),
+        ]);
+    }
+
+    fn lower(timeout_ms: u64, tick_ms: u64) -> BrokerTimeout {
+        let was = BrokerTimeout {
+            timeout: Self::get("consumer_timeout", "1800000"),
+            tick: Self::get("channel_tick_interval", "60000"),
+        };
+        Self::set(&timeout_ms.to_string(), &tick_ms.to_string());
+        was
+    }
+}
+
+impl Drop for BrokerTimeout {
+    fn drop(&mut self) {
+        Self::set(&self.timeout, &self.tick);
+    }
+}
+
 fn rabbitmqctl_args(args: &[&str]) {
     let ok = Command::new("rabbitmqctl")
         .arg("-q")
         .args(args)
+        .stdout(Stdio::null())
         .status()
         .unwrap();
     assert!(ok.success(), "rabbitmqctl {args:?}");
@@ -749,7 +924,7 @@ async fn main() {
         .enumerate()
         .filter(|(i, a)| {
             !a.starts_with('-')
-                && (*i == 0 || !matches!(args[i - 1].as_str(), "--scenario" | "--json"))
+                && (*i == 0 || !matches!(args[i - 1].as_str(), "--scenario" | "--json" | "--db"))
         })
         .map(|(_, a)| a)
         .collect();
@@ -757,21 +932,45 @@ async fn main() {
         println!("test result: ok. 0 passed; 0 failed; 0 ignored; 0 measured; 1 filtered out");
         return;
     }
+    let db = match args
+        .windows(2)
+        .find(|w| w[0] == "--db")
+        .map(|w| w[1].as_str())
+    {
+        None | Some("postgres") => Db::Postgres,
+        Some("mariadb") => Db::Mariadb,
+        Some(other) => panic!("--db {other}: postgres or mariadb"),
+    };
     let required = std::env::var("CONVEYOR_REQUIRE_SERVICES").is_ok_and(|v| v == "1");
-    if !(up("127.0.0.1:5672") && up("127.0.0.1:6379") && up("127.0.0.1:5432")) {
+    if !(up("127.0.0.1:5672")
+        && up("127.0.0.1:6379")
+        && up("127.0.0.1:5432")
+        && up("127.0.0.1:3306"))
+    {
         assert!(
             !required,
-            "chaos: RabbitMQ, Redis and PostgreSQL must answer (scripts/services.sh up)"
+            "chaos: RabbitMQ, Redis, PostgreSQL and MariaDB must answer (scripts/services.sh up)"
         );
-        println!("chaos: SKIPPED (RabbitMQ, Redis or PostgreSQL not running)");
+        println!("chaos: SKIPPED (RabbitMQ, Redis, PostgreSQL or MariaDB not running)");
         return;
     }
-    let scenarios: Vec<Fault> = if !named.is_empty() {
-        named
+    let scenarios: Vec<(Fault, Db)> = if !named.is_empty() {
+        named.into_iter().map(|f| (f, db)).collect()
     } else if full {
-        Fault::all().to_vec()
+        Fault::all()
+            .into_iter()
+            // Restarting the server is PostgreSQL's scenario.
+            .filter(|f| db == Db::Postgres || *f != Fault::PostgresRestart)
+            .map(|f| (f, db))
+            .collect()
     } else {
-        Fault::all().into_iter().filter(|f| f.private()).collect()
+        let mut short: Vec<(Fault, Db)> = Fault::all()
+            .into_iter()
+            .filter(|f| f.private())
+            .map(|f| (f, Db::Postgres))
+            .collect();
+        short.push((Fault::Kill9, Db::Mariadb));
+        short
     };
     let load = if full {
         Load {
@@ -789,13 +988,14 @@ async fn main() {
         }
     };
     println!(
-        "{:<16} {:>8} {:>6} {:>5} {:>5} {:>5} {:>10} {:>12} {:>14} {:>8} {:>8} {:>8} {:>6} {:>6}",
+        "{:<24} {:>8} {:>6} {:>5} {:>5} {:>5} {:>4} {:>10} {:>12} {:>14} {:>8} {:>8} {:>8} {:>6} {:>6}",
         "scenario",
         "accepted",
         "ended",
         "lost",
         "dup",
         "dead",
+        "dlq",
         "recovery",
         "longest task",
         "max API ms",
@@ -806,16 +1006,17 @@ async fn main() {
         "reruns"
     );
     let mut reports = Vec::new();
-    for fault in scenarios {
-        let r = run(fault, load).await;
+    for (fault, db) in scenarios {
+        let r = run(fault, db, load).await;
         println!(
-            "{:<16} {:>8} {:>6} {:>5} {:>5} {:>5} {:>9.1}s {:>11.1}s {:>14.0} {:>8.0} {:>8} {:>7.0}% {:>6} {:>6}",
+            "{:<24} {:>8} {:>6} {:>5} {:>5} {:>5} {:>4} {:>9.1}s {:>11.1}s {:>14.0} {:>8.0} {:>8} {:>7.0}% {:>6} {:>6}",
             r.scenario,
             r.accepted,
             r.ended,
             r.lost,
             r.duplicated_effects,
             r.dead_lettered,
+            r.dlq_left,
             r.recovery_secs,
             r.longest_in_flight_task_secs,
             r.max_api_ms_during_fault,

@@ -61,12 +61,13 @@ impl AiSettings {
     /// The `[ai]` section, checked.
     pub fn from_settings(settings: &Settings) -> Result<Self, ConfigError> {
         let ai: AiSettings = settings.section(SECTION.key)?;
-        ai.validate()?;
+        ai.validate(settings.broker.consumer_timeout_ms)?;
         Ok(ai)
     }
 
-    /// Checks what types cannot, naming the offending key.
-    pub fn validate(&self) -> Result<(), ConfigError> {
+    /// Checks what types cannot, naming the offending key. `consumer_timeout_ms` is the
+    /// broker's: a task that may run that long would have its delivery taken back mid-run.
+    pub fn validate(&self, consumer_timeout_ms: u64) -> Result<(), ConfigError> {
         let ai = self;
         let bad = |key, problem: String| Err(ConfigError::Invalid { key, problem });
         if ai.heartbeat_ms == 0 || ai.stale_after_ms <= ai.heartbeat_ms * 2 {
@@ -91,12 +92,13 @@ impl AiSettings {
                     format!("ai.kinds.{kind}.cost must not be negative"),
                 );
             }
-            // RabbitMQ closes a channel whose delivery stays unacked past consumer_timeout (30 min).
-            if k.deadline_secs == 0 || k.deadline_secs >= 1800 {
+            // RabbitMQ closes a channel whose delivery stays unacked past consumer_timeout.
+            if k.deadline_secs == 0 || k.deadline_secs.saturating_mul(1000) >= consumer_timeout_ms {
                 return bad(
                     "ai.kinds",
                     format!(
-                        "ai.kinds.{kind}.deadline_secs must be 1..1799 (below RabbitMQ's consumer_timeout)"
+                        "ai.kinds.{kind}.deadline_secs must be above 0 and below broker.consumer_timeout_ms ({consumer_timeout_ms} ms): \
+                         the broker takes back a delivery unacked that long"
                     ),
                 );
             }
@@ -132,5 +134,20 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(err.contains("`ai`") && err.contains("magic"), "{err}");
+    }
+
+    #[test]
+    fn a_deadline_the_broker_would_cut_short_is_refused() {
+        // Copywriting's deadline is 60 s: a broker that takes deliveries back after 60 s
+        // would redeliver every task that uses its whole deadline.
+        let err = load(&[("CONVEYOR__BROKER__CONSUMER_TIMEOUT_MS", "60000")])
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("ai.kinds.copywriting.deadline_secs") && err.contains("consumer_timeout"),
+            "{err}"
+        );
+        // Every default kind fits under the broker's own 30-min default.
+        load(&[("CONVEYOR__BROKER__CONSUMER_TIMEOUT_MS", "1800000")]).unwrap();
     }
 }
