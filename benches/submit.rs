@@ -452,6 +452,8 @@ async fn main() {
             std::env::vars(),
         )
         .unwrap();
+        // The platform's throughput, not one tenant's budget.
+        s.limits = conveyor::config::LimitSettings::unlimited();
         s.broker.namespace = format!("bench{pid}{tag}");
         s.dedupe.key_prefix = s.broker.namespace.clone();
         s.broker.embedded_path = dir.path().join(format!("{tag}-broker.sqlite"));

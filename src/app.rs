@@ -232,8 +232,28 @@ async fn compose(
         dedupe: platform.dedupe.clone(),
         relay: platform.relay.clone(),
         auth_cache: Arc::default(),
+        limits: crate::limits::Limits::connect(&platform.settings, platform.db.clone())
+            .await
+            .context("per-tenant limits")?,
         shutdown,
     };
+    // A revoked key's cached identity goes at once, on every instance.
+    {
+        let (mut controls, cache) = (hub.controls(), core.auth_cache.clone());
+        tokio::spawn(async move {
+            loop {
+                match controls.recv().await {
+                    Ok(c) => match c.as_ref() {
+                        live::Control::KeyRevoked { key_hash }
+                        | live::Control::KeyChanged { key_hash } => cache.forget(key_hash),
+                    },
+                    // Missed notices: forget everything rather than trust a revoked key.
+                    Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => cache.clear(),
+                    Err(tokio::sync::broadcast::error::RecvError::Closed) => return,
+                }
+            }
+        });
+    }
     // The dead letters' gauge, then every domain's.
     let domain_gauges: Arc<[Gauge]> = std::iter::once(dead_letters::GAUGE)
         .chain(domains.iter().flat_map(|d| d.gauges.iter().copied()))

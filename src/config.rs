@@ -35,6 +35,8 @@ pub struct Settings {
     pub outbox: OutboxSettings,
     pub live: LiveSettings,
     pub dead_letters: DeadLetterSettings,
+    pub limits: LimitSettings,
+    pub auth: AuthSettings,
     #[serde(default)]
     pub queues: BTreeMap<String, QueueOverride>,
     /// The domains' sections, by top-level key.
@@ -181,6 +183,48 @@ pub struct DeadLetterSettings {
     pub replay_per_second: u32,
     /// How often consumer processes drain their queues' DLQs into the table.
     pub keeper_interval_ms: u64,
+}
+
+/// `[auth]`: API keys.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AuthSettings {
+    /// A rotated key keeps working this long beside its successor.
+    pub key_rotation_overlap_secs: u64,
+}
+
+/// `[limits]`: what one user (tenant) may take; 0 turns a limit off. Admins override
+/// them per user ([`crate::limits::Overrides`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct LimitSettings {
+    /// Task submissions per second (sustained) and the burst above it.
+    pub submits_per_sec: u32,
+    pub submit_burst: u32,
+    /// Tasks PENDING, PROCESSING or RETRYING at once.
+    pub tasks_in_flight: u32,
+    /// Flash-sale orders per second and the burst above it.
+    pub orders_per_sec: u32,
+    pub order_burst: u32,
+    /// WebSocket tickets per minute.
+    pub tickets_per_min: u32,
+    /// Open WebSocket and SSE streams, per API instance.
+    pub streams_per_user: u32,
+}
+
+impl LimitSettings {
+    /// Every limit off (benchmarks of the platform's own throughput).
+    pub fn unlimited() -> Self {
+        LimitSettings {
+            submits_per_sec: 0,
+            submit_burst: 0,
+            tasks_in_flight: 0,
+            orders_per_sec: 0,
+            order_burst: 0,
+            tickets_per_min: 0,
+            streams_per_user: 0,
+        }
+    }
 }
 
 /// `[queues.<key>]`: per-queue concurrency and attempt limits.

@@ -38,8 +38,14 @@ pub enum ApiError {
     TooLarge,
     #[error("request took too long")]
     Timeout,
-    #[error("too many requests; retry in {retry_after_secs} s")]
-    TooManyRequests { retry_after_secs: u64 },
+    /// 429 with `Retry-After`; `code` names the limit (`rate_limited`,
+    /// `too_many_tasks_in_flight`, `too_many_streams`).
+    #[error("{message}")]
+    TooManyRequests {
+        code: &'static str,
+        message: String,
+        retry_after_secs: u64,
+    },
     #[error("{0}")]
     Unavailable(String),
     /// 503 with `Retry-After`: a dependency is away for now; nothing was done.
@@ -88,9 +94,7 @@ impl ApiError {
             ApiError::Refused { code, .. } => (StatusCode::CONFLICT, code, None),
             ApiError::TooLarge => (StatusCode::PAYLOAD_TOO_LARGE, "payload_too_large", None),
             ApiError::Timeout => (StatusCode::REQUEST_TIMEOUT, "timeout", None),
-            ApiError::TooManyRequests { .. } => {
-                (StatusCode::TOO_MANY_REQUESTS, "rate_limited", None)
-            }
+            ApiError::TooManyRequests { code, .. } => (StatusCode::TOO_MANY_REQUESTS, code, None),
             ApiError::Unavailable(_) | ApiError::RetryLater { .. } => {
                 (StatusCode::SERVICE_UNAVAILABLE, "unavailable", None)
             }
@@ -124,7 +128,9 @@ impl IntoResponse for ApiError {
             error["balance"] = json!(balance);
         }
         let mut resp = (status, Json(json!({ "error": error }))).into_response();
-        if let ApiError::TooManyRequests { retry_after_secs }
+        if let ApiError::TooManyRequests {
+            retry_after_secs, ..
+        }
         | ApiError::RetryLater {
             retry_after_secs, ..
         } = &self

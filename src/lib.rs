@@ -22,6 +22,8 @@
 //! - [`dead_letters`]: dead letters recorded for operators; replay and discard (audited, paced), admin API.
 //! - [`users`]: users, roles and the visibility rule, hashed API keys, the credit ledger,
 //!   memberships.
+//! - [`limits`]: what one tenant may take: submission/order/ticket rates (GCRA in Redis
+//!   or in-process), the in-flight cap, open streams, per-user overrides by admins.
 //! - [`search`]: the search backend seam (versioned bulk writes, owner-filtered search)
 //!   with its embedded index (tantivy, with a CJK bigram tokenizer) and Elasticsearch
 //!   adapter.
@@ -55,6 +57,7 @@ pub mod dedupe;
 pub mod domains;
 pub mod error;
 pub mod housekeeping;
+pub mod limits;
 pub mod live;
 pub mod outbox;
 pub mod platform;

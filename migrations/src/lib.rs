@@ -14,6 +14,7 @@ mod m20261203_000007_payments;
 mod m20261203_000008_payment_effects;
 mod m20261203_000009_material_search;
 mod m20261203_000010_message_deaths;
+mod m20261203_000011_tenant_limits;
 
 pub struct Migrator;
 
@@ -31,6 +32,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261203_000008_payment_effects::Migration),
             Box::new(m20261203_000009_material_search::Migration),
             Box::new(m20261203_000010_message_deaths::Migration),
+            Box::new(m20261203_000011_tenant_limits::Migration),
         ]
     }
 }

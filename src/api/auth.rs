@@ -13,13 +13,38 @@ use super::Core;
 use crate::error::ApiError;
 use crate::users::{self, User};
 
-/// How long a key → user mapping is trusted; a revoked key stops working within this.
+/// How long a key → user mapping is trusted. A revocation is announced to every instance
+/// (which drops the entry at once); this bounds it when the announcement is lost.
 const TTL: Duration = Duration::from_secs(10);
 /// Above this many entries the cache starts over (a bound, not an LRU).
 const MAX_ENTRIES: usize = 10_000;
 
 #[derive(Debug, Clone)]
 pub struct AuthUser(pub User);
+
+/// The SHA-256 of the caller's bearer key (not checked: put it after [`AuthUser`]), for
+/// what must end when that key is revoked (a ticket's socket, an SSE stream).
+#[derive(Debug, Clone)]
+pub struct CallerKey(pub String);
+
+impl<S: Send + Sync> FromRequestParts<S> for CallerKey {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Self, Self::Rejection> {
+        bearer(parts)
+            .map(|key| CallerKey(users::hash_key(key)))
+            .ok_or(ApiError::Unauthorized)
+    }
+}
+
+fn bearer(parts: &Parts) -> Option<&str> {
+    parts
+        .headers
+        .get(axum::http::header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "))
+        .map(str::trim)
+}
 
 /// The caller, who must be an admin (`users create --admin`): 401 without a valid key,
 /// 403 for anyone else.
@@ -45,6 +70,7 @@ where
 
 #[derive(Debug, Default)]
 pub struct AuthCache {
+    /// Key hash → (user, trusted until).
     entries: Mutex<HashMap<String, (User, Instant)>>,
 }
 
@@ -53,16 +79,36 @@ impl AuthCache {
         let entries = self.entries.lock().ok()?;
         entries
             .get(hash)
-            .filter(|(_, at)| at.elapsed() < TTL)
+            .filter(|(_, until)| Instant::now() < *until)
             .map(|(u, _)| u.clone())
     }
 
-    fn put(&self, hash: String, user: User) {
+    /// Drops a key's identity (it was revoked): its next request is checked again.
+    pub fn forget(&self, hash: &str) {
+        if let Ok(mut entries) = self.entries.lock() {
+            entries.remove(hash);
+        }
+    }
+
+    /// Drops every cached identity.
+    pub fn clear(&self) {
+        if let Ok(mut entries) = self.entries.lock() {
+            entries.clear();
+        }
+    }
+
+    /// Trusts the identity for the TTL, or until the key expires if that is sooner.
+    fn put(&self, hash: String, user: User, key_expires: Option<chrono::DateTime<chrono::Utc>>) {
+        let mut ttl = TTL;
+        if let Some(at) = key_expires {
+            let left = (at - chrono::Utc::now()).to_std().unwrap_or_default();
+            ttl = ttl.min(left);
+        }
         if let Ok(mut entries) = self.entries.lock() {
             if entries.len() >= MAX_ENTRIES {
                 entries.clear();
             }
-            entries.insert(hash, (user, Instant::now()));
+            entries.insert(hash, (user, Instant::now() + ttl));
         }
     }
 }
@@ -76,13 +122,7 @@ where
 
     async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Self::Rejection> {
         let state = Core::from_ref(state);
-        let key = parts
-            .headers
-            .get(axum::http::header::AUTHORIZATION)
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.strip_prefix("Bearer "))
-            .map(str::trim)
-            .ok_or(ApiError::Unauthorized)?;
+        let key = bearer(parts).ok_or(ApiError::Unauthorized)?;
         let hash = users::hash_key(key);
         if let Some(user) = state.auth_cache.get(&hash) {
             return Ok(AuthUser(user));
@@ -91,10 +131,10 @@ where
             return Err(ApiError::Unauthorized);
         }
         // Hashed once above, for the cache and the lookup both.
-        let user = users::authenticate_hash(&state.db, &hash)
+        let (user, key_expires) = users::authenticate_key(&state.db, &hash)
             .await?
             .ok_or(ApiError::Unauthorized)?;
-        state.auth_cache.put(hash, user.clone());
+        state.auth_cache.put(hash, user.clone(), key_expires);
         Ok(AuthUser(user))
     }
 }

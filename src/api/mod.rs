@@ -27,7 +27,7 @@ use tower_http::trace::TraceLayer;
 use crate::config::Settings;
 use crate::error::ApiError;
 
-pub use auth::{Admin, AuthUser};
+pub use auth::{Admin, AuthUser, CallerKey};
 pub use json::ApiJson;
 pub use page::Page;
 pub use query::ApiQuery;

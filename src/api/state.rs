@@ -12,6 +12,7 @@ use super::auth::AuthCache;
 use crate::broker::Broker;
 use crate::config::Settings;
 use crate::dedupe::DedupeStore;
+use crate::limits::Limits;
 use crate::outbox::Relay;
 
 #[derive(Clone)]
@@ -22,6 +23,8 @@ pub struct Core {
     pub dedupe: Arc<dyn DedupeStore>,
     pub relay: Relay,
     pub auth_cache: Arc<AuthCache>,
+    /// Per-tenant rates, in-flight cap, open streams.
+    pub limits: Limits,
     /// Cancelled at shutdown: long-lived streams close with a proper close frame.
     pub shutdown: CancellationToken,
 }

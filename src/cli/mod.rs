@@ -4,14 +4,14 @@ mod dead_letters;
 mod flash_sales;
 mod payments;
 mod search;
+mod users;
 
-use anyhow::Context as _;
 use clap::{Args, Parser, Subcommand};
 use tokio_util::sync::CancellationToken;
 
 use crate::app::{self, Application};
 use crate::config::{BrokerKind, Settings};
-use crate::{db, domains, shutdown, telemetry, users};
+use crate::{db, domains, shutdown, telemetry};
 
 #[derive(Debug, Parser)]
 #[command(
@@ -47,7 +47,7 @@ pub enum Command {
     },
     /// Manage users and their API keys.
     #[command(subcommand)]
-    Users(UsersCommand),
+    Users(users::UsersCommand),
     /// Submit and watch tasks through a running server's API.
     Tasks(TasksArgs),
     /// List, inspect, replay or discard dead letters (on the database directly).
@@ -99,22 +99,6 @@ pub enum TasksCommand {
 pub struct ConsumeArgs {
     /// Consumer group (see `conveyor topology`): ai or orders.
     pub group: String,
-}
-
-#[derive(Debug, Subcommand)]
-pub enum UsersCommand {
-    /// Create a user with initial credits and print its API key (shown only once).
-    Create {
-        /// Display name (1-128 characters).
-        #[arg(long)]
-        name: String,
-        /// Initial credit balance, booked in the ledger as a grant.
-        #[arg(long, default_value_t = 0)]
-        credits: i64,
-        /// May read every user's tasks and operate dead letters.
-        #[arg(long)]
-        admin: bool,
-    },
 }
 
 /// A failure the CLI reports as one line and an exit code.
@@ -172,30 +156,7 @@ pub async fn run(cli: Cli) -> Result<(), CliError> {
         Command::FlashSales(cmd) => flash_sales::run(&settings, cmd).await?,
         Command::Payments(cmd) => payments::run(&settings, cmd)?,
         Command::Search(cmd) => search::run(&settings, cmd).await?,
-        Command::Users(UsersCommand::Create {
-            name,
-            credits,
-            admin,
-        }) => {
-            if name.trim().is_empty() || name.len() > 128 {
-                return Err(anyhow::anyhow!("--name must be 1 to 128 characters").into());
-            }
-            if credits < 0 {
-                return Err(anyhow::anyhow!("--credits must not be negative").into());
-            }
-            let conn = db::connect(&settings.database).await?;
-            if settings.database.migrate_on_start {
-                db::migrate(&conn).await?;
-            }
-            let (user, key) = users::create(&conn, name.trim(), credits, admin)
-                .await
-                .context("creating the user")?;
-            println!(
-                "user {} ({}) created with {} credits",
-                user.name, user.id, user.credits
-            );
-            println!("API key (shown once, store it now): {key}");
-        }
+        Command::Users(cmd) => users::run(&settings, cmd).await?,
     }
     Ok(())
 }

@@ -244,6 +244,11 @@ pub(crate) async fn replay(
             &governor::clock::DefaultClock::default(),
         ));
         return Err(ApiError::TooManyRequests {
+            code: "rate_limited",
+            message: format!(
+                "replays are paced at dead_letters.replay_per_second; retry in {} ms",
+                wait.as_millis()
+            ),
             retry_after_secs: wait.as_secs().max(1),
         });
     }

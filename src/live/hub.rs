@@ -4,6 +4,7 @@ use std::sync::Arc;
 
 use tokio::sync::broadcast;
 
+use super::control::{Control, PREFIX, Wire};
 use super::event::{Body, Shared};
 use crate::broker::Broker;
 
@@ -14,6 +15,7 @@ const BACKLOG: usize = 4096;
 #[derive(Clone)]
 pub struct Hub {
     tx: broadcast::Sender<Arc<Shared>>,
+    controls: broadcast::Sender<Arc<Control>>,
 }
 
 impl std::fmt::Debug for Hub {
@@ -29,10 +31,23 @@ impl Hub {
     /// event published after the server starts serving can miss this instance.
     pub async fn start(broker: Arc<dyn Broker>) -> Result<Self, crate::broker::BrokerError> {
         let (tx, _) = broadcast::channel(BACKLOG);
-        let hub = Hub { tx: tx.clone() };
+        let (controls, _) = broadcast::channel(64);
+        let hub = Hub {
+            tx: tx.clone(),
+            controls: controls.clone(),
+        };
         let mut rx = broker.subscribe_events().await?;
         tokio::spawn(async move {
             while let Some(body) = rx.recv().await {
+                if body.starts_with(PREFIX) {
+                    match serde_json::from_slice::<Wire>(&body) {
+                        Ok(w) => {
+                            let _ = controls.send(Arc::new(w.control));
+                        }
+                        Err(e) => tracing::warn!(error = %e, "ignored an unknown control notice"),
+                    }
+                    continue;
+                }
                 // Nobody watching on this instance: skip decoding and framing.
                 if tx.receiver_count() == 0 {
                     continue;
@@ -51,6 +66,11 @@ impl Hub {
 
     pub fn subscribe(&self) -> broadcast::Receiver<Arc<Shared>> {
         self.tx.subscribe()
+    }
+
+    /// Control notices (see [`Control`]), from every instance.
+    pub fn controls(&self) -> broadcast::Receiver<Arc<Control>> {
+        self.controls.subscribe()
     }
 }
 

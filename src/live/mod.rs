@@ -8,6 +8,7 @@
 //! events after its last sequence number), then live events, with no gap and no
 //! duplicate ([`follow::Follow`], the one rule both transports keep).
 
+pub mod control;
 pub mod event;
 pub mod follow;
 pub mod hub;
@@ -22,6 +23,7 @@ use axum::routing::{get, post};
 
 use crate::api::Core;
 
+pub use control::Control;
 pub use event::{Event, Shared, publish};
 pub use hub::Hub;
 pub use source::{Snapshot, Source, Sources};

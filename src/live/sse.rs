@@ -17,8 +17,8 @@ use tokio::sync::mpsc;
 
 use super::follow::{Follow, FollowError, Opening};
 use super::{Event, Live};
-use crate::api::AuthUser;
 use crate::api::openapi::ErrorBody;
+use crate::api::{AuthUser, CallerKey};
 use crate::error::ApiError;
 
 fn sse_event(ev: &Event) -> SseEvent {
@@ -40,10 +40,11 @@ fn sse_event(ev: &Event) -> SseEvent {
 pub async fn stream(
     State(state): State<Live>,
     user: AuthUser,
+    key: CallerKey,
     Path((stream, id)): Path<(String, String)>,
     headers: HeaderMap,
 ) -> Result<Sse<impl Stream<Item = Result<SseEvent, Infallible>>>, ApiError> {
-    follow(state, user, stream, id, headers).await
+    follow(state, (user, key), stream, id, headers).await
 }
 
 #[utoipa::path(get, path = "/v1/tasks/{id}/events", tag = "live", security(("api_key" = [])),
@@ -57,15 +58,23 @@ pub async fn stream(
 pub async fn task_stream(
     State(state): State<Live>,
     user: AuthUser,
+    key: CallerKey,
     Path(id): Path<String>,
     headers: HeaderMap,
 ) -> Result<Sse<impl Stream<Item = Result<SseEvent, Infallible>>>, ApiError> {
-    follow(state, user, super::TASK_STREAM.to_owned(), id, headers).await
+    follow(
+        state,
+        (user, key),
+        super::TASK_STREAM.to_owned(),
+        id,
+        headers,
+    )
+    .await
 }
 
 async fn follow(
     state: Live,
-    AuthUser(user): AuthUser,
+    (AuthUser(user), CallerKey(key_hash)): (AuthUser, CallerKey),
     stream: String,
     id: String,
     headers: HeaderMap,
@@ -86,8 +95,11 @@ async fn follow(
                 })?,
         ),
     };
+    // Held while the stream is open: the user's open streams are capped.
+    let permit = state.core.limits.open_stream(&user.id).await?;
     // Attach to the live fan-out before reading the store: nothing falls in between.
     let mut live = state.hub.subscribe();
+    let mut controls = state.hub.controls();
     let db = state.core.db.clone();
     let (mut follow, opening, over) = Follow::start(source, &db, &user, &id, after)
         .await
@@ -98,6 +110,7 @@ async fn follow(
     let (tx, rx) = mpsc::channel::<SseEvent>(64);
     let shutdown = state.core.shutdown.clone();
     tokio::spawn(async move {
+        let _permit = permit;
         let first = match opening {
             Opening::Snapshot(s) => vec![
                 SseEvent::default()
@@ -119,6 +132,12 @@ async fn follow(
             let ev = tokio::select! {
                 _ = shutdown.cancelled() => return,
                 _ = tx.closed() => return,
+                Ok(c) = controls.recv() => {
+                    if super::control::ends(&c, Some(&key_hash)) {
+                        return;
+                    }
+                    continue;
+                }
                 ev = live.recv() => ev,
             };
             let events = match ev {

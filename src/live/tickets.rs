@@ -10,9 +10,9 @@ use rand::RngCore as _;
 use sea_orm::sea_query::Expr;
 use sea_orm::{ActiveValue::Set, ColumnTrait, ConnectionTrait, DbErr, EntityTrait, QueryFilter};
 
-use crate::api::AuthUser;
 use crate::api::Core;
 use crate::api::openapi::ErrorBody;
+use crate::api::{AuthUser, CallerKey};
 use crate::error::ApiError;
 use crate::users::hash_key;
 
@@ -27,6 +27,8 @@ pub mod entity {
         pub user_id: String,
         pub expires_at: DateTimeUtc,
         pub used_at: Option<DateTimeUtc>,
+        /// The API key it was issued with: revoking the key closes the socket.
+        pub key_hash: Option<String>,
     }
 
     #[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]
@@ -49,7 +51,12 @@ pub struct TicketView {
 pub async fn issue(
     State(state): State<Core>,
     AuthUser(user): AuthUser,
+    CallerKey(key_hash): CallerKey,
 ) -> Result<(StatusCode, Json<TicketView>), ApiError> {
+    state
+        .limits
+        .take(crate::limits::Action::Ticket, &user.id)
+        .await?;
     let mut bytes = [0u8; 24];
     rand::rng().fill_bytes(&mut bytes);
     let ticket = format!("wst_{}", hex::encode(bytes));
@@ -59,6 +66,7 @@ pub async fn issue(
         user_id: Set(user.id),
         expires_at: Set(Utc::now() + chrono::Duration::seconds(ttl as i64)),
         used_at: Set(None),
+        key_hash: Set(Some(key_hash)),
     })
     .exec_without_returning(&state.db)
     .await?;
@@ -71,8 +79,12 @@ pub async fn issue(
     ))
 }
 
-/// The ticket's user if it is valid, unexpired and unused; it is used up either way.
-pub async fn redeem(db: &impl ConnectionTrait, ticket: &str) -> Result<Option<String>, DbErr> {
+/// The ticket's (user, issuing key hash) if it is valid, unexpired and unused; it is
+/// used up either way.
+pub async fn redeem(
+    db: &impl ConnectionTrait,
+    ticket: &str,
+) -> Result<Option<(String, Option<String>)>, DbErr> {
     let hash = hash_key(ticket);
     let now = Utc::now();
     let used = entity::Entity::update_many()
@@ -88,5 +100,5 @@ pub async fn redeem(db: &impl ConnectionTrait, ticket: &str) -> Result<Option<St
     Ok(entity::Entity::find_by_id(hash)
         .one(db)
         .await?
-        .map(|t| t.user_id))
+        .map(|t| (t.user_id, t.key_hash)))
 }

@@ -69,13 +69,14 @@ pub async fn upgrade(
         }
     }
     let ticket = params.ticket.ok_or(ApiError::Unauthorized)?;
-    let user_id = super::tickets::redeem(&core.db, &ticket)
+    let (user_id, key_hash) = super::tickets::redeem(&core.db, &ticket)
         .await?
         .ok_or(ApiError::Unauthorized)?;
     let user = crate::users::entity::user::Entity::find_by_id(user_id)
         .one(&core.db)
         .await?
         .ok_or(ApiError::Unauthorized)?;
+    let permit = core.limits.open_stream(&user.id).await?;
     let live = &core.settings.live;
     let ws = ws
         .max_message_size(live.max_message_bytes)
@@ -83,12 +84,17 @@ pub async fn upgrade(
         .read_buffer_size(live.buffer_bytes)
         .write_buffer_size(live.buffer_bytes)
         .max_write_buffer_size(live.buffer_bytes * 16);
-    Ok(ws.on_upgrade(move |socket| Connection::new(state, user).run(socket)))
+    Ok(ws.on_upgrade(move |socket| async move {
+        Connection::new(state, user, key_hash).run(socket).await;
+        drop(permit);
+    }))
 }
 
 struct Connection {
     state: Live,
     user: User,
+    /// The key its ticket was issued with: revoking it closes the connection.
+    key_hash: Option<String>,
     /// Followed things by id (ids are unique across stream kinds).
     subs: HashMap<String, Follow>,
     all: bool,
@@ -125,10 +131,11 @@ enum Flow {
 }
 
 impl Connection {
-    fn new(state: Live, user: User) -> Self {
+    fn new(state: Live, user: User, key_hash: Option<String>) -> Self {
         Connection {
             state,
             user,
+            key_hash,
             subs: HashMap::new(),
             all: false,
             pending: Pending::default(),
@@ -141,6 +148,7 @@ impl Connection {
         let idle = Duration::from_millis(live.idle_timeout_ms);
         let (mut sink, mut stream) = socket.split();
         let mut events = self.state.hub.subscribe();
+        let mut controls = self.state.hub.controls();
         let mut ping = tokio::time::interval(Duration::from_millis(live.ping_interval_ms));
         ping.tick().await;
         let mut heard = Instant::now();
@@ -163,6 +171,12 @@ impl Connection {
             }
             let flow = tokio::select! {
                 _ = &mut shutdown => Flow::Close(1001, "server shutting down"),
+                control = controls.recv() => match control {
+                    Ok(c) if super::control::ends(&c, self.key_hash.as_deref()) => {
+                        Flow::Close(1008, "API key revoked")
+                    }
+                    _ => Flow::Continue,
+                },
                 msg = stream.next() => match msg {
                     None | Some(Err(_)) => break (1000, ""),
                     Some(Ok(Message::Close(_))) => break (1000, ""),

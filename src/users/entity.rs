@@ -39,6 +39,8 @@ pub mod api_key {
         pub prefix: String,
         pub created_at: DateTimeUtc,
         pub revoked_at: Option<DateTimeUtc>,
+        /// A rotated key works until then.
+        pub expires_at: Option<DateTimeUtc>,
     }
 
     #[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]

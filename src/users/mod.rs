@@ -1,8 +1,10 @@
 //! Users, API keys and credits. Keys are 32 random bytes shown once (`cvk_…`); only
 //! their SHA-256 is stored, and lookups go by that hash.
 
+pub mod audit;
 pub mod credits;
 pub mod entity;
+pub mod keys;
 pub mod membership;
 
 use chrono::Utc;
@@ -85,18 +87,7 @@ pub async fn create(
     } else {
         user
     };
-    let key = new_key();
-    let api_key = entity::api_key::ActiveModel {
-        id: Set(uuid::Uuid::now_v7().to_string()),
-        user_id: Set(user.id.clone()),
-        key_hash: Set(hash_key(&key)),
-        prefix: Set(key[..KEY_PREFIX.len() + 6].to_owned()),
-        created_at: Set(now),
-        revoked_at: Set(None),
-    };
-    entity::api_key::Entity::insert(api_key)
-        .exec_without_returning(&txn)
-        .await?;
+    let (_, key) = keys::create(&txn, &user.id).await?;
     txn.commit().await?;
     Ok((user, key))
 }
@@ -114,6 +105,25 @@ pub async fn lock(txn: &impl ConnectionTrait, user_id: &str) -> Result<User, DbE
         .ok_or_else(|| DbErr::RecordNotFound(format!("user {user_id}")))
 }
 
+/// Locks the rows of `user_ids` for the caller's transaction, in id order (the order of
+/// every multi-user lock, so two transactions cannot deadlock on each other).
+pub async fn lock_many(
+    txn: &impl ConnectionTrait,
+    user_ids: &std::collections::BTreeSet<&str>,
+) -> Result<(), DbErr> {
+    use sea_orm::{QueryOrder as _, QuerySelect as _};
+    entity::user::Entity::find()
+        .select_only()
+        .column(entity::user::Column::Id)
+        .filter(entity::user::Column::Id.is_in(user_ids.iter().copied()))
+        .order_by_asc(entity::user::Column::Id)
+        .lock(sea_orm::sea_query::LockType::Update)
+        .into_tuple::<String>()
+        .all(txn)
+        .await?;
+    Ok(())
+}
+
 /// The user owning an active key, if any.
 pub async fn authenticate(db: &impl ConnectionTrait, key: &str) -> Result<Option<User>, DbErr> {
     if !key.starts_with(KEY_PREFIX) {
@@ -127,15 +137,25 @@ pub async fn authenticate_hash(
     db: &impl ConnectionTrait,
     key_hash: &str,
 ) -> Result<Option<User>, DbErr> {
+    Ok(authenticate_key(db, key_hash).await?.map(|(user, _)| user))
+}
+
+/// The user owning the active key with this hash, and when the key stops working (a
+/// rotated key), so a cache never trusts it longer.
+pub async fn authenticate_key(
+    db: &impl ConnectionTrait,
+    key_hash: &str,
+) -> Result<Option<(User, Option<chrono::DateTime<Utc>>)>, DbErr> {
     let Some(api_key) = entity::api_key::Entity::find()
         .filter(entity::api_key::Column::KeyHash.eq(key_hash))
-        .filter(entity::api_key::Column::RevokedAt.is_null())
         .one(db)
         .await?
+        .filter(|k| keys::is_live(k, Utc::now()))
     else {
         return Ok(None);
     };
-    entity::user::Entity::find_by_id(api_key.user_id)
+    Ok(entity::user::Entity::find_by_id(api_key.user_id)
         .one(db)
-        .await
+        .await?
+        .map(|user| (user, api_key.expires_at)))
 }

@@ -634,6 +634,7 @@ async fn a_batch_reserves_what_each_balance_covers(backend: Backend) {
         .await
         .unwrap();
     let new = |user: &str, cost: i64| store::NewTask {
+        max_in_flight: 0,
         user_id: user.to_owned(),
         kind: conveyor::domains::ai_tasks::TaskKind::Copywriting,
         prompt: "x".into(),
@@ -752,6 +753,7 @@ async fn a_killed_consumer_leaves_a_task_that_finishes_once(backend: Backend) {
         prompt: "x".into(),
         params,
         cost: 4,
+        max_in_flight: 0,
     };
     let (t, _) = store::submit(&txn, &new, 65536).await.unwrap();
     txn.commit().await.unwrap();

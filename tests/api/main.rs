@@ -14,6 +14,7 @@ mod executor;
 mod flash_sale;
 mod health;
 mod helpers;
+mod limits;
 mod live;
 mod openapi;
 mod outbox;

@@ -223,6 +223,7 @@ async fn housekeeping_trims_only_old_rows(backend: Backend) {
             user_id: Set(user.id.clone()),
             expires_at: Set(chrono::Utc::now() - chrono::Duration::hours(age)),
             used_at: Set(None),
+            key_hash: Set(None),
         }
         .insert(&platform.db)
         .await

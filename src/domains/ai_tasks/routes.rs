@@ -71,6 +71,7 @@ fn submit_error(e: StoreError) -> ApiError {
         StoreError::InsufficientCredits { needed, balance } => {
             ApiError::PaymentRequired { needed, balance }
         }
+        StoreError::TooManyInFlight { limit } => crate::limits::in_flight_refusal(limit),
         StoreError::Outbox(e) => ApiError::Internal(e.into()),
         StoreError::Db(e) => e.into(),
     }
@@ -148,6 +149,8 @@ pub(crate) async fn submit(
     IdempotencyKey(key): IdempotencyKey,
     ApiJson(req): ApiJson<SubmitRequest>,
 ) -> Result<Response, ApiError> {
+    let limits = &state.core.limits;
+    limits.take(crate::limits::Action::Submit, &user.id).await?;
     let (kind, params) = validate(&state, &req)?;
     let cost = state
         .ai
@@ -161,6 +164,7 @@ pub(crate) async fn submit(
         prompt: req.prompt,
         params,
         cost,
+        max_in_flight: limits.tasks_in_flight(&user.id).await,
     };
     let Some(key) = key else {
         // Without a key, submissions share transactions (group commit); the submitter

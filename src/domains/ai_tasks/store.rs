@@ -24,6 +24,9 @@ pub use task::Model as Task;
 pub enum StoreError {
     #[error("insufficient credits: {needed} needed, {balance} available")]
     InsufficientCredits { needed: i64, balance: i64 },
+    /// The user already has `limit` tasks PENDING, PROCESSING or RETRYING.
+    #[error("{limit} tasks already in flight")]
+    TooManyInFlight { limit: u32 },
     #[error(transparent)]
     Outbox(#[from] OutboxError),
     #[error(transparent)]
@@ -242,6 +245,9 @@ pub struct NewTask {
     pub prompt: String,
     pub params: serde_json::Value,
     pub cost: i64,
+    /// The user's cap on tasks PENDING, PROCESSING or RETRYING (0: none), checked in the
+    /// submission's transaction.
+    pub max_in_flight: u32,
 }
 
 /// (user, cost) of each submission, for the credit reservation.
@@ -261,8 +267,60 @@ pub async fn submit_many_if_covered(
     if !credits::reserve_batch_if_covered(txn, &charges(batch)).await? {
         return Ok(None);
     }
-    let reserved = vec![Ok(()); batch.len()];
-    Ok(Some(write_batch(txn, batch, reserved, max_payload).await?))
+    // Counted after the reservation locked the users' rows; a capped submission sends
+    // the batch the slow way, which leaves it out before charging anyone.
+    if over_cap(txn, batch).await?.iter().any(Option::is_some) {
+        return Ok(None);
+    }
+    let admitted = batch.iter().map(|_| Ok(())).collect();
+    Ok(Some(write_batch(txn, batch, admitted, max_payload).await?))
+}
+
+/// Per submission: `Some(cap)` when its user already has `cap` tasks PENDING, PROCESSING
+/// or RETRYING, the batch's earlier submissions included. The capped users' rows are
+/// locked first (in id order, like every reservation), so concurrent transactions of one
+/// user count one after the other: the lock is held to the commit, and the next count
+/// starts after it and sees the committed tasks.
+async fn over_cap(
+    txn: &impl ConnectionTrait,
+    batch: &[NewTask],
+) -> Result<Vec<Option<u32>>, DbErr> {
+    let ids: std::collections::BTreeSet<&str> = batch
+        .iter()
+        .filter(|n| n.max_in_flight > 0)
+        .map(|n| n.user_id.as_str())
+        .collect();
+    if ids.is_empty() {
+        return Ok(vec![None; batch.len()]);
+    }
+    crate::users::lock_many(txn, &ids).await?;
+    let mut active: std::collections::HashMap<String, i64> = task::Entity::find()
+        .select_only()
+        .column(task::Column::UserId)
+        .column_as(task::Column::Id.count(), "n")
+        .filter(task::Column::UserId.is_in(ids))
+        .filter(task::Column::Status.is_in([Status::Pending, Status::Processing, Status::Retrying]))
+        .group_by(task::Column::UserId)
+        .into_tuple::<(String, i64)>()
+        .all(txn)
+        .await?
+        .into_iter()
+        .collect();
+    Ok(batch
+        .iter()
+        .map(|n| {
+            if n.max_in_flight == 0 {
+                return None;
+            }
+            let count = active.entry(n.user_id.clone()).or_default();
+            if *count >= i64::from(n.max_in_flight) {
+                Some(n.max_in_flight)
+            } else {
+                *count += 1;
+                None
+            }
+        })
+        .collect())
 }
 
 /// Submits tasks in the caller's transaction: for each, reserves its cost (or reports
@@ -274,31 +332,47 @@ pub async fn submit_many(
     batch: &[NewTask],
     max_payload: usize,
 ) -> Result<Vec<Result<(Task, TaskEvent), StoreError>>, StoreError> {
-    let reserved = match batch {
-        [one] => vec![credits::reserve(txn, &one.user_id, one.cost).await?],
-        _ => credits::reserve_batch(txn, &charges(batch)).await?,
+    // Over the cap first: those are neither charged nor written.
+    let capped = over_cap(txn, batch).await?;
+    let charged: Vec<(&str, i64)> = batch
+        .iter()
+        .zip(&capped)
+        .map(|(n, cap)| (n.user_id.as_str(), if cap.is_some() { 0 } else { n.cost }))
+        .collect();
+    let reserved = match charged.as_slice() {
+        [(user_id, cost)] => vec![credits::reserve(txn, user_id, *cost).await?],
+        _ => credits::reserve_batch(txn, &charged).await?,
     };
-    write_batch(txn, batch, reserved, max_payload).await
+    let admitted = batch
+        .iter()
+        .zip(capped)
+        .zip(reserved)
+        .map(|((n, cap), reserved)| match (cap, reserved) {
+            (Some(limit), _) => Err(StoreError::TooManyInFlight { limit }),
+            (None, Err(credits::Short { balance })) => Err(StoreError::InsufficientCredits {
+                needed: n.cost,
+                balance,
+            }),
+            (None, Ok(())) => Ok(()),
+        })
+        .collect();
+    write_batch(txn, batch, admitted, max_payload).await
 }
 
-/// Writes the rows of the submissions whose reservation succeeded; the others answer
-/// with the balance they lacked.
+/// Writes the rows of the admitted submissions; the others answer with why not.
 async fn write_batch(
     txn: &impl ConnectionTrait,
     batch: &[NewTask],
-    reserved: Vec<Result<(), credits::Short>>,
+    admitted: Vec<Result<(), StoreError>>,
     max_payload: usize,
 ) -> Result<Vec<Result<(Task, TaskEvent), StoreError>>, StoreError> {
     let now = Utc::now();
     let mut results = Vec::with_capacity(batch.len());
     let (mut tasks, mut ledger, mut events, mut messages) =
         (Vec::new(), Vec::new(), Vec::new(), Vec::new());
-    for (n, reserved) in batch.iter().zip(reserved) {
-        if let Err(credits::Short { balance }) = reserved {
-            results.push(Err(StoreError::InsufficientCredits {
-                needed: n.cost,
-                balance,
-            }));
+    for (n, admitted) in batch.iter().zip(admitted) {
+        if let Err(refused) = admitted {
+            results.push(Err(refused));
             continue;
         }
         let t = task::Model {

@@ -313,6 +313,11 @@ pub(crate) async fn order(
     IdempotencyKey(key): IdempotencyKey,
     Path(sale_id): Path<String>,
 ) -> Result<Response, ApiError> {
+    state
+        .core
+        .limits
+        .take(crate::limits::Action::Order, &user.id)
+        .await?;
     let order_id = match &key {
         Some(k) => keyed_order_id(&user.id, &sale_id, k),
         None => uuid::Uuid::now_v7().to_string(),

@@ -1,0 +1,193 @@
+//! `conveyor users …`: create users; create, list, revoke and rotate their API keys; set
+//! their limits. On the database directly, audited with actor `cli`; a revocation is
+//! announced on RabbitMQ to every API instance (beside the embedded broker, instances
+//! forget the key within the auth cache's 10 s).
+
+use anyhow::Context as _;
+use clap::{Args, Subcommand};
+
+use crate::account::keys as admin;
+use crate::config::{BrokerKind, Settings};
+use crate::limits::Overrides;
+use crate::{app, db, domains, users};
+
+const ACTOR: &str = "cli";
+
+#[derive(Debug, Subcommand)]
+pub enum UsersCommand {
+    /// Create a user with initial credits and print its API key (shown only once).
+    Create {
+        /// Display name (1-128 characters).
+        #[arg(long)]
+        name: String,
+        /// Initial credit balance, booked in the ledger as a grant.
+        #[arg(long, default_value_t = 0)]
+        credits: i64,
+        /// May read every user's tasks and operate dead letters.
+        #[arg(long)]
+        admin: bool,
+    },
+    /// A user's API keys.
+    #[command(subcommand)]
+    Keys(KeysCommand),
+    /// Show a user's limits, or override some (0 turns one off; `--reset` drops every
+    /// override).
+    Limits(LimitsArgs),
+}
+
+#[derive(Debug, Subcommand)]
+pub enum KeysCommand {
+    /// Issue another key (shown once).
+    Create { user: String },
+    /// List the keys (prefixes, states; never the keys).
+    List { user: String },
+    /// Revoke a key at once.
+    Revoke { user: String, key_id: String },
+    /// Issue a new key; the old one works `auth.key_rotation_overlap_secs` more.
+    Rotate { user: String, key_id: String },
+}
+
+#[derive(Debug, Args)]
+pub struct LimitsArgs {
+    pub user: String,
+    #[arg(long)]
+    pub submits_per_sec: Option<u32>,
+    #[arg(long)]
+    pub submit_burst: Option<u32>,
+    #[arg(long)]
+    pub tasks_in_flight: Option<u32>,
+    #[arg(long)]
+    pub orders_per_sec: Option<u32>,
+    #[arg(long)]
+    pub order_burst: Option<u32>,
+    #[arg(long)]
+    pub tickets_per_min: Option<u32>,
+    #[arg(long)]
+    pub streams_per_user: Option<u32>,
+    /// Drop every override first (the configured limits apply again).
+    #[arg(long)]
+    pub reset: bool,
+}
+
+/// The shared broker to tell running API instances of a key change through, if there
+/// is one.
+async fn announcer(
+    settings: &Settings,
+) -> anyhow::Result<Option<std::sync::Arc<dyn crate::broker::Broker>>> {
+    Ok(match settings.broker.kind {
+        BrokerKind::Rabbitmq => Some(
+            crate::broker::connect(settings, app::topology(settings, domains::ALL))
+                .await
+                .context("connecting to RabbitMQ to announce the key change")?,
+        ),
+        BrokerKind::Embedded => None,
+    })
+}
+
+pub async fn run(settings: &Settings, cmd: UsersCommand) -> anyhow::Result<()> {
+    let conn = db::connect(&settings.database).await?;
+    if settings.database.migrate_on_start {
+        db::migrate(&conn).await?;
+    }
+    match cmd {
+        UsersCommand::Create {
+            name,
+            credits,
+            admin,
+        } => {
+            if name.trim().is_empty() || name.len() > 128 {
+                anyhow::bail!("--name must be 1 to 128 characters");
+            }
+            if credits < 0 {
+                anyhow::bail!("--credits must not be negative");
+            }
+            let (user, key) = users::create(&conn, name.trim(), credits, admin)
+                .await
+                .context("creating the user")?;
+            println!(
+                "user {} ({}) created with {} credits",
+                user.name, user.id, user.credits
+            );
+            println!("API key (shown once, store it now): {key}");
+        }
+        UsersCommand::Keys(KeysCommand::Create { user }) => {
+            let (info, key) = admin::create(&conn, ACTOR, &user).await?;
+            println!("key {} created", info.id);
+            println!("API key (shown once, store it now): {key}");
+        }
+        UsersCommand::Keys(KeysCommand::List { user }) => {
+            println!("{:<38} {:<12} {:<8} CREATED", "ID", "PREFIX", "STATE");
+            let now = chrono::Utc::now();
+            for k in admin::list(&conn, &user).await? {
+                let state = match (k.revoked_at, k.expires_at) {
+                    (Some(_), _) => "revoked".to_owned(),
+                    (None, Some(at)) if at <= now => "expired".to_owned(),
+                    (None, Some(at)) => format!("until {}", at.format("%Y-%m-%dT%H:%M:%SZ")),
+                    (None, None) => "live".to_owned(),
+                };
+                println!(
+                    "{:<38} {:<12} {:<8} {}",
+                    k.id,
+                    k.prefix,
+                    state,
+                    k.created_at.format("%Y-%m-%dT%H:%M:%SZ")
+                );
+            }
+        }
+        UsersCommand::Keys(KeysCommand::Revoke { user, key_id }) => {
+            let broker = announcer(settings).await?;
+            let info = admin::revoke(&conn, broker.as_ref(), ACTOR, &user, &key_id).await;
+            if let Some(b) = &broker {
+                b.close().await;
+            }
+            println!("key {} revoked", info?.id);
+        }
+        UsersCommand::Keys(KeysCommand::Rotate { user, key_id }) => {
+            let overlap = std::time::Duration::from_secs(settings.auth.key_rotation_overlap_secs);
+            let broker = announcer(settings).await?;
+            let rotated =
+                admin::rotate(&conn, broker.as_ref(), ACTOR, &user, &key_id, overlap).await;
+            if let Some(b) = &broker {
+                b.close().await;
+            }
+            let (new, key, old) = rotated?;
+            println!(
+                "key {} created; key {} works until {}",
+                new.id,
+                old.id,
+                old.expires_at.map(|t| t.to_rfc3339()).unwrap_or_default()
+            );
+            println!("API key (shown once, store it now): {key}");
+        }
+        UsersCommand::Limits(args) => {
+            let mut o = if args.reset {
+                Overrides::default()
+            } else {
+                crate::limits::overrides::load(&conn, &args.user).await?
+            };
+            let set = [
+                (&mut o.submits_per_sec, args.submits_per_sec),
+                (&mut o.submit_burst, args.submit_burst),
+                (&mut o.tasks_in_flight, args.tasks_in_flight),
+                (&mut o.orders_per_sec, args.orders_per_sec),
+                (&mut o.order_burst, args.order_burst),
+                (&mut o.tickets_per_min, args.tickets_per_min),
+                (&mut o.streams_per_user, args.streams_per_user),
+            ];
+            let mut changed = args.reset;
+            for (slot, value) in set {
+                if value.is_some() {
+                    *slot = value;
+                    changed = true;
+                }
+            }
+            if changed {
+                admin::set_limits(&conn, ACTOR, &args.user, &o).await?;
+            }
+            let effective = o.apply(settings.limits);
+            println!("overrides: {}", serde_json::to_string(&o)?);
+            println!("effective: {}", serde_json::to_string(&effective)?);
+        }
+    }
+    Ok(())
+}
