@@ -202,19 +202,19 @@ impl Application {
         };
         tracing::info!(%addr, broker = ?platform.settings.broker.kind, "conveyor API listening");
         let grace = Duration::from_millis(platform.settings.server.shutdown_grace_ms);
-        let token = shutdown.clone();
-        let server = axum::serve(listener, router)
-            .with_graceful_shutdown(async move { token.cancelled().await });
-        let served = tokio::select! {
-            r = server => r.context("HTTP server"),
-            // Requests still open after the grace period are cut off.
-            _ = async { shutdown.cancelled().await; tokio::time::sleep(grace).await } => Ok(()),
-        };
+        api::server::serve(
+            listener,
+            router,
+            &platform.settings.server,
+            shutdown.clone(),
+            grace,
+        )
+        .await;
         shutdown.cancel();
         let worked = workers.await.context("workers task")?;
         platform.broker.close().await;
         tracing::info!("conveyor API stopped");
-        served.and(worked)
+        worked
     }
 }
 

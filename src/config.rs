@@ -74,6 +74,11 @@ pub struct ServerSettings {
     pub request_timeout_ms: u64,
     pub body_limit_bytes: usize,
     pub shutdown_grace_ms: u64,
+    /// A client must send a whole request header within this, and a keep-alive
+    /// connection idle this long between requests is closed.
+    pub header_read_timeout_ms: u64,
+    /// Connections served at once; more are closed at accept.
+    pub max_connections: usize,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -296,6 +301,12 @@ impl Settings {
         };
         if self.server.request_timeout_ms == 0 {
             return bad("server.request_timeout_ms", "must be greater than 0");
+        }
+        if self.server.header_read_timeout_ms == 0 || self.server.max_connections == 0 {
+            return bad(
+                "server.header_read_timeout_ms",
+                "server.header_read_timeout_ms and server.max_connections must be above 0",
+            );
         }
         if self.server.body_limit_bytes < 1024 {
             return bad("server.body_limit_bytes", "must be at least 1024");

@@ -2,7 +2,8 @@
 //! ([`Core`]), the layers around the whole router (request ids, tracing, body limit,
 //! timeout, panic → JSON 500), extractors whose rejections are JSON 4xx answers (body,
 //! query, API key, admin), pagination, idempotent POSTs, the health routes and the base
-//! of the OpenAPI document. `app` composes the routers of every module into one.
+//! of the OpenAPI document, and the server loop ([`server`]: header-read and idle
+//! timeouts, a connection cap). `app` composes the routers of every module into one.
 
 pub mod auth;
 pub mod health;
@@ -11,6 +12,7 @@ pub mod json;
 pub mod openapi;
 pub mod page;
 pub mod query;
+pub mod server;
 pub mod state;
 
 use std::time::Duration;

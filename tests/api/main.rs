@@ -22,3 +22,4 @@ mod payments;
 mod rabbitmq;
 mod search;
 mod search_sync;
+mod server;

@@ -1,0 +1,100 @@
+//! The HTTP server's own limits (issue 17): a half-sent header or an idle keep-alive
+//! connection is closed after `server.header_read_timeout_ms`; connections beyond
+//! `server.max_connections` are closed at accept. Backend-independent: embedded only.
+
+use std::time::{Duration, Instant};
+
+use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+use tokio::net::TcpStream;
+
+use crate::helpers::{Backend, TestEnv, spawn_app};
+
+/// Reads until the server closes the connection (or `limit` passes): what it sent, and
+/// how long it took to close.
+async fn until_closed(s: &mut TcpStream, limit: Duration) -> (String, Option<Duration>) {
+    let started = Instant::now();
+    let mut got = Vec::new();
+    let mut buf = [0u8; 1024];
+    loop {
+        match tokio::time::timeout(limit.saturating_sub(started.elapsed()), s.read(&mut buf)).await
+        {
+            Ok(Ok(0)) | Ok(Err(_)) => {
+                return (
+                    String::from_utf8_lossy(&got).into(),
+                    Some(started.elapsed()),
+                );
+            }
+            Ok(Ok(n)) => got.extend_from_slice(&buf[..n]),
+            Err(_) => return (String::from_utf8_lossy(&got).into(), None),
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_half_sent_header_and_an_idle_connection_are_closed_in_time() {
+    let Some(mut env) = TestEnv::new(Backend::Embedded, "server_slowloris").await else {
+        return;
+    };
+    env.settings.server.header_read_timeout_ms = 1000;
+    let app = spawn_app(&env).await;
+    // Slowloris: a header that never ends.
+    let mut slow = TcpStream::connect(app.addr).await.unwrap();
+    slow.write_all(b"GET /healthz HTTP/1.1\r\nHost: x\r\nX-Slow: 1\r\n")
+        .await
+        .unwrap();
+    let (_, closed) = until_closed(&mut slow, Duration::from_secs(5)).await;
+    let closed = closed.expect("a half-sent header is not kept open");
+    assert!(
+        closed >= Duration::from_millis(800) && closed < Duration::from_millis(2500),
+        "closed after {closed:?} (timeout 1 s)"
+    );
+    // A keep-alive connection: one request served, then closed once idle.
+    let mut idle = TcpStream::connect(app.addr).await.unwrap();
+    idle.write_all(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+        .await
+        .unwrap();
+    let (answer, closed) = until_closed(&mut idle, Duration::from_secs(5)).await;
+    assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+    let closed = closed.expect("an idle keep-alive connection is closed");
+    assert!(closed < Duration::from_millis(2500), "idle for {closed:?}");
+    let platform = app.stop().await;
+    env.cleanup(Some(&platform)).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn connections_over_the_cap_are_closed_at_accept() {
+    let Some(mut env) = TestEnv::new(Backend::Embedded, "server_max_connections").await else {
+        return;
+    };
+    env.settings.server.max_connections = 5;
+    let app = spawn_app(&env).await;
+    let mut held = Vec::new();
+    for _ in 0..5 {
+        held.push(TcpStream::connect(app.addr).await.unwrap());
+    }
+    // Let the server accept them all before the sixth.
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let mut sixth = TcpStream::connect(app.addr).await.unwrap();
+    let _ = sixth
+        .write_all(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+        .await;
+    let (answer, closed) = until_closed(&mut sixth, Duration::from_secs(3)).await;
+    assert!(
+        closed.is_some() && answer.is_empty(),
+        "the sixth is closed unanswered: {answer:?}"
+    );
+    drop(held.pop());
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let r = app.client.get(app.url("/healthz")).send().await.unwrap();
+    assert_eq!(r.status(), 200, "a freed slot serves again");
+    let metrics = app.client.get(app.url("/metrics")).send().await.unwrap();
+    let text = metrics.text().await.unwrap();
+    assert!(
+        text.lines().any(|l| l.starts_with("conveyor_http_connections_refused_total")
+            && !l.ends_with(" 0")),
+        "the refusal is counted"
+    );
+    drop(held);
+    let platform = app.stop().await;
+    env.cleanup(Some(&platform)).await;
+}
