@@ -427,13 +427,13 @@ impl Settings {
 
     /// A copy safe to print: passwords in URLs, and in domain sections every value
     /// whose key ends in `_key` or names a secret (`password`, `secret`, `token`), are `****`.
-    pub fn masked(&self) -> Settings {
-        let mut s = self.clone();
-        s.database.url = mask_url(&s.database.url);
-        s.broker.url = mask_url(&s.broker.url);
-        s.dedupe.url = mask_url(&s.dedupe.url);
-        s.sections.values_mut().for_each(mask_secrets);
-        s
+    /// The whole configuration as JSON with every secret masked: each URL's user info
+    /// and secret-named query parameters, and every string under a key named like a
+    /// secret (`*key*`, `*secret*`, `*password*`, `*token*`; not `*_prefix`).
+    pub fn masked(&self) -> serde_json::Value {
+        let mut v = serde_json::to_value(self).unwrap_or_default();
+        mask_secrets(&mut v);
+        v
     }
 
     pub fn request_timeout(&self) -> Duration {
@@ -441,41 +441,73 @@ impl Settings {
     }
 }
 
+/// Whether a key's value is a secret by its name.
+fn secret_name(key: &str) -> bool {
+    let key = key.to_ascii_lowercase();
+    !key.ends_with("_prefix")
+        && ["key", "secret", "password", "passwd", "token", "credential"]
+            .iter()
+            .any(|s| key.contains(s))
+}
+
 fn mask_secrets(v: &mut serde_json::Value) {
-    let serde_json::Value::Object(map) = v else {
-        return;
-    };
-    for (k, v) in map.iter_mut() {
-        // Every `…_key` (API keys, the WeChat APIv3 key; a public key masked too costs
-        // nothing) and anything named like a secret.
-        let secret = k.ends_with("_key")
-            || ["password", "secret", "token"]
-                .iter()
-                .any(|s| k.contains(s));
-        match v {
-            serde_json::Value::String(s) if secret && !s.is_empty() => *s = "****".into(),
-            serde_json::Value::Array(items) if secret => {
-                for item in items.iter_mut().filter(|i| i.is_string()) {
-                    *item = "****".into();
+    match v {
+        serde_json::Value::Object(map) => {
+            for (k, v) in map.iter_mut() {
+                match v {
+                    serde_json::Value::String(s) if secret_name(k) && !s.is_empty() => {
+                        *s = "****".into()
+                    }
+                    serde_json::Value::Array(items) if secret_name(k) => {
+                        for item in items.iter_mut().filter(|i| i.is_string()) {
+                            *item = "****".into();
+                        }
+                    }
+                    other => mask_secrets(other),
                 }
             }
-            other => mask_secrets(other),
         }
+        serde_json::Value::Array(items) => items.iter_mut().for_each(mask_secrets),
+        serde_json::Value::String(s) if s.contains("://") => *s = mask_url(s),
+        _ => {}
     }
 }
 
-/// Replaces the password of `scheme://user:password@host` with `****`.
+/// Masks a URL's credentials: the password of `scheme://user:password@host` (a lone
+/// user info, often a token, entirely) and the values of secret-named query parameters
+/// (`?password=…`, `?token=…`).
 pub fn mask_url(url: &str) -> String {
     let Some((scheme, rest)) = url.split_once("://") else {
         return url.to_owned();
     };
-    let Some((userinfo, host)) = rest.rsplit_once('@') else {
-        return url.to_owned();
+    let (rest, query) = match rest.split_once('?') {
+        Some((r, q)) => (r, Some(q)),
+        None => (rest, None),
     };
-    match userinfo.split_once(':') {
-        Some((user, _password)) => format!("{scheme}://{user}:****@{host}"),
-        None => url.to_owned(),
+    let (authority, path) = match rest.find('/') {
+        Some(i) => rest.split_at(i),
+        None => (rest, ""),
+    };
+    let authority = match authority.rsplit_once('@') {
+        Some((userinfo, host)) => match userinfo.split_once(':') {
+            Some((user, _)) => format!("{user}:****@{host}"),
+            None => format!("****@{host}"),
+        },
+        None => authority.to_owned(),
+    };
+    let mut out = format!("{scheme}://{authority}{path}");
+    if let Some(q) = query {
+        let masked: Vec<String> = q
+            .split('&')
+            .map(|pair| match pair.split_once('=') {
+                Some((k, _)) if secret_name(k) => format!("{k}=****"),
+                _ => pair.to_owned(),
+            })
+            .collect();
+        out.push('?');
+        out.push_str(&masked.join("&"));
     }
+    out
 }
 
 #[cfg(test)]
@@ -536,6 +568,16 @@ mod tests {
             "amqp://guest:****@h:5672/%2f"
         );
         assert_eq!(mask_url("redis://h:6379/"), "redis://h:6379/");
+        assert_eq!(
+            mask_url("postgres://db/app?sslmode=require&password=pw&apikey=k"),
+            "postgres://db/app?sslmode=require&password=****&apikey=****"
+        );
+        assert_eq!(
+            mask_url("https://tok3n@api.example.com/v1"),
+            "https://****@api.example.com/v1"
+        );
+        // An @ in the path is not user info.
+        assert_eq!(mask_url("http://h/a@b"), "http://h/a@b");
     }
 
     #[test]
@@ -547,9 +589,9 @@ mod tests {
         .unwrap();
         assert_eq!(s.sections["ai"]["heartbeat_ms"], 1234);
         let masked = s.masked();
-        assert_eq!(masked.sections["ai"]["openai"]["api_key"], "****");
+        assert_eq!(masked["ai"]["openai"]["api_key"], "****");
         assert_eq!(
-            masked.sections["ai"]["openai"]["model"],
+            masked["ai"]["openai"]["model"],
             s.sections["ai"]["openai"]["model"]
         );
         // A section no domain claims is refused, naming it.

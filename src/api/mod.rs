@@ -1,11 +1,13 @@
 //! The HTTP kit every route module uses, knowing none of them: the core state
 //! ([`Core`]), the layers around the whole router (request ids, tracing, body limit,
 //! timeout, panic → JSON 500), extractors whose rejections are JSON 4xx answers (body,
-//! query, API key, admin), pagination, idempotent POSTs, the health routes and the base
+//! query, API key, admin), security headers, pagination, idempotent POSTs, the health
+//! routes and the base
 //! of the OpenAPI document, and the server loop ([`server`]: header-read and idle
 //! timeouts, a connection cap). `app` composes the routers of every module into one.
 
 pub mod auth;
+pub mod headers;
 pub mod health;
 pub mod idempotency;
 pub mod json;
@@ -61,6 +63,8 @@ pub fn layered(routes: Router, settings: &Settings) -> Router {
                 .layer(HandleErrorLayer::new(|_: tower::BoxError| async { ApiError::Timeout }))
                 .layer(tower::timeout::TimeoutLayer::new(timeout)),
         )
+        // Outermost: timeouts and panics answer with the headers too.
+        .layer(axum::middleware::from_fn(headers::security_headers))
 }
 
 fn panic_response(_: Box<dyn std::any::Any + Send + 'static>) -> Response<axum::body::Body> {

@@ -228,9 +228,8 @@ pub async fn consume(
     result
 }
 
-fn toml_string(settings: &Settings) -> anyhow::Result<String> {
+fn toml_string(value: &serde_json::Value) -> anyhow::Result<String> {
     // The config crate has no writer; JSON → TOML through serde keeps key names.
-    let value = serde_json::to_value(settings)?;
     let mut out = String::new();
     write_toml(&mut out, "", &value);
     Ok(out)

@@ -149,12 +149,42 @@ fn config_masks_secrets() {
             "CONVEYOR__BROKER__URL",
             "amqp://app:hunter2@rabbit:5672/%2f",
         )
+        .env(
+            "CONVEYOR__DATABASE__URL",
+            "postgres://db:5432/app?user=app&password=swordfish",
+        )
+        .env("CONVEYOR__DEDUPE__URL", "redis://:redispass@cache:6379/")
+        .env(
+            "CONVEYOR__AI__OPENAI__BASE_URL",
+            "https://proxyuser:proxypass@llm.example.com/v1",
+        )
+        .env("CONVEYOR__AI__OPENAI__API_KEY", "sk-live-abcdef")
+        .env("CONVEYOR__PAYMENTS__HMAC_SECRETS", "whsec_one,whsec_two")
         .output()
         .unwrap();
-    assert!(out.status.success());
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("amqp://app:****@rabbit:5672"), "{text}");
-    assert!(!text.contains("hunter2"));
+    for secret in [
+        "hunter2",
+        "swordfish",
+        "redispass",
+        "proxypass",
+        "sk-live-abcdef",
+        "whsec_one",
+        "whsec_two",
+    ] {
+        assert!(!text.contains(secret), "{secret} printed:\n{text}");
+    }
+    // What is not secret stays readable.
+    assert!(
+        text.contains("llm.example.com/v1") && text.contains("user=app"),
+        "{text}"
+    );
 }
 
 #[tokio::test]

@@ -98,3 +98,41 @@ async fn connections_over_the_cap_are_closed_at_accept() {
     let platform = app.stop().await;
     env.cleanup(Some(&platform)).await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_answer_carries_the_security_headers() {
+    let Some(env) = TestEnv::new(Backend::Embedded, "server_headers").await else {
+        return;
+    };
+    let app = spawn_app(&env).await;
+    let (_, key) = app.user("header", 10).await;
+    for (path, auth, csp_part) in [
+        ("/v1/me", true, "default-src 'none'"),
+        ("/v1/nothing-here", false, "default-src 'none'"),
+        ("/demo", false, "connect-src 'self' ws: wss:"),
+        ("/docs/", false, "script-src 'self'"),
+    ] {
+        let mut req = app.client.get(app.url(path));
+        if auth {
+            req = req.bearer_auth(&key);
+        }
+        let r = req.send().await.unwrap();
+        let h = r.headers();
+        let get = |n: &str| {
+            h.get(n)
+                .map(|v| v.to_str().unwrap().to_owned())
+                .unwrap_or_default()
+        };
+        assert_eq!(get("x-content-type-options"), "nosniff", "{path}");
+        assert_eq!(get("x-frame-options"), "DENY", "{path}");
+        assert_eq!(get("referrer-policy"), "no-referrer", "{path}");
+        assert_eq!(get("cache-control"), "no-store", "{path}");
+        let csp = get("content-security-policy");
+        assert!(
+            csp.contains("frame-ancestors 'none'") && csp.contains(csp_part),
+            "{path}: {csp}"
+        );
+    }
+    let platform = app.stop().await;
+    env.cleanup(Some(&platform)).await;
+}
