@@ -18,7 +18,9 @@ pub struct ErrorBody {
 #[allow(dead_code)]
 pub struct ErrorDetail {
     /// Machine-readable: `invalid_request`, `invalid_field`, `unauthorized`,
-    /// `forbidden`, `insufficient_credits`, `not_found`, `conflict`, `rate_limited`, …
+    /// `forbidden`, `insufficient_credits`, `not_found`, `conflict`,
+    /// `idempotency_key_reused`, `rate_limited`, `too_many_tasks_in_flight`,
+    /// `too_many_streams`, …
     code: String,
     message: String,
     /// The request field at fault, when there is one.

@@ -27,6 +27,7 @@ pub use operate::{OperateError, Operated, discard, replay};
 /// Where a dead letter stands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "lowercase")]
+#[schema(as = DeadLetterStatus)]
 pub enum Status {
     /// Waiting for an operator.
     Dead,

@@ -48,7 +48,7 @@ pub fn routes(state: DeadLetters) -> Router {
 
 /// The routes' OpenAPI entries.
 #[derive(utoipa::OpenApi)]
-#[openapi(paths(list, show, replay, discard))]
+#[openapi(paths(list, show, replay, discard), components(schemas(super::Status)))]
 pub struct Doc;
 
 /// What operators see of a dead letter; `body` and `actions` only in the detail view.

@@ -36,7 +36,8 @@ fn sse_event(ev: &Event) -> SseEvent {
     responses(
         (status = 200, description = "Server-Sent Events: `snapshot`, then `progress` events (`id:` is the sequence number); ends after a terminal event", content_type = "text/event-stream", body = String),
         (status = 401, description = "Missing or invalid API key", body = ErrorBody),
-        (status = 404, description = "No such stream kind, or no such thing of the caller's", body = ErrorBody)))]
+        (status = 404, description = "No such stream kind, or no such thing of the caller's", body = ErrorBody),
+        (status = 429, description = "`too_many_streams`: this account's open streams on this server", body = ErrorBody)))]
 pub async fn stream(
     State(state): State<Live>,
     user: AuthUser,
@@ -54,7 +55,8 @@ pub async fn stream(
     responses(
         (status = 200, description = "Server-Sent Events of one task (the `task` stream)", content_type = "text/event-stream", body = String),
         (status = 401, description = "Missing or invalid API key", body = ErrorBody),
-        (status = 404, description = "No such task of the caller's", body = ErrorBody)))]
+        (status = 404, description = "No such task of the caller's", body = ErrorBody),
+        (status = 429, description = "`too_many_streams`: this account's open streams on this server", body = ErrorBody)))]
 pub async fn task_stream(
     State(state): State<Live>,
     user: AuthUser,

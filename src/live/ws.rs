@@ -48,7 +48,8 @@ pub struct Params {
     responses(
         (status = 101, description = "WebSocket: JSON text frames; see the README's frame tables"),
         (status = 401, description = "Missing, forged, expired or reused ticket", body = ErrorBody),
-        (status = 403, description = "`Origin` outside `live.allowed_origins`", body = ErrorBody)))]
+        (status = 403, description = "`Origin` outside `live.allowed_origins`", body = ErrorBody),
+        (status = 429, description = "`too_many_streams`: this account's open streams on this server", body = ErrorBody)))]
 pub async fn upgrade(
     State(state): State<Live>,
     crate::api::ApiQuery(params): crate::api::ApiQuery<Params>,

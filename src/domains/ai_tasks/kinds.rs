@@ -103,6 +103,7 @@ impl TaskKind {
 )]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
 #[sea_orm(rs_type = "String", db_type = "String(StringLen::N(16))")]
+#[schema(as = TaskStatus)]
 pub enum Status {
     #[sea_orm(string_value = "PENDING")]
     Pending,

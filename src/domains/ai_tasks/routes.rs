@@ -142,7 +142,8 @@ fn validate(state: &Tasks, req: &SubmitRequest) -> Result<(TaskKind, Value), Api
         (status = 401, description = "Missing or invalid API key", body = ErrorBody),
         (status = 400, description = "Malformed JSON or unknown fields", body = ErrorBody),
         (status = 402, description = "Insufficient credits (`needed`, `balance`)", body = ErrorBody),
-        (status = 422, description = "Invalid field (named in `field`), or an idempotency key reused with another body", body = ErrorBody)))]
+        (status = 422, description = "Invalid field (named in `field`), or `idempotency_key_reused` (the key came with another body)", body = ErrorBody),
+        (status = 429, description = "`rate_limited` (submissions per second) or `too_many_tasks_in_flight`; `Retry-After` says when", body = ErrorBody)))]
 pub(crate) async fn submit(
     State(state): State<Tasks>,
     AuthUser(user): AuthUser,

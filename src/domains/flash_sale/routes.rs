@@ -306,6 +306,7 @@ fn keyed_order_id(user_id: &str, sale_id: &str, key: &str) -> String {
         (status = 401, description = "Missing or invalid API key", body = ErrorBody),
         (status = 404, description = "No such sale", body = ErrorBody),
         (status = 409, description = "`sold_out`, `limit_reached` or `not_active`", body = ErrorBody),
+        (status = 429, description = "`rate_limited`: orders per second of this account (`Retry-After`)", body = ErrorBody),
         (status = 503, description = "The broker or the stock store is away; nothing was taken (`Retry-After`)", body = ErrorBody)))]
 pub(crate) async fn order(
     State(state): State<FlashSales>,
