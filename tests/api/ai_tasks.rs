@@ -218,6 +218,17 @@ async fn bad_submissions_get_clear_errors(backend: Backend) {
             "colour",
         ),
         (json!({ "prompt": "x" }), 422, "kind"),
+        // Injection is on in tests, but a step may not outlast its kind's deadline (120 s).
+        (
+            json!({ "kind": "image", "prompt": "x", "params": { "simulate": { "step_ms": 120_001 } } }),
+            422,
+            "params.simulate.step_ms",
+        ),
+        (
+            json!({ "kind": "image", "prompt": "x", "params": { "simulate": { "step_ms": "slow" } } }),
+            422,
+            "params.simulate.step_ms",
+        ),
     ];
     for (body, status, field) in cases {
         let r = app.submit(&key, body.clone()).await;
@@ -900,4 +911,32 @@ async fn terminal_states_never_change(backend: Backend) {
         .seq;
     assert_eq!(seqs as usize, events(&app, &id).await.len());
     done(env, app).await;
+}
+
+/// Failure injection is off by default (only the test overlay turns it on): a tenant
+/// cannot make a task fail or hold a worker at will.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn failure_injection_is_refused_when_off() {
+    let Some(mut env) = TestEnv::new(Backend::Embedded, "injection_off").await else {
+        return;
+    };
+    env.settings.sections.get_mut("ai").unwrap()["allow_failure_injection"] = json!(false);
+    let app = spawn_app(&env).await;
+    let (_, key) = app.user("ada", 100).await;
+    let r = app
+        .submit(&key, json!({ "kind": "copywriting", "prompt": "x", "params": { "simulate": { "step_ms": 60000 } } }))
+        .await;
+    assert_eq!(r.status(), 422);
+    let err: Value = r.json().await.unwrap();
+    assert_eq!(err["error"]["field"], "params.simulate", "{err}");
+    // Other params are the tenant's own business.
+    let r = app
+        .submit(
+            &key,
+            json!({ "kind": "copywriting", "prompt": "x", "params": { "tone": "warm" } }),
+        )
+        .await;
+    assert_eq!(r.status(), 202);
+    let platform = app.stop().await;
+    env.cleanup(Some(&platform)).await;
 }

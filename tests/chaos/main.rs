@@ -238,6 +238,8 @@ impl Stack {
             ("CONVEYOR__SERVER__PORT", &port.to_string()),
             ("CONVEYOR__LOG__LEVEL", "error"),
             ("CONVEYOR__BROKER__RETRY_TIERS_MS", "1000,5000,30000"),
+            // Tasks are driven with params.simulate (durations, poison).
+            ("CONVEYOR__AI__ALLOW_FAILURE_INJECTION", "true"),
             // One tenant drives the whole load: its limits are not what is tested here.
             ("CONVEYOR__LIMITS__SUBMITS_PER_SEC", "0"),
             ("CONVEYOR__LIMITS__TASKS_IN_FLIGHT", "0"),

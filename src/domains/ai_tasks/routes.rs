@@ -122,11 +122,28 @@ fn validate(state: &Tasks, req: &SubmitRequest) -> Result<(TaskKind, Value), Api
             ),
         ));
     }
-    if params.get("simulate").is_some() && !ai.allow_failure_injection {
-        return Err(ApiError::invalid(
-            "params.simulate",
-            "params.simulate is disabled on this server (ai.allow_failure_injection)",
-        ));
+    if let Some(sim) = params.get("simulate") {
+        if !ai.allow_failure_injection {
+            return Err(ApiError::invalid(
+                "params.simulate",
+                "params.simulate is disabled on this server (ai.allow_failure_injection)",
+            ));
+        }
+        // Even where injection is on, a step may not outlast its kind's deadline.
+        let deadline_ms = ai
+            .kinds
+            .get(kind.as_str())
+            .map_or(0, |k| k.deadline_secs.saturating_mul(1000));
+        if let Some(step) = sim.get("step_ms")
+            && !step.as_u64().is_some_and(|ms| ms <= deadline_ms)
+        {
+            return Err(ApiError::invalid(
+                "params.simulate.step_ms",
+                format!(
+                    "must be a whole number of milliseconds up to the kind's deadline ({deadline_ms})"
+                ),
+            ));
+        }
     }
     Ok((kind, params))
 }
