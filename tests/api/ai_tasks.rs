@@ -13,6 +13,7 @@ use crate::helpers::{Backend, TestApp, TestEnv, spawn_app};
 use crate::on_every_backend;
 
 on_every_backend!(
+    cancel_refunds_follow_the_policy,
     a_task_runs_to_success_and_consumes_its_credits,
     every_kind_succeeds_and_pipeline_steps_run_in_order,
     bad_submissions_get_clear_errors,
@@ -594,7 +595,8 @@ async fn cancel_stops_a_running_task_and_refunds(backend: Backend) {
         .unwrap();
     assert_eq!(r.status(), 200);
     assert_eq!(r.json::<Value>().await.unwrap()["status"], "CANCELED");
-    assert_eq!(app.credits(&user.id).await, 100, "refunded");
+    // Started: its one step's provider call is spent (cancel_refund_started_percent 0).
+    assert_eq!(app.credits(&user.id).await, 96, "kept as consumed");
     tokio::time::sleep(Duration::from_millis(800)).await;
     let t = app.task(&key, &id).await;
     assert_eq!(
@@ -615,13 +617,99 @@ async fn cancel_stops_a_running_task_and_refunds(backend: Backend) {
         .await
         .unwrap();
     assert_eq!(r.status(), 409);
+    let ledger = ledger_of(&app, &user.id).await;
+    assert_eq!(ledger.iter().filter(|l| l.reason == "refund").count(), 0);
+    assert_eq!(ledger.iter().filter(|l| l.reason == "consume").count(), 1);
+    done(env, app).await;
+}
+
+/// The cancel policy: never started → everything back; started → the steps not started
+/// plus `ai.cancel_refund_started_percent` of the step it was at; booked in the ledger;
+/// an admin's cancel of someone else's task is audited.
+async fn cancel_refunds_follow_the_policy(backend: Backend) {
+    let Some(mut env) = TestEnv::new(backend, "cancel_policy").await else {
+        return;
+    };
+    env.settings.sections.get_mut("ai").unwrap()["cancel_refund_started_percent"] = json!(50);
+    let app = spawn_app(&env).await;
+    let (user, key) = app.user("ada", 1000).await;
+    let cancel = |id: String, key: String| {
+        let (client, url) = (
+            app.client.clone(),
+            app.url(&format!("/v1/tasks/{id}/cancel")),
+        );
+        async move {
+            let r = client.post(url).bearer_auth(key).send().await.unwrap();
+            assert_eq!(r.status(), 200);
+        }
+    };
+    let submit = |kind: &str| {
+        let body =
+            json!({ "kind": kind, "prompt": "x", "params": { "simulate": { "step_ms": 5000 } } });
+        async {
+            app.submit(&key, body).await.json::<Value>().await.unwrap()["id"]
+                .as_str()
+                .unwrap()
+                .to_owned()
+        }
+    };
+    // Never started (RabbitMQ: no consumer yet; the embedded broker runs its consumers
+    // in the server, so there a task starts at once).
+    if backend.is_real() {
+        let id = submit("video").await;
+        cancel(id, key.clone()).await;
+        assert_eq!(
+            app.credits(&user.id).await,
+            1000,
+            "a PENDING task refunds in full"
+        );
+    }
+    app.start_consumers();
+    // A 4-step pipeline (cost 10) at its first step: 3 steps back and half of the first.
+    let id = submit("video_analysis").await;
+    app.wait_status(&key, &id, "PROCESSING").await;
+    cancel(id.clone(), key.clone()).await;
     assert_eq!(
-        ledger_of(&app, &user.id)
+        app.credits(&user.id).await,
+        1000 - 10 + 8,
+        "10 × (3 + 0.5) / 4, rounded down"
+    );
+    // An admin cancels a one-step image (cost 4): half back, audited.
+    let (_, root) = conveyor::users::create(&app.platform.db, "root", 0, true)
+        .await
+        .unwrap();
+    let image = submit("image").await;
+    app.wait_status(&key, &image, "PROCESSING").await;
+    cancel(image.clone(), root).await;
+    assert_eq!(app.credits(&user.id).await, 998 - 4 + 2);
+    let trail = conveyor::users::audit::of(&app.platform.db, &format!("task:{image}"))
+        .await
+        .unwrap();
+    assert_eq!(trail.len(), 1);
+    assert_eq!(trail[0].action, "task.cancel");
+    assert!(
+        trail[0].detail.contains("\"refunded\":2"),
+        "{}",
+        trail[0].detail
+    );
+    // The ledger adds up: every refund and consume booked once per task.
+    let ledger = ledger_of(&app, &user.id).await;
+    let refunds: Vec<i64> = ledger
+        .iter()
+        .filter(|l| l.reason == "refund")
+        .map(|l| l.delta)
+        .collect();
+    assert!(refunds.contains(&8) && refunds.contains(&2), "{refunds:?}");
+    assert_eq!(
+        ledger.iter().map(|l| l.delta).sum::<i64>(),
+        app.credits(&user.id).await
+    );
+    // The owner's own cancel is not an admin action.
+    assert!(
+        conveyor::users::audit::of(&app.platform.db, &format!("task:{id}"))
             .await
-            .iter()
-            .filter(|l| l.reason == "refund")
-            .count(),
-        1
+            .unwrap()
+            .is_empty()
     );
     done(env, app).await;
 }

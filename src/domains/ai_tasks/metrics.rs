@@ -12,8 +12,20 @@ use super::entity::task::{self, Model as Task};
 use crate::telemetry::gauges::{Gauge, age_secs};
 
 /// A task reached SUCCESS, FAILED or CANCELED: counts it, its submit-to-end time, and
-/// the credits its end consumed or refunded.
+/// the credits its end consumed (success) or refunded (failure, cancel in full).
 pub fn finished(t: &Task) {
+    ended(
+        t,
+        if t.status == Status::Success {
+            0
+        } else {
+            t.cost
+        },
+    );
+}
+
+/// [`finished`] with the part of its cost refunded given (a cancel refunds by policy).
+pub fn ended(t: &Task, refunded: i64) {
     // Static labels (the stored strings are always known names): no allocation per task.
     let (kind, status) = (t.kind.as_str(), t.status.as_str());
     metrics::counter!("conveyor_tasks_finished_total", "kind" => kind, "status" => status)
@@ -21,12 +33,8 @@ pub fn finished(t: &Task) {
     let end = t.finished_at.unwrap_or(t.updated_at);
     let secs = (end - t.created_at).num_milliseconds().max(0) as f64 / 1000.0;
     metrics::histogram!("conveyor_task_seconds", "kind" => kind, "status" => status).record(secs);
-    let effect = if t.status == Status::Success {
-        "consumed"
-    } else {
-        "refunded"
-    };
-    credits(effect, t.cost);
+    credits("refunded", refunded);
+    credits("consumed", t.cost - refunded);
 }
 
 /// Credits reserved at submission, consumed on success or refunded.

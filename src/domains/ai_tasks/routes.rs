@@ -13,7 +13,7 @@ use serde_json::{Value, json};
 
 use super::kinds::{ALL_KINDS, Status, TaskKind};
 use super::messages::publish_events;
-use super::store::{self, Guard, NewTask, StoreError, Task};
+use super::store::{self, NewTask, StoreError, Task};
 use super::submitter::{Submitter, announce};
 pub use super::view::TaskView;
 use crate::api::idempotency::{self, IdempotencyKey, Once};
@@ -299,17 +299,17 @@ pub(crate) async fn cancel(
     Path(id): Path<String>,
 ) -> Result<axum::Json<TaskView>, ApiError> {
     let t = visible(&state, &user, &id).await?;
-    let guard = Guard::status(&[Status::Pending, Status::Retrying, Status::Processing]);
-    match store::finish_unsuccessfully(
+    // An admin canceling someone else's task leaves an audit record.
+    let admin = (t.user_id != user.id).then(|| format!("user:{}", user.id));
+    match store::cancel(
         &state.core.db,
         &t.id,
-        &guard,
-        Status::Canceled,
-        Some("canceled by the user".into()),
+        state.ai.cancel_refund_started_percent,
+        admin.as_deref(),
     )
     .await?
     {
-        Some((t, ev)) => {
+        Some((t, ev, _)) => {
             publish_events(state.core.broker.as_ref(), &[ev]).await;
             Ok(axum::Json(t.into()))
         }

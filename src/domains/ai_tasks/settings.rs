@@ -32,6 +32,9 @@ pub struct AiSettings {
     pub max_prompt_chars: usize,
     pub max_params_bytes: usize,
     pub allow_failure_injection: bool,
+    /// Cancel policy: a task canceled after it started gets back its steps not started
+    /// and this percent of the share of the step it was at (0-100).
+    pub cancel_refund_started_percent: u8,
     pub kinds: BTreeMap<String, KindSettings>,
     pub openai: OpenAiSettings,
 }
@@ -74,6 +77,12 @@ impl AiSettings {
             return bad(
                 "ai.stale_after_ms",
                 "must be more than twice ai.heartbeat_ms (and that above 0)".into(),
+            );
+        }
+        if ai.cancel_refund_started_percent > 100 {
+            return bad(
+                "ai.cancel_refund_started_percent",
+                "must be 0 to 100".into(),
             );
         }
         if ai.reaper_interval_ms == 0 || ai.max_prompt_chars == 0 || ai.max_params_bytes == 0 {

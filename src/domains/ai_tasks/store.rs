@@ -476,6 +476,62 @@ pub async fn settle_credits(txn: &impl ConnectionTrait, t: &Task) -> Result<(), 
     }
 }
 
+/// What a canceled task gets back: all of it if it never started; else the share of its
+/// steps not started, plus `started_percent` of the share of the step it was at.
+pub fn cancel_refund(t: &Task, started_percent: u8) -> i64 {
+    if t.started_at.is_none() {
+        return t.cost;
+    }
+    let steps = t.kind.steps().len().max(1) as i64;
+    let at = i64::from(t.step_index).clamp(0, steps - 1);
+    let not_started = steps - at - 1;
+    let share = t.cost * (not_started * 100 + i64::from(started_percent)) / (steps * 100);
+    Ord::min(share, t.cost)
+}
+
+/// Cancels a task that is PENDING, RETRYING or PROCESSING: CANCELED, the refund of the
+/// cancel policy ([`cancel_refund`]; the rest is kept as consumed), and, when an admin
+/// cancels someone else's task, an audit record, all in one transaction. The task, its
+/// event and the refund; `None` if it had ended already.
+pub async fn cancel(
+    db: &DatabaseConnection,
+    id: &str,
+    started_percent: u8,
+    admin: Option<&str>,
+) -> Result<Option<(Task, TaskEvent, i64)>, DbErr> {
+    let txn = db.begin().await?;
+    let guard = Guard::status(&[Status::Pending, Status::Retrying, Status::Processing]);
+    let change = Change {
+        status: Some(Status::Canceled),
+        error: Some("canceled".into()),
+        message: Some("canceled".into()),
+        ..Default::default()
+    };
+    let Some((t, ev)) = apply(&txn, id, &guard, change).await? else {
+        return Ok(None);
+    };
+    let refund = cancel_refund(&t, started_percent);
+    if refund > 0 {
+        credits::refund(&txn, &t.user_id, refund, &format!("refund:{}", t.id)).await?;
+    }
+    if refund < t.cost {
+        credits::consume(&txn, &t.user_id, &format!("consume:{}", t.id)).await?;
+    }
+    if let Some(actor) = admin {
+        crate::users::audit::record(
+            &txn,
+            actor,
+            "task.cancel",
+            &format!("task:{}", t.id),
+            serde_json::json!({ "owner": t.user_id, "cost": t.cost, "refunded": refund }),
+        )
+        .await?;
+    }
+    txn.commit().await?;
+    super::metrics::ended(&t, refund);
+    Ok(Some((t, ev, refund)))
+}
+
 /// Moves a task to a terminal failure state (FAILED or CANCELED) from `from`, refunding.
 pub async fn finish_unsuccessfully(
     db: &DatabaseConnection,
