@@ -16,7 +16,7 @@ use super::executor::{ExecError, Executor, Job};
 use super::kinds::{Status, TaskKind};
 use super::messages::{RunStep, publish_events};
 use super::store::{self, Change, Guard};
-use crate::broker::Envelope;
+use crate::broker::{DeadReason, Envelope};
 use crate::consumer::{Context, Fate, Handler, HandlerError, fence};
 use crate::domains::ai_tasks::settings::AiSettings;
 use crate::outbox::Relay;
@@ -199,16 +199,28 @@ impl Handler for AiTaskHandler {
         let _ = beat.await;
         let _ = reporter.await;
 
+        // The provider's own words (its URL, a slice of its answer) go to the log with
+        // the task id; the tenant reads a stable code (see `public_error`).
         let output = match outcome {
             Err(_) => {
                 return Err(HandlerError::transient(format!(
-                    "{step_name} exceeded its {:?} deadline",
-                    self.deadline(kind)
+                    "deadline_exceeded: {step_name} took longer than its {} s deadline",
+                    self.deadline(kind).as_secs()
                 )));
             }
             Ok(Err(ExecError::Canceled)) => return Ok(()),
-            Ok(Err(ExecError::Transient(e))) => return Err(HandlerError::Transient(e)),
-            Ok(Err(ExecError::Permanent(e))) => return Err(HandlerError::Permanent(e)),
+            Ok(Err(ExecError::Transient(e))) => {
+                tracing::warn!(task_id = %t.id, attempt, step = step_name, error = %e, "provider failed");
+                return Err(HandlerError::Transient(format!(
+                    "provider_unavailable: the provider failed or timed out ({step_name}, attempt {attempt})"
+                )));
+            }
+            Ok(Err(ExecError::Permanent(e))) => {
+                tracing::warn!(task_id = %t.id, attempt, step = step_name, error = %e, "provider refused");
+                return Err(HandlerError::Permanent(format!(
+                    "provider_rejected: the provider refused this request ({step_name})"
+                )));
+            }
             Ok(Ok(v)) => v,
         };
 
@@ -285,6 +297,7 @@ impl Handler for AiTaskHandler {
                 error,
                 next_attempt,
             } => {
+                let error = &public_error(&run.task_id, error);
                 let mut g = Guard::status(&[Status::Processing]);
                 g.step_index = Some(run.step);
                 let change = Change {
@@ -298,7 +311,17 @@ impl Handler for AiTaskHandler {
                     .await
                     .map_err(transient)?
             }
-            Fate::DeadLetter { error, .. } => {
+            Fate::DeadLetter { error, reason } => {
+                let error = &match reason {
+                    DeadReason::CrashLoop => {
+                        "crash_loop: this task kept stopping its worker and was set aside"
+                            .to_owned()
+                    }
+                    DeadReason::Exhausted => {
+                        format!("retries_exhausted: {}", public_error(&run.task_id, error))
+                    }
+                    _ => public_error(&run.task_id, error),
+                };
                 let g = Guard::status(&[Status::Pending, Status::Processing, Status::Retrying]);
                 store::finish_unsuccessfully(
                     &ctx.db,
@@ -315,5 +338,53 @@ impl Handler for AiTaskHandler {
             publish_events(ctx.broker.as_ref(), &[ev]).await;
         }
         Ok(())
+    }
+}
+
+/// Failure classes a tenant may read, as the handler words them; anything else (a
+/// database error, a panic's text, a broker error) is internal: logged with the task id,
+/// shown as `internal_error`.
+const PUBLIC_CODES: [&str; 3] = [
+    "provider_unavailable:",
+    "provider_rejected:",
+    "deadline_exceeded:",
+];
+
+/// What a tenant reads of a failure (`tasks.error`, event messages): a stable code and a
+/// short message, never internal detail.
+fn public_error(task_id: &str, raw: &str) -> String {
+    if PUBLIC_CODES.iter().any(|c| raw.starts_with(c)) {
+        return raw.to_owned();
+    }
+    tracing::warn!(
+        task_id,
+        error = raw,
+        "task step failed (detail kept from the tenant)"
+    );
+    format!("internal_error: the platform could not run this step (task {task_id})")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::public_error;
+
+    #[test]
+    fn only_known_classes_reach_the_tenant() {
+        let shown = public_error(
+            "t1",
+            "provider_rejected: the provider refused this request (generate)",
+        );
+        assert!(shown.starts_with("provider_rejected:"));
+        for internal in [
+            "database: error returned from database: relation \"tasks\" does not exist",
+            "panic: called `Option::unwrap()` on a `None` value",
+            "provider answered 500: {\"secret\":\"x\"} at https://user:pw@llm.internal/v1",
+        ] {
+            let shown = public_error("t1", internal);
+            assert_eq!(
+                shown,
+                "internal_error: the platform could not run this step (task t1)"
+            );
+        }
     }
 }
