@@ -79,6 +79,8 @@ pub struct ServerSettings {
     pub header_read_timeout_ms: u64,
     /// Connections served at once; more are closed at accept.
     pub max_connections: usize,
+    /// Operators' bearer token for `/metrics` and `/readyz` detail; empty: none.
+    pub ops_token: String,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

@@ -6,13 +6,14 @@ use std::sync::Arc;
 use futures::future::BoxFuture;
 
 use axum::extract::{FromRef, State};
-use axum::http::StatusCode;
+use axum::http::{HeaderMap, StatusCode};
 use axum::response::IntoResponse;
 use axum::routing::get;
 use axum::{Json, Router};
 use serde_json::{Value, json};
 
 use super::{Core, PROBE_TIMEOUT};
+use crate::error::ApiError;
 use crate::telemetry::gauges::Gauge;
 
 /// The health routes' state: the core, the domains' gauges for `/metrics` and their
@@ -98,8 +99,10 @@ async fn probe<E: std::fmt::Display>(f: impl Future<Output = Result<(), E>>) -> 
 #[utoipa::path(get, path = "/readyz", tag = "health", responses(
     (status = 200, description = "Every required dependency answered: `{\"status\":\"ready\",\"checks\":{\"database\":\"ok\",…}}` (`degraded` when an optional one did not)", body = Object),
     (status = 503, description = "Not ready; `checks` names the failed dependency", body = Object)))]
-pub async fn readyz(State(state): State<Health>) -> impl IntoResponse {
+pub async fn readyz(State(state): State<Health>, headers: HeaderMap) -> impl IntoResponse {
     let core = &state.core;
+    // Why a dependency failed (hosts, error text) is for operators only.
+    let detail = is_operator(&core.settings.server.ops_token, &headers);
     let (db, broker, dedupe, extra) = tokio::join!(
         probe(crate::db::ping(&core.db)),
         probe(core.broker.ping()),
@@ -122,7 +125,9 @@ pub async fn readyz(State(state): State<Health>) -> impl IntoResponse {
                 checks.insert(name.into(), json!("ok"));
             }
             Err(e) => {
-                checks.insert(name.into(), json!({ "error": e }));
+                tracing::warn!(dependency = name, error = %e, "readiness check failed");
+                let shown = if detail { e } else { "unavailable".to_owned() };
+                checks.insert(name.into(), json!({ "error": shown }));
                 if required {
                     failed.push(name);
                 } else {
@@ -151,9 +156,18 @@ pub async fn readyz(State(state): State<Health>) -> impl IntoResponse {
 
 /// `GET /metrics`: Prometheus text format, gauges refreshed first.
 #[utoipa::path(get, path = "/metrics", tag = "health",
-    responses((status = 200, description = "Prometheus text format", body = String, content_type = "text/plain")))]
-pub async fn metrics(State(state): State<Health>) -> impl IntoResponse {
+    responses(
+        (status = 200, description = "Prometheus text format", body = String, content_type = "text/plain"),
+        (status = 401, description = "`server.ops_token` is set and the request does not bear it", body = crate::api::openapi::ErrorBody)))]
+pub async fn metrics(
+    State(state): State<Health>,
+    headers: HeaderMap,
+) -> Result<impl IntoResponse, ApiError> {
     let core = &state.core;
+    let token = &core.settings.server.ops_token;
+    if !token.is_empty() && !is_operator(token, &headers) {
+        return Err(ApiError::Unauthorized);
+    }
     run_probes(&state.probes).await;
     crate::telemetry::gauges::sample(
         &core.db,
@@ -163,11 +177,25 @@ pub async fn metrics(State(state): State<Health>) -> impl IntoResponse {
         PROBE_TIMEOUT,
     )
     .await;
-    (
+    Ok((
         [(
             axum::http::header::CONTENT_TYPE,
             "text/plain; version=0.0.4",
         )],
         crate::telemetry::metrics().render(),
-    )
+    ))
+}
+
+/// Whether the request bears the operators' token (compared in constant time); never
+/// when no token is configured.
+fn is_operator(token: &str, headers: &HeaderMap) -> bool {
+    use subtle::ConstantTimeEq as _;
+    if token.is_empty() {
+        return false;
+    }
+    headers
+        .get(axum::http::header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "))
+        .is_some_and(|given| bool::from(given.trim().as_bytes().ct_eq(token.as_bytes())))
 }

@@ -74,13 +74,39 @@ async fn readiness_names_the_failed_dependency(backend: Backend) {
     let Some(env) = TestEnv::new(backend, "readiness_names_the_failed_dependency").await else {
         return;
     };
+    let mut env = env;
+    env.settings.server.ops_token = "ops-secret".into();
     let app = spawn_app(&env).await;
     app.platform.db.close_by_ref().await.unwrap();
 
+    // The public sees which dependency failed, not why (hosts, error text).
     let r = app.client.get(app.url("/readyz")).send().await.unwrap();
     assert_eq!(r.status(), 503);
     let body: Value = r.json().await.unwrap();
-    assert!(body["checks"]["database"]["error"].is_string(), "{body}");
+    assert_eq!(body["checks"]["database"]["error"], "unavailable", "{body}");
+    // The operators' token sees why.
+    let r = app
+        .client
+        .get(app.url("/readyz"))
+        .bearer_auth("ops-secret")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 503);
+    let body: Value = r.json().await.unwrap();
+    let why = body["checks"]["database"]["error"].as_str().unwrap();
+    assert_ne!(why, "unavailable", "{body}");
+    // With a token set, /metrics needs it.
+    let r = app.client.get(app.url("/metrics")).send().await.unwrap();
+    assert_eq!(r.status(), 401);
+    let r = app
+        .client
+        .get(app.url("/metrics"))
+        .bearer_auth("wrong")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 401);
     assert_eq!(body["checks"]["broker"], "ok");
     assert!(
         body["error"]["message"]
