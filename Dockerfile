@@ -8,6 +8,11 @@ FROM debian:bookworm-slim
 RUN apt-get update && apt-get install -y --no-install-recommends ca-certificates curl && rm -rf /var/lib/apt/lists/*
 COPY --from=build /src/target/release/conveyor /src/target/release/conveyor-consumer /usr/local/bin/
 COPY config /app/config
+# Not root: a fixed unprivileged user owning only what it writes (./data for the embedded
+# backends, unused with the real stack).
+RUN useradd --system --uid 10001 --home-dir /app --shell /usr/sbin/nologin conveyor \
+    && mkdir -p /app/data && chown conveyor:conveyor /app/data
+USER 10001:10001
 WORKDIR /app
 EXPOSE 8080
 CMD ["conveyor", "serve"]

@@ -167,3 +167,47 @@ fn no_module_but_the_composition_root_names_the_app() {
         .collect();
     assert!(users.is_empty(), "modules importing app: {users:?}");
 }
+
+/// The compose file stays hardened (it cannot run here: no Docker engine): only the API
+/// port published (the management UI on loopback), no credential written in it, the
+/// image not running as root.
+#[test]
+fn the_compose_stack_publishes_only_the_api_and_holds_no_credentials() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let compose = std::fs::read_to_string(root.join("docker-compose.yml")).unwrap();
+    let ports: Vec<&str> = compose
+        .lines()
+        .map(str::trim)
+        .filter(|l| l.starts_with("ports:"))
+        .collect();
+    assert_eq!(
+        ports,
+        [
+            "ports: [\"127.0.0.1:15672:15672\"]",
+            "ports: [\"8080:8080\"]"
+        ],
+        "published ports"
+    );
+    for literal in [
+        "conveyor:conveyor@",
+        "PASSWORD: conveyor",
+        "PASSWORD: root",
+        "-proot",
+    ] {
+        assert!(
+            !compose.contains(literal),
+            "a credential in docker-compose.yml: {literal}"
+        );
+    }
+    assert!(
+        compose.contains("internal: true"),
+        "the dependencies' network is internal"
+    );
+    let dockerfile = std::fs::read_to_string(root.join("Dockerfile")).unwrap();
+    assert!(
+        dockerfile
+            .lines()
+            .any(|l| l.starts_with("USER ") && !l.contains("root")),
+        "the image runs as a non-root user"
+    );
+}
