@@ -210,6 +210,8 @@ pub struct LimitSettings {
     pub submit_burst: u32,
     /// Tasks PENDING, PROCESSING or RETRYING at once.
     pub tasks_in_flight: u32,
+    /// Tasks PROCESSING at once (fair share at claim time; more are deferred).
+    pub tasks_running: u32,
     /// Flash-sale orders per second and the burst above it.
     pub orders_per_sec: u32,
     pub order_burst: u32,
@@ -226,6 +228,7 @@ impl LimitSettings {
             submits_per_sec: 0,
             submit_burst: 0,
             tasks_in_flight: 0,
+            tasks_running: 0,
             orders_per_sec: 0,
             order_burst: 0,
             tickets_per_min: 0,

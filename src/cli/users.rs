@@ -57,6 +57,8 @@ pub struct LimitsArgs {
     #[arg(long)]
     pub tasks_in_flight: Option<u32>,
     #[arg(long)]
+    pub tasks_running: Option<u32>,
+    #[arg(long)]
     pub orders_per_sec: Option<u32>,
     #[arg(long)]
     pub order_burst: Option<u32>,
@@ -169,6 +171,7 @@ pub async fn run(settings: &Settings, cmd: UsersCommand) -> anyhow::Result<()> {
                 (&mut o.submits_per_sec, args.submits_per_sec),
                 (&mut o.submit_burst, args.submit_burst),
                 (&mut o.tasks_in_flight, args.tasks_in_flight),
+                (&mut o.tasks_running, args.tasks_running),
                 (&mut o.orders_per_sec, args.orders_per_sec),
                 (&mut o.order_burst, args.order_burst),
                 (&mut o.tickets_per_min, args.tickets_per_min),

@@ -37,6 +37,10 @@ pub enum HandlerError {
     /// Retrying cannot help (invalid payload, 4xx, business rule): dead-letter now.
     #[error("permanent: {0}")]
     Permanent(String),
+    /// Not now, and not a failure (a fairness rule, a capacity limit): back on the first
+    /// retry tier as it came, no attempt counted, no failure hook.
+    #[error("deferred: {0}")]
+    Deferred(String),
 }
 
 impl HandlerError {

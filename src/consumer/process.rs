@@ -20,6 +20,8 @@ pub enum Outcome {
     Duplicate,
     /// Another consumer holds the message's lease; parked on the first retry tier.
     Busy,
+    /// The handler deferred it (not a failure); parked on the first retry tier.
+    Deferred,
     /// Sent to a retry tier for `attempt`.
     Retried { attempt: u32 },
     /// Sent to the dead-letter queue.
@@ -458,6 +460,18 @@ async fn conclude(
             let tier = deps.broker.topology().retry_tier(&queue, next);
             match delivery.retry(tier, body).await {
                 Ok(()) => Outcome::Retried { attempt: next },
+                Err(err) => Outcome::Unsettled(err.to_string()),
+            }
+        }
+        Err(HandlerError::Deferred(why)) => {
+            release(deps, id, token.as_deref()).await;
+            tracing::debug!(reason = %why, "deferred");
+            metrics::counter!("conveyor_messages_deferred_total", "queue" => queue.spec.key)
+                .increment(1);
+            // The envelope is unchanged (no attempt counted): send back the bytes as received.
+            let body = delivery.body.clone();
+            match delivery.retry(0, body).await {
+                Ok(()) => Outcome::Deferred,
                 Err(err) => Outcome::Unsettled(err.to_string()),
             }
         }

@@ -42,6 +42,8 @@ pub struct Overrides {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tasks_in_flight: Option<u32>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tasks_running: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub orders_per_sec: Option<u32>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub order_burst: Option<u32>,
@@ -57,6 +59,7 @@ impl Overrides {
             submits_per_sec: self.submits_per_sec.unwrap_or(base.submits_per_sec),
             submit_burst: self.submit_burst.unwrap_or(base.submit_burst),
             tasks_in_flight: self.tasks_in_flight.unwrap_or(base.tasks_in_flight),
+            tasks_running: self.tasks_running.unwrap_or(base.tasks_running),
             orders_per_sec: self.orders_per_sec.unwrap_or(base.orders_per_sec),
             order_burst: self.order_burst.unwrap_or(base.order_burst),
             tickets_per_min: self.tickets_per_min.unwrap_or(base.tickets_per_min),

@@ -17,6 +17,7 @@ on_every_backend!(
     a_rotated_key_works_through_the_overlap_then_stops,
     admins_override_a_users_limits_and_are_audited,
     tickets_are_rate_limited_and_the_101st_stream_is_refused,
+    a_tenant_beyond_its_running_share_waits_while_another_is_served,
 );
 
 async fn admin(app: &TestApp) -> String {
@@ -507,6 +508,90 @@ async fn tickets_are_rate_limited_and_the_101st_stream_is_refused(backend: Backe
     }
     assert!(reopened, "a closed stream's slot comes back");
     drop(streams);
+    let platform = app.stop().await;
+    env.cleanup(Some(&platform)).await;
+}
+
+/// Fair share at claim time: a tenant with a backlog runs at most `tasks_running` tasks at
+/// once; the rest are deferred (no attempt counted) and another tenant's task is not
+/// stuck behind them.
+async fn a_tenant_beyond_its_running_share_waits_while_another_is_served(backend: Backend) {
+    let Some(mut env) = TestEnv::new(backend, "limits_fair_share").await else {
+        return;
+    };
+    env.settings.limits.tasks_running = 2;
+    let app = spawn_app(&env).await;
+    app.start_consumers();
+    let (big, big_key) = app.user("big", 1_000).await;
+    let (_, small_key) = app.user("small", 1_000).await;
+    let body =
+        json!({ "kind": "image", "prompt": "x", "params": { "simulate": { "step_ms": 1500 } } });
+    let mut backlog = Vec::new();
+    for _ in 0..6 {
+        let r = app.submit(&big_key, body.clone()).await;
+        assert_eq!(r.status(), 202);
+        backlog.push(
+            r.json::<Value>().await.unwrap()["id"]
+                .as_str()
+                .unwrap()
+                .to_owned(),
+        );
+    }
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let small = app
+        .submit(
+            &small_key,
+            json!({ "kind": "image", "prompt": "x", "params": { "simulate": { "step_ms": 200 } } }),
+        )
+        .await
+        .json::<Value>()
+        .await
+        .unwrap()["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    // The small tenant's task ends while the big one's backlog is still there, and the
+    // big one never runs more than its share.
+    let started = Instant::now();
+    let mut most_running = 0;
+    loop {
+        let running = conveyor::domains::ai_tasks::store::running_of(&app.platform.db, &big.id, "")
+            .await
+            .unwrap();
+        most_running = most_running.max(running);
+        let s = app.task(&small_key, &small).await;
+        if s["status"] == "SUCCESS" {
+            break;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "the small tenant waited: {s}"
+        );
+        tokio::time::sleep(Duration::from_millis(30)).await;
+    }
+    let small_took = started.elapsed();
+    let mut left = 0;
+    for id in &backlog {
+        if app.task(&big_key, id).await["status"] != "SUCCESS" {
+            left += 1;
+        }
+    }
+    assert!(
+        left >= 2,
+        "the backlog was still running when the small task ended ({left} left)"
+    );
+    assert!(
+        most_running <= 2,
+        "the big tenant ran {most_running} at once"
+    );
+    // Every backlog task ends, each in one attempt (a deferral is not a failure).
+    for id in &backlog {
+        let t = app.wait_status(&big_key, id, "SUCCESS").await;
+        assert_eq!(t["attempts"], 1, "{t}");
+    }
+    eprintln!(
+        "limits_fair_share {backend:?}: the small tenant's task ended {small_took:?} after submission behind a backlog of 6"
+    );
     let platform = app.stop().await;
     env.cleanup(Some(&platform)).await;
 }

@@ -243,6 +243,7 @@ impl Stack {
             // One tenant drives the whole load: its limits are not what is tested here.
             ("CONVEYOR__LIMITS__SUBMITS_PER_SEC", "0"),
             ("CONVEYOR__LIMITS__TASKS_IN_FLIGHT", "0"),
+            ("CONVEYOR__LIMITS__TASKS_RUNNING", "0"),
             // The DLQ keeper drains the broker's copies within the audit's wait.
             ("CONVEYOR__DEAD_LETTERS__KEEPER_INTERVAL_MS", "500"),
         ]

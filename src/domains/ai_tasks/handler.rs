@@ -26,6 +26,9 @@ pub struct AiTaskHandler {
     pub executor: Arc<dyn Executor>,
     pub relay: Relay,
     pub max_payload: usize,
+    /// For the fair-share rule at claim time (`limits.tasks_running`, per-user overrides).
+    pub limits: crate::config::LimitSettings,
+    pub overrides: Arc<crate::limits::overrides::Cache>,
 }
 
 /// Minimum spacing of stored progress events of one task.
@@ -106,6 +109,27 @@ impl Handler for AiTaskHandler {
         }
         let steps = kind.steps();
         let step_name = steps.get(run.step as usize).copied().unwrap_or("generate");
+
+        // Fair share: a tenant already running its share waits (not a failure), so its
+        // backlog cannot take every worker from the others.
+        if status != Status::Processing {
+            let cap = self
+                .overrides
+                .get(&ctx.db, &t.user_id)
+                .await
+                .apply(self.limits)
+                .tasks_running;
+            if cap > 0 {
+                let running = store::running_of(&ctx.db, &t.user_id, &t.id)
+                    .await
+                    .map_err(transient)?;
+                if running >= u64::from(cap) {
+                    return Err(HandlerError::Deferred(format!(
+                        "tenant already runs {running} tasks (limits.tasks_running {cap})"
+                    )));
+                }
+            }
+        }
 
         // Claim the lease: only if nobody holds a fresh one.
         let stale = Utc::now() - chrono::Duration::milliseconds(self.ai.stale_after_ms as i64);

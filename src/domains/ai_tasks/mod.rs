@@ -66,6 +66,8 @@ fn handlers(platform: &Platform) -> BoxFuture<'_, anyhow::Result<Handlers>> {
             ai,
             relay: platform.relay.clone(),
             max_payload: platform.settings.broker.max_payload_bytes,
+            limits: platform.settings.limits,
+            overrides: Arc::default(),
         });
         Ok(queues::QUEUES
             .iter()

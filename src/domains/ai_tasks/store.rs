@@ -602,6 +602,21 @@ pub async fn finish_successfully(
     Ok(Some((done, ev)))
 }
 
+/// How many of the user's tasks other than `except` are PROCESSING (by index).
+pub async fn running_of(
+    db: &impl ConnectionTrait,
+    user_id: &str,
+    except: &str,
+) -> Result<u64, DbErr> {
+    use sea_orm::PaginatorTrait as _;
+    task::Entity::find()
+        .filter(task::Column::UserId.eq(user_id))
+        .filter(task::Column::Status.eq(Status::Processing))
+        .filter(task::Column::Id.ne(except))
+        .count(db)
+        .await
+}
+
 pub async fn get(db: &impl ConnectionTrait, id: &str) -> Result<Option<Task>, DbErr> {
     task::Entity::find_by_id(id.to_owned()).one(db).await
 }
