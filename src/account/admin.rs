@@ -174,6 +174,12 @@ pub async fn set_limits(
     Path(user_id): Path<String>,
     ApiJson(overrides): ApiJson<Overrides>,
 ) -> Result<Json<LimitsView>, ApiError> {
+    if let Some(field) = overrides.too_large() {
+        return Err(ApiError::invalid(
+            field,
+            format!("must be at most {}", crate::limits::overrides::MAX_VALUE),
+        ));
+    }
     keys::set_limits(&core.db, &actor(&admin), &user_id, &overrides).await?;
     core.limits.forget(&user_id);
     Ok(Json(limits_view(&core, &user_id).await?))

@@ -184,6 +184,13 @@ pub async fn run(settings: &Settings, cmd: UsersCommand) -> anyhow::Result<()> {
                     changed = true;
                 }
             }
+            if let Some(field) = o.too_large() {
+                anyhow::bail!(
+                    "--{} must be at most {}",
+                    field.replace('_', "-"),
+                    crate::limits::overrides::MAX_VALUE
+                );
+            }
             if changed {
                 admin::set_limits(&conn, ACTOR, &args.user, &o).await?;
             }

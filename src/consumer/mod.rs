@@ -37,7 +37,7 @@ pub enum HandlerError {
     /// Retrying cannot help (invalid payload, 4xx, business rule): dead-letter now.
     #[error("permanent: {0}")]
     Permanent(String),
-    /// Not now, and not a failure (a fairness rule, a capacity limit): back on the first
+    /// Not now, and not a failure (a fairness rule, a capacity limit): back on the second
     /// retry tier as it came, no attempt counted, no failure hook.
     #[error("deferred: {0}")]
     Deferred(String),

@@ -20,7 +20,7 @@ pub enum Outcome {
     Duplicate,
     /// Another consumer holds the message's lease; parked on the first retry tier.
     Busy,
-    /// The handler deferred it (not a failure); parked on the first retry tier.
+    /// The handler deferred it (not a failure); parked on the second retry tier.
     Deferred,
     /// Sent to a retry tier for `attempt`.
     Retried { attempt: u32 },
@@ -469,8 +469,11 @@ async fn conclude(
             metrics::counter!("conveyor_messages_deferred_total", "queue" => queue.spec.key)
                 .increment(1);
             // The envelope is unchanged (no attempt counted): send back the bytes as received.
+            // On the second tier, not the first: a deferred backlog that came back every
+            // second would fill the queue ahead of everyone else's messages.
             let body = delivery.body.clone();
-            match delivery.retry(0, body).await {
+            let tier = deps.broker.topology().retry_tier(&queue, 2);
+            match delivery.retry(tier, body).await {
                 Ok(()) => Outcome::Deferred,
                 Err(err) => Outcome::Unsettled(err.to_string()),
             }

@@ -36,24 +36,53 @@ pub mod entity {
 #[serde(deny_unknown_fields)]
 pub struct Overrides {
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(maximum = 1000000)]
     pub submits_per_sec: Option<u32>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(maximum = 1000000)]
     pub submit_burst: Option<u32>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(maximum = 1000000)]
     pub tasks_in_flight: Option<u32>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(maximum = 1000000)]
     pub tasks_running: Option<u32>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(maximum = 1000000)]
     pub orders_per_sec: Option<u32>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(maximum = 1000000)]
     pub order_burst: Option<u32>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(maximum = 1000000)]
     pub tickets_per_min: Option<u32>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(maximum = 1000000)]
     pub streams_per_user: Option<u32>,
 }
 
+/// The largest value a limit may be set to (a million a second is "unlimited" for any
+/// tenant; 0 turns a limit off).
+pub const MAX_VALUE: u32 = 1_000_000;
+
 impl Overrides {
+    /// The first field above [`MAX_VALUE`], if any.
+    pub fn too_large(&self) -> Option<&'static str> {
+        [
+            ("submits_per_sec", self.submits_per_sec),
+            ("submit_burst", self.submit_burst),
+            ("tasks_in_flight", self.tasks_in_flight),
+            ("tasks_running", self.tasks_running),
+            ("orders_per_sec", self.orders_per_sec),
+            ("order_burst", self.order_burst),
+            ("tickets_per_min", self.tickets_per_min),
+            ("streams_per_user", self.streams_per_user),
+        ]
+        .into_iter()
+        .find(|(_, v)| v.is_some_and(|v| v > MAX_VALUE))
+        .map(|(name, _)| name)
+    }
+
     pub fn apply(self, base: LimitSettings) -> LimitSettings {
         LimitSettings {
             submits_per_sec: self.submits_per_sec.unwrap_or(base.submits_per_sec),

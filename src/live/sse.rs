@@ -21,6 +21,18 @@ use crate::api::openapi::ErrorBody;
 use crate::api::{AuthUser, CallerKey};
 use crate::error::ApiError;
 
+/// One Server-Sent Event as a client parses it (documentation only).
+#[derive(utoipa::ToSchema)]
+#[allow(dead_code)]
+pub struct SseFrame {
+    /// The event's sequence number (resume with `Last-Event-ID`).
+    id: String,
+    /// `snapshot` (the thing as it stands) or `progress` (one stored event).
+    event: String,
+    /// JSON: the snapshot's view, or the event's fields.
+    data: String,
+}
+
 fn sse_event(ev: &Event) -> SseEvent {
     SseEvent::default()
         .id(ev.seq.to_string())
@@ -32,9 +44,10 @@ fn sse_event(ev: &Event) -> SseEvent {
     params(
         ("stream" = String, Path, description = "Stream kind, e.g. `task`"),
         ("id" = String, Path, description = "The followed thing's id"),
-        ("Last-Event-ID" = Option<u64>, Header, description = "Resume after this sequence number")),
+        ("Last-Event-ID" = Option<i64>, Header, nullable = false, minimum = 0, description = "Resume after this sequence number")),
     responses(
-        (status = 200, description = "Server-Sent Events: `snapshot`, then `progress` events (`id:` is the sequence number); ends after a terminal event", content_type = "text/event-stream", body = String),
+        (status = 200, description = "Server-Sent Events: `snapshot`, then `progress` events (`id:` is the sequence number); ends after a terminal event", content_type = "text/event-stream", body = SseFrame),
+        (status = 400, description = "`Last-Event-ID` is not a sequence number", body = ErrorBody),
         (status = 401, description = "Missing or invalid API key", body = ErrorBody),
         (status = 404, description = "No such stream kind, or no such thing of the caller's", body = ErrorBody),
         (status = 429, description = "`too_many_streams`: this account's open streams on this server", body = ErrorBody)))]
@@ -51,9 +64,10 @@ pub async fn stream(
 #[utoipa::path(get, path = "/v1/tasks/{id}/events", tag = "live", security(("api_key" = [])),
     params(
         ("id" = String, Path, description = "Task id"),
-        ("Last-Event-ID" = Option<u64>, Header, description = "Resume after this sequence number")),
+        ("Last-Event-ID" = Option<i64>, Header, nullable = false, minimum = 0, description = "Resume after this sequence number")),
     responses(
-        (status = 200, description = "Server-Sent Events of one task (the `task` stream)", content_type = "text/event-stream", body = String),
+        (status = 200, description = "Server-Sent Events of one task (the `task` stream)", content_type = "text/event-stream", body = SseFrame),
+        (status = 400, description = "`Last-Event-ID` is not a sequence number", body = ErrorBody),
         (status = 401, description = "Missing or invalid API key", body = ErrorBody),
         (status = 404, description = "No such task of the caller's", body = ErrorBody),
         (status = 429, description = "`too_many_streams`: this account's open streams on this server", body = ErrorBody)))]
@@ -92,6 +106,7 @@ async fn follow(
             v.to_str()
                 .ok()
                 .and_then(|s| s.trim().parse().ok())
+                .filter(|n: &i64| *n >= 0)
                 .ok_or_else(|| {
                     ApiError::bad_request("Last-Event-ID", "must be a sequence number")
                 })?,

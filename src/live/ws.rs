@@ -47,6 +47,7 @@ pub struct Params {
     params(("ticket" = String, Query, description = "From `POST /v1/ws-tickets`")),
     responses(
         (status = 101, description = "WebSocket: JSON text frames; see the README's frame tables"),
+        (status = 400, description = "Not a WebSocket upgrade request", body = String),
         (status = 401, description = "Missing, forged, expired or reused ticket", body = ErrorBody),
         (status = 403, description = "`Origin` outside `live.allowed_origins`", body = ErrorBody),
         (status = 429, description = "`too_many_streams`: this account's open streams on this server", body = ErrorBody)))]

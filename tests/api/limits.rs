@@ -394,6 +394,7 @@ async fn admins_override_a_users_limits_and_are_audited(backend: Backend) {
     for bad in [
         json!({ "submits_per_second": 1 }),
         json!({ "submits_per_sec": -1 }),
+        json!({ "submit_burst": 2_147_483_648u64 }),
     ] {
         let r = app
             .client

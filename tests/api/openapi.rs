@@ -199,3 +199,29 @@ async fn every_reference_resolves() {
     let platform = app.stop().await;
     env.cleanup(Some(&platform)).await;
 }
+
+/// Parameters are where the document says: a path parameter is in the path's template,
+/// and list queries (`cursor`, `limit`) are query parameters, never path ones.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn parameters_are_where_the_document_says() {
+    let env = TestEnv::new(Backend::Embedded, "openapi_params")
+        .await
+        .unwrap();
+    let app = spawn_app(&env).await;
+    let doc = spec(&app).await;
+    for (path, ops) in doc["paths"].as_object().unwrap() {
+        for (method, op) in ops.as_object().unwrap() {
+            for p in op["parameters"].as_array().into_iter().flatten() {
+                let name = p["name"].as_str().unwrap();
+                if p["in"] == "path" {
+                    assert!(
+                        path.contains(&format!("{{{name}}}")),
+                        "{method} {path}: `{name}` documented in the path"
+                    );
+                }
+            }
+        }
+    }
+    let platform = app.stop().await;
+    env.cleanup(Some(&platform)).await;
+}

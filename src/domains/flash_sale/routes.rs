@@ -236,10 +236,12 @@ pub(crate) async fn create(
 
 #[derive(Debug, Deserialize, IntoParams)]
 #[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
 pub struct ListParams {
     /// `next_cursor` of the previous page.
     pub cursor: Option<String>,
     /// 1 to 100 (default 20).
+    #[param(minimum = 1, maximum = 100)]
     pub limit: Option<u64>,
 }
 
@@ -303,6 +305,7 @@ fn keyed_order_id(user_id: &str, sale_id: &str, key: &str) -> String {
         description = "1 to 128 visible ASCII characters: a repeat names the same order and takes no second unit")),
     responses(
         (status = 202, description = "A unit is yours; the order is QUEUED (`Location` names it)", body = Accepted),
+        (status = 400, description = "A malformed `Idempotency-Key` (named in `field`)", body = ErrorBody),
         (status = 401, description = "Missing or invalid API key", body = ErrorBody),
         (status = 404, description = "No such sale", body = ErrorBody),
         (status = 409, description = "`sold_out`, `limit_reached` or `not_active`", body = ErrorBody),
@@ -417,12 +420,15 @@ fn accepted(order_id: String, status: OrderStatus) -> Response {
 
 #[derive(Debug, Deserialize, IntoParams)]
 #[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
 pub struct OrderListParams {
     /// Only orders in this status (`UNPAID`, `PAID`, `CANCELED`).
+    #[param(pattern = "^(UNPAID|PAID|CANCELED)$")]
     pub status: Option<String>,
     /// `next_cursor` of the previous page.
     pub cursor: Option<String>,
     /// 1 to 100 (default 20).
+    #[param(minimum = 1, maximum = 100)]
     pub limit: Option<u64>,
 }
 
@@ -495,6 +501,7 @@ pub struct MarkPaidView {
     request_body = MarkPaidRequest,
     responses(
         (status = 200, description = "UNPAID → PAID, or what happened instead", body = MarkPaidView),
+        (status = 400, description = "No JSON body, or malformed JSON", body = ErrorBody),
         (status = 401, description = "Missing or invalid API key", body = ErrorBody),
         (status = 403, description = "Not an admin", body = ErrorBody),
         (status = 404, description = "No such order", body = ErrorBody),
@@ -535,8 +542,10 @@ pub(crate) async fn mark_paid(
 
 #[derive(Debug, Deserialize, IntoParams)]
 #[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
 pub struct ReconcileParams {
     /// Set the stock store's units left to stock − live orders (only on a quiet sale).
+    #[param(value_type = bool)]
     pub repair: Option<bool>,
 }
 
@@ -545,6 +554,7 @@ pub struct ReconcileParams {
     params(("id" = String, Path, description = "Sale id"), ReconcileParams),
     responses(
         (status = 200, description = "The figures and the drift", body = Reconciled),
+        (status = 400, description = "`repair` is not `true` or `false`", body = ErrorBody),
         (status = 401, description = "Missing or invalid API key", body = ErrorBody),
         (status = 403, description = "Not an admin", body = ErrorBody),
         (status = 404, description = "No such sale", body = ErrorBody)))]

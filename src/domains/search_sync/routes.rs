@@ -134,11 +134,13 @@ pub(crate) async fn read(
 /// What an owner may change; at least one field.
 #[derive(Debug, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
+#[schema(min_properties = 1)]
 pub struct PatchRequest {
     /// 1 to 200 characters, not blank.
-    #[schema(min_length = 1, max_length = 200)]
+    #[schema(min_length = 1, max_length = 200, pattern = r"\S", nullable = false)]
     pub title: Option<String>,
     /// At most 20 tags of 1 to 50 characters each; duplicates are dropped.
+    #[schema(max_items = 20, nullable = false)]
     pub tags: Option<Vec<String>>,
 }
 
@@ -261,7 +263,7 @@ pub(crate) struct SearchQuery {
     #[param(pattern = "^[a-z0-9_]{1,32}$")]
     kind: Option<String>,
     /// `next_cursor` of the previous page.
-    #[param(pattern = "^[0-9]{1,5}$")]
+    #[param(pattern = "^([0-9]{1,4}|10000)$")]
     cursor: Option<String>,
     /// Page size, 1 to 100 (default 20).
     #[param(minimum = 1, maximum = 100)]

@@ -1,0 +1,160 @@
+//! Fair share (issue 17): two tenants on one queue, one submitting ten times the other's
+//! rate and more than the consumers can take. Prints the small tenant's queue wait
+//! (submitted → started) alone, beside the flood with the claim-time share
+//! (`limits.tasks_running`), and beside the flood without it.
+//!
+//!     cargo bench --bench fairness            # needs scripts/services.sh up
+//!
+//! Capacity: `ai.short` with 8 worker slots, copywriting steps of 200 ms = 40 tasks/s.
+//! Load: the small tenant 5 tasks/s, the flood 50 tasks/s, for 15 s.
+
+#[path = "common/mod.rs"]
+mod common;
+
+use std::time::{Duration, Instant};
+
+use conveyor::app::Application;
+use conveyor::config::{LimitSettings, QueueOverride};
+use conveyor::domains::ai_tasks::entity::task;
+use sea_orm::{ColumnTrait, EntityTrait, QueryFilter};
+use serde_json::json;
+use tokio_util::sync::CancellationToken;
+
+const SMALL_RATE: u32 = 5;
+const FLOOD_RATE: u32 = 50;
+const SECS: u64 = 15;
+
+/// Submits `rate` tasks a second for `secs` as `key`; the ids accepted.
+async fn drive(url: String, key: String, rate: u32, secs: u64) -> Vec<String> {
+    let client = reqwest::Client::new();
+    let mut tick = tokio::time::interval(Duration::from_secs_f64(1.0 / f64::from(rate)));
+    let until = Instant::now() + Duration::from_secs(secs);
+    let mut sent = tokio::task::JoinSet::new();
+    while Instant::now() < until {
+        tick.tick().await;
+        let (client, url, key) = (client.clone(), url.clone(), key.clone());
+        sent.spawn(async move {
+            let r = client
+                .post(url)
+                .bearer_auth(key)
+                .json(&json!({ "kind": "copywriting", "prompt": "fair" }))
+                .send()
+                .await
+                .ok()?;
+            let v: serde_json::Value = r.json().await.ok()?;
+            v["id"].as_str().map(str::to_owned)
+        });
+    }
+    let mut ids = Vec::new();
+    while let Some(r) = sent.join_next().await {
+        if let Ok(Some(id)) = r {
+            ids.push(id);
+        }
+    }
+    ids
+}
+
+/// (p50, p99, max) of the small tenant's queue waits in ms, once all its tasks started.
+async fn run(label: &str, running_share: u32, flood: bool) -> (f64, f64, f64) {
+    let Some(stack) = common::Stack::start("fairness").await else {
+        std::process::exit(0);
+    };
+    let mut s = stack.settings.clone();
+    s.limits = LimitSettings {
+        tasks_running: running_share,
+        ..LimitSettings::unlimited()
+    };
+    s.queues.insert(
+        "ai.short".into(),
+        QueueOverride {
+            prefetch: Some(8),
+            ..Default::default()
+        },
+    );
+    if let Some(step) = s
+        .sections
+        .get_mut("ai")
+        .and_then(|ai| ai.pointer_mut("/kinds/copywriting/simulated_step_ms"))
+    {
+        *step = 200.into();
+    }
+    let app = Application::build(s.clone()).await.unwrap();
+    let url = format!("http://{}/v1/tasks", app.addr());
+    let platform = app.platform().clone();
+    let (_, small_key) = conveyor::users::create(&platform.db, "small", i64::MAX / 4, false)
+        .await
+        .unwrap();
+    let (_, flood_key) = conveyor::users::create(&platform.db, "flood", i64::MAX / 4, false)
+        .await
+        .unwrap();
+    let stop = CancellationToken::new();
+    let server = tokio::spawn(app.run_until(stop.clone()));
+    let workers = {
+        let (p, t) = (platform.clone(), stop.clone());
+        tokio::spawn(async move {
+            conveyor::app::run_workers(&p, conveyor::domains::ALL, Some(&["ai".to_owned()]), t)
+                .await
+        })
+    };
+    let flood_load = flood.then(|| tokio::spawn(drive(url.clone(), flood_key, FLOOD_RATE, SECS)));
+    let small = drive(url, small_key, SMALL_RATE, SECS).await;
+    // Every small task started (or 120 s passed).
+    let waited = Instant::now();
+    let waits: Vec<f64> = loop {
+        let rows = task::Entity::find()
+            .filter(task::Column::Id.is_in(small.clone()))
+            .all(&platform.db)
+            .await
+            .unwrap();
+        let started: Vec<f64> = rows
+            .iter()
+            .filter_map(|t| {
+                t.started_at
+                    .map(|s| (s - t.created_at).num_milliseconds() as f64)
+            })
+            .collect();
+        if started.len() == small.len() || waited.elapsed() > Duration::from_secs(120) {
+            break started;
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    };
+    let flooded = match flood_load {
+        Some(f) => f.await.unwrap().len(),
+        None => 0,
+    };
+    stop.cancel();
+    let _ = server.await;
+    let _ = workers.await;
+    stack.teardown().await;
+    let mut w = waits;
+    w.sort_by(f64::total_cmp);
+    let pct = |p: f64| w[((w.len() - 1) as f64 * p) as usize];
+    let (p50, p99, max) = (pct(0.5), pct(0.99), *w.last().unwrap());
+    println!(
+        "{label:<40} small: {:>3} tasks, wait p50 {p50:>7.0} ms  p99 {p99:>7.0} ms  max {max:>7.0} ms   (flood accepted {flooded})",
+        w.len()
+    );
+    (p50, p99, max)
+}
+
+#[tokio::main]
+async fn main() {
+    let _ = rustls::crypto::aws_lc_rs::default_provider().install_default();
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    // `cargo test --benches` runs benches with --bench absent: only announce.
+    if !args.iter().any(|a| a == "--bench") {
+        println!("fairness: run with `cargo bench --bench fairness`");
+        return;
+    }
+    println!(
+        "small tenant {SMALL_RATE}/s, flood {FLOOD_RATE}/s, {SECS} s; capacity 8 slots × 200 ms = 40 tasks/s"
+    );
+    let (_, alone, _) = run("small tenant alone", 4, false).await;
+    let (_, shared, _) = run("with the flood, tasks_running = 4", 4, true).await;
+    let (_, unshared, _) = run("with the flood, no share (tasks_running = 0)", 0, true).await;
+    println!(
+        "p99 wait: alone {alone:.0} ms, flood with share {shared:.0} ms ({:.1}x), flood without {unshared:.0} ms ({:.1}x)",
+        shared / alone.max(1.0),
+        unshared / alone.max(1.0)
+    );
+}
