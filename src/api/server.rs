@@ -1,4 +1,4 @@
-//! The HTTP server loop: hyper with a timer, so a client that does not send its whole
+//! The HTTP server loop: hyper (HTTP/1.1) with a timer, so a client that does not send its whole
 //! request header within `server.header_read_timeout_ms` is dropped (slowloris), and so
 //! is a keep-alive connection idle that long between requests; at most
 //! `server.max_connections` connections are served at once (the next ones are closed at
@@ -9,13 +9,13 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use axum::Router;
-use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
-use hyper_util::server::conn::auto::Builder;
-use hyper_util::server::graceful::GracefulShutdown;
+use hyper::server::conn::http1;
+use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::service::TowerToHyperService;
 use tokio::net::TcpListener;
 use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
 
 use crate::config::ServerSettings;
 
@@ -28,20 +28,16 @@ pub async fn serve(
     shutdown: CancellationToken,
     grace: Duration,
 ) {
+    // HTTP/1.1 only: hyper-util's auto (h1 + h2c) builder reads the protocol preface with
+    // no timer, so a client that connects and sends nothing would be held for ever.
     let idle = Duration::from_millis(settings.header_read_timeout_ms);
-    let mut builder = Builder::new(TokioExecutor::new());
+    let mut builder = http1::Builder::new();
     builder
-        .http1()
         .timer(TokioTimer::new())
         .header_read_timeout(idle)
         .keep_alive(true);
-    builder
-        .http2()
-        .timer(TokioTimer::new())
-        .keep_alive_interval(Some(idle))
-        .keep_alive_timeout(idle);
     let slots = Arc::new(Semaphore::new(settings.max_connections));
-    let graceful = GracefulShutdown::new();
+    let connections = TaskTracker::new();
     loop {
         let (stream, _) = tokio::select! {
             _ = shutdown.cancelled() => break,
@@ -63,17 +59,26 @@ pub async fn serve(
         let _ = stream.set_nodelay(true);
         let service = TowerToHyperService::new(router.clone());
         let conn = builder
-            .serve_connection_with_upgrades(TokioIo::new(stream), service)
-            .into_owned();
-        let conn = graceful.watch(conn);
-        tokio::spawn(async move {
+            .serve_connection(TokioIo::new(stream), service)
+            .with_upgrades();
+        let shutdown = shutdown.clone();
+        connections.spawn(async move {
+            tokio::pin!(conn);
             // A client that hung up or timed out: nothing to report.
-            let _ = conn.await;
+            tokio::select! {
+                _ = conn.as_mut() => {}
+                _ = shutdown.cancelled() => {
+                    // Finish the request in progress, then close.
+                    conn.as_mut().graceful_shutdown();
+                    let _ = conn.await;
+                }
+            }
             drop(slot);
         });
     }
     drop(listener);
-    if tokio::time::timeout(grace, graceful.shutdown())
+    connections.close();
+    if tokio::time::timeout(grace, connections.wait())
         .await
         .is_err()
     {

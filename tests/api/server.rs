@@ -37,6 +37,14 @@ async fn a_half_sent_header_and_an_idle_connection_are_closed_in_time() {
     };
     env.settings.server.header_read_timeout_ms = 1000;
     let app = spawn_app(&env).await;
+    // A client that connects and sends nothing.
+    let mut mute = TcpStream::connect(app.addr).await.unwrap();
+    let (_, closed) = until_closed(&mut mute, Duration::from_secs(5)).await;
+    let closed = closed.expect("a silent connection is not kept open");
+    assert!(
+        closed < Duration::from_millis(2500),
+        "silent for {closed:?}"
+    );
     // Slowloris: a header that never ends.
     let mut slow = TcpStream::connect(app.addr).await.unwrap();
     slow.write_all(b"GET /healthz HTTP/1.1\r\nHost: x\r\nX-Slow: 1\r\n")
