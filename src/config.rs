@@ -313,6 +313,13 @@ impl Settings {
                 "server.header_read_timeout_ms and server.max_connections must be above 0",
             );
         }
+        // A year at most: a later expiry does not fit every database's timestamp column.
+        if self.auth.key_rotation_overlap_secs > 366 * 24 * 3600 {
+            return bad(
+                "auth.key_rotation_overlap_secs",
+                "must be at most a year (31622400)",
+            );
+        }
         if self.server.body_limit_bytes < 1024 {
             return bad("server.body_limit_bytes", "must be at least 1024");
         }

@@ -72,6 +72,9 @@ where
 pub struct AuthCache {
     /// Key hash → (user, trusted until).
     entries: Mutex<HashMap<String, (User, Instant)>>,
+    /// Bumped by every forget: a lookup that began before one must not store what it
+    /// read (the key may have been revoked after the read and before the store).
+    generation: std::sync::atomic::AtomicU64,
 }
 
 impl AuthCache {
@@ -86,6 +89,8 @@ impl AuthCache {
     /// Drops a key's identity (it was revoked): its next request is checked again.
     pub fn forget(&self, hash: &str) {
         if let Ok(mut entries) = self.entries.lock() {
+            self.generation
+                .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
             entries.remove(hash);
         }
     }
@@ -93,18 +98,34 @@ impl AuthCache {
     /// Drops every cached identity.
     pub fn clear(&self) {
         if let Ok(mut entries) = self.entries.lock() {
+            self.generation
+                .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
             entries.clear();
         }
     }
 
-    /// Trusts the identity for the TTL, or until the key expires if that is sooner.
-    fn put(&self, hash: String, user: User, key_expires: Option<chrono::DateTime<chrono::Utc>>) {
+    fn generation(&self) -> u64 {
+        self.generation.load(std::sync::atomic::Ordering::SeqCst)
+    }
+
+    /// Trusts the identity for the TTL, or until the key expires if that is sooner;
+    /// not at all if a forget happened since `read_at` (the generation before the read).
+    fn put(
+        &self,
+        hash: String,
+        user: User,
+        key_expires: Option<chrono::DateTime<chrono::Utc>>,
+        read_at: u64,
+    ) {
         let mut ttl = TTL;
         if let Some(at) = key_expires {
             let left = (at - chrono::Utc::now()).to_std().unwrap_or_default();
             ttl = ttl.min(left);
         }
         if let Ok(mut entries) = self.entries.lock() {
+            if self.generation() != read_at {
+                return;
+            }
             if entries.len() >= MAX_ENTRIES {
                 entries.clear();
             }
@@ -131,10 +152,13 @@ where
             return Err(ApiError::Unauthorized);
         }
         // Hashed once above, for the cache and the lookup both.
+        let read_at = state.auth_cache.generation();
         let (user, key_expires) = users::authenticate_key(&state.db, &hash)
             .await?
             .ok_or(ApiError::Unauthorized)?;
-        state.auth_cache.put(hash, user.clone(), key_expires);
+        state
+            .auth_cache
+            .put(hash, user.clone(), key_expires, read_at);
         Ok(AuthUser(user))
     }
 }

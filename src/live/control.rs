@@ -33,6 +33,13 @@ pub fn ends(control: &Control, key_hash: Option<&str>) -> bool {
     }
 }
 
+/// Whether the key with this hash still lets its holder in (re-checked where a notice
+/// may have been missed: a stream opened while it was being revoked, a lagged receiver).
+/// A database error counts as live: the notice, or the next check, still ends it.
+pub async fn key_is_live(db: &sea_orm::DatabaseConnection, key_hash: &str) -> bool {
+    !matches!(crate::users::authenticate_key(db, key_hash).await, Ok(None))
+}
+
 /// Tells every API instance (this one included).
 pub async fn publish(broker: &dyn Broker, control: Control) -> Result<(), BrokerError> {
     let body =

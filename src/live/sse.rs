@@ -118,6 +118,10 @@ async fn follow(
     let mut live = state.hub.subscribe();
     let mut controls = state.hub.controls();
     let db = state.core.db.clone();
+    // A key revoked between the authentication and the subscription above.
+    if !super::control::key_is_live(&db, &key_hash).await {
+        return Err(ApiError::Unauthorized);
+    }
     let (mut follow, opening, over) = Follow::start(source, &db, &user, &id, after)
         .await
         .map_err(|e| match e {
@@ -149,8 +153,15 @@ async fn follow(
             let ev = tokio::select! {
                 _ = shutdown.cancelled() => return,
                 _ = tx.closed() => return,
-                Ok(c) = controls.recv() => {
-                    if super::control::ends(&c, Some(&key_hash)) {
+                c = controls.recv() => {
+                    let ended = match c {
+                        Ok(c) => super::control::ends(&c, Some(&key_hash)),
+                        // Notices were missed: look the key up instead.
+                        Err(RecvError::Lagged(_)) => !super::control::key_is_live(&db, &key_hash).await,
+                        // The hub is gone: the server is stopping.
+                        Err(RecvError::Closed) => true,
+                    };
+                    if ended {
                         return;
                     }
                     continue;

@@ -71,9 +71,17 @@ pub async fn upgrade(
         }
     }
     let ticket = params.ticket.ok_or(ApiError::Unauthorized)?;
+    // Notices from here on reach the connection; a key revoked before is caught below (a
+    // ticket outlives its key's revocation by up to its TTL).
+    let controls = state.hub.controls();
     let (user_id, key_hash) = super::tickets::redeem(&core.db, &ticket)
         .await?
         .ok_or(ApiError::Unauthorized)?;
+    if let Some(h) = &key_hash
+        && !super::control::key_is_live(&core.db, h).await
+    {
+        return Err(ApiError::Unauthorized);
+    }
     let user = crate::users::entity::user::Entity::find_by_id(user_id)
         .one(&core.db)
         .await?
@@ -87,7 +95,9 @@ pub async fn upgrade(
         .write_buffer_size(live.buffer_bytes)
         .max_write_buffer_size(live.buffer_bytes * 16);
     Ok(ws.on_upgrade(move |socket| async move {
-        Connection::new(state, user, key_hash).run(socket).await;
+        Connection::new(state, user, key_hash)
+            .run(socket, controls)
+            .await;
         drop(permit);
     }))
 }
@@ -144,13 +154,16 @@ impl Connection {
         }
     }
 
-    async fn run(mut self, socket: WebSocket) {
+    async fn run(
+        mut self,
+        socket: WebSocket,
+        mut controls: tokio::sync::broadcast::Receiver<Arc<super::Control>>,
+    ) {
         let live = self.state.core.settings.live.clone();
         let send_timeout = Duration::from_millis(live.send_timeout_ms);
         let idle = Duration::from_millis(live.idle_timeout_ms);
         let (mut sink, mut stream) = socket.split();
         let mut events = self.state.hub.subscribe();
-        let mut controls = self.state.hub.controls();
         let mut ping = tokio::time::interval(Duration::from_millis(live.ping_interval_ms));
         ping.tick().await;
         let mut heard = Instant::now();
@@ -177,7 +190,16 @@ impl Connection {
                     Ok(c) if super::control::ends(&c, self.key_hash.as_deref()) => {
                         Flow::Close(1008, "API key revoked")
                     }
-                    _ => Flow::Continue,
+                    // Notices were missed: look the key up instead.
+                    Err(RecvError::Lagged(_)) => match &self.key_hash {
+                        Some(h) if !super::control::key_is_live(&self.state.core.db, h).await => {
+                            Flow::Close(1008, "API key revoked")
+                        }
+                        _ => Flow::Continue,
+                    },
+                    // The hub is gone: the server is stopping.
+                    Err(RecvError::Closed) => Flow::Close(1001, "server shutting down"),
+                    Ok(_) => Flow::Continue,
                 },
                 msg = stream.next() => match msg {
                     None | Some(Err(_)) => break (1000, ""),

@@ -124,7 +124,10 @@ pub async fn rotate(
     if old.revoked_at.is_some() || old.expires_at.is_some_and(|at| at <= now) {
         return Ok(None);
     }
-    let until = now + chrono::Duration::from_std(overlap).unwrap_or(chrono::Duration::MAX);
+    let until = chrono::Duration::from_std(overlap)
+        .ok()
+        .and_then(|d| now.checked_add_signed(d))
+        .unwrap_or(now);
     let until = old.expires_at.map_or(until, |at| at.min(until));
     api_key::Entity::update_many()
         .col_expr(

@@ -274,6 +274,17 @@ async fn a_revoked_key_stops_everywhere_within_a_second_and_its_streams_close(ba
     let first = sse.chunk().await.unwrap().unwrap();
     assert!(String::from_utf8_lossy(&first).contains("snapshot"));
 
+    // A ticket stockpiled before the revocation must not open a socket after it.
+    let spare: Value = other
+        .client
+        .post(other.url("/v1/ws-tickets"))
+        .bearer_auth(&key)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
     let kid = key_id(&app, &root, &user.id).await;
     let revoked_at = Instant::now();
     let r = app
@@ -311,6 +322,13 @@ async fn a_revoked_key_stops_everywhere_within_a_second_and_its_streams_close(ba
     })
     .await;
     assert!(ended.is_ok(), "the SSE stream ends within 1 s");
+    let late = tokio_tungstenite::connect_async(format!(
+        "ws://{}/v1/ws?ticket={}",
+        other.addr,
+        spare["ticket"].as_str().unwrap()
+    ))
+    .await;
+    assert!(late.is_err(), "a ticket of a revoked key opened a socket");
     eprintln!("limits_revoke {backend:?}: refused on the other instance after {refused_after:?}");
     // Audited.
     let trail = conveyor::users::audit::of(&app.platform.db, &format!("user:{}", user.id))

@@ -476,17 +476,25 @@ pub async fn settle_credits(txn: &impl ConnectionTrait, t: &Task) -> Result<(), 
     }
 }
 
-/// What a canceled task gets back: all of it if it never started; else the share of its
-/// steps not started, plus `started_percent` of the share of the step it was at.
+/// What a task canceled in state `t` (read before the cancel) gets back: all of it if it
+/// never started; else the share of its steps not started, plus `started_percent` of the
+/// share of the step it was running. A step nobody holds a lease on (between pipeline
+/// steps, or waiting to retry) counts as not started.
 pub fn cancel_refund(t: &Task, started_percent: u8) -> i64 {
     if t.started_at.is_none() {
         return t.cost;
     }
     let steps = t.kind.steps().len().max(1) as i64;
-    let at = i64::from(t.step_index).clamp(0, steps - 1);
-    let not_started = steps - at - 1;
-    let share = t.cost * (not_started * 100 + i64::from(started_percent)) / (steps * 100);
-    Ord::min(share, t.cost)
+    let at = i64::from(t.step_index).clamp(0, steps);
+    let running = t.status == Status::Processing && t.heartbeat_at.is_some() && at < steps;
+    let not_started = steps - at - i64::from(running);
+    let percent = if running {
+        i64::from(started_percent)
+    } else {
+        0
+    };
+    let share = t.cost * (not_started * 100 + percent) / (steps * 100);
+    share.clamp(0, t.cost)
 }
 
 /// Cancels a task that is PENDING, RETRYING or PROCESSING: CANCELED, the refund of the
@@ -500,6 +508,15 @@ pub async fn cancel(
     admin: Option<&str>,
 ) -> Result<Option<(Task, TaskEvent, i64)>, DbErr> {
     let txn = db.begin().await?;
+    // The state the refund is decided from, held until the commit: the cancel clears the
+    // lease, and a consumer must not claim the next step in between.
+    let Some(before) = task::Entity::find_by_id(id.to_owned())
+        .lock(sea_orm::sea_query::LockType::Update)
+        .one(&txn)
+        .await?
+    else {
+        return Ok(None);
+    };
     let guard = Guard::status(&[Status::Pending, Status::Retrying, Status::Processing]);
     let change = Change {
         status: Some(Status::Canceled),
@@ -510,7 +527,7 @@ pub async fn cancel(
     let Some((t, ev)) = apply(&txn, id, &guard, change).await? else {
         return Ok(None);
     };
-    let refund = cancel_refund(&t, started_percent);
+    let refund = cancel_refund(&before, started_percent);
     if refund > 0 {
         credits::refund(&txn, &t.user_id, refund, &format!("refund:{}", t.id)).await?;
     }
@@ -687,4 +704,66 @@ pub async fn material_of(
         .filter(material::Column::TaskId.eq(task_id))
         .one(db)
         .await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn task(kind: TaskKind, status: Status, step_index: i32, leased: bool, started: bool) -> Task {
+        let now = Utc::now();
+        task::Model {
+            id: "t".into(),
+            user_id: "u".into(),
+            kind,
+            prompt: "p".into(),
+            params: "{}".into(),
+            status,
+            attempt: 1,
+            step_index,
+            step: None,
+            progress: 0,
+            seq: 1,
+            cost: 10,
+            result: None,
+            error: None,
+            heartbeat_at: leased.then_some(now),
+            created_at: now,
+            updated_at: now,
+            started_at: started.then_some(now),
+            finished_at: None,
+        }
+    }
+
+    #[test]
+    fn the_cancel_refund_follows_the_policy() {
+        use Status::*;
+        use TaskKind::{Image, VideoAnalysis};
+        // Never started: everything back.
+        assert_eq!(
+            cancel_refund(&task(Image, Pending, 0, false, false), 50),
+            10
+        );
+        // Running its only step: the percent of it.
+        assert_eq!(
+            cancel_refund(&task(Image, Processing, 0, true, true), 50),
+            5
+        );
+        assert_eq!(cancel_refund(&task(Image, Processing, 0, true, true), 0), 0);
+        // A 4-step pipeline running step 0: 3 steps + half of one, of 4 (10 × 3.5 / 4 = 8.75).
+        assert_eq!(
+            cancel_refund(&task(VideoAnalysis, Processing, 0, true, true), 50),
+            8
+        );
+        // Between steps (step 1 done, step 2 not claimed: no lease): steps 2 and 3 back.
+        assert_eq!(
+            cancel_refund(&task(VideoAnalysis, Processing, 2, false, true), 50),
+            5
+        );
+        // Waiting to retry step 1 (lease released): steps 1-3 back, nothing for the failure.
+        assert_eq!(
+            cancel_refund(&task(VideoAnalysis, Retrying, 1, false, true), 50),
+            7
+        );
+    }
 }
