@@ -19,6 +19,11 @@ use tokio_util::task::TaskTracker;
 
 use crate::config::ServerSettings;
 
+/// One of `server.max_connections`, held by the connection and by anything that outlives
+/// its HTTP exchange (an upgraded WebSocket).
+#[derive(Clone)]
+pub struct ConnectionSlot(#[allow(dead_code)] Arc<tokio::sync::OwnedSemaphorePermit>);
+
 /// Serves `router` on `listener` until `shutdown`, then waits up to `grace` for open
 /// connections to finish their requests.
 pub async fn serve(
@@ -57,7 +62,16 @@ pub async fn serve(
             continue;
         };
         let _ = stream.set_nodelay(true);
-        let service = TowerToHyperService::new(router.clone());
+        // Every request carries its connection's slot, so a WebSocket holds it after the
+        // upgrade has ended the HTTP connection.
+        let slot = ConnectionSlot(Arc::new(slot));
+        let service = TowerToHyperService::new(tower::service_fn({
+            let (router, slot) = (router.clone(), slot.clone());
+            move |mut req: axum::extract::Request<hyper::body::Incoming>| {
+                req.extensions_mut().insert(slot.clone());
+                tower::ServiceExt::oneshot(router.clone(), req)
+            }
+        }));
         let conn = builder
             .serve_connection(TokioIo::new(stream), service)
             .with_upgrades();

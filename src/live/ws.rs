@@ -55,6 +55,7 @@ pub async fn upgrade(
     State(state): State<Live>,
     crate::api::ApiQuery(params): crate::api::ApiQuery<Params>,
     headers: HeaderMap,
+    slot: Option<axum::Extension<crate::api::server::ConnectionSlot>>,
     ws: WebSocketUpgrade,
 ) -> Result<Response, ApiError> {
     let core = &state.core;
@@ -99,6 +100,8 @@ pub async fn upgrade(
             .run(socket, controls)
             .await;
         drop(permit);
+        // The socket counted against server.max_connections until now.
+        drop(slot);
     }))
 }
 

@@ -144,3 +144,43 @@ async fn every_answer_carries_the_security_headers() {
     let platform = app.stop().await;
     env.cleanup(Some(&platform)).await;
 }
+
+/// An upgraded WebSocket keeps its connection's slot: sockets count against
+/// `server.max_connections` for as long as they are open.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn websockets_count_against_the_connection_cap() {
+    let Some(mut env) = TestEnv::new(Backend::Embedded, "server_ws_cap").await else {
+        return;
+    };
+    env.settings.server.max_connections = 3;
+    let app = spawn_app(&env).await;
+    let (_, key) = app.user("socket", 10).await;
+    let mut sockets = Vec::new();
+    for _ in 0..2 {
+        sockets.push(crate::live::connect(&app, &key).await);
+    }
+    // The ticket requests' pooled connection is the third; a fourth is refused.
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let mut fourth = TcpStream::connect(app.addr).await.unwrap();
+    let _ = fourth
+        .write_all(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+        .await;
+    let (answer, closed) = until_closed(&mut fourth, Duration::from_secs(3)).await;
+    assert!(
+        closed.is_some() && answer.is_empty(),
+        "two sockets + one client connection fill a cap of 3: {answer:?}"
+    );
+    // Closing a socket gives its slot back.
+    drop(sockets.pop());
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let mut fifth = TcpStream::connect(app.addr).await.unwrap();
+    fifth
+        .write_all(b"GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        .await
+        .unwrap();
+    let (answer, _) = until_closed(&mut fifth, Duration::from_secs(3)).await;
+    assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+    drop(sockets);
+    let platform = app.stop().await;
+    env.cleanup(Some(&platform)).await;
+}
