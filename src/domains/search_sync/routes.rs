@@ -137,10 +137,10 @@ pub(crate) async fn read(
 #[schema(min_properties = 1)]
 pub struct PatchRequest {
     /// 1 to 200 characters, not blank.
-    #[schema(min_length = 1, max_length = 200, pattern = r"\S", nullable = false)]
+    #[schema(min_length = 1, max_length = 200, pattern = r"\S")]
     pub title: Option<String>,
     /// At most 20 tags of 1 to 50 characters each; duplicates are dropped.
-    #[schema(max_items = 20, nullable = false)]
+    #[schema(max_items = 20)]
     pub tags: Option<Vec<String>>,
 }
 
