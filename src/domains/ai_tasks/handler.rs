@@ -171,19 +171,29 @@ impl Handler for AiTaskHandler {
             );
             let step_index = run.step;
             let step = step_name.to_owned();
+            let ended = stop.clone();
             tokio::spawn(async move {
                 // Progress is written at most every PROGRESS_EVERY; ticks in between are
                 // coalesced (latest wins): a progress bar needs no more, the database less.
+                // Once the step ended (or the task is no longer ours) nothing more is
+                // written: the step's own end records its state, and the handler does not
+                // wait out a throttle for a write nobody needs.
                 let mut last_write: Option<std::time::Instant> = None;
                 while let Some((mut pct, mut message)) = rx.recv().await {
                     if let Some(at) = last_write {
                         let wait = PROGRESS_EVERY.saturating_sub(at.elapsed());
                         if !wait.is_zero() {
-                            tokio::time::sleep(wait).await;
+                            tokio::select! {
+                                _ = tokio::time::sleep(wait) => {}
+                                _ = ended.cancelled() => return,
+                            }
                         }
                     }
                     while let Ok((p, m)) = rx.try_recv() {
                         (pct, message) = (p, m);
+                    }
+                    if ended.is_cancelled() {
+                        return;
                     }
                     last_write = Some(std::time::Instant::now());
                     let mut g = Guard::holder(attempt);
