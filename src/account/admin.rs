@@ -154,7 +154,7 @@ pub async fn get_limits(
     _admin: Admin,
     Path(user_id): Path<String>,
 ) -> Result<Json<LimitsView>, ApiError> {
-    keys::list(&core.db, &user_id).await?;
+    keys::user_exists(&core.db, &user_id).await?;
     Ok(Json(limits_view(&core, &user_id).await?))
 }
 

@@ -25,7 +25,8 @@ pub enum AdminError {
     Db(#[from] sea_orm::DbErr),
 }
 
-async fn user_exists(db: &DatabaseConnection, user_id: &str) -> Result<(), AdminError> {
+/// `NoUser` unless the user exists.
+pub async fn user_exists(db: &DatabaseConnection, user_id: &str) -> Result<(), AdminError> {
     user::Entity::find_by_id(user_id.to_owned())
         .one(db)
         .await?

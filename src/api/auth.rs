@@ -31,15 +31,15 @@ impl<S: Send + Sync> FromRequestParts<S> for CallerKey {
     type Rejection = ApiError;
 
     async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Self, Self::Rejection> {
-        bearer(parts)
+        bearer(&parts.headers)
             .map(|key| CallerKey(users::hash_key(key)))
             .ok_or(ApiError::Unauthorized)
     }
 }
 
-fn bearer(parts: &Parts) -> Option<&str> {
-    parts
-        .headers
+/// The bearer token of `Authorization: Bearer <token>`, trimmed.
+pub(crate) fn bearer(headers: &axum::http::HeaderMap) -> Option<&str> {
+    headers
         .get(axum::http::header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.strip_prefix("Bearer "))
@@ -143,7 +143,7 @@ where
 
     async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Self::Rejection> {
         let state = Core::from_ref(state);
-        let key = bearer(parts).ok_or(ApiError::Unauthorized)?;
+        let key = bearer(&parts.headers).ok_or(ApiError::Unauthorized)?;
         let hash = users::hash_key(key);
         if let Some(user) = state.auth_cache.get(&hash) {
             return Ok(AuthUser(user));

@@ -193,9 +193,6 @@ fn is_operator(token: &str, headers: &HeaderMap) -> bool {
     if token.is_empty() {
         return false;
     }
-    headers
-        .get(axum::http::header::AUTHORIZATION)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.strip_prefix("Bearer "))
-        .is_some_and(|given| bool::from(given.trim().as_bytes().ct_eq(token.as_bytes())))
+    super::auth::bearer(headers)
+        .is_some_and(|given| bool::from(given.as_bytes().ct_eq(token.as_bytes())))
 }

@@ -114,13 +114,13 @@ impl Limits {
         self.inner.overrides.forget(user_id);
     }
 
-    /// Takes one `action` from the user's budget, or refuses with 429. A rate store that
-    /// cannot answer (Redis away) lets the action through: a limit must not take the
-    /// API down with it.
-    pub async fn take(&self, action: Action, user_id: &str) -> Result<(), ApiError> {
+    /// Takes one `action` from the user's budget, or refuses with 429; the user's limits
+    /// it read, for the caller's other checks. A rate store that cannot answer (Redis
+    /// away) lets the action through: a limit must not take the API down with it.
+    pub async fn take(&self, action: Action, user_id: &str) -> Result<LimitSettings, ApiError> {
         let limits = self.of(user_id).await;
         let Some(rate) = action.rate(&limits) else {
-            return Ok(());
+            return Ok(limits);
         };
         match self
             .inner
@@ -128,7 +128,7 @@ impl Limits {
             .take(&format!("{}:{user_id}", action.as_str()), rate)
             .await
         {
-            Ok(None) => Ok(()),
+            Ok(None) => Ok(limits),
             Ok(Some(wait)) => {
                 metrics::counter!("conveyor_limit_refusals_total", "limit" => action.as_str())
                     .increment(1);
@@ -146,14 +146,9 @@ impl Limits {
                 metrics::counter!("conveyor_limit_errors_total", "limit" => action.as_str())
                     .increment(1);
                 tracing::warn!(error = %e, action = action.as_str(), "rate limit store unavailable; letting the request through");
-                Ok(())
+                Ok(limits)
             }
         }
-    }
-
-    /// The most tasks the user may have PENDING, PROCESSING or RETRYING; 0: no cap.
-    pub async fn tasks_in_flight(&self, user_id: &str) -> u32 {
-        self.of(user_id).await.tasks_in_flight
     }
 
     /// A permit for one more open stream (WebSocket or SSE), held while it is open; 429

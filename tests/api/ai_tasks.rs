@@ -9,7 +9,7 @@ use conveyor::users::entity::ledger;
 use sea_orm::{ColumnTrait, EntityTrait, PaginatorTrait, QueryFilter, QueryOrder};
 use serde_json::{Value, json};
 
-use crate::helpers::{Backend, TestApp, TestEnv, spawn_app};
+use crate::helpers::{Backend, TestApp, TestEnv, done, spawn_app};
 use crate::on_every_backend;
 
 on_every_backend!(
@@ -37,11 +37,6 @@ async fn app(backend: Backend, test: &str) -> Option<(TestEnv, TestApp)> {
     let app = spawn_app(&env).await;
     app.start_consumers();
     Some((env, app))
-}
-
-async fn done(env: TestEnv, app: TestApp) {
-    let platform = app.stop().await;
-    env.cleanup(Some(&platform)).await;
 }
 
 async fn ledger_of(app: &TestApp, user_id: &str) -> Vec<ledger::Model> {

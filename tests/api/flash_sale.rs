@@ -40,11 +40,6 @@ pub async fn app(backend: Backend, test: &str, pay_ms: u64) -> Option<(TestEnv, 
     Some((env, app))
 }
 
-pub async fn done(env: TestEnv, app: TestApp) {
-    let platform = app.stop().await;
-    env.cleanup(Some(&platform)).await;
-}
-
 pub async fn admin(app: &TestApp) -> String {
     conveyor::users::create(&app.platform.db, "ops", 0, true)
         .await

@@ -334,6 +334,12 @@ impl TestApp {
     }
 }
 
+/// Stops the app and removes what its test created.
+pub async fn done(env: TestEnv, app: TestApp) {
+    let platform = app.stop().await;
+    env.cleanup(Some(&platform)).await;
+}
+
 pub async fn spawn_app(env: &TestEnv) -> TestApp {
     spawn_app_with(env, &[]).await
 }

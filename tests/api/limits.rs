@@ -7,7 +7,7 @@ use futures::StreamExt as _;
 use serde_json::{Value, json};
 use tokio_tungstenite::tungstenite::Message;
 
-use crate::helpers::{Backend, TestApp, TestEnv, spawn_app};
+use crate::helpers::{Backend, TestApp, TestEnv, done, spawn_app};
 use crate::on_every_backend;
 
 on_every_backend!(
@@ -152,8 +152,7 @@ async fn a_flooding_tenant_gets_429s_while_another_is_served(backend: Backend) {
         during <= alone * 2.0 + 50.0,
         "the small tenant stays served: p99 {alone:.1} ms alone, {during:.1} ms during the flood"
     );
-    let platform = app.stop().await;
-    env.cleanup(Some(&platform)).await;
+    done(env, app).await;
 }
 
 async fn the_in_flight_cap_holds_under_50_concurrent_submits(backend: Backend) {
@@ -211,8 +210,7 @@ async fn the_in_flight_cap_holds_under_50_concurrent_submits(backend: Backend) {
     assert_eq!(r.status(), 200);
     assert_eq!(app.submit(&key, body.clone()).await.status(), 202);
     assert_eq!(app.submit(&key, body).await.status(), 429);
-    let platform = app.stop().await;
-    env.cleanup(Some(&platform)).await;
+    done(env, app).await;
 }
 
 async fn key_id(app: &TestApp, admin: &str, user_id: &str) -> String {
@@ -342,8 +340,7 @@ async fn a_revoked_key_stops_everywhere_within_a_second_and_its_streams_close(ba
     if let Some(s) = second {
         s.stop().await;
     }
-    let platform = app.stop().await;
-    env.cleanup(Some(&platform)).await;
+    done(env, app).await;
 }
 
 async fn a_rotated_key_works_through_the_overlap_then_stops(backend: Backend) {
@@ -387,8 +384,7 @@ async fn a_rotated_key_works_through_the_overlap_then_stops(backend: Backend) {
         .get_json(&root, &format!("/v1/admin/users/{}/keys", user.id))
         .await;
     assert_eq!(keys.as_array().unwrap().len(), 2, "{keys}");
-    let platform = app.stop().await;
-    env.cleanup(Some(&platform)).await;
+    done(env, app).await;
 }
 
 async fn admins_override_a_users_limits_and_are_audited(backend: Backend) {
@@ -464,8 +460,7 @@ async fn admins_override_a_users_limits_and_are_audited(backend: Backend) {
     assert_eq!(trail.len(), 1);
     assert_eq!(trail[0].action, "limits.set");
     assert!(trail[0].actor.starts_with("user:"));
-    let platform = app.stop().await;
-    env.cleanup(Some(&platform)).await;
+    done(env, app).await;
 }
 
 async fn tickets_are_rate_limited_and_the_101st_stream_is_refused(backend: Backend) {
@@ -527,8 +522,7 @@ async fn tickets_are_rate_limited_and_the_101st_stream_is_refused(backend: Backe
     }
     assert!(reopened, "a closed stream's slot comes back");
     drop(streams);
-    let platform = app.stop().await;
-    env.cleanup(Some(&platform)).await;
+    done(env, app).await;
 }
 
 /// Fair share at claim time: a tenant with a backlog runs at most `tasks_running` tasks at
@@ -611,6 +605,5 @@ async fn a_tenant_beyond_its_running_share_waits_while_another_is_served(backend
     eprintln!(
         "limits_fair_share {backend:?}: the small tenant's task ended {small_took:?} after submission behind a backlog of 6"
     );
-    let platform = app.stop().await;
-    env.cleanup(Some(&platform)).await;
+    done(env, app).await;
 }

@@ -7,7 +7,7 @@ use serde_json::{Value, json};
 use tokio_tungstenite::tungstenite::Message;
 use tokio_tungstenite::tungstenite::client::IntoClientRequest as _;
 
-use crate::helpers::{Backend, TestApp, TestEnv, spawn_app};
+use crate::helpers::{Backend, TestApp, TestEnv, done, spawn_app};
 use crate::on_every_backend;
 
 type Ws =
@@ -80,11 +80,6 @@ async fn app(backend: Backend, test: &str) -> Option<(TestEnv, TestApp)> {
     let app = spawn_app(&env).await;
     app.start_consumers();
     Some((env, app))
-}
-
-async fn done(env: TestEnv, app: TestApp) {
-    let platform = app.stop().await;
-    env.cleanup(Some(&platform)).await;
 }
 
 async fn snapshot_then_events_then_terminal(backend: Backend) {

@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 use tokio::net::TcpStream;
 
-use crate::helpers::{Backend, TestEnv, spawn_app};
+use crate::helpers::{Backend, TestEnv, done, spawn_app};
 
 /// Reads until the server closes the connection (or `limit` passes): what it sent, and
 /// how long it took to close.
@@ -65,8 +65,7 @@ async fn a_half_sent_header_and_an_idle_connection_are_closed_in_time() {
     assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
     let closed = closed.expect("an idle keep-alive connection is closed");
     assert!(closed < Duration::from_millis(2500), "idle for {closed:?}");
-    let platform = app.stop().await;
-    env.cleanup(Some(&platform)).await;
+    done(env, app).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -103,8 +102,7 @@ async fn connections_over_the_cap_are_closed_at_accept() {
         "the refusal is counted"
     );
     drop(held);
-    let platform = app.stop().await;
-    env.cleanup(Some(&platform)).await;
+    done(env, app).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -141,8 +139,7 @@ async fn every_answer_carries_the_security_headers() {
             "{path}: {csp}"
         );
     }
-    let platform = app.stop().await;
-    env.cleanup(Some(&platform)).await;
+    done(env, app).await;
 }
 
 /// An upgraded WebSocket keeps its connection's slot: sockets count against
@@ -181,6 +178,5 @@ async fn websockets_count_against_the_connection_cap() {
     let (answer, _) = until_closed(&mut fifth, Duration::from_secs(3)).await;
     assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
     drop(sockets);
-    let platform = app.stop().await;
-    env.cleanup(Some(&platform)).await;
+    done(env, app).await;
 }

@@ -167,8 +167,11 @@ pub(crate) async fn submit(
     IdempotencyKey(key): IdempotencyKey,
     ApiJson(req): ApiJson<SubmitRequest>,
 ) -> Result<Response, ApiError> {
-    let limits = &state.core.limits;
-    limits.take(crate::limits::Action::Submit, &user.id).await?;
+    let limits = state
+        .core
+        .limits
+        .take(crate::limits::Action::Submit, &user.id)
+        .await?;
     let (kind, params) = validate(&state, &req)?;
     let cost = state
         .ai
@@ -182,7 +185,7 @@ pub(crate) async fn submit(
         prompt: req.prompt,
         params,
         cost,
-        max_in_flight: limits.tasks_in_flight(&user.id).await,
+        max_in_flight: limits.tasks_in_flight,
     };
     let Some(key) = key else {
         // Without a key, submissions share transactions (group commit); the submitter
