@@ -3,6 +3,7 @@
 //! [`rabbitmq::RabbitBroker`] (lapin) and [`embedded::EmbeddedBroker`] (in-process,
 //! persisted in SQLite so a crash loses no accepted message).
 
+mod ack_window;
 pub mod embedded;
 pub mod envelope;
 pub mod rabbitmq;

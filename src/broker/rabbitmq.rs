@@ -19,6 +19,7 @@ use lapin::{
 };
 use tokio::sync::Mutex;
 
+use super::ack_window::AckWindow;
 use super::topology::{ResolvedQueue, Target, Topology};
 use super::{
     Broker, BrokerError, DeadLetterInfo, Delivery, Outgoing, QueueSpec, Settle, Subscription,
@@ -586,17 +587,14 @@ impl Broker for RabbitBroker {
             let copy = dead_copy(d.data.clone(), d.properties.headers().as_ref());
             match keep(copy).await {
                 Ok(()) => {
-                    d.acker
-                        .ack(lapin::options::BasicAckOptions::default())
-                        .await
-                        .map_err(err)?;
+                    d.acker.ack(BasicAckOptions::default()).await.map_err(err)?;
                     taken += 1;
                 }
                 Err(e) => {
                     tracing::warn!(queue = %dlq, error = %e, "dead letter kept in its DLQ for now");
                     let _ = d
                         .acker
-                        .nack(lapin::options::BasicNackOptions {
+                        .nack(BasicNackOptions {
                             requeue: true,
                             ..Default::default()
                         })
@@ -691,7 +689,7 @@ struct RabbitSubscription {
     inner: Arc<Inner>,
     spec: &'static QueueSpec,
     queue: Arc<ResolvedQueue>,
-    live: Option<(Channel, lapin::Consumer)>,
+    live: Option<(Channel, lapin::Consumer, AckWindow)>,
     backoff: Duration,
     cancelled: bool,
 }
@@ -714,7 +712,8 @@ impl RabbitSubscription {
             )
             .await
             .map_err(err)?;
-        self.live = Some((ch, consumer));
+        let window = AckWindow::start(ch.clone());
+        self.live = Some((ch, consumer, window));
         self.backoff = Duration::from_millis(self.inner.settings.reconnect_min_ms);
         Ok(())
     }
@@ -727,7 +726,7 @@ impl Subscription for RabbitSubscription {
             if self.cancelled {
                 return None;
             }
-            let Some((_, consumer)) = self.live.as_mut() else {
+            let Some((_, consumer, window)) = self.live.as_mut() else {
                 if let Err(e) = bounded("starting a consumer", self.open()).await {
                     tracing::warn!(queue = %self.queue.name, error = %e, backoff = ?self.backoff, "consumer reconnect failed");
                     tokio::time::sleep(self.backoff).await;
@@ -740,8 +739,10 @@ impl Subscription for RabbitSubscription {
             };
             match consumer.next().await {
                 Some(Ok(d)) => {
+                    window.delivered(d.delivery_tag);
                     let settle = RabbitSettle {
-                        acker: d.acker,
+                        window: window.clone(),
+                        tag: d.delivery_tag,
                         inner: self.inner.clone(),
                         queue: self.queue.clone(),
                     };
@@ -767,7 +768,7 @@ impl Subscription for RabbitSubscription {
 
     async fn cancel(&mut self) {
         self.cancelled = true;
-        if let Some((ch, consumer)) = self.live.as_ref() {
+        if let Some((ch, consumer, _)) = self.live.as_ref() {
             let _ = tokio::time::timeout(
                 OP_TIMEOUT,
                 ch.basic_cancel(consumer.tag(), BasicCancelOptions::default()),
@@ -779,19 +780,20 @@ impl Subscription for RabbitSubscription {
     }
 }
 
+/// Settles through the channel's [`AckWindow`], which coalesces acks into `multiple` ones.
 struct RabbitSettle {
-    acker: lapin::Acker,
+    window: AckWindow,
+    tag: u64,
     inner: Arc<Inner>,
     queue: Arc<ResolvedQueue>,
 }
 
 impl RabbitSettle {
     async fn ack_now(&self) -> Result<(), BrokerError> {
-        self.acker
-            .ack(BasicAckOptions::default())
+        self.window
+            .ack(self.tag)
             .await
-            .map(|_| ())
-            .map_err(err)
+            .map_err(BrokerError::Connection)
     }
 }
 
@@ -851,13 +853,7 @@ impl Settle for RabbitSettle {
     fn requeue(self: Box<Self>) {
         if let Ok(handle) = tokio::runtime::Handle::try_current() {
             handle.spawn(async move {
-                let _ = self
-                    .acker
-                    .nack(BasicNackOptions {
-                        requeue: true,
-                        multiple: false,
-                    })
-                    .await;
+                let _ = self.window.nack(self.tag).await;
             });
         }
     }

@@ -10,7 +10,14 @@ use tokio::sync::{mpsc, oneshot};
 
 use super::fence_entity as entity;
 
-type Request = (String, &'static str, oneshot::Sender<Result<(), String>>);
+type Request = (
+    Vec<String>,
+    &'static str,
+    oneshot::Sender<Result<(), String>>,
+);
+/// Rows per insert statement (three bound values each).
+const MAX_ROWS: usize = 2000;
+
 type Check = (String, oneshot::Sender<Result<bool, String>>);
 
 #[derive(Clone)]
@@ -43,9 +50,23 @@ impl Fence {
 
     /// Records `message_id` as processed; returns once the row committed.
     pub async fn mark(&self, message_id: &str, queue_key: &'static str) -> Result<(), String> {
+        self.mark_many(&[message_id], queue_key).await
+    }
+
+    /// Records every id of `message_ids` as processed (a batch's successes, one request
+    /// to the writer); returns once the rows committed.
+    pub async fn mark_many(
+        &self,
+        message_ids: &[&str],
+        queue_key: &'static str,
+    ) -> Result<(), String> {
+        if message_ids.is_empty() {
+            return Ok(());
+        }
         let (done, committed) = oneshot::channel();
+        let ids = message_ids.iter().map(|id| (*id).to_owned()).collect();
         self.tx
-            .send((message_id.to_owned(), queue_key, done))
+            .send((ids, queue_key, done))
             .await
             .map_err(|_| "fence writer stopped".to_owned())?;
         committed
@@ -62,6 +83,24 @@ pub async fn mark_in(
     queue_key: &str,
 ) -> Result<(), DbErr> {
     insert(txn, [(message_id.to_owned(), queue_key.to_owned())]).await
+}
+
+/// [`mark_in`] for several messages: one multi-row insert in the caller's transaction.
+pub async fn mark_many_in(
+    txn: &impl ConnectionTrait,
+    message_ids: &[&str],
+    queue_key: &str,
+) -> Result<(), DbErr> {
+    if message_ids.is_empty() {
+        return Ok(());
+    }
+    let mut rows: Vec<(String, String)> = message_ids
+        .iter()
+        .map(|id| ((*id).to_owned(), queue_key.to_owned()))
+        .collect();
+    rows.sort();
+    rows.dedup_by(|a, b| a.0 == b.0);
+    insert(txn, rows).await
 }
 
 async fn insert(
@@ -117,12 +156,21 @@ async fn writer(db: DatabaseConnection, mut rx: mpsc::Receiver<Request>, batch: 
     while rx.recv_many(&mut buf, batch).await > 0 {
         let mut rows: Vec<(String, String)> = buf
             .iter()
-            .map(|(id, q, _)| (id.clone(), (*q).to_owned()))
+            .flat_map(|(ids, q, _)| ids.iter().map(|id| (id.clone(), (*q).to_owned())))
             .collect();
         // The same id twice in one statement is a conflict with itself on some engines.
         rows.sort();
         rows.dedup_by(|a, b| a.0 == b.0);
-        let result = insert(&db, rows).await.map_err(|e| e.to_string());
+        // Requests carry whole batches: keep each statement well under the engines'
+        // bind-parameter limits (SQLite's is the lowest). A failure part-way leaves
+        // earlier rows written, which is harmless: every row is a committed effect.
+        let mut result = Ok(());
+        for chunk in rows.chunks(MAX_ROWS) {
+            if let Err(e) = insert(&db, chunk.to_vec()).await {
+                result = Err(e.to_string());
+                break;
+            }
+        }
         if let Err(e) = &result {
             tracing::error!(error = %e, "could not write processed-message fences");
         }

@@ -9,11 +9,13 @@
 //! - [`fence`] is the database truth of "already processed", written in batches;
 //! - [`deaths`] counts redeliveries per message id for the crash-loop quarantine.
 
+mod admit;
 pub mod deaths;
 pub mod fence;
 pub mod fence_entity;
 pub mod process;
 pub mod run;
+mod settle;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -59,6 +61,13 @@ impl HandlerError {
 pub trait Handler: Send + Sync + 'static {
     async fn handle(&self, ctx: &Context, message: &Envelope) -> Result<(), HandlerError>;
 
+    /// Whether the handler writes the fence row of every message whose effect it
+    /// commits in that same transaction ([`fence::mark_in`]): the runtime then writes
+    /// none after it, one statement and one commit less per message.
+    fn fences_itself(&self) -> bool {
+        false
+    }
+
     /// Called after a failure, before the message is retried or dead-lettered, so the
     /// domain can record it (RETRYING; FAILED with a refund). An error hands the message
     /// back to the queue unsettled.
@@ -75,8 +84,10 @@ pub trait Handler: Send + Sync + 'static {
 /// A handler of batches: one call for up to `[queues.<key>] batch` deliveries, so the
 /// handler can do one query or one request for all of them. It answers one result per
 /// message, in order; the runtime settles each message from its own result (ack, retry
-/// tier, dead letter), so a message that fails does not take its neighbours with it.
-/// The same idempotence rule as [`Handler`] applies.
+/// tier, dead letter), so a message that fails does not take its neighbours with it;
+/// when the whole call fails (a panic, a wrong number of answers) each message is run
+/// again alone, so only the one at fault fails. The same idempotence rule as
+/// [`Handler`] applies.
 #[async_trait]
 pub trait BatchHandler: Send + Sync + 'static {
     async fn handle_batch(
@@ -84,6 +95,11 @@ pub trait BatchHandler: Send + Sync + 'static {
         ctx: &Context,
         messages: &[Envelope],
     ) -> Vec<Result<(), HandlerError>>;
+
+    /// As [`Handler::fences_itself`] ([`fence::mark_many_in`] for a batch).
+    fn fences_itself(&self) -> bool {
+        false
+    }
 
     /// As [`Handler::on_failure`], per failed message.
     async fn on_failure(

@@ -40,6 +40,26 @@ pub trait DedupeStore: Send + Sync + 'static {
     async fn claim(&self, key: &str, lease: Duration) -> Result<(Claim, String), DedupeError>;
     /// Marks `key` processed for `ttl`.
     async fn complete(&self, key: &str, ttl: Duration) -> Result<(), DedupeError>;
+    /// [`claim`](Self::claim) for several keys, answers in order (one round trip where
+    /// the store can: a batch of deliveries).
+    async fn claim_many(
+        &self,
+        keys: &[&str],
+        lease: Duration,
+    ) -> Result<Vec<(Claim, String)>, DedupeError> {
+        let mut out = Vec::with_capacity(keys.len());
+        for key in keys {
+            out.push(self.claim(key, lease).await?);
+        }
+        Ok(out)
+    }
+    /// [`complete`](Self::complete) for several keys.
+    async fn complete_many(&self, keys: &[&str], ttl: Duration) -> Result<(), DedupeError> {
+        for key in keys {
+            self.complete(key, ttl).await?;
+        }
+        Ok(())
+    }
     /// Extends our lease on `key` to `lease` from now, while its handler runs; `false` when
     /// the lease is no longer ours (it lapsed and another consumer took it, or it is done).
     async fn renew(&self, key: &str, token: &str, lease: Duration) -> Result<bool, DedupeError>;

@@ -13,6 +13,23 @@ const CLAIM: &str = r"
 if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then return 'acquired' end
 return redis.call('GET', KEYS[1])
 ";
+/// [`CLAIM`] for every key: ARGV[1] is the lease, ARGV[i + 1] the token of KEYS[i].
+const CLAIM_MANY: &str = r"
+local out = {}
+for i, key in ipairs(KEYS) do
+  if redis.call('SET', key, ARGV[i + 1], 'NX', 'PX', ARGV[1]) then
+    out[i] = 'acquired'
+  else
+    out[i] = redis.call('GET', key) or ''
+  end
+end
+return out
+";
+/// `SET key done PX ttl` for every key (ARGV[1] is `done`, ARGV[2] the ttl).
+const COMPLETE_MANY: &str = r"
+for _, key in ipairs(KEYS) do redis.call('SET', key, ARGV[1], 'PX', ARGV[2]) end
+return #KEYS
+";
 /// Extends the lease only if we still hold it.
 const RENEW: &str = r"
 if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('PEXPIRE', KEYS[1], ARGV[2]) end
@@ -46,8 +63,20 @@ pub struct RedisDedupe {
     conn: ConnectionManager,
     prefix: String,
     claim: redis::Script,
+    claim_many: redis::Script,
+    complete_many: redis::Script,
     renew: redis::Script,
     release: redis::Script,
+}
+
+/// What a claim script's answer for one key means.
+fn claim_of(got: Option<&str>) -> Claim {
+    match got {
+        Some("acquired") => Claim::Acquired,
+        Some(DONE) => Claim::Done,
+        // Someone else's lease (or it expired between SET and GET: try again later).
+        _ => Claim::InProgress,
+    }
 }
 
 fn unavailable(e: redis::RedisError) -> DedupeError {
@@ -61,6 +90,8 @@ impl RedisDedupe {
             conn,
             prefix: format!("{prefix}:msg:"),
             claim: redis::Script::new(CLAIM),
+            claim_many: redis::Script::new(CLAIM_MANY),
+            complete_many: redis::Script::new(COMPLETE_MANY),
             renew: redis::Script::new(RENEW),
             release: redis::Script::new(RELEASE),
         })
@@ -84,13 +115,63 @@ impl DedupeStore for RedisDedupe {
             .invoke_async(&mut conn)
             .await
             .map_err(unavailable)?;
-        let claim = match got.as_deref() {
-            Some("acquired") => Claim::Acquired,
-            Some(DONE) => Claim::Done,
-            // Someone else's lease (or it expired between SET and GET: try again later).
-            _ => Claim::InProgress,
-        };
-        Ok((claim, token))
+        Ok((claim_of(got.as_deref()), token))
+    }
+
+    async fn claim_many(
+        &self,
+        keys: &[&str],
+        lease: Duration,
+    ) -> Result<Vec<(Claim, String)>, DedupeError> {
+        if keys.is_empty() {
+            return Ok(Vec::new());
+        }
+        let tokens: Vec<String> = keys
+            .iter()
+            .map(|_| uuid::Uuid::new_v4().to_string())
+            .collect();
+        let mut invocation = self.claim_many.prepare_invoke();
+        for key in keys {
+            invocation.key(self.key(key));
+        }
+        invocation.arg(lease.as_millis() as u64);
+        for token in &tokens {
+            invocation.arg(token);
+        }
+        let mut conn = self.conn.clone();
+        let got: Vec<String> = invocation
+            .invoke_async(&mut conn)
+            .await
+            .map_err(unavailable)?;
+        if got.len() != keys.len() {
+            return Err(DedupeError::Unavailable(format!(
+                "claim script answered {} results for {} keys",
+                got.len(),
+                keys.len()
+            )));
+        }
+        Ok(got
+            .iter()
+            .zip(tokens)
+            .map(|(g, token)| (claim_of(Some(g.as_str())), token))
+            .collect())
+    }
+
+    async fn complete_many(&self, keys: &[&str], ttl: Duration) -> Result<(), DedupeError> {
+        if keys.is_empty() {
+            return Ok(());
+        }
+        let mut invocation = self.complete_many.prepare_invoke();
+        for key in keys {
+            invocation.key(self.key(key));
+        }
+        invocation.arg(DONE).arg(ttl.as_millis() as u64);
+        let mut conn = self.conn.clone();
+        invocation
+            .invoke_async::<i64>(&mut conn)
+            .await
+            .map(|_| ())
+            .map_err(unavailable)
     }
 
     async fn complete(&self, key: &str, ttl: Duration) -> Result<(), DedupeError> {

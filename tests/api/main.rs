@@ -6,6 +6,7 @@
 
 mod ai_tasks;
 mod architecture;
+mod batches;
 mod cli;
 mod dead_letters;
 mod delivery;

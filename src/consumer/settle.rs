@@ -1,0 +1,287 @@
+//! Settlement: each admitted message is settled exactly once from its handler's result:
+//! fenced and acked (successes of a batch together), sent to its next retry tier, parked
+//! (deferred), or dead-lettered with its reason and recorded for operators.
+
+use super::admit::Admitted;
+use super::{BatchHandler, Context, Deps, Fate, Handler, HandlerError, Outcome};
+use crate::broker::{DeadLetterInfo, DeadReason, Delivery, Envelope};
+use crate::dead_letters;
+
+/// How a delivery's handling ended.
+pub(super) enum Ending {
+    Handled(Result<(), HandlerError>),
+    /// Not run: its consumers died with it this many times (crash loop).
+    Quarantined(u32),
+}
+
+impl From<Result<(), HandlerError>> for Ending {
+    fn from(r: Result<(), HandlerError>) -> Self {
+        Ending::Handled(r)
+    }
+}
+
+/// Whose failure hook to call.
+#[derive(Clone, Copy)]
+pub(super) enum Hooks<'a> {
+    One(&'a dyn Handler),
+    Batch(&'a dyn BatchHandler),
+}
+
+impl Hooks<'_> {
+    /// Whether the handler writes its messages' fence rows itself.
+    pub(super) fn fences_itself(self) -> bool {
+        match self {
+            Hooks::One(h) => h.fences_itself(),
+            Hooks::Batch(h) => h.fences_itself(),
+        }
+    }
+
+    pub(super) async fn on_failure(
+        self,
+        ctx: &Context,
+        message: &Envelope,
+        fate: &Fate,
+    ) -> Result<(), HandlerError> {
+        match self {
+            Hooks::One(h) => h.on_failure(ctx, message, fate).await,
+            Hooks::Batch(h) => h.on_failure(ctx, message, fate).await,
+        }
+    }
+}
+
+/// Settles an admitted delivery from its handler's result: fenced and acked, retried on
+/// the next tier, or dead-lettered.
+pub(super) async fn conclude(
+    deps: &Deps,
+    hooks: Hooks<'_>,
+    ctx: &Context,
+    admitted: Admitted,
+    ending: Ending,
+) -> Outcome {
+    let Admitted {
+        delivery,
+        queue,
+        envelope,
+        token,
+    } = admitted;
+    let id = envelope.id.as_str();
+    let result = match ending {
+        Ending::Handled(r) => r,
+        Ending::Quarantined(deaths) => {
+            let error = format!(
+                "its consumer died {deaths} times while holding it (abort, OOM or crash); quarantined"
+            );
+            let fate = Fate::DeadLetter {
+                reason: DeadReason::CrashLoop,
+                error: error.clone(),
+            };
+            if let Err(hook) = hooks.on_failure(ctx, &envelope, &fate).await {
+                delivery.requeue();
+                return Outcome::Unsettled(format!("failure hook: {hook}"));
+            }
+            let info = DeadLetterInfo {
+                reason: DeadReason::CrashLoop,
+                origin_queue: queue.name.clone(),
+                attempts: envelope.attempt + 1,
+                last_error: error.clone(),
+            };
+            let failed = envelope.with_failure(&queue.name, &error);
+            return dead_letter_envelope(deps, delivery, &failed, info).await;
+        }
+    };
+    match result {
+        Ok(()) => {
+            let a = Admitted {
+                delivery,
+                queue,
+                envelope,
+                token,
+            };
+            let mut settled = conclude_successes(deps, hooks.fences_itself(), vec![a]).await;
+            settled
+                .pop()
+                .unwrap_or_else(|| Outcome::Unsettled("not settled".into()))
+        }
+        Err(HandlerError::Transient(e)) => {
+            release(deps, id, token.as_deref()).await;
+            let next = envelope.attempt + 1;
+            let fate = if next >= queue.max_attempts {
+                Fate::DeadLetter {
+                    reason: DeadReason::Exhausted,
+                    error: e.clone(),
+                }
+            } else {
+                Fate::Retry {
+                    next_attempt: next,
+                    error: e.clone(),
+                }
+            };
+            if let Err(hook) = hooks.on_failure(ctx, &envelope, &fate).await {
+                delivery.requeue();
+                return Outcome::Unsettled(format!("failure hook: {hook}"));
+            }
+            if next >= queue.max_attempts {
+                let info = DeadLetterInfo {
+                    reason: DeadReason::Exhausted,
+                    origin_queue: queue.name.clone(),
+                    attempts: next,
+                    last_error: e.clone(),
+                };
+                let failed = envelope.with_failure(&queue.name, &e);
+                return dead_letter_envelope(deps, delivery, &failed, info).await;
+            }
+            tracing::info!(error = %e, next_attempt = next, "transient failure; retrying");
+            metrics::counter!("conveyor_messages_retried_total", "queue" => queue.spec.key)
+                .increment(1);
+            let body = match envelope.next_attempt(&queue.name, &e).encode(usize::MAX) {
+                Ok(b) => b,
+                Err(err) => return Outcome::Unsettled(err.to_string()),
+            };
+            let tier = deps.broker.topology().retry_tier(&queue, next);
+            match delivery.retry(tier, body).await {
+                Ok(()) => Outcome::Retried { attempt: next },
+                Err(err) => Outcome::Unsettled(err.to_string()),
+            }
+        }
+        Err(HandlerError::Deferred(why)) => {
+            release(deps, id, token.as_deref()).await;
+            tracing::debug!(reason = %why, "deferred");
+            metrics::counter!("conveyor_messages_deferred_total", "queue" => queue.spec.key)
+                .increment(1);
+            // The envelope is unchanged (no attempt counted): send back the bytes as received.
+            // On the second tier, not the first: a deferred backlog that came back every
+            // second would fill the queue ahead of everyone else's messages.
+            let body = delivery.body.clone();
+            let tier = deps.broker.topology().retry_tier(&queue, 2);
+            match delivery.retry(tier, body).await {
+                Ok(()) => Outcome::Deferred,
+                Err(err) => Outcome::Unsettled(err.to_string()),
+            }
+        }
+        Err(HandlerError::Permanent(e)) => {
+            release(deps, id, token.as_deref()).await;
+            let fate = Fate::DeadLetter {
+                reason: DeadReason::Permanent,
+                error: e.clone(),
+            };
+            if let Err(hook) = hooks.on_failure(ctx, &envelope, &fate).await {
+                delivery.requeue();
+                return Outcome::Unsettled(format!("failure hook: {hook}"));
+            }
+            let info = DeadLetterInfo {
+                reason: DeadReason::Permanent,
+                origin_queue: queue.name.clone(),
+                attempts: envelope.attempt + 1,
+                last_error: e.clone(),
+            };
+            let failed = envelope.with_failure(&queue.name, &e);
+            dead_letter_envelope(deps, delivery, &failed, info).await
+        }
+    }
+}
+
+/// Settles the messages whose handler succeeded, together: their fence rows in one
+/// write (unless the handler wrote them in its own transaction), their dedupe marks in
+/// one call, their acks at once (the channel's settle task coalesces them into one
+/// `multiple` ack where the tags allow). In the order given.
+pub(super) async fn conclude_successes(
+    deps: &Deps,
+    fenced_by_handler: bool,
+    done: Vec<Admitted>,
+) -> Vec<Outcome> {
+    let Some(queue) = done.first().map(|a| a.queue.spec.key) else {
+        return Vec::new();
+    };
+    let ids: Vec<&str> = done.iter().map(|a| a.envelope.id.as_str()).collect();
+    let marked = match &deps.fence {
+        Some(fence) if !fenced_by_handler => fence.mark_many(&ids, queue).await,
+        _ => Ok(()),
+    };
+    if let Err(e) = marked {
+        let why = format!("fence write failed: {e}");
+        let mut out = Vec::with_capacity(done.len());
+        for a in done {
+            release(deps, &a.envelope.id, a.token.as_deref()).await;
+            a.delivery.requeue();
+            out.push(Outcome::Unsettled(why.clone()));
+        }
+        return out;
+    }
+    // Committed and fenced, not acked: the redelivery must change nothing.
+    crate::crash_point!("consumer::before_ack");
+    let _ = deps.dedupe.complete_many(&ids, deps.done_ttl).await;
+    metrics::counter!("conveyor_messages_processed_total", "queue" => queue)
+        .increment(done.len() as u64);
+    futures::future::join_all(
+        done.into_iter()
+            .map(|a| settle_ack(a.delivery, Outcome::Acked)),
+    )
+    .await
+}
+
+pub(super) async fn release(deps: &Deps, id: &str, token: Option<&str>) {
+    if let Some(token) = token {
+        let _ = deps.dedupe.release(id, token).await;
+    }
+}
+
+pub(super) async fn settle_ack(delivery: Delivery, outcome: Outcome) -> Outcome {
+    match delivery.ack().await {
+        Ok(()) => outcome,
+        Err(e) => Outcome::Unsettled(e.to_string()),
+    }
+}
+
+async fn dead_letter_envelope(
+    deps: &Deps,
+    delivery: Delivery,
+    env: &Envelope,
+    info: DeadLetterInfo,
+) -> Outcome {
+    let body = match env.encode(usize::MAX) {
+        Ok(b) => b,
+        Err(e) => return Outcome::Unsettled(e.to_string()),
+    };
+    tracing::warn!(reason = info.reason.as_str(), error = %info.last_error, "dead-lettered");
+    dead_letter(
+        deps,
+        delivery,
+        body,
+        &env.id,
+        &env.kind,
+        &env.failures,
+        info,
+    )
+    .await
+}
+
+/// Records the dead letter for operators, then moves the message to the DLQ.
+pub(super) async fn dead_letter(
+    deps: &Deps,
+    delivery: Delivery,
+    body: Vec<u8>,
+    id: &str,
+    kind: &str,
+    history: &[crate::broker::Failure],
+    info: DeadLetterInfo,
+) -> Outcome {
+    if let Err(e) = dead_letters::record(
+        &deps.db,
+        id,
+        delivery.queue.key,
+        kind,
+        &info,
+        history,
+        &body,
+    )
+    .await
+    {
+        delivery.requeue();
+        return Outcome::Unsettled(format!("recording the dead letter failed: {e}"));
+    }
+    metrics::counter!("conveyor_messages_dead_lettered_total", "queue" => delivery.queue.key, "reason" => info.reason.as_str()).increment(1);
+    match delivery.dead_letter(body, &info).await {
+        Ok(()) => Outcome::DeadLettered(info.reason),
+        Err(e) => Outcome::Unsettled(e.to_string()),
+    }
+}
