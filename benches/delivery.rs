@@ -5,13 +5,17 @@
 //!     cargo bench --bench delivery -- 50000 embedded # N and a filter on variant names
 //!
 //! Variants: `raw-lapin` (persistent + confirms + manual ack, same prefetch: the
-//! practical limit), `core-rabbit` (conveyor: envelope, Redis claim/complete, ack),
-//! `core-rabbit+fence-pg` / `core-rabbit+fence-mariadb` (plus the per-message database
-//! fence: the real per-message work), and the same on the embedded backends. Real
-//! services are skipped with a note when unreachable.
+//! practical limit), `core-rabbit` (conveyor's consume loop, `consumer::run::serve`:
+//! envelope, Redis claim/complete, ack), `core-rabbit+fence-pg` /
+//! `core-rabbit+fence-mariadb` (plus the database fence: the real per-message work), and
+//! the same on the embedded backends; each one message per handler call, then with a
+//! batch handler (`… batch64`; `BENCH_BATCH=N` to change) where claims, fence rows and
+//! acks go per batch. Real services are skipped with a note when unreachable.
 
 // Test and bench code: a failed unwrap is a failed run, which is what it should be.
 #![allow(clippy::unwrap_used)]
+
+mod common;
 
 // Measured with the allocator the `conveyor` binary ships with.
 #[global_allocator]
@@ -22,16 +26,18 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
+use common::cpu::{Ticks, cpu_ticks, ms_per};
+use common::up;
 use conveyor::broker::{Envelope, Outgoing, Target};
 use conveyor::config::{BrokerKind, DedupeKind, QueueOverride, Settings};
-use conveyor::consumer::{Context, Handler, HandlerError, Outcome, process_one};
+use conveyor::consumer::{BatchHandler, Context, Handler, HandlerError, Worker};
 use conveyor::domains::ai_tasks::queues::AI_SHORT;
 use futures::StreamExt as _;
 use lapin::options::*;
 use lapin::types::FieldTable;
 use lapin::{BasicProperties, Connection, ConnectionProperties};
 use sea_orm::{ConnectionTrait, Database};
-use tokio::sync::Mutex;
+use tokio_util::sync::CancellationToken;
 
 const PREFETCH: u16 = 256;
 const PUBLISH_WINDOW: usize = 500;
@@ -42,6 +48,8 @@ struct Report {
     n: usize,
     elapsed: Duration,
     latencies_us: Vec<u64>,
+    /// CPU spent during the run, by process.
+    ticks: Ticks,
 }
 
 impl Report {
@@ -89,6 +97,7 @@ async fn raw_lapin(n: usize) -> anyhow::Result<Report> {
         )
         .await?;
     let start = Instant::now();
+    let before = cpu_ticks();
     let consume = tokio::spawn(async move {
         let mut lat = Vec::with_capacity(n);
         while let Some(Ok(d)) = consumer.next().await {
@@ -127,6 +136,7 @@ async fn raw_lapin(n: usize) -> anyhow::Result<Report> {
     }
     let lat = consume.await?;
     let elapsed = start.elapsed();
+    let ticks = cpu_ticks().since(before);
     ch.queue_delete(q.as_str().into(), QueueDeleteOptions::default())
         .await?;
     Ok(Report {
@@ -134,56 +144,85 @@ async fn raw_lapin(n: usize) -> anyhow::Result<Report> {
         n,
         elapsed,
         latencies_us: lat,
+        ticks,
     })
 }
 
-struct Noop;
+/// Counts handled messages and their latency; cancels the consumer once `n` are done.
+struct Counter {
+    n: usize,
+    done: AtomicUsize,
+    lat: std::sync::Mutex<Vec<u64>>,
+    stop: CancellationToken,
+}
+
+impl Counter {
+    fn handled(&self, messages: &[Envelope]) {
+        let now = now_us();
+        if let Ok(mut lat) = self.lat.lock() {
+            lat.extend(
+                messages
+                    .iter()
+                    .map(|m| now.saturating_sub(m.created_at.timestamp_micros() as u64)),
+            );
+        }
+        if self.done.fetch_add(messages.len(), Ordering::Relaxed) + messages.len() >= self.n {
+            self.stop.cancel();
+        }
+    }
+}
 
 #[async_trait]
-impl Handler for Noop {
-    async fn handle(&self, _: &Context, _: &Envelope) -> Result<(), HandlerError> {
+impl Handler for Counter {
+    async fn handle(&self, _: &Context, m: &Envelope) -> Result<(), HandlerError> {
+        self.handled(std::slice::from_ref(m));
         Ok(())
     }
 }
 
-/// Publishes `n` envelopes in confirmed windows while consuming them through
-/// `process_one` with a no-op handler, one task per delivery as `consumer::run` does.
-async fn core(name: &str, settings: Settings, n: usize) -> anyhow::Result<Report> {
+#[async_trait]
+impl BatchHandler for Counter {
+    async fn handle_batch(&self, _: &Context, m: &[Envelope]) -> Vec<Result<(), HandlerError>> {
+        self.handled(m);
+        m.iter().map(|_| Ok(())).collect()
+    }
+}
+
+/// Publishes `n` envelopes in confirmed windows while `consumer::run::serve` consumes
+/// them with a no-op handler: one message per call (`batch` = 1), or batches of `batch`
+/// (claims, fence rows and acks per batch). The run ends when the consumer has drained
+/// (every message settled).
+async fn core(name: &str, mut settings: Settings, n: usize, batch: u16) -> anyhow::Result<Report> {
+    settings.queues.insert(
+        "ai.short".into(),
+        QueueOverride {
+            prefetch: Some(PREFETCH),
+            batch: Some(batch),
+            linger_ms: Some(5),
+            ..Default::default()
+        },
+    );
     let platform = conveyor::app::platform(settings).await?;
     let deps = platform.consumer_deps();
-    let mut sub = platform.broker.subscribe(&AI_SHORT).await?;
-    let lat = Arc::new(Mutex::new(Vec::with_capacity(n)));
-    let done = Arc::new(AtomicUsize::new(0));
-    let start = Instant::now();
-    let consume = {
-        let (lat, done) = (lat.clone(), done.clone());
-        tokio::spawn(async move {
-            let handler: Arc<dyn Handler> = Arc::new(Noop);
-            let mut set = tokio::task::JoinSet::new();
-            let mut taken = 0;
-            while taken < n {
-                let Some(d) = sub.next().await else { break };
-                taken += 1;
-                let (deps, handler, lat, done) =
-                    (deps.clone(), handler.clone(), lat.clone(), done.clone());
-                set.spawn(async move {
-                    let created = Envelope::decode(&d.body, usize::MAX)
-                        .map(|e| e.created_at.timestamp_micros() as u64);
-                    let outcome = process_one(&deps, handler.as_ref(), d).await;
-                    if outcome == Outcome::Acked {
-                        if let Ok(c) = created {
-                            lat.lock().await.push(now_us().saturating_sub(c));
-                        }
-                        done.fetch_add(1, Ordering::Relaxed);
-                    } else {
-                        eprintln!("unexpected outcome {outcome:?}");
-                    }
-                });
-                while set.try_join_next().is_some() {}
-            }
-            while set.join_next().await.is_some() {}
-        })
+    let counter = Arc::new(Counter {
+        n,
+        done: AtomicUsize::new(0),
+        lat: std::sync::Mutex::new(Vec::with_capacity(n)),
+        stop: CancellationToken::new(),
+    });
+    let worker = if batch > 1 {
+        Worker::Batch(counter.clone())
+    } else {
+        Worker::One(counter.clone())
     };
+    let start = Instant::now();
+    let before = cpu_ticks();
+    let consume = tokio::spawn(conveyor::consumer::run::serve(
+        deps,
+        &AI_SHORT,
+        worker,
+        counter.stop.clone(),
+    ));
     let mut sent = 0;
     while sent < n {
         let batch: Vec<Outgoing> = (0..PUBLISH_WINDOW.min(n - sent))
@@ -198,14 +237,15 @@ async fn core(name: &str, settings: Settings, n: usize) -> anyhow::Result<Report
         sent += batch.len();
         platform.broker.publish_batch(&batch).await?;
     }
-    consume.await?;
+    consume.await??;
     let elapsed = start.elapsed();
-    anyhow::ensure!(
-        done.load(Ordering::Relaxed) == n,
-        "only {} of {n} acked",
-        done.load(Ordering::Relaxed)
-    );
-    let latencies_us = std::mem::take(&mut *lat.lock().await);
+    let ticks = cpu_ticks().since(before);
+    let done = counter.done.load(Ordering::Relaxed);
+    anyhow::ensure!(done >= n, "only {done} of {n} handled");
+    let work = platform.broker.topology().queue(&AI_SHORT).name;
+    let left = platform.broker.depth(&work).await.unwrap_or(0);
+    anyhow::ensure!(left == 0, "{left} messages left in the queue");
+    let latencies_us = std::mem::take(&mut *counter.lat.lock().unwrap());
     platform.broker.teardown().await.ok();
     platform.broker.close().await;
     if platform.settings.dedupe.kind == DedupeKind::Redis {
@@ -220,6 +260,7 @@ async fn core(name: &str, settings: Settings, n: usize) -> anyhow::Result<Report
         n,
         elapsed,
         latencies_us,
+        ticks,
     })
 }
 
@@ -255,13 +296,6 @@ fn base_settings(dir: &std::path::Path, tag: &str) -> anyhow::Result<Settings> {
         "sqlite://{}?mode=rwc",
         dir.join(format!("{tag}.sqlite")).display()
     );
-    s.queues.insert(
-        "ai.short".into(),
-        QueueOverride {
-            prefetch: Some(PREFETCH),
-            ..Default::default()
-        },
-    );
     s.consumer.db_fence = false;
     Ok(s)
 }
@@ -282,13 +316,6 @@ async fn scratch_db(admin: &str, admin_db: &str, name: &str) -> anyhow::Result<S
     Ok(format!("{admin}/{name}"))
 }
 
-async fn up(addr: &str) -> bool {
-    matches!(
-        tokio::time::timeout(Duration::from_secs(1), tokio::net::TcpStream::connect(addr)).await,
-        Ok(Ok(_))
-    )
-}
-
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let _ = rustls::crypto::aws_lc_rs::default_provider().install_default();
@@ -306,38 +333,68 @@ async fn main() -> anyhow::Result<()> {
     if rabbit && (wanted("raw-lapin") || wanted("core-rabbit")) {
         reports.push(raw_lapin(n).await?);
     }
-    if rabbit && wanted("core-rabbit") {
-        reports.push(core("core-rabbit", real(base_settings(dir.path(), "r")?), n).await?);
-        if up("127.0.0.1:5432").await {
-            let mut s = real(base_settings(dir.path(), "rp")?);
-            s.database.url = scratch_db(
-                "postgres://postgres@127.0.0.1:5432",
-                "postgres",
-                &format!("bench{}pg", std::process::id()),
-            )
-            .await?;
-            s.consumer.db_fence = true;
-            reports.push(core("core-rabbit+fence-pg", s, n).await?);
+    // Each variant one message per handler call, then in batches (claims, fence rows
+    // and acks per batch: the consumer runtime's batch path).
+    let batch: u16 = std::env::var("BENCH_BATCH")
+        .ok()
+        .and_then(|b| b.parse().ok())
+        .unwrap_or(64);
+    let label = |base: &str, b: u16| {
+        if b > 1 {
+            format!("{base} batch{b}")
+        } else {
+            base.to_owned()
         }
-        if up("127.0.0.1:3306").await {
-            let mut s = real(base_settings(dir.path(), "rm")?);
-            s.database.url = scratch_db(
-                "mysql://root@127.0.0.1:3306",
-                "test",
-                &format!("bench{}my", std::process::id()),
-            )
-            .await?;
-            s.consumer.db_fence = true;
-            reports.push(core("core-rabbit+fence-mariadb", s, n).await?);
+    };
+    let pid = std::process::id();
+    let mut scratch = Vec::new();
+    for b in [1, batch] {
+        if rabbit && wanted("core-rabbit") {
+            let s = real(base_settings(dir.path(), &format!("r{b}"))?);
+            reports.push(core(&label("core-rabbit", b), s, n, b).await?);
+            for (db, admin, admin_db, addr) in [
+                (
+                    "pg",
+                    "postgres://postgres@127.0.0.1:5432",
+                    "postgres",
+                    "127.0.0.1:5432",
+                ),
+                (
+                    "mariadb",
+                    "mysql://root@127.0.0.1:3306",
+                    "test",
+                    "127.0.0.1:3306",
+                ),
+            ] {
+                if !up(addr).await {
+                    println!("note: {addr} unreachable; the {db} fence variant skipped");
+                    continue;
+                }
+                let name = format!("bench{pid}{db}{b}");
+                let mut s = real(base_settings(dir.path(), &format!("r{db}{b}"))?);
+                s.database.url = scratch_db(admin, admin_db, &name).await?;
+                scratch.push((admin, admin_db, name));
+                s.consumer.db_fence = true;
+                reports.push(core(&label(&format!("core-rabbit+fence-{db}"), b), s, n, b).await?);
+            }
         }
-    } else if !rabbit {
+        if wanted("embedded") {
+            let s = base_settings(dir.path(), &format!("e{b}"))?;
+            reports.push(core(&label("core-embedded", b), s, n, b).await?);
+            let mut s = base_settings(dir.path(), &format!("ef{b}"))?;
+            s.consumer.db_fence = true;
+            reports.push(core(&label("core-embedded+fence-sqlite", b), s, n, b).await?);
+        }
+    }
+    if !rabbit {
         println!("note: RabbitMQ or Redis unreachable; real-service variants skipped");
     }
-    if wanted("embedded") {
-        reports.push(core("core-embedded", base_settings(dir.path(), "e")?, n).await?);
-        let mut s = base_settings(dir.path(), "ef")?;
-        s.consumer.db_fence = true;
-        reports.push(core("core-embedded+fence-sqlite", s, n).await?);
+    for (admin, admin_db, name) in scratch {
+        if let Ok(conn) = Database::connect(format!("{admin}/{admin_db}")).await {
+            let _ = conn
+                .execute_unprepared(&format!("DROP DATABASE IF EXISTS {name}"))
+                .await;
+        }
     }
 
     let raw = reports
@@ -348,20 +405,29 @@ async fn main() -> anyhow::Result<()> {
         "\n{n} messages, prefetch {PREFETCH}, publish window {PUBLISH_WINDOW}, persistent + confirms + manual ack"
     );
     println!(
-        "{:<28} {:>10} {:>10} {:>10} {:>8}",
-        "variant", "msgs/s", "p50 ms", "p99 ms", "x raw"
+        "CPU: ms of CPU per 1,000 messages (machine: every process; own: this bench, publisher and consumer)"
+    );
+    println!(
+        "{:<36} {:>8} {:>8} {:>8} {:>6} | {:>7} {:>6} {:>6} {:>6} {:>6}",
+        "variant", "msgs/s", "p50 ms", "p99 ms", "x raw", "machine", "own", "rabbit", "redis", "db"
     );
     for r in &reports {
         let ratio = raw
             .map(|raw| format!("{:.2}", r.rate() / raw))
             .unwrap_or_else(|| "-".into());
+        let cpu = |t: u64| ms_per(t, r.n, 1000);
         println!(
-            "{:<28} {:>10.0} {:>10.1} {:>10.1} {:>8}",
+            "{:<36} {:>8.0} {:>8.1} {:>8.1} {:>6} | {:>7.0} {:>6.0} {:>6.0} {:>6.0} {:>6.0}",
             r.name,
             r.rate(),
             r.pct(0.5),
             r.pct(0.99),
-            ratio
+            ratio,
+            cpu(r.ticks.machine),
+            cpu(r.ticks.own),
+            cpu(r.ticks.broker),
+            cpu(r.ticks.redis),
+            cpu(r.ticks.db),
         );
     }
     Ok(())

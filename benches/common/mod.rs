@@ -3,6 +3,8 @@
 
 #![allow(dead_code)] // each bench uses what it needs
 
+pub mod cpu;
+
 use std::time::Duration;
 
 /// Latencies (ms) and wall time of one stretch of load.

@@ -5,7 +5,11 @@
 
 use chrono::Utc;
 use sea_orm::sea_query::OnConflict;
-use sea_orm::{ActiveValue::Set, ConnectionTrait, DatabaseConnection, DbErr, EntityTrait};
+use std::collections::HashSet;
+
+use sea_orm::{
+    ActiveValue::Set, ConnectionTrait, DatabaseBackend, DatabaseConnection, DbErr, EntityTrait,
+};
 use tokio::sync::{mpsc, oneshot};
 
 use super::fence_entity as entity;
@@ -127,19 +131,10 @@ async fn insert(
 }
 
 async fn reader(db: DatabaseConnection, mut rx: mpsc::Receiver<Check>, batch: usize) {
-    use sea_orm::{ColumnTrait as _, QueryFilter as _, QuerySelect as _};
     let mut buf = Vec::with_capacity(batch);
     while rx.recv_many(&mut buf, batch).await > 0 {
         let ids: Vec<String> = buf.iter().map(|(id, _)| id.clone()).collect();
-        let found: Result<std::collections::HashSet<String>, String> = entity::Entity::find()
-            .select_only()
-            .column(entity::Column::MessageId)
-            .filter(entity::Column::MessageId.is_in(ids))
-            .into_tuple::<String>()
-            .all(&db)
-            .await
-            .map(|v| v.into_iter().collect())
-            .map_err(|e| e.to_string());
+        let found = processed_among(&db, ids).await.map_err(|e| e.to_string());
         for (id, done) in buf.drain(..) {
             let _ = done.send(
                 found
@@ -149,6 +144,39 @@ async fn reader(db: DatabaseConnection, mut rx: mpsc::Receiver<Check>, batch: us
             );
         }
     }
+}
+
+/// Which of `ids` have a fence row.
+///
+/// On PostgreSQL the query is sent unprepared (`= ANY($1)`, planned with its actual
+/// values each time): a prepared `IN (…)` of one size gets a generic plan after five
+/// runs, and when that happens while the table is still small (a new database filling
+/// up) the cached plan is a sequential scan that is kept as the table grows. Seen in
+/// `cargo bench --bench delivery`: 24–41 ms per check at 20,000 rows instead of 0.4 ms.
+async fn processed_among(
+    db: &DatabaseConnection,
+    ids: Vec<String>,
+) -> Result<HashSet<String>, DbErr> {
+    use sea_orm::{ColumnTrait as _, QueryFilter as _, QuerySelect as _};
+    if db.get_database_backend() == DatabaseBackend::Postgres {
+        let rows: Vec<(String,)> = sea_orm::sqlx::query_as(
+            "SELECT message_id FROM processed_messages WHERE message_id = ANY($1)",
+        )
+        .bind(ids)
+        .persistent(false)
+        .fetch_all(db.get_postgres_connection_pool())
+        .await
+        .map_err(|e| DbErr::Custom(e.to_string()))?;
+        return Ok(rows.into_iter().map(|(id,)| id).collect());
+    }
+    entity::Entity::find()
+        .select_only()
+        .column(entity::Column::MessageId)
+        .filter(entity::Column::MessageId.is_in(ids))
+        .into_tuple::<String>()
+        .all(db)
+        .await
+        .map(|v| v.into_iter().collect())
 }
 
 async fn writer(db: DatabaseConnection, mut rx: mpsc::Receiver<Request>, batch: usize) {
