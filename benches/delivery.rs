@@ -27,15 +27,12 @@ use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
 use common::cpu::{Ticks, cpu_ticks, ms_per};
+use common::lapin::now_us;
 use common::up;
 use conveyor::broker::{Envelope, Outgoing, Target};
 use conveyor::config::{BrokerKind, DedupeKind, QueueOverride, Settings};
 use conveyor::consumer::{BatchHandler, Context, Handler, HandlerError, Worker};
 use conveyor::domains::ai_tasks::queues::AI_SHORT;
-use futures::StreamExt as _;
-use lapin::options::*;
-use lapin::types::FieldTable;
-use lapin::{BasicProperties, Connection, ConnectionProperties};
 use sea_orm::{ConnectionTrait, Database};
 use tokio_util::sync::CancellationToken;
 
@@ -66,85 +63,15 @@ impl Report {
     }
 }
 
-fn now_us() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_micros() as u64)
-        .unwrap_or(0)
-}
 
 async fn raw_lapin(n: usize) -> anyhow::Result<Report> {
-    let ns = format!("bench{}", std::process::id());
-    let q = format!("{ns}.raw");
-    let pub_conn = Connection::connect(AMQP, ConnectionProperties::default()).await?;
-    let sub_conn = Connection::connect(AMQP, ConnectionProperties::default()).await?;
-    let ch = pub_conn.create_channel().await?;
-    ch.queue_declare(
-        q.as_str().into(),
-        QueueDeclareOptions::durable(),
-        FieldTable::default(),
-    )
-    .await?;
-    ch.confirm_select(ConfirmSelectOptions::default()).await?;
-    let sub = sub_conn.create_channel().await?;
-    sub.basic_qos(PREFETCH, BasicQosOptions::default()).await?;
-    let mut consumer = sub
-        .basic_consume(
-            q.as_str().into(),
-            "bench".into(),
-            BasicConsumeOptions::default(),
-            FieldTable::default(),
-        )
-        .await?;
-    let start = Instant::now();
-    let before = cpu_ticks();
-    let consume = tokio::spawn(async move {
-        let mut lat = Vec::with_capacity(n);
-        while let Some(Ok(d)) = consumer.next().await {
-            let sent: u64 = std::str::from_utf8(&d.data[..16])
-                .ok()
-                .and_then(|s| s.parse().ok())
-                .unwrap_or(0);
-            d.acker.ack(BasicAckOptions::default()).await.ok();
-            lat.push(now_us().saturating_sub(sent));
-            if lat.len() == n {
-                break;
-            }
-        }
-        lat
-    });
-    let props = BasicProperties::default().with_delivery_mode(2);
-    let mut sent = 0;
-    while sent < n {
-        let mut confirms = Vec::with_capacity(PUBLISH_WINDOW);
-        for _ in 0..PUBLISH_WINDOW.min(n - sent) {
-            let mut body = format!("{:016}", now_us()).into_bytes();
-            body.resize(200, b'x');
-            let opts = BasicPublishOptions {
-                mandatory: true,
-                ..Default::default()
-            };
-            confirms.push(
-                ch.basic_publish("".into(), q.as_str().into(), opts, &body, props.clone())
-                    .await?,
-            );
-            sent += 1;
-        }
-        for c in futures::future::join_all(confirms).await {
-            anyhow::ensure!(c?.is_ack(), "nacked");
-        }
-    }
-    let lat = consume.await?;
-    let elapsed = start.elapsed();
-    let ticks = cpu_ticks().since(before);
-    ch.queue_delete(q.as_str().into(), QueueDeleteOptions::default())
-        .await?;
+    let run = common::lapin::noop(AMQP, n, PREFETCH, PUBLISH_WINDOW).await?;
     Ok(Report {
         name: "raw-lapin".into(),
         n,
-        elapsed,
-        latencies_us: lat,
-        ticks,
+        elapsed: run.elapsed,
+        latencies_us: run.latencies_us,
+        ticks: run.ticks,
     })
 }
 

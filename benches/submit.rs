@@ -22,8 +22,9 @@
 // Measured with the allocator the `conveyor` binary ships with.
 mod common;
 
-use common::cpu::{Ticks, cpu_ticks};
+use common::cpu::{Ticks, cpu_ticks, ms_per};
 use common::floor_server;
+use common::up;
 
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
@@ -318,6 +319,7 @@ async fn end_to_end(name: &str, mut settings: Settings, total: usize, consumers:
         })
     });
     let start = Instant::now();
+    let before = cpu_ticks();
     load(
         &format!("http://{addr}/v1/tasks"),
         &keys,
@@ -343,9 +345,20 @@ async fn end_to_end(name: &str, mut settings: Settings, total: usize, consumers:
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     let secs = start.elapsed().as_secs_f64();
+    let t = cpu_ticks().since(before);
     println!(
         "[{name}] end to end: {total} zero-duration tasks submitted and finished in {secs:.2} s = {:.0} tasks/s",
         total as f64 / secs
+    );
+    let per = |ticks: u64| ms_per(ticks, total, 1);
+    println!(
+        "[{name}]   CPU ms per task: machine {:.2} = conveyor (API, relay, workers, HTTP clients) {:.2} + database {:.2} + RabbitMQ {:.2} + Redis {:.2} + other {:.2}",
+        per(t.machine),
+        per(t.own),
+        per(t.db),
+        per(t.broker),
+        per(t.redis),
+        per(t.machine.saturating_sub(t.own + t.db + t.broker + t.redis)),
     );
     stop.cancel();
     let _ = server.await;
@@ -355,11 +368,48 @@ async fn end_to_end(name: &str, mut settings: Settings, total: usize, consumers:
     teardown(&settings).await;
 }
 
-async fn up(addr: &str) -> bool {
-    matches!(
-        tokio::time::timeout(Duration::from_secs(1), tokio::net::TcpStream::connect(addr)).await,
-        Ok(Ok(_))
-    )
+/// The yardsticks of the end-to-end figure, on the same broker right after it: a bare
+/// lapin no-op consumer (the broker's practical limit) and Celery running a no-op task
+/// (`benches/peers/celery_noop.py`, with the Python in `BENCH_CELERY_PYTHON`, default
+/// `/var/tmp/conveyor-celery/bin/python`; skipped with a note when absent).
+async fn peers(total: usize) {
+    let amqp = "amqp://guest:guest@127.0.0.1:5672/%2f";
+    match common::lapin::noop(amqp, total.max(10_000), 128, 500).await {
+        Ok(run) => println!(
+            "[peers] bare lapin no-op consumer (persistent, confirms, manual ack, prefetch 128): {:.0} msgs/s",
+            run.rate(total.max(10_000))
+        ),
+        Err(e) => println!("[peers] bare lapin run failed: {e}"),
+    }
+    let python = std::env::var("BENCH_CELERY_PYTHON")
+        .unwrap_or_else(|_| "/var/tmp/conveyor-celery/bin/python".into());
+    if !std::path::Path::new(&python).exists() {
+        println!("[peers] Celery skipped: no {python} (see benches/peers/celery_noop.py)");
+        return;
+    }
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/benches/peers/celery_noop.py");
+    let out = tokio::process::Command::new(&python)
+        .arg(script)
+        .arg("10000")
+        .output()
+        .await;
+    match out {
+        Ok(o) if o.status.success() => {
+            let text = String::from_utf8_lossy(&o.stdout);
+            let rate = text
+                .lines()
+                .find_map(|l| l.strip_prefix("celery-noop "))
+                .unwrap_or("?");
+            println!(
+                "[peers] Celery no-op (worker -c 2 prefork, acks_late, 10,000 .delay()): {rate} tasks/s"
+            );
+        }
+        Ok(o) => println!(
+            "[peers] Celery run failed: {}",
+            String::from_utf8_lossy(&o.stderr).lines().last().unwrap_or("")
+        ),
+        Err(e) => println!("[peers] Celery run failed: {e}"),
+    }
 }
 
 #[tokio::main]
@@ -421,6 +471,7 @@ async fn main() {
         )
         .await;
         end_to_end("PostgreSQL + RabbitMQ + Redis", s, total, true).await;
+        peers(total).await;
     }
     if rabbit && wanted("mariadb") && up("127.0.0.1:3306").await {
         let mut s = real(base("sm"));

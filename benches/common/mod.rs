@@ -4,6 +4,7 @@
 #![allow(dead_code)] // each bench uses what it needs
 
 pub mod cpu;
+pub mod lapin;
 
 use std::time::Duration;
 
