@@ -63,7 +63,6 @@ impl Report {
     }
 }
 
-
 async fn raw_lapin(n: usize) -> anyhow::Result<Report> {
     let run = common::lapin::noop(AMQP, n, PREFETCH, PUBLISH_WINDOW).await?;
     Ok(Report {

@@ -406,7 +406,10 @@ async fn peers(total: usize) {
         }
         Ok(o) => println!(
             "[peers] Celery run failed: {}",
-            String::from_utf8_lossy(&o.stderr).lines().last().unwrap_or("")
+            String::from_utf8_lossy(&o.stderr)
+                .lines()
+                .last()
+                .unwrap_or("")
         ),
         Err(e) => println!("[peers] Celery run failed: {e}"),
     }

@@ -103,4 +103,3 @@ pub async fn noop(amqp: &str, n: usize, prefetch: u16, window: usize) -> anyhow:
         ticks,
     })
 }
-

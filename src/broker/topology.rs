@@ -19,8 +19,9 @@ use std::collections::BTreeMap;
 
 use crate::config::{QueueOverride, QueueType, Settings};
 
-/// Batches one process handles at once on a queue with a batch handler, unless
-/// `[queues.<key>] in_flight` says otherwise.
+/// The fewest batches one process handles at once on a queue with a batch handler
+/// (the default is prefetch / batch, at least this), unless `[queues.<key>] in_flight`
+/// says otherwise.
 pub const DEFAULT_BATCHES_IN_FLIGHT: u16 = 2;
 
 /// A work queue consumers subscribe to.
@@ -194,7 +195,16 @@ impl Topology {
             max_attempts: over.max_attempts.unwrap_or(spec.default_max_attempts),
             batch: usize::from(over.batch.unwrap_or(spec.default_batch).max(1)),
             linger: Duration::from_millis(over.linger_ms.unwrap_or(spec.default_linger_ms)),
-            in_flight: usize::from(over.in_flight.unwrap_or(DEFAULT_BATCHES_IN_FLIGHT).max(1)),
+            // Enough batches at once to use the prefetch window, and at least two.
+            in_flight: usize::from(
+                over.in_flight
+                    .unwrap_or_else(|| {
+                        let prefetch = over.prefetch.unwrap_or(spec.default_prefetch);
+                        let batch = over.batch.unwrap_or(spec.default_batch).max(1);
+                        DEFAULT_BATCHES_IN_FLIGHT.max(prefetch.div_ceil(batch))
+                    })
+                    .max(1),
+            ),
         }
     }
 

@@ -1,11 +1,16 @@
-//! The consumer side: claim the task's lease, run the step with a heartbeat, report
-//! progress, and commit the result, fenced by the attempt number.
+//! The consumer side, a batch of step messages at a time: claim the tasks' leases, run
+//! the steps with heartbeats and progress, and commit the results (in waves, with the
+//! messages' fence rows), fenced by the attempt number.
 
+use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
 use chrono::Utc;
+use futures::future::{BoxFuture, OptionFuture};
+use futures::stream::FuturesUnordered;
+use futures::{FutureExt as _, StreamExt as _};
 use sea_orm::sea_query::Expr;
 use sea_orm::{ColumnTrait, DatabaseConnection, EntityTrait, QueryFilter, TransactionTrait};
 use tokio::sync::mpsc;
@@ -14,10 +19,10 @@ use tokio_util::sync::CancellationToken;
 use super::entity::task;
 use super::executor::{ExecError, Executor, Job};
 use super::kinds::{Status, TaskKind};
-use super::messages::{RunStep, publish_events};
-use super::store::{self, Change, Guard};
+use super::messages::{RunStep, TaskEvent, publish_events};
+use super::store::{self, Change, Guard, StepClaim, Task};
 use crate::broker::{DeadReason, Envelope};
-use crate::consumer::{Context, Fate, Handler, HandlerError, fence};
+use crate::consumer::{BatchHandler, Context, Fate, Handler, HandlerError, fence};
 use crate::domains::ai_tasks::settings::AiSettings;
 use crate::outbox::Relay;
 
@@ -33,6 +38,9 @@ pub struct AiTaskHandler {
 
 /// Minimum spacing of stored progress events of one task.
 const PROGRESS_EVERY: Duration = Duration::from_millis(200);
+/// No progress is stored for a step that ends sooner than this after its start (its end
+/// is written anyway): a quick step costs no progress writes.
+const FIRST_PROGRESS_AFTER: Duration = Duration::from_millis(20);
 
 fn transient(e: impl std::fmt::Display) -> HandlerError {
     HandlerError::transient(e)
@@ -86,130 +94,260 @@ impl AiTaskHandler {
     }
 }
 
-#[async_trait]
-impl Handler for AiTaskHandler {
-    async fn handle(&self, ctx: &Context, msg: &Envelope) -> Result<(), HandlerError> {
-        let run: RunStep = serde_json::from_value(msg.payload.clone())
-            .map_err(|e| HandlerError::permanent(format!("bad run-step payload: {e}")))?;
-        let Some(t) = store::get(&ctx.db, &run.task_id).await.map_err(transient)? else {
-            return Err(HandlerError::permanent(format!(
-                "task {} does not exist",
-                run.task_id
-            )));
-        };
-        // The chaos harness's message that kills its consumer every time.
-        #[cfg(feature = "failpoints")]
-        if t.prompt.starts_with("chaos:crash") {
-            crate::crash_point!("ai::crash_marked");
-        }
-        let (kind, status) = (t.kind, t.status);
-        if status.is_terminal() || t.step_index != run.step {
-            // Finished, canceled, or a duplicate of a step that already committed.
-            return Ok(());
-        }
-        let steps = kind.steps();
-        let step_name = steps.get(run.step as usize).copied().unwrap_or("generate");
+/// A step message whose task is waiting for that step.
+struct Candidate {
+    index: usize,
+    run: RunStep,
+    task: Task,
+    step: &'static str,
+}
 
-        // Fair share: a tenant already running its share waits (not a failure), so its
-        // backlog cannot take every worker from the others.
-        if status != Status::Processing {
-            let cap = self
-                .overrides
-                .get(&ctx.db, &t.user_id)
-                .await
-                .apply(self.limits)
-                .tasks_running;
-            if cap > 0 {
-                let running = store::running_of(&ctx.db, &t.user_id, &t.id)
-                    .await
-                    .map_err(transient)?;
-                if running >= u64::from(cap) {
-                    return Err(HandlerError::Deferred(format!(
-                        "tenant already runs {running} tasks (limits.tasks_running {cap})"
-                    )));
+/// A claimed step whose executor answered.
+struct Ran {
+    index: usize,
+    message_id: String,
+    run: RunStep,
+    task: Task,
+    step: &'static str,
+    output: serde_json::Value,
+    previous: serde_json::Value,
+}
+
+type Answer = (usize, Result<(), HandlerError>);
+
+impl AiTaskHandler {
+    /// Runs a batch of step messages (one message is a batch of one): tasks loaded in
+    /// one query, the fair-share rule checked with one count, the leases claimed in one
+    /// transaction, the steps run concurrently, and their results committed in waves:
+    /// whatever finished while the previous commit ran goes in the next transaction, with
+    /// the messages' fence rows. A slow step never holds back a quick one's result; a
+    /// result that cannot be committed with the others is committed alone.
+    async fn handle_many(
+        &self,
+        ctx: &Context,
+        messages: &[Envelope],
+    ) -> Vec<Result<(), HandlerError>> {
+        let mut answers: Vec<Option<Result<(), HandlerError>>> =
+            messages.iter().map(|_| None).collect();
+        let candidates = match self.candidates(ctx, messages, &mut answers).await {
+            Ok(c) => c,
+            Err(e) => return fill(answers, |_| Err(e.clone_as_transient())),
+        };
+        let candidates = self.fair_share(ctx, candidates, &mut answers).await;
+        let candidates = match candidates {
+            Ok(c) => c,
+            Err(e) => return fill(answers, |_| Err(transient(&e))),
+        };
+        let stale = Utc::now() - chrono::Duration::milliseconds(self.ai.stale_after_ms as i64);
+        let wanted: Vec<StepClaim<'_>> = candidates
+            .iter()
+            .map(|c| StepClaim {
+                id: &c.task.id,
+                step_index: c.run.step,
+                step: c.step,
+            })
+            .collect();
+        let claimed = match store::claim_many(&ctx.db, &wanted, stale).await {
+            Ok(c) => c,
+            Err(e) => return fill(answers, |_| Err(transient(&e))),
+        };
+        publish_events(
+            ctx.broker.as_ref(),
+            &claimed.iter().map(|(_, ev)| ev.clone()).collect::<Vec<_>>(),
+        )
+        .await;
+        let mut claimed: HashMap<String, Task> = claimed
+            .into_iter()
+            .map(|(t, _)| (t.id.clone(), t))
+            .collect();
+        let mut running = FuturesUnordered::new();
+        for c in candidates {
+            match claimed.remove(&c.task.id) {
+                Some(task) => running.push(self.run_step(ctx, &messages[c.index], c, task)),
+                // Another consumer holds a live lease; if it dies the reaper re-drives.
+                None => answers[c.index] = Some(Ok(())),
+            }
+        }
+        // Commit in waves while the other steps keep running.
+        let mut finished: Vec<Ran> = Vec::new();
+        let mut committing: Option<BoxFuture<'_, Vec<Answer>>> = None;
+        loop {
+            tokio::select! {
+                Some(done) = running.next(), if !running.is_empty() => {
+                    let mut take = |done: Result<Option<Ran>, Answer>| match done {
+                        Ok(Some(ran)) => finished.push(ran),
+                        Ok(None) => {}
+                        Err((i, r)) => answers[i] = Some(r),
+                    };
+                    take(done);
+                    while let Some(Some(more)) = running.next().now_or_never() {
+                        take(more);
+                    }
+                }
+                Some(out) = OptionFuture::from(committing.as_mut()), if committing.is_some() => {
+                    for (i, r) in out {
+                        answers[i] = Some(r);
+                    }
+                    committing = None;
+                }
+                else => break,
+            }
+            if committing.is_none() && !finished.is_empty() {
+                committing = Some(self.commit(ctx, std::mem::take(&mut finished)).boxed());
+            }
+        }
+        answers.into_iter().map(|a| a.unwrap_or(Ok(()))).collect()
+    }
+
+    /// Parses the messages and loads their tasks: the ones whose task waits for the
+    /// message's step. Bad payloads and unknown tasks are answered permanent; finished
+    /// tasks and steps that already committed (duplicates) are answered done.
+    async fn candidates(
+        &self,
+        ctx: &Context,
+        messages: &[Envelope],
+        answers: &mut [Option<Result<(), HandlerError>>],
+    ) -> Result<Vec<Candidate>, LoadError> {
+        let mut runs = Vec::with_capacity(messages.len());
+        for (i, m) in messages.iter().enumerate() {
+            match serde_json::from_value::<RunStep>(m.payload.clone()) {
+                Ok(run) => runs.push((i, run)),
+                Err(e) => {
+                    answers[i] = Some(Err(HandlerError::permanent(format!(
+                        "bad run-step payload: {e}"
+                    ))))
                 }
             }
         }
-
-        // Claim the lease: only if nobody holds a fresh one.
-        let stale = Utc::now() - chrono::Duration::milliseconds(self.ai.stale_after_ms as i64);
-        let guard = Guard {
-            statuses: &[Status::Pending, Status::Retrying, Status::Processing],
-            attempt: None,
-            step_index: Some(run.step),
-            lease_free_before: Some(stale),
-        };
-        let claim = Change {
-            status: Some(Status::Processing),
-            claim: true,
-            step: Some(step_name.to_owned()),
-            message: Some(format!("{step_name} started")),
-            ..Default::default()
-        };
-        let Some((t, ev)) = store::apply_now(&ctx.db, &t.id, &guard, claim)
+        let ids: Vec<&str> = runs.iter().map(|(_, r)| r.task_id.as_str()).collect();
+        let mut tasks: HashMap<String, Task> = store::get_many(&ctx.db, &ids)
             .await
-            .map_err(transient)?
-        else {
-            // Another consumer holds a live lease; if it dies the reaper re-drives.
-            return Ok(());
-        };
-        publish_events(ctx.broker.as_ref(), &[ev]).await;
-        let attempt = t.attempt;
+            .map_err(|e| LoadError(e.to_string()))?
+            .into_iter()
+            .map(|t| (t.id.clone(), t))
+            .collect();
+        let mut out = Vec::with_capacity(runs.len());
+        for (i, run) in runs {
+            // A second message for a task already in this batch is its duplicate.
+            let Some(task) = tasks.remove(&run.task_id) else {
+                let known = out.iter().any(|c: &Candidate| c.task.id == run.task_id);
+                answers[i] = Some(if known {
+                    Ok(())
+                } else {
+                    Err(HandlerError::permanent(format!(
+                        "task {} does not exist",
+                        run.task_id
+                    )))
+                });
+                continue;
+            };
+            // The chaos harness's message that kills its consumer every time.
+            #[cfg(feature = "failpoints")]
+            if task.prompt.starts_with("chaos:crash") {
+                crate::crash_point!("ai::crash_marked");
+            }
+            if task.status.is_terminal() || task.step_index != run.step {
+                // Finished, canceled, or a duplicate of a step that already committed.
+                answers[i] = Some(Ok(()));
+                continue;
+            }
+            let step = task
+                .kind
+                .steps()
+                .get(run.step as usize)
+                .copied()
+                .unwrap_or("generate");
+            out.push(Candidate {
+                index: i,
+                run,
+                task,
+                step,
+            });
+        }
+        Ok(out)
+    }
 
+    /// Fair share: a tenant already running its share waits (not a failure), so its
+    /// backlog cannot take every worker from the others. Counted once for the batch's
+    /// tenants; the batch's own claims count toward their share.
+    async fn fair_share(
+        &self,
+        ctx: &Context,
+        candidates: Vec<Candidate>,
+        answers: &mut [Option<Result<(), HandlerError>>],
+    ) -> Result<Vec<Candidate>, sea_orm::DbErr> {
+        let mut caps: HashMap<String, u32> = HashMap::new();
+        for c in &candidates {
+            if c.task.status != Status::Processing && !caps.contains_key(&c.task.user_id) {
+                let cap = self
+                    .overrides
+                    .get(&ctx.db, &c.task.user_id)
+                    .await
+                    .apply(self.limits)
+                    .tasks_running;
+                caps.insert(c.task.user_id.clone(), cap);
+            }
+        }
+        caps.retain(|_, cap| *cap > 0);
+        if caps.is_empty() {
+            return Ok(candidates);
+        }
+        let users: Vec<&str> = caps.keys().map(String::as_str).collect();
+        let mut running = store::running_by_user(&ctx.db, &users).await?;
+        let mut admitted = Vec::with_capacity(candidates.len());
+        for c in candidates {
+            let cap = match caps.get(&c.task.user_id) {
+                Some(cap) if c.task.status != Status::Processing => *cap,
+                _ => {
+                    admitted.push(c);
+                    continue;
+                }
+            };
+            let n = running.entry(c.task.user_id.clone()).or_default();
+            if *n >= u64::from(cap) {
+                answers[c.index] = Some(Err(HandlerError::Deferred(format!(
+                    "tenant already runs {n} tasks (limits.tasks_running {cap})"
+                ))));
+            } else {
+                *n += 1;
+                admitted.push(c);
+            }
+        }
+        Ok(admitted)
+    }
+
+    /// Runs one claimed step with its heartbeat and progress reporter. `Ok(None)` when
+    /// the task stopped being ours (canceled, re-driven); `Err` answers the message.
+    async fn run_step(
+        &self,
+        ctx: &Context,
+        msg: &Envelope,
+        c: Candidate,
+        t: Task,
+    ) -> Result<Option<Ran>, Answer> {
+        let Candidate {
+            index, run, step, ..
+        } = c;
+        let fail = |e: HandlerError| Err((index, Err(e)));
+        let kind = t.kind;
+        let steps = kind.steps();
+        let attempt = t.attempt;
         let stop = CancellationToken::new();
         // If this future is dropped (consumer killed, shutdown), the heartbeat stops too
         // and the lease goes stale for the reaper.
         let _stop_on_drop = stop.clone().drop_guard();
         let beat = self.heartbeat(ctx.db.clone(), t.id.clone(), attempt, stop.clone());
-        let (tx, mut rx) = mpsc::unbounded_channel::<(i32, Option<String>)>();
-        let reporter = {
-            let (db, broker, id, n) = (
-                ctx.db.clone(),
-                ctx.broker.clone(),
-                t.id.clone(),
-                steps.len() as i32,
-            );
-            let step_index = run.step;
-            let step = step_name.to_owned();
-            let ended = stop.clone();
-            tokio::spawn(async move {
-                // Progress is written at most every PROGRESS_EVERY; ticks in between are
-                // coalesced (latest wins): a progress bar needs no more, the database less.
-                // Once the step ended (or the task is no longer ours) nothing more is
-                // written: the step's own end records its state, and the handler does not
-                // wait out a throttle for a write nobody needs.
-                let mut last_write: Option<std::time::Instant> = None;
-                while let Some((mut pct, mut message)) = rx.recv().await {
-                    if let Some(at) = last_write {
-                        let wait = PROGRESS_EVERY.saturating_sub(at.elapsed());
-                        if !wait.is_zero() {
-                            tokio::select! {
-                                _ = tokio::time::sleep(wait) => {}
-                                _ = ended.cancelled() => return,
-                            }
-                        }
-                    }
-                    while let Ok((p, m)) = rx.try_recv() {
-                        (pct, message) = (p, m);
-                    }
-                    if ended.is_cancelled() {
-                        return;
-                    }
-                    last_write = Some(std::time::Instant::now());
-                    let mut g = Guard::holder(attempt);
-                    g.step_index = Some(step_index);
-                    let change = Change {
-                        progress: Some(((step_index * 100 + pct) / n).min(99)),
-                        step: Some(step.clone()),
-                        message,
-                        ..Default::default()
-                    };
-                    if let Ok(Some((_, ev))) = store::apply_now(&db, &id, &g, change).await {
-                        publish_events(broker.as_ref(), &[ev]).await;
-                    }
-                }
-            })
-        };
+        let (tx, rx) = mpsc::unbounded_channel::<(i32, Option<String>)>();
+        let reporter = tokio::spawn(report_progress(
+            ctx.clone(),
+            t.id.clone(),
+            attempt,
+            run.step,
+            step,
+            steps.len() as i32,
+            rx,
+            stop.clone(),
+        ));
         let previous: serde_json::Value = t
             .result
             .as_deref()
@@ -219,7 +357,7 @@ impl Handler for AiTaskHandler {
         let job = Job {
             task_id: &t.id,
             kind,
-            step: step_name,
+            step,
             step_index: run.step as usize,
             prompt: &t.prompt,
             params: &params,
@@ -237,84 +375,226 @@ impl Handler for AiTaskHandler {
         // the task id; the tenant reads a stable code (see `public_error`).
         let output = match outcome {
             Err(_) => {
-                return Err(HandlerError::transient(format!(
-                    "deadline_exceeded: {step_name} took longer than its {} s deadline",
+                return fail(HandlerError::transient(format!(
+                    "deadline_exceeded: {step} took longer than its {} s deadline",
                     self.deadline(kind).as_secs()
                 )));
             }
-            Ok(Err(ExecError::Canceled)) => return Ok(()),
+            Ok(Err(ExecError::Canceled)) => return Err((index, Ok(()))),
             Ok(Err(ExecError::Transient(e))) => {
-                tracing::warn!(task_id = %t.id, attempt, step = step_name, error = %e, "provider failed");
-                return Err(HandlerError::Transient(format!(
-                    "provider_unavailable: the provider failed or timed out ({step_name}, attempt {attempt})"
+                tracing::warn!(task_id = %t.id, attempt, step, error = %e, "provider failed");
+                return fail(HandlerError::Transient(format!(
+                    "provider_unavailable: the provider failed or timed out ({step}, attempt {attempt})"
                 )));
             }
             Ok(Err(ExecError::Permanent(e))) => {
-                tracing::warn!(task_id = %t.id, attempt, step = step_name, error = %e, "provider refused");
-                return Err(HandlerError::Permanent(format!(
-                    "provider_rejected: the provider refused this request ({step_name})"
+                tracing::warn!(task_id = %t.id, attempt, step, error = %e, "provider refused");
+                return fail(HandlerError::Permanent(format!(
+                    "provider_rejected: the provider refused this request ({step})"
                 )));
             }
             Ok(Ok(v)) => v,
         };
+        Ok(Some(Ran {
+            index,
+            message_id: msg.id.clone(),
+            run,
+            task: t,
+            step,
+            output,
+            previous,
+        }))
+    }
 
+    /// Commits the results of `wave` in one transaction with their fence rows, then
+    /// publishes their events. If the transaction fails, each result is committed alone,
+    /// so one bad row does not fail its neighbours.
+    async fn commit(&self, ctx: &Context, wave: Vec<Ran>) -> Vec<Answer> {
         // The provider was paid for, nothing is committed yet.
         crate::crash_point!("ai::before_commit");
-        let txn = ctx.db.begin().await.map_err(transient)?;
-        let last = run.step as usize + 1 >= steps.len();
-        let committed = if last {
-            let result = if steps.len() > 1 {
-                let mut all = previous.as_object().cloned().unwrap_or_default();
-                all.insert(step_name.to_owned(), output.clone());
-                all.insert(
-                    "text".into(),
-                    output.get("text").cloned().unwrap_or_default(),
+        let together = self.commit_together(ctx, &wave).await;
+        let committed = match together {
+            Ok(c) => c,
+            Err(e) if wave.len() == 1 => return vec![(wave[0].index, Err(transient(&e)))],
+            Err(e) => {
+                tracing::warn!(size = wave.len(), error = %e, "committing a wave of results failed; committing them one by one");
+                let mut answers = Vec::with_capacity(wave.len());
+                let mut committed = Vec::new();
+                for ran in &wave {
+                    match self.commit_together(ctx, std::slice::from_ref(ran)).await {
+                        Ok(c) => committed.extend(c),
+                        Err(e) => answers.push((ran.index, Err(transient(&e)))),
+                    }
+                }
+                self.after_commit(ctx, &committed).await;
+                let failed: Vec<usize> = answers.iter().map(|(i, _)| *i).collect();
+                answers.extend(
+                    wave.iter()
+                        .filter(|r| !failed.contains(&r.index))
+                        .map(|r| (r.index, Ok(()))),
                 );
-                serde_json::Value::Object(all)
-            } else {
-                output
-            };
-            store::finish_successfully(&txn, &t, attempt, &result)
-                .await
-                .map_err(transient)?
-        } else {
-            let mut all = previous.as_object().cloned().unwrap_or_default();
-            all.insert(step_name.to_owned(), output);
-            let mut g = Guard::holder(attempt);
-            g.step_index = Some(run.step);
-            let change = Change {
-                step_index: Some(run.step + 1),
-                progress: Some(((run.step + 1) * 100) / steps.len() as i32),
-                release_lease: true,
-                result: Some(serde_json::Value::Object(all).to_string()),
-                message: Some(format!("{step_name} done")),
-                ..Default::default()
-            };
-            let applied = store::apply(&txn, &t.id, &g, change)
-                .await
-                .map_err(transient)?;
-            if let Some((next, _)) = &applied {
-                // The next step is published only once this one committed (outbox).
-                store::enqueue_step(&txn, next, run.step + 1, self.max_payload)
-                    .await
-                    .map_err(transient)?;
+                return answers;
             }
-            applied
         };
-        let Some((now, ev)) = committed else {
-            // Fenced: canceled meanwhile, or re-driven to a newer attempt. Discard.
-            return Ok(());
-        };
-        fence::mark_in(&txn, &msg.id, ctx.queue.key)
-            .await
-            .map_err(transient)?;
-        txn.commit().await.map_err(transient)?;
-        if last {
-            super::metrics::finished(&now);
+        self.after_commit(ctx, &committed).await;
+        wave.iter().map(|r| (r.index, Ok(()))).collect()
+    }
+
+    /// One transaction for `wave`: each step's result (the task's next step through the
+    /// outbox, or its success with credits and material), the fence rows of the messages
+    /// whose result committed. The committed tasks, their events, and whether each was
+    /// the last step.
+    async fn commit_together(
+        &self,
+        ctx: &Context,
+        wave: &[Ran],
+    ) -> Result<Vec<(Task, TaskEvent, bool)>, store::StoreError> {
+        let txn = ctx.db.begin().await?;
+        let mut committed = Vec::with_capacity(wave.len());
+        let mut fenced = Vec::with_capacity(wave.len());
+        for ran in wave {
+            let last = ran.run.step as usize + 1 >= ran.task.kind.steps().len();
+            let applied = if last {
+                store::finish_successfully(&txn, &ran.task, ran.task.attempt, &final_result(ran))
+                    .await?
+            } else {
+                let mut all = ran.previous.as_object().cloned().unwrap_or_default();
+                all.insert(ran.step.to_owned(), ran.output.clone());
+                let mut g = Guard::holder(ran.task.attempt);
+                g.step_index = Some(ran.run.step);
+                let steps = ran.task.kind.steps().len() as i32;
+                let change = Change {
+                    step_index: Some(ran.run.step + 1),
+                    progress: Some(((ran.run.step + 1) * 100) / steps),
+                    release_lease: true,
+                    result: Some(serde_json::Value::Object(all).to_string()),
+                    message: Some(format!("{} done", ran.step)),
+                    ..Default::default()
+                };
+                let applied = store::apply(&txn, &ran.task.id, &g, change).await?;
+                if let Some((next, _)) = &applied {
+                    // The next step is published only once this one committed (outbox).
+                    store::enqueue_step(&txn, next, ran.run.step + 1, self.max_payload).await?;
+                }
+                applied
+            };
+            // `None`: fenced (canceled meanwhile, or re-driven to a newer attempt): discard.
+            if let Some((now, ev)) = applied {
+                fenced.push(ran.message_id.as_str());
+                committed.push((now, ev, last));
+            }
+        }
+        fence::mark_many_in(&txn, &fenced, ctx.queue.key).await?;
+        txn.commit().await?;
+        Ok(committed)
+    }
+
+    async fn after_commit(&self, ctx: &Context, committed: &[(Task, TaskEvent, bool)]) {
+        if committed.is_empty() {
+            return;
+        }
+        for (now, _, last) in committed {
+            if *last {
+                super::metrics::finished(now);
+            }
         }
         self.relay.notify();
-        publish_events(ctx.broker.as_ref(), &[ev]).await;
-        Ok(())
+        let events: Vec<TaskEvent> = committed.iter().map(|(_, ev, _)| ev.clone()).collect();
+        publish_events(ctx.broker.as_ref(), &events).await;
+    }
+}
+
+/// The stored result of a task whose last step produced `ran.output`: the output itself
+/// for one-step kinds; every step's output and the last text for pipelines.
+fn final_result(ran: &Ran) -> serde_json::Value {
+    if ran.task.kind.steps().len() > 1 {
+        let mut all = ran.previous.as_object().cloned().unwrap_or_default();
+        all.insert(ran.step.to_owned(), ran.output.clone());
+        all.insert(
+            "text".into(),
+            ran.output.get("text").cloned().unwrap_or_default(),
+        );
+        serde_json::Value::Object(all)
+    } else {
+        ran.output.clone()
+    }
+}
+
+/// Every unanswered message gets `answer(index)`; the answered keep theirs.
+fn fill(
+    answers: Vec<Option<Result<(), HandlerError>>>,
+    answer: impl Fn(usize) -> Result<(), HandlerError>,
+) -> Vec<Result<(), HandlerError>> {
+    answers
+        .into_iter()
+        .enumerate()
+        .map(|(i, a)| a.unwrap_or_else(|| answer(i)))
+        .collect()
+}
+
+/// Loading a batch's tasks failed: every message of it is retried.
+#[derive(Debug, thiserror::Error)]
+#[error("loading tasks: {0}")]
+struct LoadError(String);
+
+impl LoadError {
+    fn clone_as_transient(&self) -> HandlerError {
+        HandlerError::transient(self)
+    }
+}
+
+/// Writes a step's progress while it runs, at most every [`PROGRESS_EVERY`]: ticks in
+/// between are coalesced (latest wins), a progress bar needs no more and the database
+/// less. The first write waits [`FIRST_PROGRESS_AFTER`] from the step's start, so a step
+/// that ends sooner writes no progress at all; once the step ended (or the task is no
+/// longer ours) nothing more is written: the step's own end records its state.
+#[allow(clippy::too_many_arguments)]
+async fn report_progress(
+    ctx: Context,
+    id: String,
+    attempt: i32,
+    step_index: i32,
+    step: &'static str,
+    steps: i32,
+    mut rx: mpsc::UnboundedReceiver<(i32, Option<String>)>,
+    ended: CancellationToken,
+) {
+    let mut next_write = tokio::time::Instant::now() + FIRST_PROGRESS_AFTER;
+    while let Some((mut pct, mut message)) = rx.recv().await {
+        if tokio::time::Instant::now() < next_write {
+            tokio::select! {
+                _ = tokio::time::sleep_until(next_write) => {}
+                _ = ended.cancelled() => return,
+            }
+        }
+        while let Ok((p, m)) = rx.try_recv() {
+            (pct, message) = (p, m);
+        }
+        if ended.is_cancelled() {
+            return;
+        }
+        next_write = tokio::time::Instant::now() + PROGRESS_EVERY;
+        let mut g = Guard::holder(attempt);
+        g.step_index = Some(step_index);
+        let change = Change {
+            progress: Some(((step_index * 100 + pct) / steps).min(99)),
+            step: Some(step.to_owned()),
+            message,
+            ..Default::default()
+        };
+        if let Ok(Some((_, ev))) = store::apply_now(&ctx.db, &id, &g, change).await {
+            publish_events(ctx.broker.as_ref(), &[ev]).await;
+        }
+    }
+}
+
+#[async_trait]
+impl Handler for AiTaskHandler {
+    async fn handle(&self, ctx: &Context, msg: &Envelope) -> Result<(), HandlerError> {
+        self.handle_many(ctx, std::slice::from_ref(msg))
+            .await
+            .pop()
+            .unwrap_or(Ok(()))
     }
 
     async fn on_failure(
@@ -323,6 +603,41 @@ impl Handler for AiTaskHandler {
         msg: &Envelope,
         fate: &Fate,
     ) -> Result<(), HandlerError> {
+        self.failed(ctx, msg, fate).await
+    }
+
+    fn fences_itself(&self) -> bool {
+        true
+    }
+}
+
+#[async_trait]
+impl BatchHandler for AiTaskHandler {
+    async fn handle_batch(
+        &self,
+        ctx: &Context,
+        messages: &[Envelope],
+    ) -> Vec<Result<(), HandlerError>> {
+        self.handle_many(ctx, messages).await
+    }
+
+    async fn on_failure(
+        &self,
+        ctx: &Context,
+        msg: &Envelope,
+        fate: &Fate,
+    ) -> Result<(), HandlerError> {
+        self.failed(ctx, msg, fate).await
+    }
+
+    fn fences_itself(&self) -> bool {
+        true
+    }
+}
+
+impl AiTaskHandler {
+    /// Records a failed step: RETRYING, or FAILED with its refund.
+    async fn failed(&self, ctx: &Context, msg: &Envelope, fate: &Fate) -> Result<(), HandlerError> {
         let Ok(run) = serde_json::from_value::<RunStep>(msg.payload.clone()) else {
             return Ok(());
         };

@@ -37,7 +37,7 @@ pub use kinds::{Status, TaskKind};
 
 use super::{Domain, Handlers, no_probes};
 use crate::api::Core;
-use crate::consumer::{Handler, Worker};
+use crate::consumer::{BatchHandler, Worker};
 use crate::live::Source;
 use crate::platform::Platform;
 use settings::AiSettings;
@@ -61,7 +61,7 @@ pub const DOMAIN: Domain = Domain {
 fn handlers(platform: &Platform) -> BoxFuture<'_, anyhow::Result<Handlers>> {
     async move {
         let ai = Arc::new(AiSettings::from_settings(&platform.settings)?);
-        let tasks: Arc<dyn Handler> = Arc::new(AiTaskHandler {
+        let tasks: Arc<dyn BatchHandler> = Arc::new(AiTaskHandler {
             executor: executor::from_settings(&ai)?,
             ai,
             relay: platform.relay.clone(),
@@ -71,7 +71,7 @@ fn handlers(platform: &Platform) -> BoxFuture<'_, anyhow::Result<Handlers>> {
         });
         Ok(queues::QUEUES
             .iter()
-            .map(|q| (*q, Worker::One(tasks.clone())))
+            .map(|q| (*q, Worker::Batch(tasks.clone())))
             .collect())
     }
     .boxed()

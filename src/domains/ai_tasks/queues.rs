@@ -8,8 +8,10 @@ pub const AI_SHORT: QueueSpec = QueueSpec {
     group: "ai",
     default_prefetch: 32,
     default_max_attempts: 5,
-    default_batch: 1,
-    default_linger_ms: 0,
+    // Claims and results of up to 16 steps per transaction (see `handler`); a slow step
+    // does not hold back a quick one's result.
+    default_batch: 16,
+    default_linger_ms: 2,
     purpose: "short AI generation (copywriting, image)",
 };
 pub const AI_LONG: QueueSpec = QueueSpec {

@@ -634,6 +634,137 @@ pub async fn running_of(
         .await
 }
 
+/// Tasks by id (a batch of step messages), in no particular order.
+pub async fn get_many(db: &impl ConnectionTrait, ids: &[&str]) -> Result<Vec<Task>, DbErr> {
+    task::Entity::find()
+        .filter(task::Column::Id.is_in(ids.iter().map(|id| (*id).to_owned())))
+        .all(db)
+        .await
+}
+
+/// How many tasks each of `users` has PROCESSING (by index): the fair-share check of a
+/// batch, one query for all of its tenants.
+pub async fn running_by_user(
+    db: &impl ConnectionTrait,
+    users: &[&str],
+) -> Result<std::collections::HashMap<String, u64>, DbErr> {
+    let rows: Vec<(String, i64)> = task::Entity::find()
+        .select_only()
+        .column(task::Column::UserId)
+        .column_as(task::Column::Id.count(), "n")
+        .filter(task::Column::UserId.is_in(users.iter().map(|u| (*u).to_owned())))
+        .filter(task::Column::Status.eq(Status::Processing))
+        .group_by(task::Column::UserId)
+        .into_tuple()
+        .all(db)
+        .await?;
+    Ok(rows
+        .into_iter()
+        .map(|(user, n)| (user, u64::try_from(n).unwrap_or(0)))
+        .collect())
+}
+
+/// One step claim of a batch: task, the step its message runs, that step's name.
+pub struct StepClaim<'a> {
+    pub id: &'a str,
+    pub step_index: i32,
+    pub step: &'a str,
+}
+
+/// Claims the lease of every task of `wanted` that is PENDING, RETRYING or PROCESSING at
+/// the claim's step with no fresh lease (heartbeat older than `stale_before`), in one
+/// transaction: the rows are read `FOR UPDATE` (in id order, so two batches that share
+/// a task cannot deadlock on the rest), one UPDATE per step name sets PROCESSING, the
+/// next attempt and a fresh heartbeat, and the claims' events go in as one insert.
+/// Returns the claimed tasks as they are now, with their events; the others are held
+/// by someone else, finished, or at another step.
+pub async fn claim_many(
+    db: &DatabaseConnection,
+    wanted: &[StepClaim<'_>],
+    stale_before: DateTime<Utc>,
+) -> Result<Vec<(Task, TaskEvent)>, DbErr> {
+    if wanted.is_empty() {
+        return Ok(Vec::new());
+    }
+    let txn = db.begin().await?;
+    let rows = task::Entity::find()
+        .filter(task::Column::Id.is_in(wanted.iter().map(|c| c.id.to_owned())))
+        .order_by_asc(task::Column::Id)
+        .lock(sea_orm::sea_query::LockType::Update)
+        .all(&txn)
+        .await?;
+    let now = Utc::now();
+    let mut claimed: Vec<(Task, &str)> = Vec::new();
+    for t in rows {
+        let Some(c) = wanted.iter().find(|c| c.id == t.id) else {
+            continue;
+        };
+        let lease_free =
+            t.status != Status::Processing || t.heartbeat_at.is_none_or(|h| h < stale_before);
+        if matches!(
+            t.status,
+            Status::Pending | Status::Retrying | Status::Processing
+        ) && t.step_index == c.step_index
+            && lease_free
+        {
+            claimed.push((t, c.step));
+        }
+    }
+    if claimed.is_empty() {
+        txn.rollback().await?;
+        return Ok(Vec::new());
+    }
+    let mut steps: Vec<&str> = claimed.iter().map(|(_, s)| *s).collect();
+    steps.sort_unstable();
+    steps.dedup();
+    for step in steps {
+        let ids = claimed
+            .iter()
+            .filter(|(_, s)| *s == step)
+            .map(|(t, _)| t.id.clone());
+        task::Entity::update_many()
+            .col_expr(task::Column::Seq, Expr::col(task::Column::Seq).add(1))
+            .col_expr(task::Column::UpdatedAt, Expr::value(now))
+            .col_expr(task::Column::Status, Expr::value(Status::Processing))
+            .col_expr(
+                task::Column::Attempt,
+                Expr::col(task::Column::Attempt).add(1),
+            )
+            .col_expr(task::Column::HeartbeatAt, Expr::value(now))
+            .col_expr(
+                task::Column::StartedAt,
+                Expr::FunctionCall(Func::coalesce([
+                    Expr::col(task::Column::StartedAt),
+                    Expr::value(now),
+                ])),
+            )
+            .col_expr(task::Column::Step, Expr::value(step.to_owned()))
+            .filter(task::Column::Id.is_in(ids))
+            .exec(&txn)
+            .await?;
+    }
+    // The rows as the update left them (they are locked: nobody else changed them).
+    let out: Vec<(Task, TaskEvent)> = claimed
+        .into_iter()
+        .map(|(mut t, step)| {
+            t.seq += 1;
+            t.updated_at = now;
+            t.status = Status::Processing;
+            t.attempt += 1;
+            t.heartbeat_at = Some(now);
+            t.started_at = t.started_at.or(Some(now));
+            t.step = Some(step.to_owned());
+            let ev = event_of(&t, Some(format!("{step} started")));
+            (t, ev)
+        })
+        .collect();
+    event::Entity::insert_many(out.iter().map(|(_, ev)| event_row(ev)))
+        .exec_without_returning(&txn)
+        .await?;
+    txn.commit().await?;
+    Ok(out)
+}
+
 pub async fn get(db: &impl ConnectionTrait, id: &str) -> Result<Option<Task>, DbErr> {
     task::Entity::find_by_id(id.to_owned()).one(db).await
 }
