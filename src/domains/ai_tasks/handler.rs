@@ -20,7 +20,7 @@ use super::entity::task;
 use super::executor::{ExecError, Executor, Job};
 use super::kinds::{Status, TaskKind};
 use super::messages::{RunStep, TaskEvent, publish_events};
-use super::store::{self, Change, Guard, StepClaim, Task};
+use super::store::{self, Change, Guard, StepClaim, StepResult, Task};
 use crate::broker::{DeadReason, Envelope};
 use crate::consumer::{BatchHandler, Context, Fate, Handler, HandlerError, fence};
 use crate::domains::ai_tasks::settings::AiSettings;
@@ -59,38 +59,37 @@ impl AiTaskHandler {
 
     /// Keeps the lease fresh; cancels `stop` when the task is no longer ours (canceled,
     /// or re-driven to another attempt).
-    fn heartbeat(
+    /// Runs until `stop`; polled beside the step (not spawned: a quick step costs no task).
+    async fn heartbeat(
         &self,
-        db: DatabaseConnection,
-        id: String,
+        db: &DatabaseConnection,
+        id: &str,
         attempt: i32,
-        stop: CancellationToken,
-    ) -> tokio::task::JoinHandle<()> {
+        stop: &CancellationToken,
+    ) {
         let every = Duration::from_millis(self.ai.heartbeat_ms);
-        tokio::spawn(async move {
-            loop {
-                tokio::select! {
-                    _ = stop.cancelled() => return,
-                    _ = tokio::time::sleep(every) => {}
-                }
-                let beat = task::Entity::update_many()
-                    .col_expr(task::Column::HeartbeatAt, Expr::value(Utc::now()))
-                    .filter(task::Column::Id.eq(id.as_str()))
-                    .filter(task::Column::Attempt.eq(attempt))
-                    .filter(task::Column::Status.eq(Status::Processing))
-                    .exec(&db)
-                    .await;
-                match beat {
-                    Ok(r) if r.rows_affected == 0 => {
-                        tracing::info!(task = %id, attempt, "task no longer ours (canceled or re-driven); stopping");
-                        stop.cancel();
-                        return;
-                    }
-                    Ok(_) => {}
-                    Err(e) => tracing::warn!(task = %id, error = %e, "heartbeat failed"),
-                }
+        loop {
+            tokio::select! {
+                _ = stop.cancelled() => return,
+                _ = tokio::time::sleep(every) => {}
             }
-        })
+            let beat = task::Entity::update_many()
+                .col_expr(task::Column::HeartbeatAt, Expr::value(Utc::now()))
+                .filter(task::Column::Id.eq(id))
+                .filter(task::Column::Attempt.eq(attempt))
+                .filter(task::Column::Status.eq(Status::Processing))
+                .exec(db)
+                .await;
+            match beat {
+                Ok(r) if r.rows_affected == 0 => {
+                    tracing::info!(task = %id, attempt, "task no longer ours (canceled or re-driven); stopping");
+                    stop.cancel();
+                    return;
+                }
+                Ok(_) => {}
+                Err(e) => tracing::warn!(task = %id, error = %e, "heartbeat failed"),
+            }
+        }
     }
 }
 
@@ -333,21 +332,7 @@ impl AiTaskHandler {
         let steps = kind.steps();
         let attempt = t.attempt;
         let stop = CancellationToken::new();
-        // If this future is dropped (consumer killed, shutdown), the heartbeat stops too
-        // and the lease goes stale for the reaper.
-        let _stop_on_drop = stop.clone().drop_guard();
-        let beat = self.heartbeat(ctx.db.clone(), t.id.clone(), attempt, stop.clone());
         let (tx, rx) = mpsc::unbounded_channel::<(i32, Option<String>)>();
-        let reporter = tokio::spawn(report_progress(
-            ctx.clone(),
-            t.id.clone(),
-            attempt,
-            run.step,
-            step,
-            steps.len() as i32,
-            rx,
-            stop.clone(),
-        ));
         let previous: serde_json::Value = t
             .result
             .as_deref()
@@ -364,12 +349,31 @@ impl AiTaskHandler {
             attempt,
             previous: &previous,
         };
-        let outcome =
-            tokio::time::timeout(self.deadline(kind), self.executor.run(&job, &tx, &stop)).await;
-        stop.cancel();
-        drop(tx);
-        let _ = beat.await;
-        let _ = reporter.await;
+        // The step, its heartbeat and its progress reporter in this one future: if it is
+        // dropped (consumer killed, shutdown), the heartbeat stops with it and the lease
+        // goes stale for the reaper. Both end when the step does (`stop`).
+        let step_run = async {
+            let outcome =
+                tokio::time::timeout(self.deadline(kind), self.executor.run(&job, &tx, &stop))
+                    .await;
+            stop.cancel();
+            outcome
+        };
+        let progress = report_progress(
+            ctx,
+            &t.id,
+            attempt,
+            run.step,
+            step,
+            steps.len() as i32,
+            rx,
+            &stop,
+        );
+        let (outcome, (), ()) = tokio::join!(
+            step_run,
+            self.heartbeat(&ctx.db, &t.id, attempt, &stop),
+            progress
+        );
 
         // The provider's own words (its URL, a slice of its answer) go to the log with
         // the task id; the tenant reads a stable code (see `public_error`).
@@ -450,38 +454,32 @@ impl AiTaskHandler {
         wave: &[Ran],
     ) -> Result<Vec<(Task, TaskEvent, bool)>, store::StoreError> {
         let txn = ctx.db.begin().await?;
+        let results: Vec<StepResult<'_>> = wave
+            .iter()
+            .map(|ran| {
+                let last = ran.run.step as usize + 1 >= ran.task.kind.steps().len();
+                StepResult {
+                    task: &ran.task,
+                    step: ran.step,
+                    result: if last {
+                        final_result(ran)
+                    } else {
+                        let mut all = ran.previous.as_object().cloned().unwrap_or_default();
+                        all.insert(ran.step.to_owned(), ran.output.clone());
+                        serde_json::Value::Object(all)
+                    },
+                    last,
+                }
+            })
+            .collect();
+        let applied = store::commit_steps(&txn, &results, self.max_payload).await?;
         let mut committed = Vec::with_capacity(wave.len());
         let mut fenced = Vec::with_capacity(wave.len());
-        for ran in wave {
-            let last = ran.run.step as usize + 1 >= ran.task.kind.steps().len();
-            let applied = if last {
-                store::finish_successfully(&txn, &ran.task, ran.task.attempt, &final_result(ran))
-                    .await?
-            } else {
-                let mut all = ran.previous.as_object().cloned().unwrap_or_default();
-                all.insert(ran.step.to_owned(), ran.output.clone());
-                let mut g = Guard::holder(ran.task.attempt);
-                g.step_index = Some(ran.run.step);
-                let steps = ran.task.kind.steps().len() as i32;
-                let change = Change {
-                    step_index: Some(ran.run.step + 1),
-                    progress: Some(((ran.run.step + 1) * 100) / steps),
-                    release_lease: true,
-                    result: Some(serde_json::Value::Object(all).to_string()),
-                    message: Some(format!("{} done", ran.step)),
-                    ..Default::default()
-                };
-                let applied = store::apply(&txn, &ran.task.id, &g, change).await?;
-                if let Some((next, _)) = &applied {
-                    // The next step is published only once this one committed (outbox).
-                    store::enqueue_step(&txn, next, ran.run.step + 1, self.max_payload).await?;
-                }
-                applied
-            };
-            // `None`: fenced (canceled meanwhile, or re-driven to a newer attempt): discard.
-            if let Some((now, ev)) = applied {
+        // `None`: fenced (canceled meanwhile, or re-driven to a newer attempt): discarded.
+        for ((ran, r), a) in wave.iter().zip(&results).zip(applied) {
+            if let Some((now, ev)) = a {
                 fenced.push(ran.message_id.as_str());
-                committed.push((now, ev, last));
+                committed.push((now, ev, r.last));
             }
         }
         fence::mark_many_in(&txn, &fenced, ctx.queue.key).await?;
@@ -550,17 +548,24 @@ impl LoadError {
 /// longer ours) nothing more is written: the step's own end records its state.
 #[allow(clippy::too_many_arguments)]
 async fn report_progress(
-    ctx: Context,
-    id: String,
+    ctx: &Context,
+    id: &str,
     attempt: i32,
     step_index: i32,
     step: &'static str,
     steps: i32,
     mut rx: mpsc::UnboundedReceiver<(i32, Option<String>)>,
-    ended: CancellationToken,
+    ended: &CancellationToken,
 ) {
     let mut next_write = tokio::time::Instant::now() + FIRST_PROGRESS_AFTER;
-    while let Some((mut pct, mut message)) = rx.recv().await {
+    loop {
+        let (mut pct, mut message) = tokio::select! {
+            got = rx.recv() => match got {
+                Some(tick) => tick,
+                None => return,
+            },
+            _ = ended.cancelled() => return,
+        };
         if tokio::time::Instant::now() < next_write {
             tokio::select! {
                 _ = tokio::time::sleep_until(next_write) => {}
@@ -582,7 +587,7 @@ async fn report_progress(
             message,
             ..Default::default()
         };
-        if let Ok(Some((_, ev))) = store::apply_now(&ctx.db, &id, &g, change).await {
+        if let Ok(Some((_, ev))) = store::apply_now(&ctx.db, id, &g, change).await {
             publish_events(ctx.broker.as_ref(), &[ev]).await;
         }
     }

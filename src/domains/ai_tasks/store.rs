@@ -94,6 +94,23 @@ pub async fn apply(
     guard: &Guard<'_>,
     change: Change,
 ) -> Result<Option<(Task, TaskEvent)>, DbErr> {
+    let Some((t, ev)) = change_row(txn, id, guard, change).await? else {
+        return Ok(None);
+    };
+    event::Entity::insert(event_row(&ev))
+        .exec_without_returning(txn)
+        .await?;
+    Ok(Some((t, ev)))
+}
+
+/// The row half of [`apply`]: the conditional update, and the event it calls for, not
+/// yet inserted (a batch inserts its events in one statement).
+async fn change_row(
+    txn: &impl ConnectionTrait,
+    id: &str,
+    guard: &Guard<'_>,
+    change: Change,
+) -> Result<Option<(Task, TaskEvent)>, DbErr> {
     let now = Utc::now();
     let mut q = task::Entity::update_many()
         .col_expr(task::Column::Seq, Expr::col(task::Column::Seq).add(1))
@@ -176,7 +193,7 @@ pub async fn apply(
         };
         t
     };
-    let ev = insert_event(txn, &t, change.message).await?;
+    let ev = event_of(&t, change.message);
     Ok(Some((t, ev)))
 }
 
@@ -223,18 +240,6 @@ fn event_row(ev: &TaskEvent) -> event::ActiveModel {
         created_at: Set(ev.at),
         ..Default::default()
     }
-}
-
-async fn insert_event(
-    txn: &impl ConnectionTrait,
-    t: &Task,
-    message: Option<String>,
-) -> Result<TaskEvent, DbErr> {
-    let ev = event_of(t, message);
-    event::Entity::insert(event_row(&ev))
-        .exec_without_returning(txn)
-        .await?;
-    Ok(ev)
 }
 
 /// One task submission.
@@ -574,28 +579,98 @@ pub async fn finish_unsuccessfully(
     Ok(Some((t, ev)))
 }
 
-/// Commits a successful final step: result, material (and its search sync), credits.
-pub async fn finish_successfully(
+/// One step's result to commit: the task as claimed (its attempt fences the write), the
+/// step's name, and what to store: the final result after the last step, every step's
+/// output so far after the others.
+pub struct StepResult<'a> {
+    pub task: &'a Task,
+    pub step: &'a str,
+    pub result: serde_json::Value,
+    pub last: bool,
+}
+
+/// Commits a wave of step results in `txn`: one conditional update per task (each holds
+/// its own result; it applies only while the attempt still holds the step), then, as one
+/// insert each for the whole wave, their events, the ledger rows that consume the
+/// finished tasks' reservations, their materials with their `search.sync` messages, and
+/// the outbox rows of the next steps. Per result, in order: the task as it is now and its
+/// event, or `None` when it was fenced (canceled meanwhile, re-driven to a newer attempt).
+pub async fn commit_steps(
     txn: &impl ConnectionTrait,
-    t: &Task,
-    attempt: i32,
-    result: &serde_json::Value,
-) -> Result<Option<(Task, TaskEvent)>, StoreError> {
-    let change = Change {
-        status: Some(Status::Success),
-        progress: Some(100),
-        step_index: Some(t.step_index + 1),
-        result: Some(result.to_string()),
-        message: Some("done".into()),
-        ..Default::default()
+    results: &[StepResult<'_>],
+    max_payload: usize,
+) -> Result<Vec<Option<(Task, TaskEvent)>>, StoreError> {
+    let mut applied = Vec::with_capacity(results.len());
+    for r in results {
+        let steps = r.task.kind.steps().len() as i32;
+        let next = r.task.step_index + 1;
+        let change = if r.last {
+            Change {
+                status: Some(Status::Success),
+                progress: Some(100),
+                step_index: Some(next),
+                result: Some(r.result.to_string()),
+                message: Some("done".into()),
+                ..Default::default()
+            }
+        } else {
+            Change {
+                step_index: Some(next),
+                progress: Some(next * 100 / Ord::max(steps, 1)),
+                release_lease: true,
+                result: Some(r.result.to_string()),
+                message: Some(format!("{} done", r.step)),
+                ..Default::default()
+            }
+        };
+        let mut guard = Guard::holder(r.task.attempt);
+        guard.step_index = Some(r.task.step_index);
+        applied.push(change_row(txn, &r.task.id, &guard, change).await?);
+    }
+    let done = || {
+        results
+            .iter()
+            .zip(&applied)
+            .filter_map(|(r, a)| a.as_ref().map(|(t, _)| (r, t)))
     };
-    let mut guard = Guard::holder(attempt);
-    guard.step_index = Some(t.step_index);
-    let Some((done, ev)) = apply(txn, &t.id, &guard, change).await? else {
-        return Ok(None);
-    };
-    settle_credits(txn, &done).await?;
-    let content = if done.kind.is_text() {
+    let events: Vec<_> = applied
+        .iter()
+        .flatten()
+        .map(|(_, ev)| event_row(ev))
+        .collect();
+    if !events.is_empty() {
+        event::Entity::insert_many(events)
+            .exec_without_returning(txn)
+            .await?;
+    }
+    let consumed: Vec<credits::Entry<'_>> = done()
+        .filter(|(r, t)| r.last && t.cost != 0)
+        .map(|(_, t)| (t.user_id.clone(), 0, "consume", format!("consume:{}", t.id)))
+        .collect();
+    credits::book_many(txn, &consumed).await?;
+    let materials: Vec<search_sync::store::NewMaterial> = done()
+        .filter(|(r, _)| r.last)
+        .map(|(r, t)| search_sync::store::NewMaterial {
+            user_id: t.user_id.clone(),
+            task_id: t.id.clone(),
+            kind: t.kind.as_str().to_owned(),
+            title: t.prompt.clone(),
+            content: material_content(t.kind, &r.result),
+        })
+        .collect();
+    search_sync::store::create_many(txn, materials).await?;
+    // The next steps are published only once this transaction committed (outbox).
+    let next: Vec<(Target, Envelope)> = done()
+        .filter(|(r, _)| !r.last)
+        .map(|(_, t)| (Target::Queue(t.kind.queue()), run_message(t, t.step_index)))
+        .collect();
+    outbox::enqueue_many(txn, &next, max_payload).await?;
+    Ok(applied)
+}
+
+/// What a finished task's material holds: the text for text kinds, the result otherwise.
+fn material_content(kind: TaskKind, result: &serde_json::Value) -> String {
+    if kind.is_text() {
         result
             .get("text")
             .and_then(|v| v.as_str())
@@ -603,20 +678,7 @@ pub async fn finish_successfully(
             .unwrap_or_else(|| result.to_string())
     } else {
         result.to_string()
-    };
-    // The material and its search.sync message, in this transaction.
-    search_sync::store::create(
-        txn,
-        search_sync::store::NewMaterial {
-            user_id: done.user_id.clone(),
-            task_id: done.id.clone(),
-            kind: done.kind.as_str().to_owned(),
-            title: done.prompt.clone(),
-            content,
-        },
-    )
-    .await?;
-    Ok(Some((done, ev)))
+    }
 }
 
 /// How many of the user's tasks other than `except` are PROCESSING (by index).

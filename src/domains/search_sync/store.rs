@@ -58,21 +58,38 @@ pub fn title_of(prompt: &str) -> String {
 
 /// Inserts a material (version 1) and its sync message, inside the caller's transaction.
 pub async fn create(txn: &impl ConnectionTrait, new: NewMaterial) -> Result<Material, StoreError> {
+    let mut rows = create_many(txn, vec![new]).await?;
+    rows.pop()
+        .ok_or_else(|| StoreError::Db(DbErr::Custom("material not created".into())))
+}
+
+/// [`create`] for several materials: one insert for the rows, one for their sync
+/// messages (a batch of finished tasks).
+pub async fn create_many(
+    txn: &impl ConnectionTrait,
+    new: Vec<NewMaterial>,
+) -> Result<Vec<Material>, StoreError> {
+    if new.is_empty() {
+        return Ok(Vec::new());
+    }
     let now = Utc::now();
-    let row = material::Model {
-        id: uuid::Uuid::now_v7().to_string(),
-        user_id: new.user_id,
-        task_id: new.task_id,
-        kind: new.kind,
-        content: new.content,
-        title: title_of(&new.title),
-        tags: "[]".into(),
-        version: 1,
-        created_at: now,
-        updated_at: Some(now),
-        deleted_at: None,
-    };
-    material::Entity::insert(material::ActiveModel {
+    let rows: Vec<Material> = new
+        .into_iter()
+        .map(|new| material::Model {
+            id: uuid::Uuid::now_v7().to_string(),
+            user_id: new.user_id,
+            task_id: new.task_id,
+            kind: new.kind,
+            content: new.content,
+            title: title_of(&new.title),
+            tags: "[]".into(),
+            version: 1,
+            created_at: now,
+            updated_at: Some(now),
+            deleted_at: None,
+        })
+        .collect();
+    material::Entity::insert_many(rows.iter().map(|row| material::ActiveModel {
         id: Set(row.id.clone()),
         user_id: Set(row.user_id.clone()),
         task_id: Set(row.task_id.clone()),
@@ -84,32 +101,37 @@ pub async fn create(txn: &impl ConnectionTrait, new: NewMaterial) -> Result<Mate
         created_at: Set(row.created_at),
         updated_at: Set(row.updated_at),
         deleted_at: Set(None),
-    })
+    }))
     .exec_without_returning(txn)
     .await?;
-    announce(txn, &row).await?;
-    Ok(row)
+    announce_many(txn, &rows).await?;
+    Ok(rows)
 }
 
 /// Writes the row's `search.sync` message into the outbox.
 async fn announce(txn: &impl ConnectionTrait, row: &Material) -> Result<(), StoreError> {
-    let message = SyncMessage {
-        material_id: row.id.clone(),
-        op: if row.deleted_at.is_some() {
-            SyncOp::Delete
-        } else {
-            SyncOp::Upsert
-        },
-        version: row.version,
-    };
-    // A few ids: far below any payload limit.
-    outbox::enqueue(
-        txn,
-        Target::Queue(&SEARCH_SYNC),
-        &message.envelope(),
-        usize::MAX,
-    )
-    .await?;
+    announce_many(txn, std::slice::from_ref(row)).await
+}
+
+/// Writes each row's `search.sync` message into the outbox, in one insert.
+async fn announce_many(txn: &impl ConnectionTrait, rows: &[Material]) -> Result<(), StoreError> {
+    let messages: Vec<(Target, crate::broker::Envelope)> = rows
+        .iter()
+        .map(|row| {
+            let message = SyncMessage {
+                material_id: row.id.clone(),
+                op: if row.deleted_at.is_some() {
+                    SyncOp::Delete
+                } else {
+                    SyncOp::Upsert
+                },
+                version: row.version,
+            };
+            (Target::Queue(&SEARCH_SYNC), message.envelope())
+        })
+        .collect();
+    // A few ids each: far below any payload limit.
+    outbox::enqueue_many(txn, &messages, usize::MAX).await?;
     Ok(())
 }
 
