@@ -294,6 +294,11 @@ async fn end_to_end(name: &str, mut settings: Settings, total: usize, consumers:
         "ai.short".into(),
         conveyor::config::QueueOverride {
             prefetch: Some(128),
+            // The consumer's batch size (default: the queue's, 16); BENCH_AI_BATCH=1 runs
+            // one message per handler call.
+            batch: std::env::var("BENCH_AI_BATCH")
+                .ok()
+                .and_then(|b| b.parse().ok()),
             ..Default::default()
         },
     );

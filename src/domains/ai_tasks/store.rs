@@ -600,33 +600,12 @@ pub async fn commit_steps(
     results: &[StepResult<'_>],
     max_payload: usize,
 ) -> Result<Vec<Option<(Task, TaskEvent)>>, StoreError> {
-    let mut applied = Vec::with_capacity(results.len());
-    for r in results {
-        let steps = r.task.kind.steps().len() as i32;
-        let next = r.task.step_index + 1;
-        let change = if r.last {
-            Change {
-                status: Some(Status::Success),
-                progress: Some(100),
-                step_index: Some(next),
-                result: Some(r.result.to_string()),
-                message: Some("done".into()),
-                ..Default::default()
-            }
+    let applied =
+        if txn.get_database_backend() == sea_orm::DatabaseBackend::Postgres && results.len() > 1 {
+            update_steps_pg(txn, results).await?
         } else {
-            Change {
-                step_index: Some(next),
-                progress: Some(next * 100 / Ord::max(steps, 1)),
-                release_lease: true,
-                result: Some(r.result.to_string()),
-                message: Some(format!("{} done", r.step)),
-                ..Default::default()
-            }
+            update_steps(txn, results).await?
         };
-        let mut guard = Guard::holder(r.task.attempt);
-        guard.step_index = Some(r.task.step_index);
-        applied.push(change_row(txn, &r.task.id, &guard, change).await?);
-    }
     let done = || {
         results
             .iter()
@@ -666,6 +645,110 @@ pub async fn commit_steps(
         .collect();
     outbox::enqueue_many(txn, &next, max_payload).await?;
     Ok(applied)
+}
+
+/// What a step's end writes: (status, progress, event message).
+fn step_end(r: &StepResult<'_>) -> (Status, i32, String) {
+    if r.last {
+        (Status::Success, 100, "done".to_owned())
+    } else {
+        let steps = Ord::max(r.task.kind.steps().len() as i32, 1);
+        (
+            Status::Processing,
+            (r.task.step_index + 1) * 100 / steps,
+            format!("{} done", r.step),
+        )
+    }
+}
+
+/// The task updates of a wave, one conditional update per task.
+async fn update_steps(
+    txn: &impl ConnectionTrait,
+    results: &[StepResult<'_>],
+) -> Result<Vec<Option<(Task, TaskEvent)>>, DbErr> {
+    let mut applied = Vec::with_capacity(results.len());
+    for r in results {
+        let (status, progress, message) = step_end(r);
+        let change = Change {
+            status: r.last.then_some(status),
+            progress: Some(progress),
+            step_index: Some(r.task.step_index + 1),
+            // A terminal status clears the lease itself.
+            release_lease: !r.last,
+            result: Some(r.result.to_string()),
+            message: Some(message),
+            ..Default::default()
+        };
+        let mut guard = Guard::holder(r.task.attempt);
+        guard.step_index = Some(r.task.step_index);
+        applied.push(change_row(txn, &r.task.id, &guard, change).await?);
+    }
+    Ok(applied)
+}
+
+/// [`update_steps`] as one statement on PostgreSQL: `UPDATE … FROM (VALUES …)` with each
+/// task's guard (attempt, step) and values in its row, `RETURNING` the tasks it changed.
+async fn update_steps_pg(
+    txn: &impl ConnectionTrait,
+    results: &[StepResult<'_>],
+) -> Result<Vec<Option<(Task, TaskEvent)>>, DbErr> {
+    use sea_orm::{Statement, Value};
+    let now = Utc::now();
+    let mut values: Vec<Value> = vec![now.into()];
+    let mut rows = Vec::with_capacity(results.len());
+    let mut messages = std::collections::HashMap::with_capacity(results.len());
+    for r in results {
+        let (status, progress, message) = step_end(r);
+        let n = values.len();
+        rows.push(format!(
+            "(${}::text, ${}::int, ${}::int, ${}::text, ${}::int, ${}::text, ${}::bool)",
+            n + 1,
+            n + 2,
+            n + 3,
+            n + 4,
+            n + 5,
+            n + 6,
+            n + 7
+        ));
+        values.extend([
+            r.task.id.clone().into(),
+            r.task.attempt.into(),
+            r.task.step_index.into(),
+            sea_orm::ActiveEnum::to_value(&status).into(),
+            progress.into(),
+            r.result.to_string().into(),
+            r.last.into(),
+        ]);
+        messages.insert(r.task.id.as_str(), message);
+    }
+    let sql = format!(
+        "UPDATE tasks AS t SET seq = t.seq + 1, updated_at = $1, status = v.status, \
+         progress = v.progress, step_index = t.step_index + 1, result = v.result, \
+         heartbeat_at = NULL, finished_at = CASE WHEN v.last THEN $1 ELSE t.finished_at END \
+         FROM (VALUES {}) AS v(id, attempt, step_index, status, progress, result, last) \
+         WHERE t.id = v.id AND t.attempt = v.attempt AND t.step_index = v.step_index \
+         AND t.status = 'PROCESSING' RETURNING t.*",
+        rows.join(", ")
+    );
+    let changed = task::Entity::find()
+        .from_raw_sql(Statement::from_sql_and_values(
+            sea_orm::DatabaseBackend::Postgres,
+            sql,
+            values,
+        ))
+        .all(txn)
+        .await?;
+    let mut changed: std::collections::HashMap<String, Task> =
+        changed.into_iter().map(|t| (t.id.clone(), t)).collect();
+    Ok(results
+        .iter()
+        .map(|r| {
+            changed.remove(&r.task.id).map(|t| {
+                let ev = event_of(&t, messages.remove(r.task.id.as_str()));
+                (t, ev)
+            })
+        })
+        .collect())
 }
 
 /// What a finished task's material holds: the text for text kinds, the result otherwise.
