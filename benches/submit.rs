@@ -294,11 +294,11 @@ async fn end_to_end(name: &str, mut settings: Settings, total: usize, consumers:
         "ai.short".into(),
         conveyor::config::QueueOverride {
             prefetch: Some(128),
-            // The consumer's batch size (default: the queue's, 16); BENCH_AI_BATCH=1 runs
-            // one message per handler call.
-            batch: std::env::var("BENCH_AI_BATCH")
-                .ok()
-                .and_then(|b| b.parse().ok()),
+            // The consumer's batch size, linger and batches in flight (default: the
+            // queue's); BENCH_AI_BATCH=1 runs one message per handler call.
+            batch: knob("BENCH_AI_BATCH"),
+            linger_ms: knob("BENCH_AI_LINGER_MS"),
+            in_flight: knob("BENCH_AI_IN_FLIGHT"),
             ..Default::default()
         },
     );
@@ -371,6 +371,11 @@ async fn end_to_end(name: &str, mut settings: Settings, total: usize, consumers:
         let _ = w.await;
     }
     teardown(&settings).await;
+}
+
+/// A number from the environment, if set.
+fn knob<T: std::str::FromStr>(name: &str) -> Option<T> {
+    std::env::var(name).ok().and_then(|v| v.parse().ok())
 }
 
 /// The yardsticks of the end-to-end figure, on the same broker right after it: a bare

@@ -818,9 +818,11 @@ pub struct StepClaim<'a> {
 
 /// Claims the lease of every task of `wanted` that is PENDING, RETRYING or PROCESSING at
 /// the claim's step with no fresh lease (heartbeat older than `stale_before`), in one
-/// transaction: the rows are read `FOR UPDATE` (in id order, so two batches that share
-/// a task cannot deadlock on the rest), one UPDATE per step name sets PROCESSING, the
-/// next attempt and a fresh heartbeat, and the claims' events go in as one insert.
+/// transaction: one guarded `UPDATE … RETURNING` per step where the database has it
+/// ([`claim_returning`]); on MariaDB the rows are read `FOR UPDATE` (in id order, so two
+/// batches that share a task cannot deadlock on the rest), checked, and one UPDATE per
+/// step sets PROCESSING, the next attempt and a fresh heartbeat. The claims' events go in
+/// as one insert.
 /// Returns the claimed tasks as they are now, with their events; the others are held
 /// by someone else, finished, or at another step.
 pub async fn claim_many(
@@ -832,6 +834,11 @@ pub async fn claim_many(
         return Ok(Vec::new());
     }
     let txn = db.begin().await?;
+    if txn.support_returning() {
+        let out = claim_returning(&txn, wanted, stale_before).await?;
+        txn.commit().await?;
+        return Ok(out);
+    }
     let rows = task::Entity::find()
         .filter(task::Column::Id.is_in(wanted.iter().map(|c| c.id.to_owned())))
         .order_by_asc(task::Column::Id)
@@ -907,6 +914,69 @@ pub async fn claim_many(
         .exec_without_returning(&txn)
         .await?;
     txn.commit().await?;
+    Ok(out)
+}
+
+/// [`claim_many`] where `UPDATE … RETURNING` exists (PostgreSQL, SQLite): one guarded
+/// update per step, no row read or lock before it (a `FOR UPDATE` read writes every row
+/// it locks on PostgreSQL).
+async fn claim_returning(
+    txn: &impl ConnectionTrait,
+    wanted: &[StepClaim<'_>],
+    stale_before: DateTime<Utc>,
+) -> Result<Vec<(Task, TaskEvent)>, DbErr> {
+    let now = Utc::now();
+    let mut groups: Vec<(i32, &str)> = wanted.iter().map(|c| (c.step_index, c.step)).collect();
+    groups.sort_unstable();
+    groups.dedup();
+    let mut out = Vec::with_capacity(wanted.len());
+    for (step_index, step) in groups {
+        let ids = wanted
+            .iter()
+            .filter(|c| c.step_index == step_index && c.step == step)
+            .map(|c| c.id.to_owned());
+        let claimed = task::Entity::update_many()
+            .col_expr(task::Column::Seq, Expr::col(task::Column::Seq).add(1))
+            .col_expr(task::Column::UpdatedAt, Expr::value(now))
+            .col_expr(task::Column::Status, Expr::value(Status::Processing))
+            .col_expr(
+                task::Column::Attempt,
+                Expr::col(task::Column::Attempt).add(1),
+            )
+            .col_expr(task::Column::HeartbeatAt, Expr::value(now))
+            .col_expr(
+                task::Column::StartedAt,
+                Expr::FunctionCall(Func::coalesce([
+                    Expr::col(task::Column::StartedAt),
+                    Expr::value(now),
+                ])),
+            )
+            .col_expr(task::Column::Step, Expr::value(step.to_owned()))
+            .filter(task::Column::Id.is_in(ids))
+            .filter(task::Column::Status.is_in([
+                Status::Pending,
+                Status::Retrying,
+                Status::Processing,
+            ]))
+            .filter(task::Column::StepIndex.eq(step_index))
+            .filter(
+                task::Column::HeartbeatAt
+                    .is_null()
+                    .or(task::Column::HeartbeatAt.lt(stale_before))
+                    .or(task::Column::Status.ne(Status::Processing)),
+            )
+            .exec_with_returning(txn)
+            .await?;
+        out.extend(claimed.into_iter().map(|t| {
+            let ev = event_of(&t, Some(format!("{step} started")));
+            (t, ev)
+        }));
+    }
+    if !out.is_empty() {
+        event::Entity::insert_many(out.iter().map(|(_, ev)| event_row(ev)))
+            .exec_without_returning(txn)
+            .await?;
+    }
     Ok(out)
 }
 
