@@ -28,6 +28,7 @@ on_every_backend!(
     cancel_stops_a_running_task_and_refunds,
     a_killed_consumer_leaves_a_task_that_finishes_once,
     terminal_states_never_change,
+    a_wave_of_results_commits_each_on_its_own_terms,
 );
 
 async fn app(backend: Backend, test: &str) -> Option<(TestEnv, TestApp)> {
@@ -1035,4 +1036,127 @@ async fn failure_injection_is_refused_when_off() {
     assert_eq!(r.status(), 202);
     let platform = app.stop().await;
     env.cleanup(Some(&platform)).await;
+}
+
+/// The consumer's batch path at the store: one claim for several tasks, then one wave
+/// commit where each task keeps its own result, a pipeline moves to its next step, a
+/// finished task books its credits and material, and a result whose attempt lost the
+/// task (re-driven meanwhile) is fenced out without touching its neighbours.
+async fn a_wave_of_results_commits_each_on_its_own_terms(backend: Backend) {
+    use conveyor::domains::ai_tasks::TaskKind;
+    use conveyor::domains::ai_tasks::store::{NewTask, StepClaim, StepResult};
+    use sea_orm::TransactionTrait;
+    let Some(env) = TestEnv::new(backend, "wave_commit").await else {
+        return;
+    };
+    // No consumers: the test plays the consumer.
+    let app = spawn_app(&env).await;
+    let (user, _) = app.user("wave", 100).await;
+    let db = &app.platform.db;
+    let mut tasks = Vec::new();
+    for (kind, prompt) in [
+        (TaskKind::Copywriting, "one"),
+        (TaskKind::Copywriting, "two"),
+        (TaskKind::VideoAnalysis, "three"),
+        (TaskKind::Copywriting, "four"),
+    ] {
+        let txn = db.begin().await.unwrap();
+        let new = NewTask {
+            user_id: user.id.clone(),
+            kind,
+            prompt: prompt.into(),
+            params: json!({}),
+            cost: 1,
+            max_in_flight: 0,
+        };
+        let (t, _) = store::submit(&txn, &new, 1 << 20).await.unwrap();
+        txn.commit().await.unwrap();
+        tasks.push(t);
+    }
+    let first_step = |t: &store::Task| t.kind.steps()[0];
+    let wanted: Vec<StepClaim<'_>> = tasks
+        .iter()
+        .map(|t| StepClaim {
+            id: &t.id,
+            step_index: 0,
+            step: first_step(t),
+        })
+        .collect();
+    let long_ago = chrono::Utc::now() - chrono::Duration::hours(1);
+    let claimed = store::claim_many(db, &wanted, long_ago).await.unwrap();
+    assert_eq!(claimed.len(), 4, "every task claimed");
+    assert!(
+        store::claim_many(db, &wanted, long_ago)
+            .await
+            .unwrap()
+            .is_empty(),
+        "a live lease is not claimed again"
+    );
+    let mut claimed: Vec<store::Task> = claimed.into_iter().map(|(t, _)| t).collect();
+    claimed.sort_by_key(|t| tasks.iter().position(|x| x.id == t.id));
+    assert!(
+        claimed
+            .iter()
+            .all(|t| t.attempt == 1 && t.status == Status::Processing)
+    );
+    // The fourth is re-driven before its result commits: its attempt no longer holds.
+    let mut stale = claimed[3].clone();
+    stale.attempt = 0;
+    let results: Vec<StepResult<'_>> = [&claimed[0], &claimed[1], &claimed[2], &stale]
+        .into_iter()
+        .map(|t| StepResult {
+            task: t,
+            step: first_step(t),
+            result: json!({ "text": format!("out of {}", t.prompt) }),
+            last: t.kind.steps().len() == 1,
+        })
+        .collect();
+    let txn = db.begin().await.unwrap();
+    let applied = store::commit_steps(&txn, &results, 1 << 20).await.unwrap();
+    txn.commit().await.unwrap();
+    let states: Vec<Option<(Status, i32)>> = applied
+        .iter()
+        .map(|a| a.as_ref().map(|(t, _)| (t.status, t.step_index)))
+        .collect();
+    assert_eq!(
+        states,
+        [
+            Some((Status::Success, 1)),
+            Some((Status::Success, 1)),
+            Some((Status::Processing, 1)),
+            None
+        ]
+    );
+    for (t, prompt) in [(&claimed[0], "one"), (&claimed[1], "two")] {
+        let now = store::get(db, &t.id).await.unwrap().unwrap();
+        let result: Value = serde_json::from_str(now.result.as_deref().unwrap()).unwrap();
+        assert_eq!(result["text"], format!("out of {prompt}"), "its own result");
+        assert!(store::material_of(db, &t.id).await.unwrap().is_some());
+        assert!(now.heartbeat_at.is_none() && now.finished_at.is_some());
+    }
+    let pipeline = store::get(db, &claimed[2].id).await.unwrap().unwrap();
+    assert!(
+        pipeline.heartbeat_at.is_none(),
+        "the lease is released between steps"
+    );
+    assert!(
+        store::material_of(db, &claimed[2].id)
+            .await
+            .unwrap()
+            .is_none()
+    );
+    let untouched = store::get(db, &claimed[3].id).await.unwrap().unwrap();
+    assert_eq!(untouched.status, Status::Processing);
+    assert!(
+        untouched.result.is_none(),
+        "the fenced result is not written"
+    );
+    let consumed = ledger::Entity::find()
+        .filter(ledger::Column::UserId.eq(&user.id))
+        .filter(ledger::Column::Reason.eq("consume"))
+        .count(db)
+        .await
+        .unwrap();
+    assert_eq!(consumed, 2, "one consume per finished task");
+    done(env, app).await;
 }

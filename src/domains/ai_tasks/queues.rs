@@ -8,9 +8,11 @@ pub const AI_SHORT: QueueSpec = QueueSpec {
     group: "ai",
     default_prefetch: 32,
     default_max_attempts: 5,
-    // Claims and results of up to 16 steps per transaction (see `handler`); a slow step
-    // does not hold back a quick one's result.
-    default_batch: 16,
+    // Claims and results of up to 8 steps per transaction (see `handler`), 4 batches at
+    // once at the default prefetch; a slow step does not hold back a quick one's result.
+    // Measured (`cargo bench --bench submit`, prefetch 128): batches of 16-32 with 4-8 in
+    // flight ran zero-duration tasks fastest; 2 in flight starved the pipeline.
+    default_batch: 8,
     default_linger_ms: 2,
     purpose: "short AI generation (copywriting, image)",
 };
