@@ -18,7 +18,7 @@
 //! - [`dedupe`]: the claim/complete/release store (Redis or in-process).
 //! - [`outbox`]: writes messages inside the caller's transaction; the relay publishes them.
 //! - [`consumer`]: the consume loop, `process_one` and `process_batch` (single-message and
-//!   batch handlers), the processed-message fence.
+//!   batch handlers: admission, handler, settlement), the processed-message fence.
 //! - [`dead_letters`]: dead letters recorded for operators; replay and discard (audited, paced), admin API.
 //! - [`users`]: users, roles and the visibility rule, hashed API keys, the credit ledger,
 //!   memberships.

@@ -3,7 +3,10 @@
 //! dead-letter with a reason), and shut down without losing in-flight work.
 //!
 //! - [`process::process_one`] handles one delivery, deterministically, for tests;
-//!   [`process::process_batch`] a batch of them for a [`BatchHandler`];
+//!   [`process::process_batch`] a batch of them for a [`BatchHandler`]; both admit
+//!   (`admit`: decode, claim in the dedupe store, check the fence; one claim call per
+//!   batch) and settle (`settle`: each message from its own result; a batch's successes
+//!   together: one fence write, one dedupe call, acks coalesced per channel);
 //! - [`run::run`] is the loop around them (one task per delivery, or per batch of up to
 //!   `batch` deliveries gathered for at most `linger_ms`);
 //! - [`fence`] is the database truth of "already processed", written in batches;
@@ -61,9 +64,10 @@ impl HandlerError {
 pub trait Handler: Send + Sync + 'static {
     async fn handle(&self, ctx: &Context, message: &Envelope) -> Result<(), HandlerError>;
 
-    /// Whether the handler writes the fence row of every message whose effect it
-    /// commits in that same transaction ([`fence::mark_in`]): the runtime then writes
-    /// none after it, one statement and one commit less per message.
+    /// Whether the handler writes the fence row of every message it answers `Ok`: in the
+    /// transaction that commits its effect ([`fence::mark_in`]), or on its own when there
+    /// was nothing to commit. The runtime then writes none after it, one statement and
+    /// one commit less per message.
     fn fences_itself(&self) -> bool {
         false
     }

@@ -168,6 +168,7 @@ impl AiTaskHandler {
             }
         }
         // Commit in waves while the other steps keep running.
+        let mut fenced = vec![false; messages.len()];
         let mut finished: Vec<Ran> = Vec::new();
         let mut committing: Option<BoxFuture<'_, Vec<Answer>>> = None;
         loop {
@@ -185,6 +186,9 @@ impl AiTaskHandler {
                 }
                 Some(out) = OptionFuture::from(committing.as_mut()), if committing.is_some() => {
                     for (i, r) in out {
+                        if r.is_ok() {
+                            fenced[i] = true;
+                        }
                         answers[i] = Some(r);
                     }
                     committing = None;
@@ -193,6 +197,23 @@ impl AiTaskHandler {
             }
             if committing.is_none() && !finished.is_empty() {
                 committing = Some(self.commit(ctx, std::mem::take(&mut finished)).boxed());
+            }
+        }
+        // Every message answered done is fenced (the runtime leaves that to this handler):
+        // the waves' in their transactions, the ones with nothing to commit (finished or
+        // canceled task, a step already done, a lease held elsewhere) here.
+        let nothing_to_commit: Vec<&str> = messages
+            .iter()
+            .zip(&answers)
+            .zip(&fenced)
+            .filter(|((_, a), f)| matches!(a, Some(Ok(()))) && !**f)
+            .map(|((m, _), _)| m.id.as_str())
+            .collect();
+        if let Err(e) = fence::mark_many_in(&ctx.db, &nothing_to_commit, ctx.queue.key).await {
+            for (m, a) in messages.iter().zip(answers.iter_mut()) {
+                if nothing_to_commit.contains(&m.id.as_str()) {
+                    *a = Some(Err(transient(format!("fence write failed: {e}"))));
+                }
             }
         }
         answers.into_iter().map(|a| a.unwrap_or(Ok(()))).collect()
@@ -474,15 +495,15 @@ impl AiTaskHandler {
             .collect();
         let applied = store::commit_steps(&txn, &results, self.max_payload).await?;
         let mut committed = Vec::with_capacity(wave.len());
-        let mut fenced = Vec::with_capacity(wave.len());
-        // `None`: fenced (canceled meanwhile, or re-driven to a newer attempt): discarded.
-        for ((ran, r), a) in wave.iter().zip(&results).zip(applied) {
+        // `None`: fenced out (canceled meanwhile, or re-driven to a newer attempt): the
+        // result is discarded, the message done all the same.
+        for (r, a) in results.iter().zip(applied) {
             if let Some((now, ev)) = a {
-                fenced.push(ran.message_id.as_str());
                 committed.push((now, ev, r.last));
             }
         }
-        fence::mark_many_in(&txn, &fenced, ctx.queue.key).await?;
+        let ids: Vec<&str> = wave.iter().map(|ran| ran.message_id.as_str()).collect();
+        fence::mark_many_in(&txn, &ids, ctx.queue.key).await?;
         txn.commit().await?;
         Ok(committed)
     }
