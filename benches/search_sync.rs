@@ -303,7 +303,7 @@ async fn lag(
                 txn.commit().await.unwrap();
                 let committed = Instant::now();
                 platform.relay.notify();
-                if i % 10 == 0 {
+                if i.is_multiple_of(10) {
                     watched.lock().unwrap().insert(m.id, (owner, committed));
                 }
                 i += 1;

@@ -231,7 +231,7 @@ pub async fn consume(
 fn toml_string(value: &serde_json::Value) -> anyhow::Result<String> {
     // The config crate has no writer; JSON → TOML through serde keeps key names.
     let mut out = String::new();
-    write_toml(&mut out, "", &value);
+    write_toml(&mut out, "", value);
     Ok(out)
 }
 

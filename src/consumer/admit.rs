@@ -3,37 +3,12 @@
 //! may run. [`admit`] does it for one delivery, [`admit_many`] for a batch with one claim
 //! round trip.
 
+pub(super) use super::admitted::Admitted;
 use super::settle::{dead_letter, release, settle_ack};
 use super::{Deps, Outcome};
 use crate::broker::{DeadLetterInfo, DeadReason, Delivery, Envelope};
 use crate::dead_letters;
 use crate::dedupe::{Claim, DedupeError};
-
-/// A delivery cleared to run: decoded, claimed, not yet processed.
-pub(super) struct Admitted {
-    pub(super) delivery: Delivery,
-    pub(super) queue: crate::broker::topology::ResolvedQueue,
-    pub(super) envelope: Envelope,
-    /// The dedupe claim's token (`None` when the dedupe store was down).
-    pub(super) token: Option<String>,
-}
-
-impl Admitted {
-    /// (message id, claim token), when the dedupe store gave a claim.
-    pub(super) fn claim(&self) -> Option<(&str, &str)> {
-        self.token
-            .as_deref()
-            .map(|t| (self.envelope.id.as_str(), t))
-    }
-
-    // The span instruments futures rather than being entered: an entered guard held
-    // across awaits follows the task to other threads and corrupts the span stack
-    // (seen as a tracing-subscriber panic, "tried to clone a span that already closed").
-    pub(super) fn span(&self) -> tracing::Span {
-        let e = &self.envelope;
-        tracing::info_span!("message", queue = %self.queue.spec.key, id = %e.id, kind = %e.kind, attempt = e.attempt)
-    }
-}
 
 pub(super) enum Admission {
     Run(Admitted),

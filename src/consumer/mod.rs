@@ -13,6 +13,7 @@
 //! - [`deaths`] counts redeliveries per message id for the crash-loop quarantine.
 
 mod admit;
+mod admitted;
 pub mod deaths;
 pub mod fence;
 pub mod fence_entity;

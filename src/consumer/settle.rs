@@ -2,7 +2,7 @@
 //! fenced and acked (successes of a batch together), sent to its next retry tier, parked
 //! (deferred), or dead-lettered with its reason and recorded for operators.
 
-use super::admit::Admitted;
+use super::admitted::Admitted;
 use super::{BatchHandler, Context, Deps, Fate, Handler, HandlerError, Outcome};
 use crate::broker::{DeadLetterInfo, DeadReason, Delivery, Envelope};
 use crate::dead_letters;

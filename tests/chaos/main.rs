@@ -461,7 +461,7 @@ async fn run(fault: Fault, db_kind: Db, mut load: Load) -> Report {
                 n += 1;
                 let mut body = json!({ "kind": "copywriting", "prompt": format!("chaos {n}"),
                                        "params": { "simulate": { "step_ms": load.task_ms } } });
-                if n % 20 == 0 {
+                if n.is_multiple_of(20) {
                     body["params"]["simulate"]["fail_permanent"] = json!(true);
                 }
                 if fault == Fault::PoisonMix && n == u64::from(load.rate) * load.before + 1 {

@@ -135,7 +135,7 @@ fn validate(state: &Tasks, req: &SubmitRequest) -> Result<(TaskKind, Value), Api
             .get(kind.as_str())
             .map_or(0, |k| k.deadline_secs.saturating_mul(1000));
         if let Some(step) = sim.get("step_ms")
-            && !step.as_u64().is_some_and(|ms| ms <= deadline_ms)
+            && step.as_u64().is_none_or(|ms| ms > deadline_ms)
         {
             return Err(ApiError::invalid(
                 "params.simulate.step_ms",
