@@ -290,13 +290,15 @@ async fn end_to_end(name: &str, mut settings: Settings, total: usize, consumers:
     {
         *step = 0.into();
     }
+    let batch = knob("BENCH_AI_BATCH").unwrap_or(AI_BATCH);
     settings.queues.insert(
         "ai.short".into(),
         conveyor::config::QueueOverride {
             prefetch: Some(128),
-            // The consumer's batch size, linger and batches in flight (default: the
-            // queue's); BENCH_AI_BATCH=1 runs one message per handler call.
-            batch: knob("BENCH_AI_BATCH"),
+            // The consumer's batch size (default 16, what short even steps are run with;
+            // BENCH_AI_BATCH=1 is the queue's default), linger and batches in flight
+            // (default: the queue's).
+            batch: Some(batch),
             linger_ms: knob("BENCH_AI_LINGER_MS"),
             in_flight: knob("BENCH_AI_IN_FLIGHT"),
             ..Default::default()
@@ -352,7 +354,7 @@ async fn end_to_end(name: &str, mut settings: Settings, total: usize, consumers:
     let secs = start.elapsed().as_secs_f64();
     let t = cpu_ticks().since(before);
     println!(
-        "[{name}] end to end: {total} zero-duration tasks submitted and finished in {secs:.2} s = {:.0} tasks/s",
+        "[{name}] end to end (ai.short batch {batch}): {total} zero-duration tasks submitted and finished in {secs:.2} s = {:.0} tasks/s",
         total as f64 / secs
     );
     let per = |ticks: u64| ms_per(ticks, total, 1);
@@ -372,6 +374,10 @@ async fn end_to_end(name: &str, mut settings: Settings, total: usize, consumers:
     }
     teardown(&settings).await;
 }
+
+/// `ai.short`'s batch for the end-to-end run: zero-duration steps are the short, even
+/// steps batches are for (see `domains::ai_tasks::queues::AI_SHORT`).
+const AI_BATCH: u16 = 16;
 
 /// A number from the environment, if set.
 fn knob<T: std::str::FromStr>(name: &str) -> Option<T> {

@@ -29,6 +29,7 @@ on_every_backend!(
     a_killed_consumer_leaves_a_task_that_finishes_once,
     terminal_states_never_change,
     a_wave_of_results_commits_each_on_its_own_terms,
+    a_burst_runs_in_batches_with_each_task_booked_once,
 );
 
 async fn app(backend: Backend, test: &str) -> Option<(TestEnv, TestApp)> {
@@ -1158,5 +1159,62 @@ async fn a_wave_of_results_commits_each_on_its_own_terms(backend: Backend) {
         .await
         .unwrap();
     assert_eq!(consumed, 2, "one consume per finished task");
+    done(env, app).await;
+}
+
+/// `ai.short` with batches of 16 (what short, even steps run with): a burst of tasks,
+/// some of them pipelines' first steps on another queue, all end SUCCESS with one
+/// consume each, one material each, and events in sequence.
+async fn a_burst_runs_in_batches_with_each_task_booked_once(backend: Backend) {
+    let Some(mut env) = TestEnv::new(backend, "burst_in_batches").await else {
+        return;
+    };
+    env.settings.queues.insert(
+        "ai.short".into(),
+        conveyor::config::QueueOverride {
+            batch: Some(16),
+            linger_ms: Some(20),
+            ..Default::default()
+        },
+    );
+    let app = spawn_app(&env).await;
+    app.start_consumers();
+    let (user, key) = app.user("burst", 1000).await;
+    let mut ids = Vec::new();
+    for i in 0..40 {
+        let r = app
+            .submit(
+                &key,
+                json!({ "kind": "copywriting", "prompt": format!("burst {i}") }),
+            )
+            .await;
+        assert_eq!(r.status(), 202);
+        ids.push(
+            r.json::<Value>().await.unwrap()["id"]
+                .as_str()
+                .unwrap()
+                .to_owned(),
+        );
+    }
+    for id in &ids {
+        let t = app.wait_status(&key, id, "SUCCESS").await;
+        assert_eq!(t["attempts"], 1, "{t}");
+        assert!(
+            store::material_of(&app.platform.db, id)
+                .await
+                .unwrap()
+                .is_some()
+        );
+        let evs = events(&app, id).await;
+        assert!(evs.windows(2).all(|w| w[1].seq == w[0].seq + 1), "{evs:?}");
+    }
+    let consumed = ledger::Entity::find()
+        .filter(ledger::Column::UserId.eq(&user.id))
+        .filter(ledger::Column::Reason.eq("consume"))
+        .count(&app.platform.db)
+        .await
+        .unwrap();
+    assert_eq!(consumed, 40, "one consume per task");
+    assert_eq!(app.credits(&user.id).await, 1000 - 40);
     done(env, app).await;
 }

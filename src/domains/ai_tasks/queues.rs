@@ -8,11 +8,14 @@ pub const AI_SHORT: QueueSpec = QueueSpec {
     group: "ai",
     default_prefetch: 32,
     default_max_attempts: 5,
-    // Claims and results of up to 8 steps per transaction (see `handler`), 4 batches at
-    // once at the default prefetch; a slow step does not hold back a quick one's result.
-    // Measured (`cargo bench --bench submit`, prefetch 128): batches of 16-32 with 4-8 in
-    // flight ran zero-duration tasks fastest; 2 in flight starved the pipeline.
-    default_batch: 8,
+    // One step per handler call by default: a batch's messages are acked when its last
+    // step ends, so with provider latencies that vary (seconds to a minute) a batch would
+    // hold the prefetch slots of its quick steps for its slowest one. For short, even
+    // steps (fast models) set `[queues."ai.short"] batch = 16`: claims and results of a
+    // batch go in one transaction each, results in waves as they finish. Measured with
+    // zero-duration steps (`cargo bench --bench submit`, prefetch 128): batch 1 641
+    // tasks/s, batch 16 1,122 tasks/s; 2 batches in flight starved the pipeline.
+    default_batch: 1,
     default_linger_ms: 2,
     purpose: "short AI generation (copywriting, image)",
 };
