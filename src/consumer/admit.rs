@@ -37,26 +37,28 @@ pub(super) async fn admit_many(deps: &Deps, deliveries: Vec<Delivery>) -> Vec<Ad
         .filter_map(|d| d.as_ref().ok())
         .map(|a| a.envelope.id.as_str())
         .collect();
-    let claims = deps.dedupe.claim_many(&ids, deps.lease).await;
-    let mut claims: Box<dyn Iterator<Item = Result<(Claim, String), DedupeError>> + Send> =
-        match claims {
-            Ok(c) => Box::new(c.into_iter().map(Ok)),
-            Err(DedupeError::Unavailable(e)) => Box::new(std::iter::repeat_with(move || {
-                Err(DedupeError::Unavailable(e.clone()))
-            })),
+    // One answer per decoded delivery; if the store is down, each gets its error (the
+    // fence still decides).
+    let claims: Vec<Result<(Claim, String), DedupeError>> =
+        match deps.dedupe.claim_many(&ids, deps.lease).await {
+            Ok(c) => c.into_iter().map(Ok).collect(),
+            Err(DedupeError::Unavailable(e)) => ids
+                .iter()
+                .map(|_| Err(DedupeError::Unavailable(e.clone())))
+                .collect(),
         };
-    let mut pending = Vec::with_capacity(decoded.len());
-    for d in decoded {
-        pending.push(match d {
-            Ok(a) => {
+    let mut claims = claims.into_iter();
+    let pending: Vec<_> = decoded
+        .into_iter()
+        .map(|d| {
+            d.map(|a| {
                 let claim = claims.next().unwrap_or_else(|| {
                     Err(DedupeError::Unavailable("claim answer missing".into()))
                 });
-                Ok((a, claim))
-            }
-            Err(settled) => Err(settled),
-        });
-    }
+                (a, claim)
+            })
+        })
+        .collect();
     futures::future::join_all(pending.into_iter().map(|p| async move {
         match p {
             Ok((a, claim)) => claimed(deps, a, claim).await,

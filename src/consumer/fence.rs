@@ -52,11 +52,6 @@ impl Fence {
             .map_err(|_| "fence reader stopped".to_owned())?
     }
 
-    /// Records `message_id` as processed; returns once the row committed.
-    pub async fn mark(&self, message_id: &str, queue_key: &'static str) -> Result<(), String> {
-        self.mark_many(&[message_id], queue_key).await
-    }
-
     /// Records every id of `message_ids` as processed (a batch's successes, one request
     /// to the writer); returns once the rows committed.
     pub async fn mark_many(
@@ -79,17 +74,8 @@ impl Fence {
     }
 }
 
-/// Records `message_id` inside the caller's transaction, for handlers that want their
-/// effect and the fence to commit atomically.
-pub async fn mark_in(
-    txn: &impl ConnectionTrait,
-    message_id: &str,
-    queue_key: &str,
-) -> Result<(), DbErr> {
-    insert(txn, [(message_id.to_owned(), queue_key.to_owned())]).await
-}
-
-/// [`mark_in`] for several messages: one multi-row insert in the caller's transaction.
+/// Records `message_ids` as processed inside the caller's transaction (one multi-row
+/// insert), for handlers whose effect and fence must commit together.
 pub async fn mark_many_in(
     txn: &impl ConnectionTrait,
     message_ids: &[&str],

@@ -65,14 +65,6 @@ impl HandlerError {
 pub trait Handler: Send + Sync + 'static {
     async fn handle(&self, ctx: &Context, message: &Envelope) -> Result<(), HandlerError>;
 
-    /// Whether the handler writes the fence row of every message it answers `Ok`: in the
-    /// transaction that commits its effect ([`fence::mark_in`]), or on its own when there
-    /// was nothing to commit. The runtime then writes none after it, one statement and
-    /// one commit less per message.
-    fn fences_itself(&self) -> bool {
-        false
-    }
-
     /// Called after a failure, before the message is retried or dead-lettered, so the
     /// domain can record it (RETRYING; FAILED with a refund). An error hands the message
     /// back to the queue unsettled.
@@ -101,7 +93,10 @@ pub trait BatchHandler: Send + Sync + 'static {
         messages: &[Envelope],
     ) -> Vec<Result<(), HandlerError>>;
 
-    /// As [`Handler::fences_itself`] ([`fence::mark_many_in`] for a batch).
+    /// Whether the handler writes the fence row of every message it answers `Ok`: in the
+    /// transaction that commits its effect ([`fence::mark_many_in`]), or on its own when
+    /// there was nothing to commit. The runtime then writes none after it, one statement
+    /// and one commit less per message.
     fn fences_itself(&self) -> bool {
         false
     }

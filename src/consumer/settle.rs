@@ -31,7 +31,7 @@ impl Hooks<'_> {
     /// Whether the handler writes its messages' fence rows itself.
     pub(super) fn fences_itself(self) -> bool {
         match self {
-            Hooks::One(h) => h.fences_itself(),
+            Hooks::One(_) => false,
             Hooks::Batch(h) => h.fences_itself(),
         }
     }
@@ -71,22 +71,15 @@ pub(super) async fn conclude(
             let error = format!(
                 "its consumer died {deaths} times while holding it (abort, OOM or crash); quarantined"
             );
-            let fate = Fate::DeadLetter {
-                reason: DeadReason::CrashLoop,
-                error: error.clone(),
+            let attempts = envelope.attempt + 1;
+            let dead = Dead {
+                delivery,
+                queue: &queue,
+                envelope: &envelope,
             };
-            if let Err(hook) = hooks.on_failure(ctx, &envelope, &fate).await {
-                delivery.requeue();
-                return Outcome::Unsettled(format!("failure hook: {hook}"));
-            }
-            let info = DeadLetterInfo {
-                reason: DeadReason::CrashLoop,
-                origin_queue: queue.name.clone(),
-                attempts: envelope.attempt + 1,
-                last_error: error.clone(),
-            };
-            let failed = envelope.with_failure(&queue.name, &error);
-            return dead_letter_envelope(deps, delivery, &failed, info).await;
+            return dead
+                .end(deps, hooks, ctx, DeadReason::CrashLoop, error, attempts)
+                .await;
         }
     };
     match result {
@@ -105,30 +98,23 @@ pub(super) async fn conclude(
         Err(HandlerError::Transient(e)) => {
             release(deps, id, token.as_deref()).await;
             let next = envelope.attempt + 1;
-            let fate = if next >= queue.max_attempts {
-                Fate::DeadLetter {
-                    reason: DeadReason::Exhausted,
-                    error: e.clone(),
-                }
-            } else {
-                Fate::Retry {
-                    next_attempt: next,
-                    error: e.clone(),
-                }
+            if next >= queue.max_attempts {
+                let dead = Dead {
+                    delivery,
+                    queue: &queue,
+                    envelope: &envelope,
+                };
+                return dead
+                    .end(deps, hooks, ctx, DeadReason::Exhausted, e, next)
+                    .await;
+            }
+            let fate = Fate::Retry {
+                next_attempt: next,
+                error: e.clone(),
             };
             if let Err(hook) = hooks.on_failure(ctx, &envelope, &fate).await {
                 delivery.requeue();
                 return Outcome::Unsettled(format!("failure hook: {hook}"));
-            }
-            if next >= queue.max_attempts {
-                let info = DeadLetterInfo {
-                    reason: DeadReason::Exhausted,
-                    origin_queue: queue.name.clone(),
-                    attempts: next,
-                    last_error: e.clone(),
-                };
-                let failed = envelope.with_failure(&queue.name, &e);
-                return dead_letter_envelope(deps, delivery, &failed, info).await;
             }
             tracing::info!(error = %e, next_attempt = next, "transient failure; retrying");
             metrics::counter!("conveyor_messages_retried_total", "queue" => queue.spec.key)
@@ -160,23 +146,54 @@ pub(super) async fn conclude(
         }
         Err(HandlerError::Permanent(e)) => {
             release(deps, id, token.as_deref()).await;
-            let fate = Fate::DeadLetter {
-                reason: DeadReason::Permanent,
-                error: e.clone(),
+            let attempts = envelope.attempt + 1;
+            let dead = Dead {
+                delivery,
+                queue: &queue,
+                envelope: &envelope,
             };
-            if let Err(hook) = hooks.on_failure(ctx, &envelope, &fate).await {
-                delivery.requeue();
-                return Outcome::Unsettled(format!("failure hook: {hook}"));
-            }
-            let info = DeadLetterInfo {
-                reason: DeadReason::Permanent,
-                origin_queue: queue.name.clone(),
-                attempts: envelope.attempt + 1,
-                last_error: e.clone(),
-            };
-            let failed = envelope.with_failure(&queue.name, &e);
-            dead_letter_envelope(deps, delivery, &failed, info).await
+            dead.end(deps, hooks, ctx, DeadReason::Permanent, e, attempts)
+                .await
         }
+    }
+}
+
+/// A message on its way to the dead-letter queue.
+struct Dead<'a> {
+    delivery: Delivery,
+    queue: &'a crate::broker::topology::ResolvedQueue,
+    envelope: &'a Envelope,
+}
+
+impl Dead<'_> {
+    /// The failure hook first (the domain records the end: FAILED, a refund; if it
+    /// cannot, the message goes back unsettled), then the dead letter with `error` added
+    /// to the message's history.
+    async fn end(
+        self,
+        deps: &Deps,
+        hooks: Hooks<'_>,
+        ctx: &Context,
+        reason: DeadReason,
+        error: String,
+        attempts: u32,
+    ) -> Outcome {
+        let fate = Fate::DeadLetter {
+            reason,
+            error: error.clone(),
+        };
+        if let Err(hook) = hooks.on_failure(ctx, self.envelope, &fate).await {
+            self.delivery.requeue();
+            return Outcome::Unsettled(format!("failure hook: {hook}"));
+        }
+        let info = DeadLetterInfo {
+            reason,
+            origin_queue: self.queue.name.clone(),
+            attempts,
+            last_error: error.clone(),
+        };
+        let failed = self.envelope.with_failure(&self.queue.name, &error);
+        dead_letter_envelope(deps, self.delivery, &failed, info).await
     }
 }
 

@@ -568,9 +568,15 @@ async fn a_tenant_beyond_its_running_share_waits_while_another_is_served(backend
     let started = Instant::now();
     let mut most_running = 0;
     loop {
-        let running = conveyor::domains::ai_tasks::store::running_of(&app.platform.db, &big.id, "")
-            .await
-            .unwrap();
+        let running = conveyor::domains::ai_tasks::store::running_by_user(
+            &app.platform.db,
+            &[big.id.as_str()],
+        )
+        .await
+        .unwrap()
+        .get(&big.id)
+        .copied()
+        .unwrap_or(0);
         most_running = most_running.max(running);
         let s = app.task(&small_key, &small).await;
         if s["status"] == "SUCCESS" {

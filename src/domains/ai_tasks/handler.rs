@@ -22,7 +22,7 @@ use super::kinds::{Status, TaskKind};
 use super::messages::{RunStep, TaskEvent, publish_events};
 use super::store::{self, Change, Guard, StepClaim, StepResult, Task};
 use crate::broker::{DeadReason, Envelope};
-use crate::consumer::{BatchHandler, Context, Fate, Handler, HandlerError, fence};
+use crate::consumer::{BatchHandler, Context, Fate, HandlerError, fence};
 use crate::domains::ai_tasks::settings::AiSettings;
 use crate::outbox::Relay;
 
@@ -130,12 +130,11 @@ impl AiTaskHandler {
             messages.iter().map(|_| None).collect();
         let candidates = match self.candidates(ctx, messages, &mut answers).await {
             Ok(c) => c,
-            Err(e) => return fill(answers, |_| Err(e.clone_as_transient())),
+            Err(e) => return fill(answers, &format!("loading tasks: {e}")),
         };
-        let candidates = self.fair_share(ctx, candidates, &mut answers).await;
-        let candidates = match candidates {
+        let candidates = match self.fair_share(ctx, candidates, &mut answers).await {
             Ok(c) => c,
-            Err(e) => return fill(answers, |_| Err(transient(&e))),
+            Err(e) => return fill(answers, &e),
         };
         let stale = Utc::now() - chrono::Duration::milliseconds(self.ai.stale_after_ms as i64);
         let wanted: Vec<StepClaim<'_>> = candidates
@@ -148,7 +147,7 @@ impl AiTaskHandler {
             .collect();
         let claimed = match store::claim_many(&ctx.db, &wanted, stale).await {
             Ok(c) => c,
-            Err(e) => return fill(answers, |_| Err(transient(&e))),
+            Err(e) => return fill(answers, &e),
         };
         publish_events(
             ctx.broker.as_ref(),
@@ -227,7 +226,7 @@ impl AiTaskHandler {
         ctx: &Context,
         messages: &[Envelope],
         answers: &mut [Option<Result<(), HandlerError>>],
-    ) -> Result<Vec<Candidate>, LoadError> {
+    ) -> Result<Vec<Candidate>, sea_orm::DbErr> {
         let mut runs = Vec::with_capacity(messages.len());
         for (i, m) in messages.iter().enumerate() {
             match serde_json::from_value::<RunStep>(m.payload.clone()) {
@@ -241,8 +240,7 @@ impl AiTaskHandler {
         }
         let ids: Vec<&str> = runs.iter().map(|(_, r)| r.task_id.as_str()).collect();
         let mut tasks: HashMap<String, Task> = store::get_many(&ctx.db, &ids)
-            .await
-            .map_err(|e| LoadError(e.to_string()))?
+            .await?
             .into_iter()
             .map(|t| (t.id.clone(), t))
             .collect();
@@ -437,32 +435,25 @@ impl AiTaskHandler {
     async fn commit(&self, ctx: &Context, wave: Vec<Ran>) -> Vec<Answer> {
         // The provider was paid for, nothing is committed yet.
         crate::crash_point!("ai::before_commit");
-        let together = self.commit_together(ctx, &wave).await;
-        let committed = match together {
-            Ok(c) => c,
+        let (committed, answers) = match self.commit_together(ctx, &wave).await {
+            Ok(c) => (c, wave.iter().map(|r| (r.index, Ok(()))).collect()),
             Err(e) if wave.len() == 1 => return vec![(wave[0].index, Err(transient(&e)))],
             Err(e) => {
                 tracing::warn!(size = wave.len(), error = %e, "committing a wave of results failed; committing them one by one");
-                let mut answers = Vec::with_capacity(wave.len());
                 let mut committed = Vec::new();
+                let mut answers = Vec::with_capacity(wave.len());
                 for ran in &wave {
-                    match self.commit_together(ctx, std::slice::from_ref(ran)).await {
-                        Ok(c) => committed.extend(c),
-                        Err(e) => answers.push((ran.index, Err(transient(&e)))),
-                    }
+                    let one = self.commit_together(ctx, std::slice::from_ref(ran)).await;
+                    answers.push((
+                        ran.index,
+                        one.map(|c| committed.extend(c)).map_err(transient),
+                    ));
                 }
-                self.after_commit(ctx, &committed).await;
-                let failed: Vec<usize> = answers.iter().map(|(i, _)| *i).collect();
-                answers.extend(
-                    wave.iter()
-                        .filter(|r| !failed.contains(&r.index))
-                        .map(|r| (r.index, Ok(()))),
-                );
-                return answers;
+                (committed, answers)
             }
         };
         self.after_commit(ctx, &committed).await;
-        wave.iter().map(|r| (r.index, Ok(()))).collect()
+        answers
     }
 
     /// One transaction for `wave`: each step's result (the task's next step through the
@@ -539,27 +530,16 @@ fn final_result(ran: &Ran) -> serde_json::Value {
     }
 }
 
-/// Every unanswered message gets `answer(index)`; the answered keep theirs.
+/// A step of the batch failed for all: every message not answered yet is retried with
+/// `error`; the answered keep theirs.
 fn fill(
     answers: Vec<Option<Result<(), HandlerError>>>,
-    answer: impl Fn(usize) -> Result<(), HandlerError>,
+    error: &dyn std::fmt::Display,
 ) -> Vec<Result<(), HandlerError>> {
     answers
         .into_iter()
-        .enumerate()
-        .map(|(i, a)| a.unwrap_or_else(|| answer(i)))
+        .map(|a| a.unwrap_or_else(|| Err(transient(error))))
         .collect()
-}
-
-/// Loading a batch's tasks failed: every message of it is retried.
-#[derive(Debug, thiserror::Error)]
-#[error("loading tasks: {0}")]
-struct LoadError(String);
-
-impl LoadError {
-    fn clone_as_transient(&self) -> HandlerError {
-        HandlerError::transient(self)
-    }
 }
 
 /// Writes a step's progress while it runs, at most every [`PROGRESS_EVERY`]: ticks in
@@ -611,29 +591,6 @@ async fn report_progress(
         if let Ok(Some((_, ev))) = store::apply_now(&ctx.db, id, &g, change).await {
             publish_events(ctx.broker.as_ref(), &[ev]).await;
         }
-    }
-}
-
-#[async_trait]
-impl Handler for AiTaskHandler {
-    async fn handle(&self, ctx: &Context, msg: &Envelope) -> Result<(), HandlerError> {
-        self.handle_many(ctx, std::slice::from_ref(msg))
-            .await
-            .pop()
-            .unwrap_or(Ok(()))
-    }
-
-    async fn on_failure(
-        &self,
-        ctx: &Context,
-        msg: &Envelope,
-        fate: &Fate,
-    ) -> Result<(), HandlerError> {
-        self.failed(ctx, msg, fate).await
-    }
-
-    fn fences_itself(&self) -> bool {
-        true
     }
 }
 

@@ -111,11 +111,38 @@ async fn change_row(
     guard: &Guard<'_>,
     change: Change,
 ) -> Result<Option<(Task, TaskEvent)>, DbErr> {
-    let now = Utc::now();
+    let q = guarded_update([id.to_owned()], guard, &change, Utc::now());
+    let t = if txn.support_returning() {
+        // PostgreSQL: the updated row comes back with the update, one round trip less
+        // (the id filter matches at most one row).
+        match q.exec_with_returning(txn).await?.pop() {
+            Some(t) => t,
+            None => return Ok(None),
+        }
+    } else {
+        if q.exec(txn).await?.rows_affected != 1 {
+            return Ok(None);
+        }
+        let Some(t) = task::Entity::find_by_id(id.to_owned()).one(txn).await? else {
+            return Ok(None);
+        };
+        t
+    };
+    let ev = event_of(&t, change.message);
+    Ok(Some((t, ev)))
+}
+
+/// The conditional update of [`apply`]: `change` on the tasks `ids` where `guard` holds.
+fn guarded_update(
+    ids: impl IntoIterator<Item = String>,
+    guard: &Guard<'_>,
+    change: &Change,
+    now: DateTime<Utc>,
+) -> sea_orm::UpdateMany<task::Entity> {
     let mut q = task::Entity::update_many()
         .col_expr(task::Column::Seq, Expr::col(task::Column::Seq).add(1))
         .col_expr(task::Column::UpdatedAt, Expr::value(now))
-        .filter(task::Column::Id.eq(id))
+        .filter(task::Column::Id.is_in(ids))
         .filter(task::Column::Status.is_in(guard.statuses.iter().copied()));
     if let Some(a) = guard.attempt {
         q = q.filter(task::Column::Attempt.eq(a));
@@ -177,24 +204,7 @@ async fn change_row(
     if let Some(e) = &change.error {
         q = q.col_expr(task::Column::Error, Expr::value(e.clone()));
     }
-    let t = if txn.support_returning() {
-        // PostgreSQL: the updated row comes back with the update, one round trip less
-        // (the id filter matches at most one row).
-        match q.exec_with_returning(txn).await?.pop() {
-            Some(t) => t,
-            None => return Ok(None),
-        }
-    } else {
-        if q.exec(txn).await?.rows_affected != 1 {
-            return Ok(None);
-        }
-        let Some(t) = task::Entity::find_by_id(id.to_owned()).one(txn).await? else {
-            return Ok(None);
-        };
-        t
-    };
-    let ev = event_of(&t, change.message);
-    Ok(Some((t, ev)))
+    q
 }
 
 /// [`apply`] in a transaction of its own: the change and its event commit together
@@ -764,21 +774,6 @@ fn material_content(kind: TaskKind, result: &serde_json::Value) -> String {
     }
 }
 
-/// How many of the user's tasks other than `except` are PROCESSING (by index).
-pub async fn running_of(
-    db: &impl ConnectionTrait,
-    user_id: &str,
-    except: &str,
-) -> Result<u64, DbErr> {
-    use sea_orm::PaginatorTrait as _;
-    task::Entity::find()
-        .filter(task::Column::UserId.eq(user_id))
-        .filter(task::Column::Status.eq(Status::Processing))
-        .filter(task::Column::Id.ne(except))
-        .count(db)
-        .await
-}
-
 /// Tasks by id (a batch of step messages), in no particular order.
 pub async fn get_many(db: &impl ConnectionTrait, ids: &[&str]) -> Result<Vec<Task>, DbErr> {
     task::Entity::find()
@@ -818,11 +813,12 @@ pub struct StepClaim<'a> {
 
 /// Claims the lease of every task of `wanted` that is PENDING, RETRYING or PROCESSING at
 /// the claim's step with no fresh lease (heartbeat older than `stale_before`), in one
-/// transaction: one guarded `UPDATE … RETURNING` per step where the database has it
-/// ([`claim_returning`]); on MariaDB the rows are read `FOR UPDATE` (in id order, so two
-/// batches that share a task cannot deadlock on the rest), checked, and one UPDATE per
-/// step sets PROCESSING, the next attempt and a fresh heartbeat. The claims' events go in
-/// as one insert.
+/// transaction: [`apply`]'s guarded update with a claim, one statement per step for the
+/// batch, and the claims' events as one insert. Where `UPDATE … RETURNING` exists
+/// (PostgreSQL, SQLite) the claimed rows come back with it (no read before: a
+/// `FOR UPDATE` read writes every row it locks on PostgreSQL); on MariaDB the rows are
+/// locked first (in id order, so two batches that share a task cannot deadlock on the
+/// rest) and read again after: the ones whose attempt moved are ours.
 /// Returns the claimed tasks as they are now, with their events; the others are held
 /// by someone else, finished, or at another step.
 pub async fn claim_many(
@@ -834,149 +830,74 @@ pub async fn claim_many(
         return Ok(Vec::new());
     }
     let txn = db.begin().await?;
-    if txn.support_returning() {
-        let out = claim_returning(&txn, wanted, stale_before).await?;
-        txn.commit().await?;
-        return Ok(out);
-    }
-    let rows = task::Entity::find()
-        .filter(task::Column::Id.is_in(wanted.iter().map(|c| c.id.to_owned())))
-        .order_by_asc(task::Column::Id)
-        .lock(sea_orm::sea_query::LockType::Update)
-        .all(&txn)
-        .await?;
-    let now = Utc::now();
-    let mut claimed: Vec<(Task, &str)> = Vec::new();
-    for t in rows {
-        let Some(c) = wanted.iter().find(|c| c.id == t.id) else {
-            continue;
-        };
-        let lease_free =
-            t.status != Status::Processing || t.heartbeat_at.is_none_or(|h| h < stale_before);
-        if matches!(
-            t.status,
-            Status::Pending | Status::Retrying | Status::Processing
-        ) && t.step_index == c.step_index
-            && lease_free
-        {
-            claimed.push((t, c.step));
-        }
-    }
-    if claimed.is_empty() {
-        txn.rollback().await?;
-        return Ok(Vec::new());
-    }
-    let mut steps: Vec<&str> = claimed.iter().map(|(_, s)| *s).collect();
-    steps.sort_unstable();
-    steps.dedup();
-    for step in steps {
-        let ids = claimed
-            .iter()
-            .filter(|(_, s)| *s == step)
-            .map(|(t, _)| t.id.clone());
-        task::Entity::update_many()
-            .col_expr(task::Column::Seq, Expr::col(task::Column::Seq).add(1))
-            .col_expr(task::Column::UpdatedAt, Expr::value(now))
-            .col_expr(task::Column::Status, Expr::value(Status::Processing))
-            .col_expr(
-                task::Column::Attempt,
-                Expr::col(task::Column::Attempt).add(1),
-            )
-            .col_expr(task::Column::HeartbeatAt, Expr::value(now))
-            .col_expr(
-                task::Column::StartedAt,
-                Expr::FunctionCall(Func::coalesce([
-                    Expr::col(task::Column::StartedAt),
-                    Expr::value(now),
-                ])),
-            )
-            .col_expr(task::Column::Step, Expr::value(step.to_owned()))
-            .filter(task::Column::Id.is_in(ids))
-            .exec(&txn)
-            .await?;
-    }
-    // The rows as the update left them (they are locked: nobody else changed them).
-    let out: Vec<(Task, TaskEvent)> = claimed
-        .into_iter()
-        .map(|(mut t, step)| {
-            t.seq += 1;
-            t.updated_at = now;
-            t.status = Status::Processing;
-            t.attempt += 1;
-            t.heartbeat_at = Some(now);
-            t.started_at = t.started_at.or(Some(now));
-            t.step = Some(step.to_owned());
-            let ev = event_of(&t, Some(format!("{step} started")));
-            (t, ev)
-        })
-        .collect();
-    event::Entity::insert_many(out.iter().map(|(_, ev)| event_row(ev)))
-        .exec_without_returning(&txn)
-        .await?;
-    txn.commit().await?;
-    Ok(out)
-}
-
-/// [`claim_many`] where `UPDATE … RETURNING` exists (PostgreSQL, SQLite): one guarded
-/// update per step, no row read or lock before it (a `FOR UPDATE` read writes every row
-/// it locks on PostgreSQL).
-async fn claim_returning(
-    txn: &impl ConnectionTrait,
-    wanted: &[StepClaim<'_>],
-    stale_before: DateTime<Utc>,
-) -> Result<Vec<(Task, TaskEvent)>, DbErr> {
+    let returning = txn.support_returning();
+    let all_ids = || wanted.iter().map(|c| c.id.to_owned());
+    let attempts_before: std::collections::HashMap<String, i32> = if returning {
+        Default::default()
+    } else {
+        task::Entity::find()
+            .filter(task::Column::Id.is_in(all_ids()))
+            .order_by_asc(task::Column::Id)
+            .lock(sea_orm::sea_query::LockType::Update)
+            .all(&txn)
+            .await?
+            .into_iter()
+            .map(|t| (t.id, t.attempt))
+            .collect()
+    };
     let now = Utc::now();
     let mut groups: Vec<(i32, &str)> = wanted.iter().map(|c| (c.step_index, c.step)).collect();
     groups.sort_unstable();
     groups.dedup();
-    let mut out = Vec::with_capacity(wanted.len());
+    let mut claimed = Vec::with_capacity(wanted.len());
     for (step_index, step) in groups {
         let ids = wanted
             .iter()
             .filter(|c| c.step_index == step_index && c.step == step)
             .map(|c| c.id.to_owned());
-        let claimed = task::Entity::update_many()
-            .col_expr(task::Column::Seq, Expr::col(task::Column::Seq).add(1))
-            .col_expr(task::Column::UpdatedAt, Expr::value(now))
-            .col_expr(task::Column::Status, Expr::value(Status::Processing))
-            .col_expr(
-                task::Column::Attempt,
-                Expr::col(task::Column::Attempt).add(1),
-            )
-            .col_expr(task::Column::HeartbeatAt, Expr::value(now))
-            .col_expr(
-                task::Column::StartedAt,
-                Expr::FunctionCall(Func::coalesce([
-                    Expr::col(task::Column::StartedAt),
-                    Expr::value(now),
-                ])),
-            )
-            .col_expr(task::Column::Step, Expr::value(step.to_owned()))
-            .filter(task::Column::Id.is_in(ids))
-            .filter(task::Column::Status.is_in([
-                Status::Pending,
-                Status::Retrying,
-                Status::Processing,
-            ]))
-            .filter(task::Column::StepIndex.eq(step_index))
-            .filter(
-                task::Column::HeartbeatAt
-                    .is_null()
-                    .or(task::Column::HeartbeatAt.lt(stale_before))
-                    .or(task::Column::Status.ne(Status::Processing)),
-            )
-            .exec_with_returning(txn)
-            .await?;
-        out.extend(claimed.into_iter().map(|t| {
-            let ev = event_of(&t, Some(format!("{step} started")));
-            (t, ev)
-        }));
+        let guard = Guard {
+            statuses: &[Status::Pending, Status::Retrying, Status::Processing],
+            attempt: None,
+            step_index: Some(step_index),
+            lease_free_before: Some(stale_before),
+        };
+        let change = Change {
+            status: Some(Status::Processing),
+            claim: true,
+            step: Some(step.to_owned()),
+            ..Default::default()
+        };
+        let q = guarded_update(ids, &guard, &change, now);
+        if returning {
+            claimed.extend(q.exec_with_returning(&txn).await?);
+        } else {
+            q.exec(&txn).await?;
+        }
     }
+    if !returning {
+        // Locked by this transaction since the read: any change is our claim.
+        claimed = task::Entity::find()
+            .filter(task::Column::Id.is_in(all_ids()))
+            .all(&txn)
+            .await?
+            .into_iter()
+            .filter(|t| attempts_before.get(&t.id).is_some_and(|a| t.attempt > *a))
+            .collect();
+    }
+    let out: Vec<(Task, TaskEvent)> = claimed
+        .into_iter()
+        .map(|t| {
+            let message = format!("{} started", t.step.as_deref().unwrap_or("step"));
+            let ev = event_of(&t, Some(message));
+            (t, ev)
+        })
+        .collect();
     if !out.is_empty() {
         event::Entity::insert_many(out.iter().map(|(_, ev)| event_row(ev)))
-            .exec_without_returning(txn)
+            .exec_without_returning(&txn)
             .await?;
     }
+    txn.commit().await?;
     Ok(out)
 }
 
