@@ -19,11 +19,6 @@ use std::collections::BTreeMap;
 
 use crate::config::{QueueOverride, QueueType, Settings};
 
-/// The fewest batches one process handles at once on a queue with a batch handler
-/// (the default is prefetch / batch, at least this), unless `[queues.<key>] in_flight`
-/// says otherwise.
-pub const DEFAULT_BATCHES_IN_FLIGHT: u16 = 2;
-
 /// A work queue consumers subscribe to.
 #[derive(Debug, PartialEq, Eq, Hash)]
 pub struct QueueSpec {
@@ -37,6 +32,10 @@ pub struct QueueSpec {
     /// long to wait for a batch to fill after its first delivery.
     pub default_batch: u16,
     pub default_linger_ms: u64,
+    /// Batch-handler calls one process runs at once (`None`: as many as the prefetch
+    /// window holds, the broker's bound on unsettled messages; search sync's 2 is like
+    /// a bulk client's concurrent requests).
+    pub default_in_flight: Option<u16>,
     pub purpose: &'static str,
 }
 
@@ -195,14 +194,12 @@ impl Topology {
             max_attempts: over.max_attempts.unwrap_or(spec.default_max_attempts),
             batch: usize::from(over.batch.unwrap_or(spec.default_batch).max(1)),
             linger: Duration::from_millis(over.linger_ms.unwrap_or(spec.default_linger_ms)),
-            // Enough batches at once to use the prefetch window, and at least two.
+            // Unbounded by default: batch handlers answer message by message, so the
+            // prefetch window (messages unsettled) is the bound, not a count of calls.
             in_flight: usize::from(
                 over.in_flight
-                    .unwrap_or_else(|| {
-                        let prefetch = over.prefetch.unwrap_or(spec.default_prefetch);
-                        let batch = over.batch.unwrap_or(spec.default_batch).max(1);
-                        DEFAULT_BATCHES_IN_FLIGHT.max(prefetch.div_ceil(batch))
-                    })
+                    .or(spec.default_in_flight)
+                    .unwrap_or(over.prefetch.unwrap_or(spec.default_prefetch))
                     .max(1),
             ),
         }
@@ -374,6 +371,7 @@ mod tests {
         default_max_attempts: 5,
         default_batch: 1,
         default_linger_ms: 0,
+        default_in_flight: None,
         purpose: "test work",
     };
     const EXPIRE: QueueSpec = QueueSpec {
@@ -383,6 +381,7 @@ mod tests {
         default_max_attempts: 5,
         default_batch: 1,
         default_linger_ms: 0,
+        default_in_flight: None,
         purpose: "test timers",
     };
     const TIMEOUT: DelaySpec = DelaySpec {

@@ -14,6 +14,7 @@
 
 mod admit;
 mod admitted;
+pub mod answers;
 pub mod deaths;
 pub mod fence;
 pub mod fence_entity;
@@ -30,6 +31,7 @@ use sea_orm::DatabaseConnection;
 use crate::broker::{Broker, Envelope, QueueSpec};
 use crate::dedupe::DedupeStore;
 
+pub use answers::Answers;
 pub use fence::Fence;
 pub use process::{Outcome, process_batch, process_one};
 pub use run::run;
@@ -80,11 +82,16 @@ pub trait Handler: Send + Sync + 'static {
 
 /// A handler of batches: one call for up to `[queues.<key>] batch` deliveries, so the
 /// handler can do one query or one request for all of them. It answers one result per
-/// message, in order; the runtime settles each message from its own result (ack, retry
-/// tier, dead letter), so a message that fails does not take its neighbours with it;
-/// when the whole call fails (a panic, a wrong number of answers) each message is run
+/// message; the runtime settles each message from its own result (ack, retry tier, dead
+/// letter), so a message that fails does not take its neighbours with it; when the call
+/// fails as a whole (a panic, messages left unanswered) each unanswered message is run
 /// again alone, so only the one at fault fails. The same idempotence rule as
 /// [`Handler`] applies.
+///
+/// A handler whose messages finish at different times (steps of varying length)
+/// implements [`BatchHandler::handle_streaming`] and answers each as soon as it is
+/// known: the runtime settles it then, so its prefetch slot does not wait for the
+/// batch's slowest message.
 #[async_trait]
 pub trait BatchHandler: Send + Sync + 'static {
     async fn handle_batch(
@@ -92,6 +99,21 @@ pub trait BatchHandler: Send + Sync + 'static {
         ctx: &Context,
         messages: &[Envelope],
     ) -> Vec<Result<(), HandlerError>>;
+
+    /// Handles the batch, giving each message's answer to `answers` as soon as it is
+    /// known (by index in `messages`). The default answers all at once from
+    /// [`BatchHandler::handle_batch`]; a result of the wrong length leaves the messages
+    /// it does not cover unanswered.
+    async fn handle_streaming(&self, ctx: &Context, messages: &[Envelope], answers: &Answers) {
+        for (i, r) in self
+            .handle_batch(ctx, messages)
+            .await
+            .into_iter()
+            .enumerate()
+        {
+            answers.give(i, r);
+        }
+    }
 
     /// Whether the handler writes the fence row of every message it answers `Ok`: in the
     /// transaction that commits its effect ([`fence::mark_many_in`]), or on its own when

@@ -4,10 +4,13 @@
 
 use std::panic::AssertUnwindSafe;
 
-use futures::FutureExt as _;
+use futures::future::BoxFuture;
+use futures::stream::FuturesUnordered;
+use futures::{FutureExt as _, StreamExt as _};
 use tracing::Instrument as _;
 
 use super::admit::{Admission, Admitted, admit, admit_many};
+use super::answers::{Answer, Answers, collect};
 use super::settle::{Ending, Hooks, conclude, conclude_successes};
 use super::{BatchHandler, Context, Deps, Handler, HandlerError};
 use crate::broker::{DeadReason, Delivery, Envelope};
@@ -69,10 +72,11 @@ pub async fn process_one(deps: &Deps, handler: &dyn Handler, delivery: Delivery)
 
 /// Processes a batch of deliveries of one queue: admitted together (one claim round
 /// trip), the handler runs once for all admitted ones, and each is settled from its own
-/// result, so one message's failure never fails its neighbours (a failure of the whole
-/// call runs each message again alone). The successes are settled together: one fence
-/// write, one dedupe call, coalesced acks. Outcomes come back in the order of
-/// `deliveries`.
+/// answer as soon as the handler gives it, so one message's failure never fails its
+/// neighbours and a quick message is acked while slow ones still run. Answers given
+/// together are settled together: one fence write, one dedupe call, coalesced acks. If
+/// the call fails as a whole (a panic) or leaves messages unanswered, each of those runs
+/// again alone. Outcomes come back in the order of `deliveries`.
 pub async fn process_batch(
     deps: &Deps,
     handler: &dyn BatchHandler,
@@ -82,73 +86,97 @@ pub async fn process_batch(
         return Vec::new();
     };
     let admissions = admit_many(deps, deliveries).await;
-    let mut outcomes: Vec<Option<Outcome>> = Vec::with_capacity(admissions.len());
-    // What each admitted message is settled from: quarantined ones now, the others once
-    // the handler answered. The envelopes move into the handler's slice and back, so the
-    // batch is never copied.
-    let mut endings: Vec<(usize, Admitted, Ending)> = Vec::new();
-    let mut held = Vec::new();
-    let mut envelopes = Vec::new();
+    let mut outcomes: Vec<Option<Outcome>> = admissions.iter().map(|_| None).collect();
+    let ctx = deps.context(queue);
+    let hooks = Hooks::Batch(handler);
+    let mut settling: FuturesUnordered<Settling<'_>> = FuturesUnordered::new();
+    // The messages given to the handler: their place in `outcomes` and what settles
+    // them, taken out when their answer arrives. The handler reads copies of the
+    // envelopes, so a message can be settled while the call still runs.
+    let mut held: Vec<Option<(usize, Admitted)>> = Vec::new();
     for (i, a) in admissions.into_iter().enumerate() {
-        outcomes.push(None);
         match a {
-            Admission::Run(Admitted {
-                delivery,
-                queue,
-                envelope,
-                token,
-            }) => {
-                held.push((i, delivery, queue, token));
-                envelopes.push(envelope);
-            }
-            Admission::Quarantine(a, deaths) => endings.push((i, a, Ending::Quarantined(deaths))),
+            Admission::Run(a) => held.push(Some((i, a))),
+            Admission::Quarantine(a, deaths) => settling.push(settle_failure(
+                deps,
+                hooks,
+                &ctx,
+                i,
+                a,
+                Ending::Quarantined(deaths),
+            )),
             Admission::Settled(o) => outcomes[i] = Some(o),
         }
     }
-    let ctx = deps.context(queue);
-    let mut successes: Vec<(usize, Admitted)> = Vec::new();
-    if !envelopes.is_empty() {
-        let n = envelopes.len();
-        let span = tracing::info_span!("batch", queue = %queue.key, size = n);
-        let claims: Vec<(&str, &str)> = held
+    if !held.is_empty() {
+        let envelopes: Vec<Envelope> = held
             .iter()
-            .zip(&envelopes)
-            .filter_map(|((_, _, _, token), e)| token.as_deref().map(|t| (e.id.as_str(), t)))
+            .flatten()
+            .map(|(_, a)| a.envelope.clone())
             .collect();
-        let results = renewing(deps, &claims, run_batch(handler, &ctx, &envelopes))
-            .instrument(span)
-            .await;
-        for (((i, delivery, queue, token), envelope), result) in
-            held.into_iter().zip(envelopes).zip(results)
-        {
-            let a = Admitted {
-                delivery,
-                queue,
-                envelope,
-                token,
-            };
-            match result {
-                Ok(()) => successes.push((i, a)),
-                failed => endings.push((i, a, failed.into())),
+        let span = tracing::info_span!("batch", queue = %queue.key, size = envelopes.len());
+        let (answers, mut rx) = Answers::new(envelopes.len());
+        let call = guarded(handler.handle_streaming(&ctx, &envelopes, &answers)).instrument(span);
+        tokio::pin!(call);
+        let every = renew_every(deps);
+        let mut renew_at = tokio::time::Instant::now() + every;
+        let whole = loop {
+            tokio::select! {
+                ended = &mut call => break ended.err().map(|e| e.to_string()),
+                Some(first) = rx.recv() => {
+                    let mut given = vec![first];
+                    given.extend(Answers::drain(&mut rx));
+                    settle_answers(deps, hooks, &ctx, &mut held, given, &mut settling);
+                }
+                Some(done) = settling.next(), if !settling.is_empty() => {
+                    for (i, o) in done {
+                        outcomes[i] = Some(o);
+                    }
+                }
+                _ = tokio::time::sleep_until(renew_at) => {
+                    renew_at += every;
+                    renew(deps, held.iter().flatten().filter_map(|(_, a)| a.claim())).await;
+                }
+            }
+        };
+        settle_answers(
+            deps,
+            hooks,
+            &ctx,
+            &mut held,
+            Answers::drain(&mut rx),
+            &mut settling,
+        );
+        // What the call left unanswered runs again, one message at a time.
+        let unanswered: Vec<usize> = (0..held.len()).filter(|&k| held[k].is_some()).collect();
+        if !unanswered.is_empty() {
+            let why = whole.unwrap_or_else(|| "batch handler gave no answer".to_owned());
+            let alone = envelopes.len() == 1;
+            if !alone {
+                tracing::warn!(size = envelopes.len(), unanswered = unanswered.len(), error = %why, "running unanswered messages of a batch one by one");
+            }
+            for k in unanswered {
+                let result = if alone {
+                    Err(HandlerError::Transient(why.clone()))
+                } else {
+                    let claim: Vec<_> = held[k].iter().filter_map(|(_, a)| a.claim()).collect();
+                    renewing(deps, &claim, run_alone(handler, &ctx, &envelopes[k])).await
+                };
+                settle_answers(
+                    deps,
+                    hooks,
+                    &ctx,
+                    &mut held,
+                    vec![(k, result)],
+                    &mut settling,
+                );
             }
         }
     }
-    let (places, done): (Vec<usize>, Vec<Admitted>) = successes.into_iter().unzip();
-    let acked = conclude_successes(deps, handler.fences_itself(), done);
-    let failed = futures::future::join_all(endings.into_iter().map(|(i, a, ending)| {
-        let span = a.span();
-        let ctx = &ctx;
-        async move {
-            (
-                i,
-                conclude(deps, Hooks::Batch(handler), ctx, a, ending).await,
-            )
+    while let Some(done) = settling.next().await {
+        for (i, o) in done {
+            outcomes[i] = Some(o);
         }
-        .instrument(span)
-    }));
-    let (acked, failed) = futures::join!(acked, failed);
-    for (i, o) in places.into_iter().zip(acked).chain(failed) {
-        outcomes[i] = Some(o);
     }
     outcomes
         .into_iter()
@@ -156,40 +184,66 @@ pub async fn process_batch(
         .collect()
 }
 
-/// Runs the batch handler on `envelopes`, one result per message. If the call as a
-/// whole fails (a panic, a wrong number of answers), each message is run again alone,
-/// so the one at fault fails and its neighbours do not; the handler is idempotent, so
-/// what the failed call committed is not done twice.
-async fn run_batch(
+/// The settlement of some messages of a batch: (place in the batch, outcome).
+type Settling<'a> = BoxFuture<'a, Vec<(usize, Outcome)>>;
+
+/// Starts settling the answers `given` (by index into `held`): the successes together,
+/// each failure on its own.
+fn settle_answers<'a>(
+    deps: &'a Deps,
+    hooks: Hooks<'a>,
+    ctx: &'a Context,
+    held: &mut [Option<(usize, Admitted)>],
+    given: Vec<Answer>,
+    settling: &mut FuturesUnordered<Settling<'a>>,
+) {
+    let mut successes = Vec::new();
+    for (k, result) in given {
+        let Some((i, a)) = held.get_mut(k).and_then(Option::take) else {
+            continue;
+        };
+        match result {
+            Ok(()) => successes.push((i, a)),
+            failed => settling.push(settle_failure(deps, hooks, ctx, i, a, failed.into())),
+        }
+    }
+    if successes.is_empty() {
+        return;
+    }
+    let fenced_by_handler = hooks.fences_itself();
+    settling.push(Box::pin(async move {
+        let (places, done): (Vec<usize>, Vec<Admitted>) = successes.into_iter().unzip();
+        let acked = conclude_successes(deps, fenced_by_handler, done).await;
+        places.into_iter().zip(acked).collect()
+    }));
+}
+
+fn settle_failure<'a>(
+    deps: &'a Deps,
+    hooks: Hooks<'a>,
+    ctx: &'a Context,
+    i: usize,
+    a: Admitted,
+    ending: Ending,
+) -> Settling<'a> {
+    let span = a.span();
+    Box::pin(async move { vec![(i, conclude(deps, hooks, ctx, a, ending).await)] }.instrument(span))
+}
+
+/// Runs the batch handler on one message (after its batch's call failed as a whole).
+async fn run_alone(
     handler: &dyn BatchHandler,
     ctx: &Context,
-    envelopes: &[Envelope],
-) -> Vec<Result<(), HandlerError>> {
-    let n = envelopes.len();
-    let whole = match guarded(handler.handle_batch(ctx, envelopes)).await {
-        Ok(r) if r.len() == n => return r,
-        Ok(r) => format!(
-            "batch handler answered {} results for {n} messages",
-            r.len()
-        ),
-        Err(e) => e.to_string(),
-    };
-    if n == 1 {
-        return vec![Err(HandlerError::Transient(whole))];
+    envelope: &Envelope,
+) -> Result<(), HandlerError> {
+    match guarded(collect(handler, ctx, std::slice::from_ref(envelope))).await {
+        Ok(mut r) => r.pop().flatten().unwrap_or_else(|| {
+            Err(HandlerError::Transient(
+                "batch handler gave no answer for the message".to_owned(),
+            ))
+        }),
+        Err(e) => Err(e),
     }
-    tracing::warn!(size = n, error = %whole, "batch failed as a whole; running its messages one by one");
-    let mut results = Vec::with_capacity(n);
-    for one in envelopes.chunks(1) {
-        results.push(match guarded(handler.handle_batch(ctx, one)).await {
-            Ok(mut r) if r.len() == 1 => r.pop().unwrap_or(Ok(())),
-            Ok(r) => Err(HandlerError::Transient(format!(
-                "batch handler answered {} results for 1 message",
-                r.len()
-            ))),
-            Err(e) => Err(e),
-        });
-    }
-    results
 }
 
 /// Runs `f` (a handler) while renewing `claims` (message id, token) every third of the
@@ -199,23 +253,38 @@ async fn renewing<F: std::future::Future>(deps: &Deps, claims: &[(&str, &str)], 
     if claims.is_empty() {
         return f.await;
     }
-    let every = (deps.lease / 3).max(std::time::Duration::from_millis(10));
+    let every = renew_every(deps);
     tokio::pin!(f);
     loop {
         tokio::select! {
             out = &mut f => return out,
-            _ = tokio::time::sleep(every) => {
-                let renewals = claims.iter().map(|(id, token)| deps.dedupe.renew(id, token, deps.lease));
-                for (r, (id, _)) in futures::future::join_all(renewals).await.into_iter().zip(claims) {
-                    match r {
-                        Ok(true) => {}
-                        // Lapsed (a stall longer than the lease): another consumer may run it
-                        // too; the database fence and the handler's own guards decide.
-                        Ok(false) => tracing::warn!(id, "message claim lapsed while its handler ran"),
-                        Err(e) => tracing::warn!(id, error = %e, "renewing a message claim failed"),
-                    }
-                }
-            }
+            _ = tokio::time::sleep(every) => renew(deps, claims.iter().copied()).await,
+        }
+    }
+}
+
+/// How often running messages' claims are renewed: every third of the lease.
+fn renew_every(deps: &Deps) -> std::time::Duration {
+    (deps.lease / 3).max(std::time::Duration::from_millis(10))
+}
+
+/// Renews the claims (message id, token) of messages whose handler still runs.
+async fn renew<'a>(deps: &Deps, claims: impl Iterator<Item = (&'a str, &'a str)>) {
+    let claims: Vec<(&str, &str)> = claims.collect();
+    let renewals = claims
+        .iter()
+        .map(|(id, token)| deps.dedupe.renew(id, token, deps.lease));
+    for (r, (id, _)) in futures::future::join_all(renewals)
+        .await
+        .into_iter()
+        .zip(&claims)
+    {
+        match r {
+            Ok(true) => {}
+            // Lapsed (a stall longer than the lease): another consumer may run it too;
+            // the database fence and the handler's own guards decide.
+            Ok(false) => tracing::warn!(id, "message claim lapsed while its handler ran"),
+            Err(e) => tracing::warn!(id, error = %e, "renewing a message claim failed"),
         }
     }
 }

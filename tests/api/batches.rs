@@ -9,7 +9,9 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use conveyor::broker::{Envelope, Subscription, Target};
-use conveyor::consumer::{BatchHandler, Context, HandlerError, Outcome, fence, process_batch};
+use conveyor::consumer::{
+    Answers, BatchHandler, Context, HandlerError, Outcome, fence, process_batch,
+};
 use conveyor::domains::ai_tasks::queues::AI_SHORT;
 use sea_orm::sea_query::{Alias, Expr, ExprTrait as _, Query};
 use sea_orm::{ConnectionTrait, TransactionTrait};
@@ -24,6 +26,7 @@ on_every_backend!(
     a_panic_in_a_batch_fails_only_its_message,
     a_batch_stopped_before_its_commit_runs_again_once,
     a_batch_stopped_after_its_commit_is_not_run_again,
+    a_batch_acks_each_message_as_soon_as_it_is_answered,
 );
 
 async fn publish_n(
@@ -269,4 +272,103 @@ async fn a_batch_stopped_before_its_commit_runs_again_once(backend: Backend) {
 /// are acked as duplicates, without running again.
 async fn a_batch_stopped_after_its_commit_is_not_run_again(backend: Backend) {
     stopped_then_resumed(backend, "batch_stop_after_commit", Stop::AfterCommit).await;
+}
+
+/// Answers its "quick" messages at once and, when `hold_slow`, its "slow" one never
+/// (until the process is killed): a streaming batch handler.
+#[derive(Default)]
+struct Staggered {
+    hold_slow: bool,
+    seen: Mutex<Vec<String>>,
+}
+
+#[async_trait::async_trait]
+impl BatchHandler for Staggered {
+    async fn handle_batch(
+        &self,
+        _ctx: &Context,
+        messages: &[Envelope],
+    ) -> Vec<Result<(), HandlerError>> {
+        self.seen
+            .lock()
+            .unwrap()
+            .extend(messages.iter().map(|m| m.id.clone()));
+        messages.iter().map(|_| Ok(())).collect()
+    }
+
+    async fn handle_streaming(&self, _ctx: &Context, messages: &[Envelope], answers: &Answers) {
+        for (i, m) in messages.iter().enumerate() {
+            self.seen.lock().unwrap().push(m.id.clone());
+            if !self.hold_slow || m.payload["speed"] == "quick" {
+                answers.give(i, Ok(()));
+            }
+        }
+        if self.hold_slow {
+            std::future::pending::<()>().await;
+        }
+    }
+}
+
+/// A batch's quick messages are fenced and acked while its slow one still runs: when the
+/// process dies during the slow one, only that one comes back.
+async fn a_batch_acks_each_message_as_soon_as_it_is_answered(backend: Backend) {
+    let Some(mut env) = TestEnv::new(backend, "batch_streaming_acks").await else {
+        return;
+    };
+    env.settings.dedupe.lease_ms = 300;
+    let platform = env.platform().await;
+    let deps = platform.consumer_deps();
+    let quick = json!({ "speed": "quick" });
+    let ids = publish_n(
+        &platform,
+        &[quick.clone(), json!({ "speed": "slow" }), quick],
+    )
+    .await;
+    {
+        let mut sub = platform.broker.subscribe(&AI_SHORT).await.unwrap();
+        let batch = take(&mut sub, 3).await;
+        let handler = Staggered {
+            hold_slow: true,
+            ..Default::default()
+        };
+        // The slow message never ends; the process dies a second in.
+        let ran = tokio::time::timeout(
+            Duration::from_secs(1),
+            process_batch(&deps, &handler, batch),
+        )
+        .await;
+        assert!(ran.is_err(), "the slow message never ended");
+        assert_eq!(*handler.seen.lock().unwrap(), ids, "one call for the batch");
+        sub.cancel().await;
+    }
+    // Only the slow message is delivered again (possibly parked once while the dead
+    // run's claim lapses).
+    let mut sub = platform.broker.subscribe(&AI_SHORT).await.unwrap();
+    let again = Staggered::default();
+    let deadline = tokio::time::Instant::now() + WAIT;
+    loop {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the slow message came back"
+        );
+        let batch = take(&mut sub, 1).await;
+        let outcomes = process_batch(&deps, &again, batch).await;
+        if outcomes != [Outcome::Busy] {
+            assert_eq!(outcomes, [Outcome::Acked]);
+            break;
+        }
+    }
+    assert_eq!(
+        *again.seen.lock().unwrap(),
+        [ids[1].clone()],
+        "the slow one only"
+    );
+    assert!(
+        tokio::time::timeout(Duration::from_millis(700), sub.next())
+            .await
+            .is_err(),
+        "the quick ones were acked the first time"
+    );
+    sub.cancel().await;
+    env.cleanup(Some(&platform)).await;
 }

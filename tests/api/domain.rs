@@ -34,6 +34,7 @@ pub const PROBE_WORK: QueueSpec = QueueSpec {
     default_max_attempts: 3,
     default_batch: 1,
     default_linger_ms: 0,
+    default_in_flight: None,
     purpose: "test domain work",
 };
 
@@ -180,6 +181,7 @@ pub const IDLE_WORK: QueueSpec = QueueSpec {
     default_max_attempts: 1,
     default_batch: 1,
     default_linger_ms: 0,
+    default_in_flight: None,
     purpose: "test queue without a consumer",
 };
 

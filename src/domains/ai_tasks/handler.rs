@@ -22,6 +22,7 @@ use super::kinds::{Status, TaskKind};
 use super::messages::{RunStep, TaskEvent, publish_events};
 use super::store::{self, Change, Guard, StepClaim, StepResult, Task};
 use crate::broker::{DeadReason, Envelope};
+use crate::consumer::answers::{self, Answer, Answers};
 use crate::consumer::{BatchHandler, Context, Fate, HandlerError, fence};
 use crate::domains::ai_tasks::settings::AiSettings;
 use crate::outbox::Relay;
@@ -112,29 +113,31 @@ struct Ran {
     previous: serde_json::Value,
 }
 
-type Answer = (usize, Result<(), HandlerError>);
-
 impl AiTaskHandler {
     /// Runs a batch of step messages (one message is a batch of one): tasks loaded in
     /// one query, the fair-share rule checked with one count, the leases claimed in one
     /// transaction, the steps run concurrently, and their results committed in waves:
     /// whatever finished while the previous commit ran goes in the next transaction, with
-    /// the messages' fence rows. A slow step never holds back a quick one's result; a
-    /// result that cannot be committed with the others is committed alone.
-    async fn handle_many(
-        &self,
-        ctx: &Context,
-        messages: &[Envelope],
-    ) -> Vec<Result<(), HandlerError>> {
-        let mut answers: Vec<Option<Result<(), HandlerError>>> =
+    /// the messages' fence rows, and those messages are answered then (the runtime acks
+    /// them while the others still run). A slow step never holds back a quick one's
+    /// result or ack; a result that cannot be committed with the others is committed
+    /// alone.
+    async fn handle_many(&self, ctx: &Context, messages: &[Envelope], answers: &Answers) {
+        // Answers known before any step runs: failures are given at once; a message with
+        // nothing to commit (finished or canceled task, a step already done, a lease held
+        // elsewhere) is answered done once its fence row is written (the runtime leaves
+        // fencing to this handler).
+        let mut known: Vec<Option<Result<(), HandlerError>>> =
             messages.iter().map(|_| None).collect();
-        let candidates = match self.candidates(ctx, messages, &mut answers).await {
-            Ok(c) => c,
-            Err(e) => return fill(answers, &format!("loading tasks: {e}")),
+        let mut unfenced: Vec<usize> = Vec::new();
+        let loaded = match self.candidates(ctx, messages, &mut known).await {
+            Ok(c) => self.fair_share(ctx, c, &mut known).await,
+            Err(e) => Err(e),
         };
-        let candidates = match self.fair_share(ctx, candidates, &mut answers).await {
+        give_known(answers, known, &mut unfenced);
+        let candidates = match loaded {
             Ok(c) => c,
-            Err(e) => return fill(answers, &e),
+            Err(e) => return answers.give_rest(|| Err(transient(format!("loading tasks: {e}")))),
         };
         let stale = Utc::now() - chrono::Duration::milliseconds(self.ai.stale_after_ms as i64);
         let wanted: Vec<StepClaim<'_>> = candidates
@@ -147,7 +150,7 @@ impl AiTaskHandler {
             .collect();
         let claimed = match store::claim_many(&ctx.db, &wanted, stale).await {
             Ok(c) => c,
-            Err(e) => return fill(answers, &e),
+            Err(e) => return answers.give_rest(|| Err(transient(&e))),
         };
         publish_events(
             ctx.broker.as_ref(),
@@ -163,20 +166,29 @@ impl AiTaskHandler {
             match claimed.remove(&c.task.id) {
                 Some(task) => running.push(self.run_step(ctx, &messages[c.index], c, task)),
                 // Another consumer holds a live lease; if it dies the reaper re-drives.
-                None => answers[c.index] = Some(Ok(())),
+                None => unfenced.push(c.index),
             }
         }
-        // Commit in waves while the other steps keep running.
-        let mut fenced = vec![false; messages.len()];
+        // Commit in waves while the other steps keep running; each wave's messages are
+        // answered when it commits.
         let mut finished: Vec<Ran> = Vec::new();
         let mut committing: Option<BoxFuture<'_, Vec<Answer>>> = None;
         loop {
+            if committing.is_none() {
+                if !finished.is_empty() {
+                    committing = Some(self.commit(ctx, std::mem::take(&mut finished)).boxed());
+                } else if !unfenced.is_empty() {
+                    let done = std::mem::take(&mut unfenced);
+                    committing = Some(fence_done(ctx, messages, done).boxed());
+                }
+            }
             tokio::select! {
                 Some(done) = running.next(), if !running.is_empty() => {
                     let mut take = |done: Result<Option<Ran>, Answer>| match done {
                         Ok(Some(ran)) => finished.push(ran),
                         Ok(None) => {}
-                        Err((i, r)) => answers[i] = Some(r),
+                        Err((i, Ok(()))) => unfenced.push(i),
+                        Err((i, failed)) => answers.give(i, failed),
                     };
                     take(done);
                     while let Some(Some(more)) = running.next().now_or_never() {
@@ -185,37 +197,13 @@ impl AiTaskHandler {
                 }
                 Some(out) = OptionFuture::from(committing.as_mut()), if committing.is_some() => {
                     for (i, r) in out {
-                        if r.is_ok() {
-                            fenced[i] = true;
-                        }
-                        answers[i] = Some(r);
+                        answers.give(i, r);
                     }
                     committing = None;
                 }
                 else => break,
             }
-            if committing.is_none() && !finished.is_empty() {
-                committing = Some(self.commit(ctx, std::mem::take(&mut finished)).boxed());
-            }
         }
-        // Every message answered done is fenced (the runtime leaves that to this handler):
-        // the waves' in their transactions, the ones with nothing to commit (finished or
-        // canceled task, a step already done, a lease held elsewhere) here.
-        let nothing_to_commit: Vec<&str> = messages
-            .iter()
-            .zip(&answers)
-            .zip(&fenced)
-            .filter(|((_, a), f)| matches!(a, Some(Ok(()))) && !**f)
-            .map(|((m, _), _)| m.id.as_str())
-            .collect();
-        if let Err(e) = fence::mark_many_in(&ctx.db, &nothing_to_commit, ctx.queue.key).await {
-            for (m, a) in messages.iter().zip(answers.iter_mut()) {
-                if nothing_to_commit.contains(&m.id.as_str()) {
-                    *a = Some(Err(transient(format!("fence write failed: {e}"))));
-                }
-            }
-        }
-        answers.into_iter().map(|a| a.unwrap_or(Ok(()))).collect()
     }
 
     /// Parses the messages and loads their tasks: the ones whose task waits for the
@@ -530,16 +518,33 @@ fn final_result(ran: &Ran) -> serde_json::Value {
     }
 }
 
-/// A step of the batch failed for all: every message not answered yet is retried with
-/// `error`; the answered keep theirs.
-fn fill(
-    answers: Vec<Option<Result<(), HandlerError>>>,
-    error: &dyn std::fmt::Display,
-) -> Vec<Result<(), HandlerError>> {
-    answers
-        .into_iter()
-        .map(|a| a.unwrap_or_else(|| Err(transient(error))))
-        .collect()
+/// Gives the failures known before any step runs; the messages answered done wait in
+/// `unfenced` for their fence row.
+fn give_known(
+    answers: &Answers,
+    known: Vec<Option<Result<(), HandlerError>>>,
+    unfenced: &mut Vec<usize>,
+) {
+    for (i, a) in known.into_iter().enumerate() {
+        match a {
+            Some(Ok(())) => unfenced.push(i),
+            Some(failed) => answers.give(i, failed),
+            None => {}
+        }
+    }
+}
+
+/// Fences messages that are done with nothing to commit (in one write) and answers
+/// them: done, or retried if the write failed.
+async fn fence_done(ctx: &Context, messages: &[Envelope], done: Vec<usize>) -> Vec<Answer> {
+    let ids: Vec<&str> = done.iter().map(|&i| messages[i].id.as_str()).collect();
+    match fence::mark_many_in(&ctx.db, &ids, ctx.queue.key).await {
+        Ok(()) => done.into_iter().map(|i| (i, Ok(()))).collect(),
+        Err(e) => done
+            .into_iter()
+            .map(|i| (i, Err(transient(format!("fence write failed: {e}")))))
+            .collect(),
+    }
 }
 
 /// Writes a step's progress while it runs, at most every [`PROGRESS_EVERY`]: ticks in
@@ -601,7 +606,15 @@ impl BatchHandler for AiTaskHandler {
         ctx: &Context,
         messages: &[Envelope],
     ) -> Vec<Result<(), HandlerError>> {
-        self.handle_many(ctx, messages).await
+        answers::collect(self, ctx, messages)
+            .await
+            .into_iter()
+            .map(|a| a.unwrap_or_else(|| Err(transient("step left unanswered"))))
+            .collect()
+    }
+
+    async fn handle_streaming(&self, ctx: &Context, messages: &[Envelope], answers: &Answers) {
+        self.handle_many(ctx, messages, answers).await
     }
 
     async fn on_failure(

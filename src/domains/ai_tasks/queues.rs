@@ -8,15 +8,13 @@ pub const AI_SHORT: QueueSpec = QueueSpec {
     group: "ai",
     default_prefetch: 32,
     default_max_attempts: 5,
-    // One step per handler call by default: a batch's messages are acked when its last
-    // step ends, so with provider latencies that vary (seconds to a minute) a batch would
-    // hold the prefetch slots of its quick steps for its slowest one. For short, even
-    // steps (fast models) set `[queues."ai.short"] batch = 16`: claims and results of a
-    // batch go in one transaction each, results in waves as they finish. Measured with
-    // zero-duration steps (`cargo bench --bench submit`, prefetch 128): batch 1 641
-    // tasks/s, batch 16 1,122 tasks/s; 2 batches in flight starved the pipeline.
-    default_batch: 1,
+    // Up to 16 steps per handler call: their claims go in one transaction and their
+    // results in waves as they finish, each message acked as soon as its wave commits
+    // (a slow step holds only its own prefetch slot). Measured with zero-duration steps
+    // (`cargo bench --bench submit`): see the README's "Batches".
+    default_batch: 16,
     default_linger_ms: 2,
+    default_in_flight: None,
     purpose: "short AI generation (copywriting, image)",
 };
 pub const AI_LONG: QueueSpec = QueueSpec {
@@ -26,6 +24,7 @@ pub const AI_LONG: QueueSpec = QueueSpec {
     default_max_attempts: 3,
     default_batch: 1,
     default_linger_ms: 0,
+    default_in_flight: None,
     purpose: "long AI generation (video, 3D)",
 };
 pub const AI_PIPELINE: QueueSpec = QueueSpec {
@@ -35,6 +34,7 @@ pub const AI_PIPELINE: QueueSpec = QueueSpec {
     default_max_attempts: 5,
     default_batch: 1,
     default_linger_ms: 0,
+    default_in_flight: None,
     purpose: "video-analysis pipeline steps",
 };
 

@@ -11,6 +11,7 @@ pub const ORDERS_CREATE: QueueSpec = QueueSpec {
     default_max_attempts: 5,
     default_batch: 1,
     default_linger_ms: 0,
+    default_in_flight: None,
     purpose: "flash-sale order rows written after the Redis stock check",
 };
 
@@ -21,6 +22,7 @@ pub const ORDERS_EXPIRE: QueueSpec = QueueSpec {
     default_max_attempts: 5,
     default_batch: 1,
     default_linger_ms: 0,
+    default_in_flight: None,
     purpose: "cancel unpaid orders and return their stock",
 };
 

@@ -9,6 +9,7 @@ pub const PAYMENTS_APPLY: QueueSpec = QueueSpec {
     default_max_attempts: 8,
     default_batch: 1,
     default_linger_ms: 0,
+    default_in_flight: None,
     purpose: "apply verified payment events (grant credits) exactly once",
 };
 

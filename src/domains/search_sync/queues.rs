@@ -13,6 +13,7 @@ pub const SEARCH_SYNC: QueueSpec = QueueSpec {
     default_max_attempts: 200,
     default_batch: 500,
     default_linger_ms: 20,
+    default_in_flight: Some(2),
     purpose: "sync changed materials into the search index, in bulk",
 };
 
