@@ -290,15 +290,13 @@ async fn end_to_end(name: &str, mut settings: Settings, total: usize, consumers:
     {
         *step = 0.into();
     }
-    let batch = knob("BENCH_AI_BATCH").unwrap_or(AI_BATCH);
+    // The queue's defaults unless a knob says otherwise: prefetch, batch size, linger and
+    // handler calls in flight.
     settings.queues.insert(
         "ai.short".into(),
         conveyor::config::QueueOverride {
-            prefetch: Some(128),
-            // The consumer's batch size (default 16, what short even steps are run with;
-            // BENCH_AI_BATCH=1 is the queue's default), linger and batches in flight
-            // (default: the queue's).
-            batch: Some(batch),
+            prefetch: knob("BENCH_AI_PREFETCH"),
+            batch: knob("BENCH_AI_BATCH"),
             linger_ms: knob("BENCH_AI_LINGER_MS"),
             in_flight: knob("BENCH_AI_IN_FLIGHT"),
             ..Default::default()
@@ -353,8 +351,14 @@ async fn end_to_end(name: &str, mut settings: Settings, total: usize, consumers:
     }
     let secs = start.elapsed().as_secs_f64();
     let t = cpu_ticks().since(before);
+    let short = platform
+        .broker
+        .topology()
+        .queue(&conveyor::domains::ai_tasks::queues::AI_SHORT);
     println!(
-        "[{name}] end to end (ai.short batch {batch}): {total} zero-duration tasks submitted and finished in {secs:.2} s = {:.0} tasks/s",
+        "[{name}] end to end (ai.short prefetch {} batch {}): {total} zero-duration tasks submitted and finished in {secs:.2} s = {:.0} tasks/s",
+        short.prefetch,
+        short.batch,
         total as f64 / secs
     );
     let per = |ticks: u64| ms_per(ticks, total, 1);
@@ -374,10 +378,6 @@ async fn end_to_end(name: &str, mut settings: Settings, total: usize, consumers:
     }
     teardown(&settings).await;
 }
-
-/// `ai.short`'s batch for the end-to-end run: zero-duration steps are the short, even
-/// steps batches are for (see `domains::ai_tasks::queues::AI_SHORT`).
-const AI_BATCH: u16 = 16;
 
 /// A number from the environment, if set.
 fn knob<T: std::str::FromStr>(name: &str) -> Option<T> {

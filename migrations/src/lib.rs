@@ -15,6 +15,7 @@ mod m20261203_000008_payment_effects;
 mod m20261203_000009_material_search;
 mod m20261203_000010_message_deaths;
 mod m20261203_000011_tenant_limits;
+mod m20261203_000012_ledger_without_user_fk;
 
 pub struct Migrator;
 
@@ -33,6 +34,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261203_000009_material_search::Migration),
             Box::new(m20261203_000010_message_deaths::Migration),
             Box::new(m20261203_000011_tenant_limits::Migration),
+            Box::new(m20261203_000012_ledger_without_user_fk::Migration),
         ]
     }
 }

@@ -6,7 +6,9 @@ use crate::broker::QueueSpec;
 pub const AI_SHORT: QueueSpec = QueueSpec {
     key: "ai.short",
     group: "ai",
-    default_prefetch: 32,
+    // 64 steps at once per process: provider calls wait on the network, and with
+    // zero-duration steps 64 ran ~40 % faster than 32 (no gain at 128).
+    default_prefetch: 64,
     default_max_attempts: 5,
     // Up to 16 steps per handler call: their claims go in one transaction and their
     // results in waves as they finish, each message acked as soon as its wave commits
