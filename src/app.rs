@@ -19,7 +19,7 @@ use crate::broker::Topology;
 use crate::config::{BrokerKind, Section, Settings};
 use crate::domains::{self, Domain};
 use crate::telemetry::gauges::{self, Gauge};
-use crate::{account, consumer, dead_letters, live};
+use crate::{account, consumer, dead_letters, live, ops};
 
 pub use crate::platform::Platform;
 
@@ -105,6 +105,14 @@ pub async fn run_workers(
             let (deps, token) = (platform.consumer_deps(), shutdown.clone());
             tasks.spawn(async move { consumer::run::serve(deps, queue, handler, token).await });
         }
+    }
+    if platform.tally.take_reporter() {
+        tasks.spawn(crate::ops::reporter::run(
+            platform.broker.clone(),
+            platform.tally.clone(),
+            Duration::from_millis(platform.settings.ops.sample_interval_ms),
+            shutdown.clone(),
+        ));
     }
     let relay = platform.relay.clone();
     let token = shutdown.clone();
@@ -246,6 +254,7 @@ async fn compose(
                     Ok(c) => match c.as_ref() {
                         live::Control::KeyRevoked { key_hash }
                         | live::Control::KeyChanged { key_hash } => cache.forget(key_hash),
+                        live::Control::Report(_) => {}
                     },
                     // Missed notices: forget everything rather than trust a revoked key.
                     Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => cache.clear(),
@@ -260,6 +269,24 @@ async fn compose(
         .collect();
     gauges::register(&domain_gauges);
     let sources = live::Sources::new(domains.iter().flat_map(|d| (d.streams)()));
+    let board = ops::Board::start(
+        ops::board::Sources {
+            db: platform.db.clone(),
+            broker: platform.broker.clone(),
+            panels: domains
+                .iter()
+                .flat_map(|d| d.panels.iter().copied())
+                .collect(),
+            alerts: ops::alerts::Alerts::new(
+                platform.db.clone(),
+                platform.dedupe.clone(),
+                &platform.settings.ops,
+            ),
+        },
+        &platform.settings.ops,
+        hub.controls(),
+        core.shutdown.clone(),
+    );
     let mut probes = Vec::new();
     for d in domains {
         probes.extend(
@@ -283,12 +310,17 @@ async fn compose(
         }))
         .merge(dead_letters::routes::routes(
             dead_letters::routes::DeadLetters::new(core.clone()),
-        ));
+        ))
+        .merge(ops::routes::routes(ops::routes::Ops {
+            core: core.clone(),
+            board,
+        }));
     for part in [
         api::health::Doc::openapi(),
         account::Doc::openapi(),
         live::Doc::openapi(),
         dead_letters::routes::Doc::openapi(),
+        ops::routes::Doc::openapi(),
     ] {
         doc.merge(part);
     }

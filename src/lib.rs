@@ -9,7 +9,8 @@
 //! # Layout
 //!
 //! - [`config`]: layered settings (built-in `config/base.toml`, overlay, `CONVEYOR__*` env).
-//! - [`telemetry`]: logging, the Prometheus recorder, gauges sampled at each scrape.
+//! - [`telemetry`]: logging, the Prometheus recorder, gauges sampled at each scrape, the
+//!   per-queue tally each process reports to the ops board.
 //! - [`shutdown`]: SIGTERM/Ctrl-C → one cancellation token.
 //! - [`db`]: database connection (SQLite, MySQL/MariaDB, PostgreSQL), migrations, and
 //!   [`db::group_commit`] (concurrent small writes committed as one transaction).
@@ -34,6 +35,9 @@
 //! - [`account`]: the caller's own account (`GET /v1/me`, `GET /v1/me/ledger`).
 //! - [`live`]: live streams of any kind (a domain's [`live::Source`]) fanned out to
 //!   WebSocket and SSE subscribers, WebSocket tickets.
+//! - [`ops`]: the operations console: a board per API instance (queues, rates from every
+//!   process's report, the domains' panels, dead letters), alerts notified to webhooks,
+//!   `/ops` and its admin API.
 //! - [`domains`]: business flows, each a folder with its queues, messages, routes,
 //!   handlers, jobs, store and streams, and the registry [`domains::ALL`]: AI tasks,
 //!   flash-sale orders, payments, search sync (materials and their index).
@@ -59,6 +63,7 @@ pub mod error;
 pub mod housekeeping;
 pub mod limits;
 pub mod live;
+pub mod ops;
 pub mod outbox;
 pub mod platform;
 pub mod search;

@@ -17,6 +17,7 @@ use crate::consumer::{Deps, Fence};
 use crate::db;
 use crate::dedupe::{self, DedupeStore};
 use crate::outbox::Relay;
+use crate::telemetry::tally::Tally;
 
 /// The connected backends of one process.
 #[derive(Clone)]
@@ -27,6 +28,8 @@ pub struct Platform {
     pub dedupe: Arc<dyn DedupeStore>,
     pub relay: Relay,
     pub fence: Fence,
+    /// Per-queue totals and consumers of this platform, reported to the ops board.
+    pub tally: Arc<Tally>,
     /// Per-process singletons of the modules above (a domain's stock store), made on
     /// first use and shared by that module's routes, handlers and jobs.
     shared: Arc<tokio::sync::Mutex<HashMap<TypeId, Arc<dyn Any + Send + Sync>>>>,
@@ -51,7 +54,13 @@ impl Platform {
         let dedupe = dedupe::connect(&settings.dedupe)
             .await
             .context("connecting the dedupe store")?;
-        let relay = Relay::new(db.clone(), broker.clone(), settings.outbox.clone());
+        let tally = Arc::new(Tally::default());
+        let relay = Relay::new(
+            db.clone(),
+            broker.clone(),
+            settings.outbox.clone(),
+            tally.clone(),
+        );
         let fence = Fence::start(db.clone(), settings.consumer.fence_batch);
         Ok(Platform {
             settings: Arc::new(settings),
@@ -60,6 +69,7 @@ impl Platform {
             dedupe,
             relay,
             fence,
+            tally,
             shared: Arc::default(),
         })
     }
@@ -94,6 +104,7 @@ impl Platform {
             max_payload_bytes: self.settings.broker.max_payload_bytes,
             shutdown_grace: Duration::from_millis(self.settings.consumer.shutdown_grace_ms),
             crash_loop_after: self.settings.consumer.crash_loop_after,
+            tally: self.tally.clone(),
         }
     }
 

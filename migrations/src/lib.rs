@@ -16,6 +16,7 @@ mod m20261203_000009_material_search;
 mod m20261203_000010_message_deaths;
 mod m20261203_000011_tenant_limits;
 mod m20261203_000012_ledger_without_user_fk;
+mod m20261204_000013_ops_alerts;
 
 pub struct Migrator;
 
@@ -35,6 +36,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261203_000010_message_deaths::Migration),
             Box::new(m20261203_000011_tenant_limits::Migration),
             Box::new(m20261203_000012_ledger_without_user_fk::Migration),
+            Box::new(m20261204_000013_ops_alerts::Migration),
         ]
     }
 }

@@ -1,6 +1,6 @@
 //! Security headers on every answer: no MIME sniffing, no referrer, never framed, not
 //! cached (answers carry tenants' data), and a Content-Security-Policy that allows
-//! nothing for JSON and only this origin for the two pages (`/demo`, `/docs`), whose
+//! nothing for JSON and only this origin for the pages (`/demo`, `/ops`, `/docs`), whose
 //! inline script and style are their own.
 
 use axum::extract::Request;
@@ -15,8 +15,9 @@ const CSP_API: &str = "default-src 'none'; frame-ancestors 'none'";
 const CSP_DEMO: &str = "default-src 'none'; script-src 'self' 'unsafe-inline'; \
     style-src 'self' 'unsafe-inline'; connect-src 'self' ws: wss:; img-src 'self' data:; \
     base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
-/// Swagger UI: its bundled scripts and styles from this origin.
-const CSP_DOCS: &str = "default-src 'none'; script-src 'self' 'unsafe-inline'; \
+/// Swagger UI and the ops console: their scripts and styles from this origin, API
+/// calls to it.
+const CSP_PAGES: &str = "default-src 'none'; script-src 'self' 'unsafe-inline'; \
     style-src 'self' 'unsafe-inline'; connect-src 'self'; img-src 'self' data:; \
     base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
 
@@ -24,8 +25,8 @@ pub async fn security_headers(req: Request, next: Next) -> Response {
     let path = req.uri().path();
     let csp = if path == "/demo" {
         CSP_DEMO
-    } else if path == "/docs" || path.starts_with("/docs/") {
-        CSP_DOCS
+    } else if path == "/ops" || path == "/docs" || path.starts_with("/docs/") {
+        CSP_PAGES
     } else {
         CSP_API
     };

@@ -45,6 +45,7 @@ pub struct ErrorDetail {
         (name = "account", description = "The caller's own account"),
         (name = "live", description = "Progress over WebSocket and SSE"),
         (name = "admin", description = "Operators (admin keys only)"),
+        (name = "ops", description = "The operations console page (it signs in with an admin key)"),
     )
 )]
 pub struct ApiDoc;

@@ -177,6 +177,8 @@ pub struct Deps {
     pub shutdown_grace: Duration,
     /// Redeliveries after which a message is quarantined (`crash_loop`); 0 = never.
     pub crash_loop_after: u32,
+    /// Per-queue totals and consumers, for this process's ops report.
+    pub tally: Arc<crate::telemetry::tally::Tally>,
 }
 
 impl Deps {

@@ -34,6 +34,8 @@ pub async fn serve(
 ) -> anyhow::Result<()> {
     let resolved = deps.broker.topology().queue(queue);
     let mut sub = deps.broker.subscribe(queue).await?;
+    // Counted as a consumer (with its prefetch) in this process's ops report while it runs.
+    let _consuming = Consuming::new(deps.tally.clone(), queue.key, resolved.prefetch);
     let mut in_flight = JoinSet::new();
     match worker {
         Worker::One(handler) => {
@@ -131,4 +133,29 @@ async fn gather(
         }
     }
     batch
+}
+
+/// Registers a running consumer in the tally; unregisters it when dropped (however the
+/// consume loop ends).
+struct Consuming {
+    tally: Arc<crate::telemetry::tally::Tally>,
+    queue: &'static str,
+    prefetch: u16,
+}
+
+impl Consuming {
+    fn new(tally: Arc<crate::telemetry::tally::Tally>, queue: &'static str, prefetch: u16) -> Self {
+        tally.consuming(queue, prefetch, true);
+        Consuming {
+            tally,
+            queue,
+            prefetch,
+        }
+    }
+}
+
+impl Drop for Consuming {
+    fn drop(&mut self) {
+        self.tally.consuming(self.queue, self.prefetch, false);
+    }
 }

@@ -6,6 +6,7 @@ use super::admitted::Admitted;
 use super::{BatchHandler, Context, Deps, Fate, Handler, HandlerError, Outcome};
 use crate::broker::{DeadLetterInfo, DeadReason, Delivery, Envelope};
 use crate::dead_letters;
+use crate::telemetry::tally::What;
 
 /// How a delivery's handling ended.
 pub(super) enum Ending {
@@ -229,6 +230,7 @@ pub(super) async fn conclude_successes(
     let _ = deps.dedupe.complete_many(&ids, deps.done_ttl).await;
     metrics::counter!("conveyor_messages_processed_total", "queue" => queue)
         .increment(done.len() as u64);
+    deps.tally.add(queue, What::Processed, done.len() as u64);
     futures::future::join_all(
         done.into_iter()
             .map(|a| settle_ack(a.delivery, Outcome::Acked)),
@@ -297,6 +299,7 @@ pub(super) async fn dead_letter(
         return Outcome::Unsettled(format!("recording the dead letter failed: {e}"));
     }
     metrics::counter!("conveyor_messages_dead_lettered_total", "queue" => delivery.queue.key, "reason" => info.reason.as_str()).increment(1);
+    deps.tally.add(delivery.queue.key, What::Dead, 1);
     match delivery.dead_letter(body, &info).await {
         Ok(()) => Outcome::DeadLettered(info.reason),
         Err(e) => Outcome::Unsettled(e.to_string()),

@@ -22,6 +22,7 @@ use crate::broker::{DelaySpec, QueueSpec};
 use crate::config::Section;
 use crate::consumer::Worker;
 use crate::live::Source;
+use crate::ops::Panel;
 use crate::platform::Platform;
 use crate::telemetry::gauges::Gauge;
 
@@ -48,6 +49,8 @@ pub struct Domain {
     pub openapi: fn() -> utoipa::openapi::OpenApi,
     /// Gauges refreshed at each scrape of `/metrics`.
     pub gauges: &'static [Gauge],
+    /// What the domain shows on the ops console.
+    pub panels: &'static [Panel],
     /// The live stream kinds it serves over WebSocket and SSE.
     pub streams: fn() -> Vec<Arc<dyn Source>>,
     /// Its settings section (`[ai]`), if it has one.

@@ -1,5 +1,5 @@
 //! Control notices every API instance acts on at once (a revoked key: drop its cached
-//! identity, close its streams), carried on the same broker fan-out as live events, so
+//! identity, close its streams; a process's report for the ops board), carried on the same broker fan-out as live events, so
 //! they reach every instance within the fan-out's latency rather than a cache's TTL.
 
 use serde::{Deserialize, Serialize};
@@ -14,6 +14,8 @@ pub enum Control {
     /// The key with this hash changed (rotated: it now expires): forget its cached
     /// identity, so the next request reads the change.
     KeyChanged { key_hash: String },
+    /// A process's queues and totals, every `ops.sample_interval_ms` (the ops board).
+    Report(crate::telemetry::report::ProcessReport),
 }
 
 /// On the wire: `{"control": {...}}`, told apart from events by that first key.
@@ -29,7 +31,7 @@ pub(crate) const PREFIX: &[u8] = b"{\"control\"";
 pub fn ends(control: &Control, key_hash: Option<&str>) -> bool {
     match control {
         Control::KeyRevoked { key_hash: revoked } => key_hash == Some(revoked.as_str()),
-        Control::KeyChanged { .. } => false,
+        Control::KeyChanged { .. } | Control::Report(_) => false,
     }
 }
 

@@ -19,6 +19,7 @@ use tokio_util::sync::CancellationToken;
 use super::entity::{self, Column};
 use crate::broker::{Broker, BrokerError, Outgoing, Target};
 use crate::config::OutboxSettings;
+use crate::telemetry::tally::{Tally, What};
 
 #[derive(Clone)]
 pub struct Relay {
@@ -26,15 +27,22 @@ pub struct Relay {
     broker: Arc<dyn Broker>,
     settings: OutboxSettings,
     wake: Arc<Notify>,
+    tally: Arc<Tally>,
 }
 
 impl Relay {
-    pub fn new(db: DatabaseConnection, broker: Arc<dyn Broker>, settings: OutboxSettings) -> Self {
+    pub fn new(
+        db: DatabaseConnection,
+        broker: Arc<dyn Broker>,
+        settings: OutboxSettings,
+        tally: Arc<Tally>,
+    ) -> Self {
         Relay {
             db,
             broker,
             settings,
             wake: Arc::new(Notify::new()),
+            tally,
         }
     }
 
@@ -154,6 +162,9 @@ impl Relay {
             }
         }
         for (target, n) in per_target {
+            if let Target::Queue(q) = target {
+                self.tally.add(q.key, What::Published, n);
+            }
             metrics::counter!("conveyor_messages_published_total", "queue" => target.key())
                 .increment(n);
         }

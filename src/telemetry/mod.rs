@@ -1,7 +1,10 @@
 //! Logging (tracing: pretty locally, JSON in production), the Prometheus recorder and
-//! the [`gauges`] sampled at each scrape.
+//! the [`gauges`] sampled at each scrape, and the per-queue [`tally`] each process
+//! [`report`]s to the API instances.
 
 pub mod gauges;
+pub mod report;
+pub mod tally;
 
 use std::io::IsTerminal as _;
 use std::sync::OnceLock;

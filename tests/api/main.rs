@@ -18,6 +18,7 @@ mod helpers;
 mod limits;
 mod live;
 mod openapi;
+mod ops;
 mod outbox;
 mod payments;
 mod rabbitmq;

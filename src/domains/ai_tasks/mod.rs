@@ -16,6 +16,7 @@ pub mod handler;
 pub mod kinds;
 pub mod messages;
 pub mod metrics;
+pub mod ops;
 pub mod queues;
 pub mod reaper;
 pub mod routes;
@@ -53,6 +54,7 @@ pub const DOMAIN: Domain = Domain {
     routes,
     openapi: <routes::Doc as utoipa::OpenApi>::openapi,
     gauges: metrics::GAUGES,
+    panels: ops::PANELS,
     streams,
     settings: Some(settings::SECTION),
     probes: no_probes,

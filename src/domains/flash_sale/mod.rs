@@ -52,6 +52,7 @@ pub const DOMAIN: Domain = Domain {
     routes,
     openapi: <routes::Doc as utoipa::OpenApi>::openapi,
     gauges: jobs::GAUGES,
+    panels: &[],
     streams,
     settings: Some(settings::SECTION),
     probes: no_probes,

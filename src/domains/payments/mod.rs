@@ -43,6 +43,7 @@ pub const DOMAIN: Domain = Domain {
     routes,
     openapi: <routes::Doc as utoipa::OpenApi>::openapi,
     gauges: gauges::GAUGES,
+    panels: &[],
     streams: no_streams,
     settings: Some(settings::SECTION),
     probes: no_probes,

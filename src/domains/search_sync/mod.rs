@@ -44,6 +44,7 @@ pub const DOMAIN: Domain = Domain {
     routes,
     openapi: <routes::Doc as utoipa::OpenApi>::openapi,
     gauges: &[],
+    panels: &[],
     streams: no_streams,
     settings: Some(settings::SECTION),
     probes,

@@ -1,0 +1,127 @@
+//! The AI tasks' panel on the ops console: active tasks by kind and status, the oldest
+//! active ones, the latest failures, and per queue when its oldest waiting task was
+//! submitted (the queue row's "oldest" and the `oldest_message` alert).
+
+use std::collections::BTreeMap;
+
+use chrono::{DateTime, Utc};
+use futures::future::BoxFuture;
+use sea_orm::{ColumnTrait, DatabaseConnection, EntityTrait, QueryFilter, QueryOrder, QuerySelect};
+use serde_json::json;
+
+use super::entity::task;
+use super::{Status, TaskKind};
+use crate::ops::{Panel, PanelView, TableView};
+use crate::telemetry::gauges::age_secs;
+
+pub const PANELS: &[Panel] = &[Panel {
+    source: "ai_tasks",
+    load: load_boxed,
+}];
+
+/// Rows in the oldest and failures tables.
+const ROWS: u64 = 10;
+
+const ACTIVE: [Status; 3] = [Status::Pending, Status::Processing, Status::Retrying];
+const WAITING: [Status; 2] = [Status::Pending, Status::Retrying];
+
+fn load_boxed(db: &DatabaseConnection) -> BoxFuture<'_, anyhow::Result<PanelView>> {
+    Box::pin(load(db))
+}
+
+async fn load(db: &DatabaseConnection) -> anyhow::Result<PanelView> {
+    let by_kind: Vec<(TaskKind, Status, i64)> = task::Entity::find()
+        .select_only()
+        .column(task::Column::Kind)
+        .column(task::Column::Status)
+        .column_as(task::Column::Id.count(), "n")
+        .filter(task::Column::Status.is_in(ACTIVE))
+        .group_by(task::Column::Kind)
+        .group_by(task::Column::Status)
+        .into_tuple()
+        .all(db)
+        .await?;
+    let waiting_since: Vec<(TaskKind, DateTime<Utc>)> = task::Entity::find()
+        .select_only()
+        .column(task::Column::Kind)
+        .column_as(task::Column::CreatedAt.min(), "since")
+        .filter(task::Column::Status.is_in(WAITING))
+        .group_by(task::Column::Kind)
+        .into_tuple()
+        .all(db)
+        .await?;
+    let oldest = task::Entity::find()
+        .filter(task::Column::Status.is_in(ACTIVE))
+        .order_by_asc(task::Column::CreatedAt)
+        .limit(ROWS)
+        .all(db)
+        .await?;
+    let failures = task::Entity::find()
+        .filter(task::Column::Status.eq(Status::Failed))
+        .order_by_desc(task::Column::UpdatedAt)
+        .limit(ROWS)
+        .all(db)
+        .await?;
+    let mut oldest_waiting: BTreeMap<String, DateTime<Utc>> = BTreeMap::new();
+    for (kind, since) in waiting_since {
+        let at = oldest_waiting
+            .entry(kind.queue().key.to_owned())
+            .or_insert(since);
+        *at = (*at).min(since);
+    }
+    Ok(PanelView {
+        source: "ai_tasks".into(),
+        title: "AI tasks".into(),
+        tables: vec![
+            TableView {
+                title: "Active tasks by kind and status".into(),
+                columns: vec!["kind".into(), "status".into(), "count".into()],
+                rows: by_kind
+                    .into_iter()
+                    .map(|(k, s, n)| vec![json!(k.as_str()), json!(s.as_str()), json!(n)])
+                    .collect(),
+            },
+            TableView {
+                title: "Oldest active tasks".into(),
+                columns: vec![
+                    "task".into(),
+                    "kind".into(),
+                    "status".into(),
+                    "age s".into(),
+                ],
+                rows: oldest
+                    .into_iter()
+                    .map(|t| {
+                        vec![
+                            json!(t.id),
+                            json!(t.kind.as_str()),
+                            json!(t.status.as_str()),
+                            json!((age_secs(t.created_at) * 10.0).round() / 10.0),
+                        ]
+                    })
+                    .collect(),
+            },
+            TableView {
+                title: "Recent failures".into(),
+                columns: vec![
+                    "task".into(),
+                    "kind".into(),
+                    "failed at".into(),
+                    "error".into(),
+                ],
+                rows: failures
+                    .into_iter()
+                    .map(|t| {
+                        vec![
+                            json!(t.id),
+                            json!(t.kind.as_str()),
+                            json!(t.finished_at.unwrap_or(t.updated_at)),
+                            json!(t.error.unwrap_or_default()),
+                        ]
+                    })
+                    .collect(),
+            },
+        ],
+        oldest_waiting,
+    })
+}

@@ -1,0 +1,376 @@
+//! Alert evaluation: each sample of the board is checked against the rules of
+//! `[ops.alerts]` (the seeds' thresholds by default), per queue. A rule whose condition
+//! has held for its `for_secs` fires: one `ops_alerts` row, a firing notice to every
+//! receiver, `conveyor_alerts_firing{rule,queue}` at 1; when the condition clears, the
+//! row gets its `resolved_at` and a resolved notice follows. Only the instance holding
+//! the leader lease (a claim in the dedupe store, renewed every sample) evaluates, so
+//! several API instances send each notice once; every instance reads the table.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use sea_orm::{
+    ActiveModelTrait as _, ColumnTrait, DatabaseConnection, EntityTrait, QueryFilter, QueryOrder,
+    QuerySelect, Set,
+};
+use serde::Serialize;
+use utoipa::ToSchema;
+
+use super::board::{QueueRow, Snapshot};
+use super::entity;
+use super::notify::{self, Notice};
+use crate::config::{AlertReceiver, AlertSettings, OpsSettings};
+use crate::dedupe::{Claim, DedupeStore};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+enum Rule {
+    Backlog,
+    OldestMessage,
+    SlowConsumption,
+    LowSuccess,
+}
+
+impl Rule {
+    fn as_str(self) -> &'static str {
+        match self {
+            Rule::Backlog => "backlog",
+            Rule::OldestMessage => "oldest_message",
+            Rule::SlowConsumption => "slow_consumption",
+            Rule::LowSuccess => "low_success",
+        }
+    }
+}
+
+/// One rule's reading for one queue.
+struct Reading {
+    rule: Rule,
+    on: bool,
+    value: f64,
+    threshold: f64,
+    hold: Duration,
+    summary: String,
+}
+
+fn readings(s: &AlertSettings, q: &QueueRow) -> [Reading; 4] {
+    let backlog = (q.ready + q.retrying) as f64;
+    let backlog_limit = s.backlog_factor * f64::from(q.concurrency.max(1));
+    let age = q.oldest_age_secs.unwrap_or(0.0);
+    let consumed_ratio = if q.published_per_sec > 0.0 {
+        q.consumed_per_sec / q.published_per_sec
+    } else {
+        1.0
+    };
+    let finished = q.consumed_per_sec + q.dead_per_sec;
+    let success = if finished > 0.0 {
+        q.consumed_per_sec / finished
+    } else {
+        1.0
+    };
+    let key = &q.queue;
+    [
+        Reading {
+            rule: Rule::Backlog,
+            on: backlog > backlog_limit,
+            value: backlog,
+            threshold: backlog_limit,
+            hold: Duration::from_secs(s.backlog_for_secs),
+            summary: format!(
+                "{key}: {backlog} messages waiting, more than {} x the concurrency of its consumers ({})",
+                s.backlog_factor, q.concurrency
+            ),
+        },
+        Reading {
+            rule: Rule::OldestMessage,
+            on: age > s.oldest_secs,
+            value: age,
+            threshold: s.oldest_secs,
+            hold: Duration::from_secs(s.oldest_for_secs),
+            summary: format!(
+                "{key}: its oldest waiting work is {age:.0} s old (limit {} s)",
+                s.oldest_secs
+            ),
+        },
+        Reading {
+            rule: Rule::SlowConsumption,
+            on: q.published_per_sec >= s.consume_min_rate && consumed_ratio < s.consume_ratio,
+            value: consumed_ratio,
+            threshold: s.consume_ratio,
+            hold: Duration::from_secs(s.consume_for_secs),
+            summary: format!(
+                "{key}: consumed {:.1}/s of {:.1}/s published ({:.0} %, limit {:.0} %)",
+                q.consumed_per_sec,
+                q.published_per_sec,
+                consumed_ratio * 100.0,
+                s.consume_ratio * 100.0
+            ),
+        },
+        Reading {
+            rule: Rule::LowSuccess,
+            on: finished >= s.success_min_rate && success < s.success_ratio,
+            value: success,
+            threshold: s.success_ratio,
+            hold: Duration::from_secs(s.success_for_secs),
+            summary: format!(
+                "{key}: {:.1} % of finished messages succeeded (limit {:.0} %)",
+                success * 100.0,
+                s.success_ratio * 100.0
+            ),
+        },
+    ]
+}
+
+/// The alerts as the console and `GET /v1/admin/alerts` show them.
+#[derive(Debug, Clone, Default, Serialize, ToSchema)]
+pub struct AlertsView {
+    pub active: Vec<AlertView>,
+    /// The latest episodes, firing or resolved, newest first.
+    pub history: Vec<AlertView>,
+}
+
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct AlertView {
+    pub id: i64,
+    pub rule: String,
+    pub queue: String,
+    /// `firing` or `resolved`.
+    pub state: &'static str,
+    pub summary: String,
+    pub value: f64,
+    pub threshold: f64,
+    pub fired_at: DateTime<Utc>,
+    pub resolved_at: Option<DateTime<Utc>>,
+}
+
+impl From<entity::Model> for AlertView {
+    fn from(m: entity::Model) -> Self {
+        AlertView {
+            id: m.id,
+            state: if m.resolved_at.is_some() {
+                "resolved"
+            } else {
+                "firing"
+            },
+            rule: m.rule,
+            queue: m.queue,
+            summary: m.summary,
+            value: m.value,
+            threshold: m.threshold,
+            fired_at: m.fired_at,
+            resolved_at: m.resolved_at,
+        }
+    }
+}
+
+/// How many past episodes the view lists.
+const HISTORY: u64 = 50;
+
+/// Reads the alerts every instance shows.
+pub async fn view(db: &DatabaseConnection) -> Result<AlertsView, sea_orm::DbErr> {
+    let history: Vec<AlertView> = entity::Entity::find()
+        .order_by_desc(entity::Column::FiredAt)
+        .order_by_desc(entity::Column::Id)
+        .limit(HISTORY)
+        .all(db)
+        .await?
+        .into_iter()
+        .map(AlertView::from)
+        .collect();
+    let active = entity::Entity::find()
+        .filter(entity::Column::ResolvedAt.is_null())
+        .order_by_asc(entity::Column::Id)
+        .all(db)
+        .await?
+        .into_iter()
+        .map(AlertView::from)
+        .collect();
+    Ok(AlertsView { active, history })
+}
+
+/// The evaluator of one instance.
+pub struct Alerts {
+    db: DatabaseConnection,
+    dedupe: Arc<dyn DedupeStore>,
+    settings: AlertSettings,
+    receivers: Vec<AlertReceiver>,
+    link: Option<String>,
+    client: reqwest::Client,
+    lease: Duration,
+    /// Our leader lease's token, while we hold it.
+    token: Option<String>,
+    /// Since when each (rule, queue) condition has held.
+    pending: HashMap<(Rule, String), DateTime<Utc>>,
+    /// The firing episodes (rule, queue) → row, read from the table on becoming leader.
+    firing: Option<HashMap<(String, String), i64>>,
+}
+
+const LEADER_KEY: &str = "ops:alerts-leader";
+
+impl Alerts {
+    pub fn new(
+        db: DatabaseConnection,
+        dedupe: Arc<dyn DedupeStore>,
+        settings: &OpsSettings,
+    ) -> Self {
+        Alerts {
+            db,
+            dedupe,
+            settings: settings.alerts.clone(),
+            receivers: settings.receivers.clone(),
+            link: (!settings.link.is_empty()).then(|| settings.link.clone()),
+            client: reqwest::Client::new(),
+            // Three samples: a leader that died is replaced within that.
+            lease: Duration::from_millis(settings.sample_interval_ms.max(50) * 3),
+            token: None,
+            pending: HashMap::new(),
+            firing: None,
+        }
+    }
+
+    /// Evaluates `snapshot` if this instance leads, then reads the view.
+    pub async fn round(&mut self, snapshot: &Snapshot) -> AlertsView {
+        if self.lead().await
+            && let Err(e) = self.evaluate(snapshot).await
+        {
+            tracing::warn!(error = %e, "alert evaluation failed");
+            // Re-read what fired from the table next time rather than trust memory.
+            self.firing = None;
+        }
+        view(&self.db).await.unwrap_or_else(|e| {
+            tracing::warn!(error = %e, "alerts not read");
+            AlertsView::default()
+        })
+    }
+
+    /// Holds or takes the leader lease; false while another instance holds it.
+    async fn lead(&mut self) -> bool {
+        if let Some(token) = &self.token {
+            match self.dedupe.renew(LEADER_KEY, token, self.lease).await {
+                Ok(true) => return true,
+                Ok(false) => {}
+                Err(e) => {
+                    tracing::warn!(error = %e, "alerts leader lease not renewed");
+                    return false;
+                }
+            }
+            self.token = None;
+            self.firing = None;
+        }
+        match self.dedupe.claim(LEADER_KEY, self.lease).await {
+            Ok((Claim::Acquired, token)) => {
+                self.token = Some(token);
+                self.firing = None;
+                true
+            }
+            Ok(_) => false,
+            Err(e) => {
+                tracing::warn!(error = %e, "alerts leader lease not claimed");
+                false
+            }
+        }
+    }
+
+    async fn evaluate(&mut self, snapshot: &Snapshot) -> Result<(), sea_orm::DbErr> {
+        if self.firing.is_none() {
+            let open = entity::Entity::find()
+                .filter(entity::Column::ResolvedAt.is_null())
+                .all(&self.db)
+                .await?;
+            self.firing = Some(
+                open.into_iter()
+                    .map(|m| ((m.rule, m.queue), m.id))
+                    .collect(),
+            );
+        }
+        let now = snapshot.at;
+        for q in &snapshot.queues {
+            for r in readings(&self.settings, q) {
+                let key = (r.rule, q.queue.clone());
+                let since = if r.on {
+                    Some(*self.pending.entry(key.clone()).or_insert(now))
+                } else {
+                    self.pending.remove(&key);
+                    None
+                };
+                let held = since.is_some_and(|s| (now - s).to_std().unwrap_or_default() >= r.hold);
+                let row_key = (r.rule.as_str().to_owned(), q.queue.clone());
+                let open = self.firing.as_ref().and_then(|f| f.get(&row_key)).copied();
+                match (held, open) {
+                    (true, None) => self.fire(&q.queue, &r, now).await?,
+                    (false, Some(id)) if !r.on => self.resolve(id, &row_key, now).await?,
+                    _ => {}
+                }
+            }
+        }
+        Ok(())
+    }
+
+    async fn fire(
+        &mut self,
+        queue: &str,
+        r: &Reading,
+        now: DateTime<Utc>,
+    ) -> Result<(), sea_orm::DbErr> {
+        let row = entity::ActiveModel {
+            rule: Set(r.rule.as_str().to_owned()),
+            queue: Set(queue.to_owned()),
+            summary: Set(r.summary.clone()),
+            value: Set(r.value),
+            threshold: Set(r.threshold),
+            fired_at: Set(now),
+            resolved_at: Set(None),
+            ..Default::default()
+        }
+        .insert(&self.db)
+        .await?;
+        tracing::warn!(rule = %row.rule, queue, summary = %row.summary, "alert firing");
+        metrics::gauge!("conveyor_alerts_firing", "rule" => r.rule.as_str(), "queue" => queue.to_owned())
+            .set(1.0);
+        if let Some(f) = self.firing.as_mut() {
+            f.insert((row.rule.clone(), row.queue.clone()), row.id);
+        }
+        notify::send(&self.client, &self.receivers, self.notice("firing", row));
+        Ok(())
+    }
+
+    async fn resolve(
+        &mut self,
+        id: i64,
+        key: &(String, String),
+        now: DateTime<Utc>,
+    ) -> Result<(), sea_orm::DbErr> {
+        let Some(row) = entity::Entity::find_by_id(id).one(&self.db).await? else {
+            if let Some(f) = self.firing.as_mut() {
+                f.remove(key);
+            }
+            return Ok(());
+        };
+        let mut active: entity::ActiveModel = row.into();
+        active.resolved_at = Set(Some(now));
+        let row = active.update(&self.db).await?;
+        tracing::info!(rule = %row.rule, queue = %row.queue, "alert resolved");
+        metrics::gauge!("conveyor_alerts_firing", "rule" => row.rule.clone(), "queue" => row.queue.clone())
+            .set(0.0);
+        if let Some(f) = self.firing.as_mut() {
+            f.remove(key);
+        }
+        notify::send(&self.client, &self.receivers, self.notice("resolved", row));
+        Ok(())
+    }
+
+    fn notice(&self, status: &'static str, row: entity::Model) -> Notice {
+        Notice {
+            status,
+            id: row.id,
+            rule: row.rule,
+            queue: row.queue,
+            summary: row.summary,
+            value: row.value,
+            threshold: row.threshold,
+            fired_at: row.fired_at,
+            resolved_at: row.resolved_at,
+            link: self.link.clone(),
+        }
+    }
+}

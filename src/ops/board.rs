@@ -1,0 +1,359 @@
+//! The ops board, one per API instance: every `ops.sample_interval_ms` it reads the
+//! broker's depths, the dead letters waiting, the domains' panels and the latest
+//! [`ProcessReport`] of every live process (their totals become per-queue rates,
+//! consumer counts and concurrency), keeps `ops.history_secs` of per-queue points for
+//! the throughput charts, evaluates the alerts (on the leader instance) and publishes
+//! the [`Snapshot`] that `/v1/admin/ops` answers and its stream pushes.
+
+use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use chrono::{DateTime, Utc};
+use sea_orm::{ColumnTrait, DatabaseConnection, EntityTrait, QueryFilter, QuerySelect};
+use serde::Serialize;
+use tokio::sync::{broadcast, watch};
+use tokio_util::sync::CancellationToken;
+use utoipa::ToSchema;
+
+use super::alerts::{Alerts, AlertsView};
+use super::panel::{Panel, PanelView};
+use crate::broker::Broker;
+use crate::config::OpsSettings;
+use crate::live::Control;
+use crate::telemetry::report::ProcessReport;
+
+/// Everything the console shows, as of `at`.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct Snapshot {
+    pub at: DateTime<Utc>,
+    pub queues: Vec<QueueRow>,
+    /// Per queue key, the points of the last `ops.history_secs`, oldest first.
+    pub series: BTreeMap<String, Vec<Point>>,
+    pub panels: Vec<PanelView>,
+    pub dead_letters: DeadLetterSummary,
+    pub alerts: AlertsView,
+}
+
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct QueueRow {
+    pub queue: String,
+    pub group: String,
+    /// Ready for a consumer.
+    pub ready: u64,
+    /// Parked in a retry tier.
+    pub retrying: u64,
+    /// Dead letters waiting for an operator, plus any not yet drained from the DLQ.
+    pub dead: u64,
+    /// Processes consuming it (that reported within the last three samples).
+    pub consumers: u32,
+    /// Their prefetch, summed: deliveries in flight at once.
+    pub concurrency: u32,
+    pub published_per_sec: f64,
+    pub consumed_per_sec: f64,
+    pub dead_per_sec: f64,
+    /// Age of the oldest work waiting for it, where its domain can tell.
+    pub oldest_age_secs: Option<f64>,
+}
+
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct Point {
+    pub at: DateTime<Utc>,
+    pub ready: u64,
+    pub retrying: u64,
+    pub dead: u64,
+    pub published_per_sec: f64,
+    pub consumed_per_sec: f64,
+}
+
+#[derive(Debug, Clone, Default, Serialize, ToSchema)]
+pub struct DeadLetterSummary {
+    pub waiting: u64,
+    pub by_queue: Vec<DeadCount>,
+}
+
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct DeadCount {
+    pub queue: String,
+    pub reason: String,
+    pub count: u64,
+}
+
+/// A process's last two reports: their difference is its rate.
+struct Seen {
+    prev: Option<ProcessReport>,
+    last: ProcessReport,
+    received: Instant,
+}
+
+/// The board's handle: the latest snapshot, and a receiver that sees each new one.
+#[derive(Clone)]
+pub struct Board {
+    latest: watch::Receiver<Option<Arc<Snapshot>>>,
+}
+
+/// What the board reads from.
+pub struct Sources {
+    pub db: DatabaseConnection,
+    pub broker: Arc<dyn Broker>,
+    pub panels: Vec<Panel>,
+    pub alerts: Alerts,
+}
+
+impl Board {
+    /// Starts listening to process reports and sampling until `shutdown`.
+    pub fn start(
+        sources: Sources,
+        settings: &OpsSettings,
+        controls: broadcast::Receiver<Arc<Control>>,
+        shutdown: CancellationToken,
+    ) -> Board {
+        let (tx, rx) = watch::channel(None);
+        let reports: Arc<Mutex<HashMap<String, Seen>>> = Arc::default();
+        tokio::spawn(listen(controls, reports.clone(), shutdown.clone()));
+        let every = Duration::from_millis(settings.sample_interval_ms.max(50));
+        let keep = (settings.history_secs * 1000 / settings.sample_interval_ms.max(50)).max(2);
+        tokio::spawn(sample_loop(
+            sources,
+            reports,
+            tx,
+            every,
+            keep as usize,
+            shutdown,
+        ));
+        Board { latest: rx }
+    }
+
+    /// The latest snapshot, if one was taken yet.
+    pub fn latest(&self) -> Option<Arc<Snapshot>> {
+        self.latest.borrow().clone()
+    }
+
+    /// A receiver that wakes on each new snapshot.
+    pub fn watch(&self) -> watch::Receiver<Option<Arc<Snapshot>>> {
+        self.latest.clone()
+    }
+}
+
+async fn listen(
+    mut controls: broadcast::Receiver<Arc<Control>>,
+    reports: Arc<Mutex<HashMap<String, Seen>>>,
+    shutdown: CancellationToken,
+) {
+    loop {
+        let control = tokio::select! {
+            _ = shutdown.cancelled() => return,
+            c = controls.recv() => c,
+        };
+        match control {
+            Ok(c) => {
+                if let Control::Report(report) = c.as_ref() {
+                    let mut seen = reports.lock().unwrap_or_else(|p| p.into_inner());
+                    let prev = seen.remove(&report.process).map(|s| s.last);
+                    seen.insert(
+                        report.process.clone(),
+                        Seen {
+                            prev,
+                            last: report.clone(),
+                            received: Instant::now(),
+                        },
+                    );
+                }
+            }
+            // A missed report only costs one rate sample.
+            Err(broadcast::error::RecvError::Lagged(_)) => {}
+            Err(broadcast::error::RecvError::Closed) => return,
+        }
+    }
+}
+
+async fn sample_loop(
+    mut sources: Sources,
+    reports: Arc<Mutex<HashMap<String, Seen>>>,
+    tx: watch::Sender<Option<Arc<Snapshot>>>,
+    every: Duration,
+    keep: usize,
+    shutdown: CancellationToken,
+) {
+    let mut series: BTreeMap<String, VecDeque<Point>> = BTreeMap::new();
+    let mut tick = tokio::time::interval(every);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tokio::select! {
+            _ = shutdown.cancelled() => return,
+            _ = tick.tick() => {}
+        }
+        let rates = rates(&reports, every * 3);
+        let mut snapshot = match sample(&sources, &rates, every).await {
+            Ok(s) => s,
+            Err(e) => {
+                tracing::warn!(error = %e, "ops board sample failed");
+                metrics::counter!("conveyor_gauge_sample_failures_total", "source" => "ops")
+                    .increment(1);
+                continue;
+            }
+        };
+        for q in &snapshot.queues {
+            let points = series.entry(q.queue.clone()).or_default();
+            points.push_back(Point {
+                at: snapshot.at,
+                ready: q.ready,
+                retrying: q.retrying,
+                dead: q.dead,
+                published_per_sec: q.published_per_sec,
+                consumed_per_sec: q.consumed_per_sec,
+            });
+            while points.len() > keep {
+                points.pop_front();
+            }
+        }
+        snapshot.series = series
+            .iter()
+            .map(|(k, v)| (k.clone(), v.iter().cloned().collect()))
+            .collect();
+        snapshot.alerts = sources.alerts.round(&snapshot).await;
+        tx.send_replace(Some(Arc::new(snapshot)));
+    }
+}
+
+/// Per queue key: rates of processed, dead, published; consumers; concurrency.
+#[derive(Debug, Default, Clone, Copy)]
+struct Rates {
+    processed: f64,
+    dead: f64,
+    published: f64,
+    consumers: u32,
+    concurrency: u32,
+}
+
+/// Sums the live processes' rates; forgets processes silent for longer than `stale`.
+fn rates(reports: &Mutex<HashMap<String, Seen>>, stale: Duration) -> HashMap<String, Rates> {
+    let mut seen = reports.lock().unwrap_or_else(|p| p.into_inner());
+    seen.retain(|_, s| s.received.elapsed() <= stale);
+    let mut out: HashMap<String, Rates> = HashMap::new();
+    for s in seen.values() {
+        let secs = s
+            .prev
+            .as_ref()
+            .map(|p| (s.last.at - p.at).num_milliseconds() as f64 / 1000.0)
+            .filter(|d| *d > 0.0);
+        for q in &s.last.queues {
+            let r = out.entry(q.queue.clone()).or_default();
+            if q.prefetch > 0 {
+                r.consumers += 1;
+                r.concurrency += u32::from(q.prefetch);
+            }
+            let before = s
+                .prev
+                .as_ref()
+                .and_then(|p| p.queues.iter().find(|b| b.queue == q.queue));
+            if let (Some(secs), Some(b)) = (secs, before) {
+                let per = |now: u64, then: u64| now.saturating_sub(then) as f64 / secs;
+                r.processed += per(q.processed, b.processed);
+                r.dead += per(q.dead, b.dead);
+                r.published += per(q.published, b.published);
+            }
+        }
+    }
+    out
+}
+
+/// One snapshot without its series and alerts (the loop adds them).
+async fn sample(
+    sources: &Sources,
+    rates: &HashMap<String, Rates>,
+    limit: Duration,
+) -> anyhow::Result<Snapshot> {
+    let now = Utc::now();
+    let dead_letters = dead_letter_summary(&sources.db).await?;
+    let panels = futures::future::join_all(sources.panels.iter().map(|p| async move {
+        match tokio::time::timeout(limit, (p.load)(&sources.db)).await {
+            Ok(Ok(view)) => Some(view),
+            Ok(Err(e)) => {
+                tracing::warn!(source = p.source, error = %e, "ops panel not loaded");
+                None
+            }
+            Err(_) => {
+                tracing::warn!(source = p.source, "ops panel not loaded in time");
+                None
+            }
+        }
+    }))
+    .await
+    .into_iter()
+    .flatten()
+    .collect::<Vec<_>>();
+    let mut queues = Vec::new();
+    for q in &sources.broker.topology().queues {
+        let key = q.spec.key;
+        let mut retrying = 0;
+        for (_, tier) in &q.retry {
+            retrying += sources.broker.depth(tier).await?;
+        }
+        let waiting_dead: u64 = dead_letters
+            .by_queue
+            .iter()
+            .filter(|d| d.queue == key)
+            .map(|d| d.count)
+            .sum();
+        let r = rates.get(key).copied().unwrap_or_default();
+        let oldest = panels
+            .iter()
+            .filter_map(|p| p.oldest_waiting.get(key))
+            .min()
+            .map(|at| crate::telemetry::gauges::age_secs(*at));
+        queues.push(QueueRow {
+            queue: key.to_owned(),
+            group: q.spec.group.to_owned(),
+            ready: sources.broker.depth(&q.name).await?,
+            retrying,
+            dead: waiting_dead + sources.broker.depth(&q.dlq).await?,
+            consumers: r.consumers,
+            concurrency: r.concurrency,
+            published_per_sec: round2(r.published),
+            consumed_per_sec: round2(r.processed),
+            dead_per_sec: round2(r.dead),
+            oldest_age_secs: oldest.map(round2),
+        });
+    }
+    Ok(Snapshot {
+        at: now,
+        queues,
+        series: BTreeMap::new(),
+        panels,
+        dead_letters,
+        alerts: AlertsView::default(),
+    })
+}
+
+fn round2(x: f64) -> f64 {
+    (x * 100.0).round() / 100.0
+}
+
+/// Dead letters waiting, by queue and reason.
+async fn dead_letter_summary(db: &DatabaseConnection) -> anyhow::Result<DeadLetterSummary> {
+    use crate::dead_letters::{Status, entity};
+    let rows: Vec<(String, String, i64)> = entity::Entity::find()
+        .select_only()
+        .column(entity::Column::Queue)
+        .column(entity::Column::Reason)
+        .column_as(entity::Column::Id.count(), "count")
+        .filter(entity::Column::Status.eq(Status::Dead.as_str()))
+        .group_by(entity::Column::Queue)
+        .group_by(entity::Column::Reason)
+        .into_tuple()
+        .all(db)
+        .await?;
+    let by_queue: Vec<DeadCount> = rows
+        .into_iter()
+        .map(|(queue, reason, count)| DeadCount {
+            queue,
+            reason,
+            count: count.max(0) as u64,
+        })
+        .collect();
+    Ok(DeadLetterSummary {
+        waiting: by_queue.iter().map(|d| d.count).sum(),
+        by_queue,
+    })
+}

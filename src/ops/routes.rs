@@ -1,0 +1,110 @@
+//! The console and its admin API (admins only; anyone else gets 403):
+//!
+//! - `GET /ops`: the page (embedded; it signs in with an admin key kept in the tab)
+//! - `GET /v1/admin/ops`: the latest [`Snapshot`]
+//! - `GET /v1/admin/ops/stream`: Server-Sent Events, a `snapshot` event per sample
+//! - `GET /v1/admin/alerts`: active alerts and the latest episodes
+
+use std::convert::Infallible;
+use std::time::Duration;
+
+use axum::Router;
+use axum::extract::{FromRef, State};
+use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
+use axum::routing::get;
+use futures::Stream;
+
+use super::alerts::{self, AlertsView};
+use super::board::{Board, Snapshot};
+use crate::api::openapi::ErrorBody;
+use crate::api::{Admin, Core};
+use crate::error::ApiError;
+
+#[derive(Clone, FromRef)]
+pub struct Ops {
+    pub core: Core,
+    pub board: Board,
+}
+
+pub fn routes(state: Ops) -> Router {
+    Router::new()
+        .route("/ops", get(page))
+        .route("/v1/admin/ops", get(snapshot))
+        .route("/v1/admin/ops/stream", get(stream))
+        .route("/v1/admin/alerts", get(list_alerts))
+        .with_state(state)
+}
+
+#[derive(utoipa::OpenApi)]
+#[openapi(paths(page, snapshot, stream, list_alerts))]
+pub struct Doc;
+
+/// `GET /ops`: the operations console.
+#[utoipa::path(get, path = "/ops", tag = "ops",
+    responses((status = 200, description = "The operations console (HTML; signs in with an admin API key)", content_type = "text/html")))]
+pub(crate) async fn page() -> axum::response::Html<&'static str> {
+    axum::response::Html(include_str!("page.html"))
+}
+
+#[utoipa::path(get, path = "/v1/admin/ops", tag = "admin", operation_id = "ops_snapshot",
+    security(("api_key" = [])),
+    responses(
+        (status = 200, description = "Queues, rates, history, the domains' panels, dead letters and alerts as of the latest sample", body = Snapshot),
+        (status = 401, description = "Missing or invalid API key", body = ErrorBody),
+        (status = 403, description = "Not an admin", body = ErrorBody),
+        (status = 503, description = "No sample taken yet (the server just started)", body = ErrorBody)))]
+pub(crate) async fn snapshot(
+    State(board): State<Board>,
+    _: Admin,
+) -> Result<axum::Json<Snapshot>, ApiError> {
+    let latest = board.latest().ok_or_else(|| {
+        ApiError::Unavailable("the ops board has not sampled yet; try again in a moment".into())
+    })?;
+    Ok(axum::Json(latest.as_ref().clone()))
+}
+
+#[utoipa::path(get, path = "/v1/admin/ops/stream", tag = "admin", operation_id = "ops_stream",
+    security(("api_key" = [])),
+    responses(
+        (status = 200, description = "Server-Sent Events: a `snapshot` event (the body of `GET /v1/admin/ops`) at each sample", content_type = "text/event-stream", body = Snapshot),
+        (status = 401, description = "Missing or invalid API key", body = ErrorBody),
+        (status = 403, description = "Not an admin", body = ErrorBody)))]
+pub(crate) async fn stream(
+    State(state): State<Ops>,
+    _: Admin,
+) -> Sse<impl Stream<Item = Result<SseEvent, Infallible>>> {
+    let mut watch = state.board.watch();
+    // The current snapshot at once, then each new one.
+    watch.mark_changed();
+    let shutdown = state.core.shutdown.clone();
+    let stream = futures::stream::unfold((watch, shutdown), |(mut watch, shutdown)| async move {
+        loop {
+            tokio::select! {
+                _ = shutdown.cancelled() => return None,
+                changed = watch.changed() => changed.ok()?,
+            }
+            let Some(snapshot) = watch.borrow_and_update().clone() else {
+                continue;
+            };
+            let event = SseEvent::default()
+                .event("snapshot")
+                .json_data(snapshot.as_ref())
+                .unwrap_or_else(|_| SseEvent::default().comment("snapshot not encoded"));
+            return Some((Ok(event), (watch, shutdown)));
+        }
+    });
+    Sse::new(stream).keep_alive(KeepAlive::new().interval(Duration::from_secs(15)))
+}
+
+#[utoipa::path(get, path = "/v1/admin/alerts", tag = "admin", operation_id = "list_alerts",
+    security(("api_key" = [])),
+    responses(
+        (status = 200, description = "Alerts firing now, and the latest 50 episodes newest first", body = AlertsView),
+        (status = 401, description = "Missing or invalid API key", body = ErrorBody),
+        (status = 403, description = "Not an admin", body = ErrorBody)))]
+pub(crate) async fn list_alerts(
+    State(core): State<Core>,
+    _: Admin,
+) -> Result<axum::Json<AlertsView>, ApiError> {
+    Ok(axum::Json(alerts::view(&core.db).await?))
+}

@@ -1,0 +1,73 @@
+//! Per-queue totals one platform counted since it started (messages processed,
+//! dead-lettered, published), kept beside the Prometheus counters of the same name so
+//! the process can read them back: its [`report`](super::report) carries them to the API
+//! instances, which turn the totals of every process into the ops console's rates. One
+//! per [`Platform`](crate::platform::Platform), not a global: tests run several
+//! platforms, each in its own namespace, in one process.
+
+use std::collections::BTreeMap;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+/// What a total counts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum What {
+    /// Handled and acked (fenced as done).
+    Processed,
+    /// Sent to the dead-letter queue.
+    Dead,
+    /// Published by the outbox relay.
+    Published,
+}
+
+#[derive(Debug, Default)]
+pub struct Tally {
+    totals: Mutex<BTreeMap<(&'static str, What), u64>>,
+    /// Queues consumed here, with their prefetch (summed over this platform's consumers).
+    consuming: Mutex<BTreeMap<&'static str, u16>>,
+    /// Whether a reporter runs for this tally (one per platform, however many times the
+    /// workers are started on it).
+    reporting: AtomicBool,
+}
+
+impl Tally {
+    /// Adds `n` to `queue`'s total of `what` (a short lock per settled batch).
+    pub fn add(&self, queue: &'static str, what: What, n: u64) {
+        // Poisoned only if a thread panicked mid-add: the map is still sound.
+        let mut totals = self.totals.lock().unwrap_or_else(|p| p.into_inner());
+        *totals.entry((queue, what)).or_default() += n;
+    }
+
+    /// A consumer of `queue` with `prefetch` started (`on`) or stopped.
+    pub fn consuming(&self, queue: &'static str, prefetch: u16, on: bool) {
+        let mut c = self.consuming.lock().unwrap_or_else(|p| p.into_inner());
+        let n = c.entry(queue).or_default();
+        *n = if on {
+            n.saturating_add(prefetch)
+        } else {
+            n.saturating_sub(prefetch)
+        };
+        if *n == 0 {
+            c.remove(queue);
+        }
+    }
+
+    /// The queues consumed here and their prefetch.
+    pub fn consumed(&self) -> Vec<(&'static str, u16)> {
+        let c = self.consuming.lock().unwrap_or_else(|p| p.into_inner());
+        c.iter().map(|(k, v)| (*k, *v)).collect()
+    }
+
+    /// True for the first caller only: it runs the reporter.
+    pub fn take_reporter(&self) -> bool {
+        !self.reporting.swap(true, Ordering::SeqCst)
+    }
+
+    /// Every total so far.
+    pub fn totals(&self) -> BTreeMap<(&'static str, What), u64> {
+        self.totals
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+    }
+}
