@@ -10,7 +10,9 @@
 //!
 //! - [`config`]: layered settings (built-in `config/base.toml`, overlay, `CONVEYOR__*` env).
 //! - [`telemetry`]: logging, the Prometheus recorder, gauges sampled at each scrape, the
-//!   per-queue tally each process reports to the ops board.
+//!   report each process sends the ops board.
+//! - [`tally`]: per-queue totals (processed, dead-lettered, published) and consumers of
+//!   one platform, counted by the consumer runtime and the relay.
 //! - [`shutdown`]: SIGTERM/Ctrl-C → one cancellation token.
 //! - [`db`]: database connection (SQLite, MySQL/MariaDB, PostgreSQL), migrations, and
 //!   [`db::group_commit`] (concurrent small writes committed as one transaction).
@@ -81,5 +83,6 @@ macro_rules! crash_point {
     };
 }
 pub mod shutdown;
+pub mod tally;
 pub mod telemetry;
 pub mod users;

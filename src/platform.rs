@@ -17,7 +17,7 @@ use crate::consumer::{Deps, Fence};
 use crate::db;
 use crate::dedupe::{self, DedupeStore};
 use crate::outbox::Relay;
-use crate::telemetry::tally::Tally;
+use crate::tally::Tally;
 
 /// The connected backends of one process.
 #[derive(Clone)]

@@ -178,7 +178,7 @@ pub struct Deps {
     /// Redeliveries after which a message is quarantined (`crash_loop`); 0 = never.
     pub crash_loop_after: u32,
     /// Per-queue totals and consumers, for this process's ops report.
-    pub tally: Arc<crate::telemetry::tally::Tally>,
+    pub tally: Arc<crate::tally::Tally>,
 }
 
 impl Deps {

@@ -33,7 +33,9 @@ pub async fn serve(
     shutdown: CancellationToken,
 ) -> anyhow::Result<()> {
     let resolved = deps.broker.topology().queue(queue);
-    let mut sub = deps.broker.subscribe(queue).await?;
+    let Some(mut sub) = subscribe(&deps, queue, &shutdown).await else {
+        return Ok(());
+    };
     // Counted as a consumer (with its prefetch) in this process's ops report while it runs.
     let _consuming = Consuming::new(deps.tally.clone(), queue.key, resolved.prefetch);
     let mut in_flight = JoinSet::new();
@@ -138,13 +140,13 @@ async fn gather(
 /// Registers a running consumer in the tally; unregisters it when dropped (however the
 /// consume loop ends).
 struct Consuming {
-    tally: Arc<crate::telemetry::tally::Tally>,
+    tally: Arc<crate::tally::Tally>,
     queue: &'static str,
     prefetch: u16,
 }
 
 impl Consuming {
-    fn new(tally: Arc<crate::telemetry::tally::Tally>, queue: &'static str, prefetch: u16) -> Self {
+    fn new(tally: Arc<crate::tally::Tally>, queue: &'static str, prefetch: u16) -> Self {
         tally.consuming(queue, prefetch, true);
         Consuming {
             tally,
@@ -157,5 +159,29 @@ impl Consuming {
 impl Drop for Consuming {
     fn drop(&mut self) {
         self.tally.consuming(self.queue, self.prefetch, false);
+    }
+}
+
+/// Subscribes to `queue`, retrying with backoff while the broker is unreachable (a
+/// connection cut while the consumer starts must not stop the process; an established
+/// subscription reconnects by itself). `None`: shut down before it could.
+async fn subscribe(
+    deps: &Deps,
+    queue: &'static QueueSpec,
+    shutdown: &CancellationToken,
+) -> Option<Box<dyn Subscription>> {
+    let mut backoff = Duration::from_millis(100);
+    loop {
+        match deps.broker.subscribe(queue).await {
+            Ok(sub) => return Some(sub),
+            Err(e) => {
+                tracing::warn!(queue = queue.key, error = %e, retry_in = ?backoff, "consumer could not subscribe");
+            }
+        }
+        tokio::select! {
+            _ = shutdown.cancelled() => return None,
+            _ = tokio::time::sleep(backoff) => {}
+        }
+        backoff = (backoff * 2).min(Duration::from_secs(5));
     }
 }

@@ -6,7 +6,7 @@ use super::admitted::Admitted;
 use super::{BatchHandler, Context, Deps, Fate, Handler, HandlerError, Outcome};
 use crate::broker::{DeadLetterInfo, DeadReason, Delivery, Envelope};
 use crate::dead_letters;
-use crate::telemetry::tally::What;
+use crate::tally::What;
 
 /// How a delivery's handling ended.
 pub(super) enum Ending {

@@ -43,7 +43,8 @@ pub struct QueueRow {
     pub ready: u64,
     /// Parked in a retry tier.
     pub retrying: u64,
-    /// Dead letters waiting for an operator, plus any not yet drained from the DLQ.
+    /// Dead letters waiting for an operator (the database's count: the broker's DLQ holds
+    /// copies of the same letters until the keeper drains it).
     pub dead: u64,
     /// Processes consuming it (that reported within the last three samples).
     pub consumers: u32,
@@ -307,7 +308,7 @@ async fn sample(
             group: q.spec.group.to_owned(),
             ready: sources.broker.depth(&q.name).await?,
             retrying,
-            dead: waiting_dead + sources.broker.depth(&q.dlq).await?,
+            dead: waiting_dead,
             consumers: r.consumers,
             concurrency: r.concurrency,
             published_per_sec: round2(r.published),

@@ -9,8 +9,8 @@ use tokio_util::sync::CancellationToken;
 
 use crate::broker::Broker;
 use crate::live::{self, Control};
+use crate::tally::Tally;
 use crate::telemetry::report::{ProcessReport, process_name};
-use crate::telemetry::tally::Tally;
 
 pub async fn run(
     broker: Arc<dyn Broker>,

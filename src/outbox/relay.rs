@@ -19,7 +19,7 @@ use tokio_util::sync::CancellationToken;
 use super::entity::{self, Column};
 use crate::broker::{Broker, BrokerError, Outgoing, Target};
 use crate::config::OutboxSettings;
-use crate::telemetry::tally::{Tally, What};
+use crate::tally::{Tally, What};
 
 #[derive(Clone)]
 pub struct Relay {

@@ -1,10 +1,9 @@
 //! Logging (tracing: pretty locally, JSON in production), the Prometheus recorder and
-//! the [`gauges`] sampled at each scrape, and the per-queue [`tally`] each process
-//! [`report`]s to the API instances.
+//! the [`gauges`] sampled at each scrape, and the [`report`] each process sends the API
+//! instances of its [`tally`](crate::tally).
 
 pub mod gauges;
 pub mod report;
-pub mod tally;
 
 use std::io::IsTerminal as _;
 use std::sync::OnceLock;

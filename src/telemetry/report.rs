@@ -1,12 +1,12 @@
 //! What a process tells the API instances every few seconds about its queues: which it
-//! consumes and with what prefetch, and its [`tally`](super::tally) totals. Published on
+//! consumes and with what prefetch, and its [`tally`](crate::tally) totals. Published on
 //! the control fan-out by `ops::reporter`; the ops board turns the totals of every live
 //! process into per-queue rates, consumer counts and concurrency.
 
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
-use super::tally::{Tally, What};
+use crate::tally::{Tally, What};
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ProcessReport {

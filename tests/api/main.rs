@@ -7,6 +7,7 @@
 mod ai_tasks;
 mod architecture;
 mod batches;
+mod browser;
 mod cli;
 mod dead_letters;
 mod delivery;

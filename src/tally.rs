@@ -1,6 +1,6 @@
 //! Per-queue totals one platform counted since it started (messages processed,
 //! dead-lettered, published), kept beside the Prometheus counters of the same name so
-//! the process can read them back: its [`report`](super::report) carries them to the API
+//! the process can read them back: its [`report`](crate::telemetry::report) carries them to the API
 //! instances, which turn the totals of every process into the ops console's rates. One
 //! per [`Platform`](crate::platform::Platform), not a global: tests run several
 //! platforms, each in its own namespace, in one process.
