@@ -191,6 +191,9 @@ pub struct DeadLetterSettings {
     pub replay_per_second: u32,
     /// How often consumer processes drain their queues' DLQs into the table.
     pub keeper_interval_ms: u64,
+    /// A letter replayed this many times that dies again is parked as `needs_fix`: a
+    /// replay by filter skips it unless forced (0: never).
+    pub needs_fix_after_replays: u32,
 }
 
 /// `[ops]`: the operations console's board and its alerts.

@@ -104,6 +104,7 @@ impl Platform {
             max_payload_bytes: self.settings.broker.max_payload_bytes,
             shutdown_grace: Duration::from_millis(self.settings.consumer.shutdown_grace_ms),
             crash_loop_after: self.settings.consumer.crash_loop_after,
+            needs_fix_after: self.settings.dead_letters.needs_fix_after_replays,
             tally: self.tally.clone(),
         }
     }

@@ -37,6 +37,13 @@ pub enum DeadLettersCommand {
         /// With --queue: only this reason.
         #[arg(long, requires = "queue")]
         reason: Option<String>,
+        /// With --queue: also the letters parked as `needs_fix` (replayed
+        /// dead_letters.needs_fix_after_replays times and dead again).
+        #[arg(long, requires = "queue")]
+        force: bool,
+        /// With --queue: print how many would be replayed, send nothing.
+        #[arg(long, requires = "queue")]
+        dry_run: bool,
     },
     /// Mark dead letters as dropped on purpose.
     Discard {
@@ -96,15 +103,40 @@ pub async fn run(settings: &Settings, cmd: DeadLettersCommand) -> anyhow::Result
                 println!("{} {} by {}", a.at.to_rfc3339(), a.action, a.actor);
             }
         }
-        DeadLettersCommand::Replay { ids, queue, reason } => {
+        DeadLettersCommand::Replay {
+            ids,
+            queue,
+            reason,
+            force,
+            dry_run,
+        } => {
             let ids = match queue {
                 Some(q) => {
-                    let filter = Filter {
+                    let of = |status| Filter {
                         queue: Some(&q),
-                        status: Some(Status::Dead),
+                        status: Some(status),
                         reason: reason.as_deref(),
                     };
-                    all_ids(&db, &filter).await?
+                    let mut ids = all_ids(&db, &of(Status::Dead)).await?;
+                    let parked = all_ids(&db, &of(Status::NeedsFix)).await?;
+                    // The count first, so an operator sees what a filter sends before it does.
+                    println!(
+                        "{} dead letter(s) of {q} to replay; {} parked as needs_fix {}",
+                        ids.len() + if force { parked.len() } else { 0 },
+                        parked.len(),
+                        if force {
+                            "included (--force)"
+                        } else {
+                            "skipped (--force to include)"
+                        }
+                    );
+                    if dry_run {
+                        return Ok(());
+                    }
+                    if force {
+                        ids.extend(parked);
+                    }
+                    ids
                 }
                 None if ids.is_empty() => anyhow::bail!("name dead letter ids, or --queue"),
                 None => ids,

@@ -177,6 +177,8 @@ pub struct Deps {
     pub shutdown_grace: Duration,
     /// Redeliveries after which a message is quarantined (`crash_loop`); 0 = never.
     pub crash_loop_after: u32,
+    /// Replays after which a letter that dies again is parked as `needs_fix` (0: never).
+    pub needs_fix_after: u32,
     /// Per-queue totals and consumers, for this process's ops report.
     pub tally: Arc<crate::tally::Tally>,
 }

@@ -292,6 +292,7 @@ pub(super) async fn dead_letter(
         &info,
         history,
         &body,
+        deps.needs_fix_after,
     )
     .await
     {

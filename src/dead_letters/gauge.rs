@@ -18,7 +18,7 @@ fn waiting_boxed(db: &DatabaseConnection) -> BoxFuture<'_, anyhow::Result<()>> {
 
 async fn waiting(db: &DatabaseConnection) -> anyhow::Result<()> {
     let waiting = entity::Entity::find()
-        .filter(entity::Column::Status.eq(Status::Dead.as_str()))
+        .filter(entity::Column::Status.is_in(Status::WAITING.map(Status::as_str)))
         .count(db)
         .await?;
     metrics::gauge!("conveyor_dead_letters_waiting").set(waiting as f64);

@@ -114,7 +114,9 @@ async fn keep(
         attempts: attempt + 1,
         last_error: error,
     };
-    super::record(db, &id, queue.key, &kind, &info, &history, &copy.body).await?;
+    // Deaths the broker decided alone reopen a replayed letter as `dead`: the replay
+    // guard counts the runtime's own verdicts.
+    super::record(db, &id, queue.key, &kind, &info, &history, &copy.body, 0).await?;
     metrics::counter!("conveyor_dead_letters_kept_total", "queue" => queue.key, "reason" => reason.as_str())
         .increment(1);
     Ok(())

@@ -13,8 +13,8 @@ pub mod routes;
 use chrono::Utc;
 use sea_orm::sea_query::{Expr, OnConflict};
 use sea_orm::{
-    ActiveValue::Set, ColumnTrait, ConnectionTrait, DbErr, EntityTrait, QueryFilter, QueryOrder,
-    QuerySelect,
+    ActiveValue::Set, ColumnTrait, ConnectionTrait, DbErr, EntityTrait, PaginatorTrait,
+    QueryFilter, QueryOrder, QuerySelect,
 };
 
 use crate::broker::{DeadLetterInfo, Failure};
@@ -26,7 +26,7 @@ pub use operate::{OperateError, Operated, discard, replay};
 
 /// Where a dead letter stands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, utoipa::ToSchema)]
-#[serde(rename_all = "lowercase")]
+#[serde(rename_all = "snake_case")]
 #[schema(as = DeadLetterStatus)]
 pub enum Status {
     /// Waiting for an operator.
@@ -35,16 +35,28 @@ pub enum Status {
     Replayed,
     /// Dropped on purpose.
     Discarded,
+    /// Replayed `dead_letters.needs_fix_after_replays` times and dead again: waiting for
+    /// a fix, not replayed by a filter again unless forced (by its id it still can be).
+    NeedsFix,
 }
 
 impl Status {
-    pub const ALL: [Status; 3] = [Status::Dead, Status::Replayed, Status::Discarded];
+    pub const ALL: [Status; 4] = [
+        Status::Dead,
+        Status::Replayed,
+        Status::Discarded,
+        Status::NeedsFix,
+    ];
+
+    /// The statuses an operator still has to act on.
+    pub const WAITING: [Status; 2] = [Status::Dead, Status::NeedsFix];
 
     pub fn as_str(self) -> &'static str {
         match self {
             Status::Dead => "dead",
             Status::Replayed => "replayed",
             Status::Discarded => "discarded",
+            Status::NeedsFix => "needs_fix",
         }
     }
 
@@ -52,10 +64,10 @@ impl Status {
         Status::ALL.into_iter().find(|x| x.as_str() == s)
     }
 
-    /// "dead, replayed or discarded", for messages that list the valid names.
+    /// "dead, replayed, discarded or needs_fix", for messages that list the valid names.
     pub fn names() -> String {
-        let [a, b, c] = Status::ALL.map(Status::as_str);
-        format!("{a}, {b} or {c}")
+        let [a, b, c, d] = Status::ALL.map(Status::as_str);
+        format!("{a}, {b}, {c} or {d}")
     }
 }
 
@@ -89,7 +101,9 @@ pub async fn is_recorded(
 
 /// Records a dead letter; a second record of the same message at the same attempt
 /// (a redelivered dead-letter decision) is ignored, unless the first was replayed:
-/// then the message died again and its row opens again with the new failure.
+/// then the message died again and its row opens again with the new failure, as
+/// `needs_fix` once it has been replayed `needs_fix_after` times (0: never).
+#[allow(clippy::too_many_arguments)]
 pub async fn record(
     db: &impl ConnectionTrait,
     message_id: &str,
@@ -98,6 +112,7 @@ pub async fn record(
     info: &DeadLetterInfo,
     history: &[Failure],
     body: &[u8],
+    needs_fix_after: u32,
 ) -> Result<(), DbErr> {
     let now = Utc::now();
     let attempts = i32::try_from(info.attempts).unwrap_or(i32::MAX);
@@ -129,10 +144,30 @@ pub async fn record(
         )
         .exec_without_returning(db)
         .await?;
-    // Always run (an upsert's rows-affected differs between MySQL client flags): it
-    // matches nothing unless a replayed message died again at the same attempt.
+    // Always look (an upsert's rows-affected differs between MySQL client flags): it
+    // finds nothing unless a replayed message died again at the same attempt.
+    let replayed = entity::Entity::find()
+        .filter(entity::Column::MessageId.eq(message_id))
+        .filter(entity::Column::Queue.eq(queue_key))
+        .filter(entity::Column::Attempts.eq(attempts))
+        .filter(entity::Column::Status.eq(Status::Replayed.as_str()))
+        .one(db)
+        .await?;
+    let Some(replayed) = replayed else {
+        return Ok(());
+    };
+    let replays = action_entity::Entity::find()
+        .filter(action_entity::Column::DeadLetterId.eq(replayed.id))
+        .filter(action_entity::Column::Action.eq("replay"))
+        .count(db)
+        .await?;
+    let status = if needs_fix_after > 0 && replays >= u64::from(needs_fix_after) {
+        Status::NeedsFix
+    } else {
+        Status::Dead
+    };
     entity::Entity::update_many()
-        .col_expr(entity::Column::Status, Expr::value(Status::Dead.as_str()))
+        .col_expr(entity::Column::Status, Expr::value(status.as_str()))
         .col_expr(entity::Column::Reason, Expr::value(info.reason.as_str()))
         .col_expr(
             entity::Column::LastError,
@@ -141,9 +176,7 @@ pub async fn record(
         .col_expr(entity::Column::History, Expr::value(history))
         .col_expr(entity::Column::Body, Expr::value(body))
         .col_expr(entity::Column::UpdatedAt, Expr::value(now))
-        .filter(entity::Column::MessageId.eq(message_id))
-        .filter(entity::Column::Queue.eq(queue_key))
-        .filter(entity::Column::Attempts.eq(attempts))
+        .filter(entity::Column::Id.eq(replayed.id))
         .filter(entity::Column::Status.eq(Status::Replayed.as_str()))
         .exec(db)
         .await?;

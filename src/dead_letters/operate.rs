@@ -17,7 +17,9 @@ use crate::outbox::{self, OutboxError};
 pub enum OperateError {
     #[error("dead letter {0} not found")]
     NotFound(i64),
-    #[error("dead letter {id} is {status}; only a dead letter in state `dead` can be {action}")]
+    #[error(
+        "dead letter {id} is {status}; only a dead letter in state `dead` or `needs_fix` can be {action}"
+    )]
     Conflict {
         id: i64,
         status: String,
@@ -101,7 +103,7 @@ async fn act(
         .one(&txn)
         .await?
         .ok_or(OperateError::NotFound(id))?;
-    if row.status != Status::Dead.as_str() {
+    if !Status::WAITING.iter().any(|s| row.status == s.as_str()) {
         txn.rollback().await?;
         return settled(row, action);
     }
@@ -117,7 +119,7 @@ async fn act(
         )
         .col_expr(entity::Column::UpdatedAt, Expr::value(now))
         .filter(entity::Column::Id.eq(id))
-        .filter(entity::Column::Status.eq(Status::Dead.as_str()))
+        .filter(entity::Column::Status.is_in(Status::WAITING.map(Status::as_str)))
         .exec(&txn)
         .await?
         .rows_affected;

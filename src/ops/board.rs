@@ -339,7 +339,7 @@ async fn dead_letter_summary(db: &DatabaseConnection) -> anyhow::Result<DeadLett
         .column(entity::Column::Queue)
         .column(entity::Column::Reason)
         .column_as(entity::Column::Id.count(), "count")
-        .filter(entity::Column::Status.eq(Status::Dead.as_str()))
+        .filter(entity::Column::Status.is_in(Status::WAITING.map(Status::as_str)))
         .group_by(entity::Column::Queue)
         .group_by(entity::Column::Reason)
         .into_tuple()

@@ -3,7 +3,7 @@
 use std::io::{BufRead as _, BufReader};
 use std::process::{Child, Command, Stdio};
 
-use sea_orm::EntityTrait as _;
+use sea_orm::{ColumnTrait as _, EntityTrait as _, QueryFilter as _};
 use std::time::{Duration, Instant};
 
 use crate::helpers::{Backend, TestEnv};
@@ -352,6 +352,7 @@ async fn dead_letters_are_listed_replayed_and_discarded_from_the_cli() {
         &info,
         &[],
         &envelope.encode(usize::MAX).unwrap(),
+        3,
     )
     .await
     .unwrap();
@@ -370,7 +371,10 @@ async fn dead_letters_are_listed_replayed_and_discarded_from_the_cli() {
     assert_eq!(stdout.trim(), format!("{id}: replayed"));
     let (ok, stdout, _) = run(&["dead-letters", "replay", "--queue", "ai.short"]);
     assert!(ok, "nothing left to replay is not an error");
-    assert_eq!(stdout.trim(), "");
+    assert!(
+        stdout.starts_with("0 dead letter(s) of ai.short to replay; 0 parked as needs_fix"),
+        "{stdout}"
+    );
     let (ok, stdout, _) = run(&["dead-letters", "replay", &id]);
     assert!(ok);
     assert_eq!(stdout.trim(), format!("{id}: already replayed"));
@@ -399,6 +403,55 @@ async fn dead_letters_are_listed_replayed_and_discarded_from_the_cli() {
         "the same message id: deduplicated downstream"
     );
     assert_eq!(sent.attempt, 0);
+
+    // A letter parked as needs_fix: a filter counts it, skips it, and takes it with --force.
+    let parked = conveyor::broker::Envelope::new("ai.task.run", serde_json::json!({}));
+    conveyor::dead_letters::record(
+        &db,
+        &parked.id,
+        "ai.short",
+        &parked.kind,
+        &info,
+        &[],
+        &parked.encode(usize::MAX).unwrap(),
+        3,
+    )
+    .await
+    .unwrap();
+    conveyor::dead_letters::entity::Entity::update_many()
+        .col_expr(
+            conveyor::dead_letters::entity::Column::Status,
+            sea_orm::sea_query::Expr::value("needs_fix"),
+        )
+        .filter(conveyor::dead_letters::entity::Column::MessageId.eq(parked.id.clone()))
+        .exec(&db)
+        .await
+        .unwrap();
+    let (ok, stdout, _) = run(&["dead-letters", "replay", "--queue", "ai.short", "--dry-run"]);
+    assert!(ok);
+    assert_eq!(
+        stdout.trim(),
+        "0 dead letter(s) of ai.short to replay; 1 parked as needs_fix skipped (--force to include)"
+    );
+    let (ok, stdout, _) = run(&["dead-letters", "replay", "--queue", "ai.short"]);
+    assert!(ok);
+    assert!(!stdout.contains(": replayed"), "skipped: {stdout}");
+    let (ok, stdout, _) = run(&[
+        "dead-letters",
+        "replay",
+        "--queue",
+        "ai.short",
+        "--force",
+        "--dry-run",
+    ]);
+    assert!(ok);
+    assert!(
+        stdout.starts_with("1 dead letter(s) of ai.short to replay"),
+        "{stdout}"
+    );
+    let (ok, stdout, _) = run(&["dead-letters", "replay", "--queue", "ai.short", "--force"]);
+    assert!(ok);
+    assert!(stdout.contains(": replayed"), "{stdout}");
 }
 
 #[test]

@@ -20,6 +20,7 @@ const WAIT: Duration = Duration::from_secs(20);
 
 on_every_backend!(
     a_replay_goes_back_to_its_queue_once_and_reopens_if_it_dies_again,
+    a_letter_replayed_enough_times_and_dead_again_is_parked_as_needs_fix,
     malformed_dead_letters_are_discarded_not_replayed,
     the_admin_api_lists_replays_and_discards,
 );
@@ -452,5 +453,67 @@ async fn the_keeper_drains_dead_letter_queues_into_the_table(backend: crate::hel
             theirs.last_error
         );
     }
+    env.cleanup(Some(&platform)).await;
+}
+
+async fn a_letter_replayed_enough_times_and_dead_again_is_parked_as_needs_fix(backend: Backend) {
+    let Some(mut env) = TestEnv::new(backend, "needs_fix").await else {
+        return;
+    };
+    env.settings.dead_letters.needs_fix_after_replays = 2;
+    let platform = env.platform().await;
+    let max = platform.settings.broker.max_payload_bytes;
+    let rec = Arc::new(Recorder::default());
+    rec.broken.store(true, Ordering::SeqCst);
+    let (token, consumer) = start_consumer(&platform, &rec);
+    let msg = Envelope::new("test.work", json!({ "fail_while_broken": true }));
+    platform
+        .broker
+        .publish(Target::Queue(&AI_SHORT), &msg)
+        .await
+        .unwrap();
+    wait_until(WAIT, "the dead letter", || async {
+        dead(&platform, "dead").await.len() == 1
+    })
+    .await;
+    let id = dead(&platform, "dead").await[0].id;
+    // Replayed once and dead again: still `dead`; twice: parked.
+    for (round, expect) in [(1, "dead"), (2, "needs_fix")] {
+        dead_letters::replay(
+            &platform.db,
+            platform.broker.topology(),
+            id,
+            "test:ops",
+            max,
+        )
+        .await
+        .unwrap();
+        assert_eq!(relay(&platform).await, 1);
+        wait_until(WAIT, "the replay to die again", || async {
+            rec.calls() == round + 1 && dead(&platform, expect).await.len() == 1
+        })
+        .await;
+        assert_eq!(dead(&platform, expect).await[0].id, id, "same row");
+    }
+    // Still waiting for an operator (the gauge's and the board's count), and replayable by
+    // its id once fixed.
+    rec.broken.store(false, Ordering::SeqCst);
+    let fixed = dead_letters::replay(
+        &platform.db,
+        platform.broker.topology(),
+        id,
+        "test:ops",
+        max,
+    )
+    .await
+    .unwrap();
+    assert_eq!(fixed.dead_letter.status, "replayed");
+    assert_eq!(relay(&platform).await, 1);
+    wait_until(WAIT, "the effect", || async {
+        rec.effects_of(&msg.id) == 1
+    })
+    .await;
+    token.cancel();
+    consumer.await.unwrap().unwrap();
     env.cleanup(Some(&platform)).await;
 }

@@ -198,7 +198,7 @@ async fn metrics_show_waiting_work(backend: Backend) {
         attempts: 1,
         last_error: "no".into(),
     };
-    conveyor::dead_letters::record(&platform.db, "m1", "ai.short", "k", &info, &[], b"{}")
+    conveyor::dead_letters::record(&platform.db, "m1", "ai.short", "k", &info, &[], b"{}", 3)
         .await
         .unwrap();
     // An outbox row the relay cannot send (a target this build does not know), a
