@@ -15,12 +15,10 @@ use sea_orm::{
     ActiveModelTrait as _, ColumnTrait, DatabaseConnection, EntityTrait, QueryFilter, QueryOrder,
     QuerySelect, Set,
 };
-use serde::Serialize;
-use utoipa::ToSchema;
 
-use super::board::{QueueRow, Snapshot};
 use super::entity;
 use super::notify::{self, Notice};
+use super::snapshot::{AlertView, AlertsView, QueueRow, Snapshot};
 use crate::config::{AlertReceiver, AlertSettings, OpsSettings};
 use crate::dedupe::{Claim, DedupeStore};
 
@@ -119,48 +117,6 @@ fn readings(s: &AlertSettings, q: &QueueRow) -> [Reading; 4] {
             ),
         },
     ]
-}
-
-/// The alerts as the console and `GET /v1/admin/alerts` show them.
-#[derive(Debug, Clone, Default, Serialize, ToSchema)]
-pub struct AlertsView {
-    pub active: Vec<AlertView>,
-    /// The latest episodes, firing or resolved, newest first.
-    pub history: Vec<AlertView>,
-}
-
-#[derive(Debug, Clone, Serialize, ToSchema)]
-pub struct AlertView {
-    pub id: i64,
-    pub rule: String,
-    pub queue: String,
-    /// `firing` or `resolved`.
-    pub state: &'static str,
-    pub summary: String,
-    pub value: f64,
-    pub threshold: f64,
-    pub fired_at: DateTime<Utc>,
-    pub resolved_at: Option<DateTime<Utc>>,
-}
-
-impl From<entity::Model> for AlertView {
-    fn from(m: entity::Model) -> Self {
-        AlertView {
-            id: m.id,
-            state: if m.resolved_at.is_some() {
-                "resolved"
-            } else {
-                "firing"
-            },
-            rule: m.rule,
-            queue: m.queue,
-            summary: m.summary,
-            value: m.value,
-            threshold: m.threshold,
-            fired_at: m.fired_at,
-            resolved_at: m.resolved_at,
-        }
-    }
 }
 
 /// How many past episodes the view lists.

@@ -9,76 +9,18 @@ use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use chrono::{DateTime, Utc};
+use chrono::Utc;
 use sea_orm::{ColumnTrait, DatabaseConnection, EntityTrait, QueryFilter, QuerySelect};
-use serde::Serialize;
 use tokio::sync::{broadcast, watch};
 use tokio_util::sync::CancellationToken;
-use utoipa::ToSchema;
 
-use super::alerts::{Alerts, AlertsView};
-use super::panel::{Panel, PanelView};
+use super::alerts::Alerts;
+use super::panel::Panel;
+use super::snapshot::{AlertsView, DeadCount, DeadLetterSummary, Point, QueueRow, Snapshot};
 use crate::broker::Broker;
 use crate::config::OpsSettings;
 use crate::live::Control;
 use crate::telemetry::report::ProcessReport;
-
-/// Everything the console shows, as of `at`.
-#[derive(Debug, Clone, Serialize, ToSchema)]
-pub struct Snapshot {
-    pub at: DateTime<Utc>,
-    pub queues: Vec<QueueRow>,
-    /// Per queue key, the points of the last `ops.history_secs`, oldest first.
-    pub series: BTreeMap<String, Vec<Point>>,
-    pub panels: Vec<PanelView>,
-    pub dead_letters: DeadLetterSummary,
-    pub alerts: AlertsView,
-}
-
-#[derive(Debug, Clone, Serialize, ToSchema)]
-pub struct QueueRow {
-    pub queue: String,
-    pub group: String,
-    /// Ready for a consumer.
-    pub ready: u64,
-    /// Parked in a retry tier.
-    pub retrying: u64,
-    /// Dead letters waiting for an operator (the database's count: the broker's DLQ holds
-    /// copies of the same letters until the keeper drains it).
-    pub dead: u64,
-    /// Processes consuming it (that reported within the last three samples).
-    pub consumers: u32,
-    /// Their prefetch, summed: deliveries in flight at once.
-    pub concurrency: u32,
-    pub published_per_sec: f64,
-    pub consumed_per_sec: f64,
-    pub dead_per_sec: f64,
-    /// Age of the oldest work waiting for it, where its domain can tell.
-    pub oldest_age_secs: Option<f64>,
-}
-
-#[derive(Debug, Clone, Serialize, ToSchema)]
-pub struct Point {
-    pub at: DateTime<Utc>,
-    pub ready: u64,
-    pub retrying: u64,
-    pub dead: u64,
-    pub published_per_sec: f64,
-    pub consumed_per_sec: f64,
-}
-
-#[derive(Debug, Clone, Default, Serialize, ToSchema)]
-pub struct DeadLetterSummary {
-    pub waiting: u64,
-    pub by_queue: Vec<DeadCount>,
-}
-
-#[derive(Debug, Clone, Serialize, ToSchema)]
-pub struct DeadCount {
-    pub queue: String,
-    pub reason: String,
-    pub count: u64,
-}
 
 /// A process's last two reports: their difference is its rate.
 struct Seen {

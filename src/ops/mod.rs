@@ -5,7 +5,8 @@
 //! `/ops`, the page, and its admin API ([`routes`]).
 //!
 //! # Layout
-//! - `board.rs`: sampling, the per-queue history, the [`Snapshot`]
+//! - `board.rs`: sampling, the per-queue history
+//! - `snapshot.rs`: the [`Snapshot`] the page and the API show
 //! - `panel.rs`: what a domain brings to the page
 //! - `alerts.rs`: the rules, the leader lease, `ops_alerts` episodes
 //! - `notify.rs`: generic, DingTalk and WeCom webhook notices
@@ -19,6 +20,8 @@ pub mod notify;
 pub mod panel;
 pub mod reporter;
 pub mod routes;
+pub mod snapshot;
 
-pub use board::{Board, Snapshot};
+pub use board::Board;
 pub use panel::{Panel, PanelView, TableView};
+pub use snapshot::Snapshot;

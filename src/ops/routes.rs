@@ -14,8 +14,9 @@ use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
 use axum::routing::get;
 use futures::Stream;
 
-use super::alerts::{self, AlertsView};
-use super::board::{Board, Snapshot};
+use super::alerts;
+use super::board::Board;
+use super::snapshot::{AlertsView, Snapshot};
 use crate::api::openapi::ErrorBody;
 use crate::api::{Admin, Core};
 use crate::error::ApiError;
