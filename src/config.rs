@@ -163,6 +163,8 @@ pub struct DedupeSettings {
 #[serde(deny_unknown_fields)]
 pub struct ConsumerSettings {
     pub shutdown_grace_ms: u64,
+    /// How often each consumer reads its queue's concurrency set at run time.
+    pub settings_poll_ms: u64,
     pub db_fence: bool,
     pub fence_batch: usize,
     /// Fence rows older than this are trimmed by housekeeping (see base.toml for the rule).

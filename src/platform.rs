@@ -105,6 +105,7 @@ impl Platform {
             shutdown_grace: Duration::from_millis(self.settings.consumer.shutdown_grace_ms),
             crash_loop_after: self.settings.consumer.crash_loop_after,
             needs_fix_after: self.settings.dead_letters.needs_fix_after_replays,
+            settings_poll: Duration::from_millis(self.settings.consumer.settings_poll_ms.max(100)),
             tally: self.tally.clone(),
         }
     }

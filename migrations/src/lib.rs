@@ -17,6 +17,7 @@ mod m20261203_000010_message_deaths;
 mod m20261203_000011_tenant_limits;
 mod m20261203_000012_ledger_without_user_fk;
 mod m20261204_000013_ops_alerts;
+mod m20261204_000014_queue_settings;
 
 pub struct Migrator;
 
@@ -37,6 +38,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261203_000011_tenant_limits::Migration),
             Box::new(m20261203_000012_ledger_without_user_fk::Migration),
             Box::new(m20261204_000013_ops_alerts::Migration),
+            Box::new(m20261204_000014_queue_settings::Migration),
         ]
     }
 }

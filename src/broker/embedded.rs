@@ -420,6 +420,7 @@ impl Broker for EmbeddedBroker {
             spec: queue,
             state,
             permits: Arc::new(Semaphore::new(usize::from(resolved.prefetch))),
+            prefetch: resolved.prefetch,
             cancelled: false,
         }))
     }
@@ -534,6 +535,7 @@ struct EmbeddedSubscription {
     spec: &'static QueueSpec,
     state: Arc<QueueState>,
     permits: Arc<Semaphore>,
+    prefetch: u16,
     cancelled: bool,
 }
 
@@ -585,6 +587,16 @@ impl Subscription for EmbeddedSubscription {
     async fn cancel(&mut self) {
         self.cancelled = true;
         self.permits.close();
+    }
+
+    async fn set_prefetch(&mut self, prefetch: u16) -> Result<(), BrokerError> {
+        super::resize_permits(
+            &self.permits,
+            usize::from(self.prefetch),
+            usize::from(prefetch),
+        );
+        self.prefetch = prefetch;
+        Ok(())
     }
 }
 

@@ -190,6 +190,9 @@ pub trait Subscription: Send {
     async fn next(&mut self) -> Option<Delivery>;
     /// Stops new deliveries. Deliveries already handed out can still be settled.
     async fn cancel(&mut self);
+    /// Takes up to `prefetch` unsettled deliveries from now on; deliveries already
+    /// handed out stay valid.
+    async fn set_prefetch(&mut self, prefetch: u16) -> Result<(), BrokerError>;
 }
 
 /// The backend half of a delivery: how to settle it.
@@ -289,4 +292,19 @@ pub async fn connect(settings: &Settings, topology: Topology) -> anyhow::Result<
         }
     };
     Ok(broker)
+}
+
+/// Moves a semaphore of `from` permits to `to`: adds the difference, or takes it back as
+/// permits are released (held permits are never revoked: what runs finishes).
+pub fn resize_permits(permits: &std::sync::Arc<tokio::sync::Semaphore>, from: usize, to: usize) {
+    if to > from {
+        permits.add_permits(to - from);
+    } else if from > to {
+        let (permits, fewer) = (permits.clone(), (from - to) as u32);
+        tokio::spawn(async move {
+            if let Ok(p) = permits.acquire_many_owned(fewer).await {
+                p.forget();
+            }
+        });
+    }
 }

@@ -537,6 +537,7 @@ impl Broker for RabbitBroker {
             spec: queue,
             queue: Arc::new(resolved),
             live: None,
+            draining: None,
             backoff: Duration::from_millis(self.inner.settings.reconnect_min_ms),
             cancelled: false,
         };
@@ -690,6 +691,9 @@ struct RabbitSubscription {
     spec: &'static QueueSpec,
     queue: Arc<ResolvedQueue>,
     live: Option<(Channel, lapin::Consumer, AckWindow)>,
+    /// The consumer a prefetch change replaced: cancelled, read to its end (its
+    /// deliveries already sent are valid on the same channel) before the new one.
+    draining: Option<lapin::Consumer>,
     backoff: Duration,
     cancelled: bool,
 }
@@ -726,6 +730,16 @@ impl Subscription for RabbitSubscription {
             if self.cancelled {
                 return None;
             }
+            if let (Some(old), Some((_, _, window))) = (self.draining.as_mut(), self.live.as_ref())
+            {
+                if let Some(Ok(d)) = old.next().await {
+                    return Some(delivery(&self.inner, self.spec, &self.queue, window, d));
+                }
+                // Ended (its cancel confirmed) or its channel is gone: the new one serves.
+                self.draining = None;
+                continue;
+            }
+            self.draining = None;
             let Some((_, consumer, window)) = self.live.as_mut() else {
                 if let Err(e) = bounded("starting a consumer", self.open()).await {
                     tracing::warn!(queue = %self.queue.name, error = %e, backoff = ?self.backoff, "consumer reconnect failed");
@@ -739,19 +753,7 @@ impl Subscription for RabbitSubscription {
             };
             match consumer.next().await {
                 Some(Ok(d)) => {
-                    window.delivered(d.delivery_tag);
-                    let settle = RabbitSettle {
-                        window: window.clone(),
-                        tag: d.delivery_tag,
-                        inner: self.inner.clone(),
-                        queue: self.queue.clone(),
-                    };
-                    return Some(Delivery::new(
-                        self.spec,
-                        d.data,
-                        d.redelivered,
-                        Box::new(settle),
-                    ));
+                    return Some(delivery(&self.inner, self.spec, &self.queue, window, d));
                 }
                 Some(Err(e)) => {
                     tracing::warn!(queue = %self.queue.name, error = %e, "consumer lost its channel; reconnecting");
@@ -778,6 +780,60 @@ impl Subscription for RabbitSubscription {
         // The channel stays open so in-flight deliveries can still be acked; it closes
         // with the connection, which hands back whatever is still unacked.
     }
+
+    async fn set_prefetch(&mut self, prefetch: u16) -> Result<(), BrokerError> {
+        // A reconnect opens with the new prefetch.
+        let mut resolved = (*self.queue).clone();
+        resolved.prefetch = prefetch;
+        self.queue = Arc::new(resolved);
+        let Some((ch, consumer, _)) = self.live.as_mut() else {
+            return Ok(());
+        };
+        // RabbitMQ applies a per-consumer prefetch to consumers started after it: start
+        // one with the new limit, then cancel the old one (no gap in between).
+        let fresh = bounded("changing the prefetch", async {
+            ch.basic_qos(prefetch, BasicQosOptions::default())
+                .await
+                .map_err(err)?;
+            let tag: ShortString =
+                format!("conveyor-{}-{}", self.spec.key, uuid::Uuid::new_v4()).into();
+            ch.basic_consume(
+                self.queue.name.as_str().into(),
+                tag,
+                BasicConsumeOptions::default(),
+                FieldTable::default(),
+            )
+            .await
+            .map_err(err)
+        })
+        .await?;
+        let old = std::mem::replace(consumer, fresh);
+        let _ = tokio::time::timeout(
+            OP_TIMEOUT,
+            ch.basic_cancel(old.tag(), BasicCancelOptions::default()),
+        )
+        .await;
+        self.draining = Some(old);
+        Ok(())
+    }
+}
+
+/// A delivery of `queue`'s consumer, settled through its channel's window.
+fn delivery(
+    inner: &Arc<Inner>,
+    spec: &'static QueueSpec,
+    queue: &Arc<ResolvedQueue>,
+    window: &AckWindow,
+    d: lapin::message::Delivery,
+) -> Delivery {
+    window.delivered(d.delivery_tag);
+    let settle = RabbitSettle {
+        window: window.clone(),
+        tag: d.delivery_tag,
+        inner: inner.clone(),
+        queue: queue.clone(),
+    };
+    Delivery::new(spec, d.data, d.redelivered, Box::new(settle))
 }
 
 /// Settles through the channel's [`AckWindow`], which coalesces acks into `multiple` ones.

@@ -3,6 +3,7 @@
 mod dead_letters;
 mod flash_sales;
 mod payments;
+mod queues;
 mod search;
 mod users;
 
@@ -59,6 +60,9 @@ pub enum Command {
     /// Payment helpers: sign a provider event with the configured test keys.
     #[command(subcommand)]
     Payments(payments::PaymentsCommand),
+    /// Change a queue's concurrency at run time (consumers follow without a restart).
+    #[command(subcommand)]
+    Queues(queues::QueuesCommand),
     /// Search index operations.
     #[command(subcommand)]
     Search(search::SearchCommand),
@@ -156,6 +160,7 @@ pub async fn run(cli: Cli) -> Result<(), CliError> {
         Command::FlashSales(cmd) => flash_sales::run(&settings, cmd).await?,
         Command::Payments(cmd) => payments::run(&settings, cmd)?,
         Command::Search(cmd) => search::run(&settings, cmd).await?,
+        Command::Queues(cmd) => queues::run(&settings, cmd).await?,
         Command::Users(cmd) => users::run(&settings, cmd).await?,
     }
     Ok(())

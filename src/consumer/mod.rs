@@ -15,6 +15,7 @@
 mod admit;
 mod admitted;
 pub mod answers;
+pub mod concurrency;
 pub mod deaths;
 pub mod fence;
 pub mod fence_entity;
@@ -179,6 +180,8 @@ pub struct Deps {
     pub crash_loop_after: u32,
     /// Replays after which a letter that dies again is parked as `needs_fix` (0: never).
     pub needs_fix_after: u32,
+    /// How often a consumer reads its queue's concurrency set at run time.
+    pub settings_poll: Duration,
     /// Per-queue totals and consumers, for this process's ops report.
     pub tally: Arc<crate::tally::Tally>,
 }

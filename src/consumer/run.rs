@@ -37,7 +37,10 @@ pub async fn serve(
         return Ok(());
     };
     // Counted as a consumer (with its prefetch) in this process's ops report while it runs.
-    let _consuming = Consuming::new(deps.tally.clone(), queue.key, resolved.prefetch);
+    let mut consuming = Consuming::new(deps.tally.clone(), queue.key, resolved.prefetch);
+    // The concurrency an operator set at run time, read every `settings_poll`.
+    let mut poll = tokio::time::interval(deps.settings_poll);
+    poll.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let mut in_flight = JoinSet::new();
     match worker {
         Worker::One(handler) => {
@@ -55,6 +58,7 @@ pub async fn serve(
                     }
                     // Reap finished tasks so the set does not grow with every message.
                     Some(_) = in_flight.join_next(), if !in_flight.is_empty() => {}
+                    _ = poll.tick() => follow(&deps, queue, sub.as_mut(), &mut consuming, None).await,
                 }
             }
         }
@@ -67,6 +71,9 @@ pub async fn serve(
                 "batch consumer started"
             );
             let slots = Arc::new(Semaphore::new(resolved.in_flight));
+            // Slots that follow the prefetch (no `in_flight` of the queue's own) follow
+            // a run-time change of it too.
+            let follows = (resolved.in_flight == usize::from(resolved.prefetch)).then_some(&slots);
             loop {
                 // A free slot first: deliveries wait in the prefetch buffer meanwhile and
                 // fill the next batch.
@@ -84,6 +91,10 @@ pub async fn serve(
                         Some(d) => d,
                         None => break,
                     },
+                    _ = poll.tick() => {
+                        follow(&deps, queue, sub.as_mut(), &mut consuming, follows).await;
+                        continue;
+                    }
                 };
                 let batch = gather(sub.as_mut(), first, max, linger, &shutdown).await;
                 let (deps, handler) = (deps.clone(), handler.clone());
@@ -137,6 +148,39 @@ async fn gather(
     batch
 }
 
+/// Follows the concurrency an operator set for `queue` (if any): the subscription's
+/// prefetch, the tally's count and the batch slots that follow the prefetch.
+async fn follow(
+    deps: &Deps,
+    queue: &'static QueueSpec,
+    sub: &mut dyn Subscription,
+    consuming: &mut Consuming,
+    slots: Option<&Arc<Semaphore>>,
+) {
+    let wanted = match super::concurrency::of(&deps.db, queue.key).await {
+        Ok(Some(n)) if n != consuming.prefetch => n,
+        Ok(_) => return,
+        Err(e) => {
+            tracing::debug!(queue = queue.key, error = %e, "concurrency not read");
+            return;
+        }
+    };
+    if let Err(e) = sub.set_prefetch(wanted).await {
+        tracing::warn!(queue = queue.key, error = %e, "concurrency not changed; next poll retries");
+        return;
+    }
+    tracing::info!(
+        queue = queue.key,
+        from = consuming.prefetch,
+        to = wanted,
+        "concurrency changed"
+    );
+    if let Some(slots) = slots {
+        crate::broker::resize_permits(slots, usize::from(consuming.prefetch), usize::from(wanted));
+    }
+    consuming.set(wanted);
+}
+
 /// Registers a running consumer in the tally; unregisters it when dropped (however the
 /// consume loop ends).
 struct Consuming {
@@ -153,6 +197,14 @@ impl Consuming {
             queue,
             prefetch,
         }
+    }
+}
+
+impl Consuming {
+    fn set(&mut self, prefetch: u16) {
+        self.tally.consuming(self.queue, self.prefetch, false);
+        self.tally.consuming(self.queue, prefetch, true);
+        self.prefetch = prefetch;
     }
 }
 

@@ -4,21 +4,26 @@
 //! - `GET /v1/admin/ops`: the latest [`Snapshot`]
 //! - `GET /v1/admin/ops/stream`: Server-Sent Events, a `snapshot` event per sample
 //! - `GET /v1/admin/alerts`: active alerts and the latest episodes
+//! - `PUT /v1/admin/queues/{queue}/concurrency`: a queue's prefetch, changed at run time
 
 use std::convert::Infallible;
 use std::time::Duration;
 
 use axum::Router;
+use axum::extract::Path;
 use axum::extract::{FromRef, State};
 use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
-use axum::routing::get;
+use axum::routing::{get, put};
 use futures::Stream;
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
 
 use super::alerts;
 use super::board::Board;
 use super::snapshot::{AlertsView, Snapshot};
 use crate::api::openapi::ErrorBody;
-use crate::api::{Admin, Core};
+use crate::api::{Admin, ApiJson, Core};
+use crate::consumer::concurrency;
 use crate::error::ApiError;
 
 #[derive(Clone, FromRef)]
@@ -33,11 +38,12 @@ pub fn routes(state: Ops) -> Router {
         .route("/v1/admin/ops", get(snapshot))
         .route("/v1/admin/ops/stream", get(stream))
         .route("/v1/admin/alerts", get(list_alerts))
+        .route("/v1/admin/queues/{queue}/concurrency", put(set_concurrency))
         .with_state(state)
 }
 
 #[derive(utoipa::OpenApi)]
-#[openapi(paths(page, snapshot, stream, list_alerts))]
+#[openapi(paths(page, snapshot, stream, list_alerts, set_concurrency))]
 pub struct Doc;
 
 /// `GET /ops`: the operations console.
@@ -108,4 +114,56 @@ pub(crate) async fn list_alerts(
     _: Admin,
 ) -> Result<axum::Json<AlertsView>, ApiError> {
     Ok(axum::Json(alerts::view(&core.db).await?))
+}
+
+/// A queue's concurrency: deliveries each of its consumer processes takes at once.
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Concurrency {
+    /// 1 to 10000.
+    #[schema(minimum = 1, maximum = 10000)]
+    pub prefetch: u32,
+}
+
+#[utoipa::path(put, path = "/v1/admin/queues/{queue}/concurrency", tag = "admin", operation_id = "set_queue_concurrency",
+    security(("api_key" = [])),
+    params(("queue" = String, Path, description = "A queue key (`ai.short`, …)")),
+    request_body = Concurrency,
+    responses(
+        (status = 200, description = "Stored and audited; every consumer process of the queue follows within `consumer.settings_poll_ms`", body = Concurrency),
+        (status = 400, description = "Prefetch out of range (named in `field`)", body = ErrorBody),
+        (status = 401, description = "Missing or invalid API key", body = ErrorBody),
+        (status = 403, description = "Not an admin", body = ErrorBody),
+        (status = 404, description = "No such queue", body = ErrorBody)))]
+pub(crate) async fn set_concurrency(
+    State(core): State<Core>,
+    Admin(user): Admin,
+    Path(queue): Path<String>,
+    ApiJson(body): ApiJson<Concurrency>,
+) -> Result<axum::Json<Concurrency>, ApiError> {
+    let Some(resolved) = core
+        .broker
+        .topology()
+        .queues
+        .iter()
+        .find(|q| q.spec.key == queue)
+    else {
+        return Err(ApiError::NotFound("queue"));
+    };
+    let prefetch = u16::try_from(body.prefetch)
+        .ok()
+        .filter(|p| (1..=concurrency::MAX).contains(p))
+        .ok_or_else(|| {
+            ApiError::bad_request("prefetch", format!("must be 1 to {}", concurrency::MAX))
+        })?;
+    concurrency::set(
+        &core.db,
+        resolved.spec.key,
+        prefetch,
+        &format!("user:{}", user.id),
+    )
+    .await?;
+    Ok(axum::Json(Concurrency {
+        prefetch: u32::from(prefetch),
+    }))
 }

@@ -263,6 +263,25 @@ async fn the_console_shows_a_burst_draining_and_replays_a_dead_letter_by_click()
     .await;
     shot(&c, "5-replayed.png").await;
 
+    // Change ai.short's concurrency from its cell: the consumers follow, their reports
+    // show it.
+    c.find(Locator::Css(&format!("{row} .concurrency")))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
+    c.send_alert_text("32").await.unwrap();
+    c.accept_alert().await.unwrap();
+    wait_text(
+        &c,
+        &format!("{row} .concurrency"),
+        "the new concurrency",
+        |t| number(t) == Some(32),
+    )
+    .await;
+    shot(&c, "6-concurrency.png").await;
+
     let errors = console_errors(&c, &d).await;
     assert!(errors.is_empty(), "console errors: {errors:?}");
     eprintln!(

@@ -9,6 +9,7 @@ mod architecture;
 mod batches;
 mod browser;
 mod cli;
+mod concurrency;
 mod dead_letters;
 mod delivery;
 mod domain;

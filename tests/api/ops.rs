@@ -62,6 +62,46 @@ async fn the_board_shows_queues_rates_and_panels(backend: Backend) {
         .unwrap();
     assert_eq!(r.status(), 403);
 
+    // Concurrency changes: validated, stored, audited (followed: tests/api/concurrency.rs).
+    let put = |path: &str, body: Value| {
+        app.client
+            .put(app.url(path))
+            .bearer_auth(&admin)
+            .json(&body)
+            .send()
+    };
+    let r = put(
+        "/v1/admin/queues/ai.long/concurrency",
+        json!({ "prefetch": 8 }),
+    )
+    .await
+    .unwrap();
+    assert_eq!(r.status(), 200);
+    assert_eq!(
+        conveyor::consumer::concurrency::of(&app.platform.db, "ai.long")
+            .await
+            .unwrap(),
+        Some(8)
+    );
+    let r = put(
+        "/v1/admin/queues/ai.long/concurrency",
+        json!({ "prefetch": 0 }),
+    )
+    .await
+    .unwrap();
+    assert_eq!(r.status(), 400);
+    assert_eq!(
+        r.json::<Value>().await.unwrap()["error"]["field"],
+        "prefetch"
+    );
+    let r = put(
+        "/v1/admin/queues/nope/concurrency",
+        json!({ "prefetch": 8 }),
+    )
+    .await
+    .unwrap();
+    assert_eq!(r.status(), 404);
+
     let mut ids = Vec::new();
     for i in 0..20 {
         let r = app
