@@ -112,18 +112,12 @@ pub async fn run(settings: &Settings, cmd: DeadLettersCommand) -> anyhow::Result
         } => {
             let ids = match queue {
                 Some(q) => {
-                    let of = |status| Filter {
-                        queue: Some(&q),
-                        status: Some(status),
-                        reason: reason.as_deref(),
-                    };
-                    let mut ids = all_ids(&db, &of(Status::Dead)).await?;
-                    let parked = all_ids(&db, &of(Status::NeedsFix)).await?;
+                    let plan = dead_letters::replay_plan(&db, &q, reason.as_deref(), force).await?;
                     // The count first, so an operator sees what a filter sends before it does.
                     println!(
                         "{} dead letter(s) of {q} to replay; {} parked as needs_fix {}",
-                        ids.len() + if force { parked.len() } else { 0 },
-                        parked.len(),
+                        plan.ids.len(),
+                        plan.parked,
                         if force {
                             "included (--force)"
                         } else {
@@ -133,10 +127,7 @@ pub async fn run(settings: &Settings, cmd: DeadLettersCommand) -> anyhow::Result
                     if dry_run {
                         return Ok(());
                     }
-                    if force {
-                        ids.extend(parked);
-                    }
-                    ids
+                    plan.ids
                 }
                 None if ids.is_empty() => anyhow::bail!("name dead letter ids, or --queue"),
                 None => ids,
@@ -179,22 +170,6 @@ fn line(d: &DeadLetter) -> String {
 }
 
 /// Ids of every dead letter matching `filter`, oldest first (replay order).
-async fn all_ids(
-    db: &sea_orm::DatabaseConnection,
-    filter: &Filter<'_>,
-) -> anyhow::Result<Vec<i64>> {
-    let mut ids = Vec::new();
-    let mut before = None;
-    loop {
-        let page = dead_letters::search(db, filter, before, 500).await?;
-        let Some(last) = page.last() else { break };
-        before = Some(last.id);
-        ids.extend(page.iter().map(|d| d.id));
-    }
-    ids.reverse();
-    Ok(ids)
-}
-
 /// Prints one outcome; 1 if it failed.
 fn report(id: i64, past: &str, result: Result<dead_letters::Operated, OperateError>) -> usize {
     match result {

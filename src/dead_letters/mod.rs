@@ -233,3 +233,46 @@ pub async fn actions(db: &impl ConnectionTrait, id: i64) -> Result<Vec<Action>, 
         .all(db)
         .await
 }
+
+/// What a replay by filter would send: the `dead` letters of a queue (and reason), oldest
+/// first, plus the `needs_fix` ones when `force`d; `parked` counts those.
+#[derive(Debug, Clone, Default)]
+pub struct ReplayPlan {
+    pub ids: Vec<i64>,
+    pub parked: usize,
+}
+
+pub async fn replay_plan(
+    db: &impl ConnectionTrait,
+    queue_key: &str,
+    reason: Option<&str>,
+    force: bool,
+) -> Result<ReplayPlan, DbErr> {
+    let of = |status| Filter {
+        queue: Some(queue_key),
+        status: Some(status),
+        reason,
+    };
+    let mut ids = all_ids(db, &of(Status::Dead)).await?;
+    let parked = all_ids(db, &of(Status::NeedsFix)).await?;
+    let count = parked.len();
+    if force {
+        ids.extend(parked);
+        ids.sort_unstable();
+    }
+    Ok(ReplayPlan { ids, parked: count })
+}
+
+/// Every id matching `filter`, oldest first.
+async fn all_ids(db: &impl ConnectionTrait, filter: &Filter<'_>) -> Result<Vec<i64>, DbErr> {
+    let mut ids = Vec::new();
+    let mut before = None;
+    loop {
+        let page = search(db, filter, before, 500).await?;
+        let Some(last) = page.last() else { break };
+        before = Some(last.id);
+        ids.extend(page.iter().map(|d| d.id));
+    }
+    ids.reverse();
+    Ok(ids)
+}

@@ -5,6 +5,8 @@
 //! - `GET  /v1/admin/dead-letters/{id}` (with body, history and audit trail)
 //! - `POST /v1/admin/dead-letters/{id}/replay` (429 above `dead_letters.replay_per_second`)
 //! - `POST /v1/admin/dead-letters/{id}/discard`
+//! - `POST /v1/admin/dead-letters/replay` (by filter: a dry run counts, a run replays a
+//!   slice at the replay pace and says how many remain)
 
 use std::sync::Arc;
 
@@ -43,12 +45,16 @@ pub fn routes(state: DeadLetters) -> Router {
         .route("/v1/admin/dead-letters/{id}", get(show))
         .route("/v1/admin/dead-letters/{id}/replay", post(replay))
         .route("/v1/admin/dead-letters/{id}/discard", post(discard))
+        .route("/v1/admin/dead-letters/replay", post(replay_filter))
         .with_state(state)
 }
 
 /// The routes' OpenAPI entries.
 #[derive(utoipa::OpenApi)]
-#[openapi(paths(list, show, replay, discard), components(schemas(super::Status)))]
+#[openapi(
+    paths(list, show, replay, discard, replay_filter),
+    components(schemas(super::Status))
+)]
 pub struct Doc;
 
 /// What operators see of a dead letter; `body` and `actions` only in the detail view.
@@ -285,4 +291,105 @@ pub(crate) async fn discard(
         .await
         .map(operated)
         .map_err(operate_error)
+}
+
+/// Which dead letters a replay by filter takes.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ReplayFilter {
+    /// A queue key (`ai.short`, …).
+    pub queue: String,
+    /// Only this reason.
+    pub reason: Option<String>,
+    /// Also the letters parked as `needs_fix`.
+    #[serde(default)]
+    pub force: bool,
+    /// Count only; send nothing.
+    #[serde(default)]
+    pub dry_run: bool,
+    /// At most this many replays in this call (1 to 100, default 20), oldest first, at
+    /// `dead_letters.replay_per_second`; call again while `remaining` > 0.
+    #[schema(minimum = 1, maximum = 100)]
+    pub limit: Option<u32>,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ReplayFilterView {
+    /// Letters the filter matches (before this call).
+    pub matched: usize,
+    /// Of the queue's letters, those parked as `needs_fix` (included only with `force`).
+    pub parked: usize,
+    /// Replayed by this call.
+    pub replayed: Vec<i64>,
+    /// Still to replay after this call.
+    pub remaining: usize,
+}
+
+#[utoipa::path(post, path = "/v1/admin/dead-letters/replay", tag = "admin", operation_id = "replay_dead_letters_by_filter",
+    security(("api_key" = [])), request_body = ReplayFilter,
+    responses(
+        (status = 200, description = "What the filter matches, what this call replayed and what remains", body = ReplayFilterView),
+        (status = 400, description = "Bad queue or limit (named in `field`)", body = ErrorBody),
+        (status = 401, description = "Missing or invalid API key", body = ErrorBody),
+        (status = 403, description = "Not an admin", body = ErrorBody)))]
+pub(crate) async fn replay_filter(
+    State(DeadLetters {
+        core: state,
+        replay_limiter,
+    }): State<DeadLetters>,
+    Admin(user): Admin,
+    crate::api::ApiJson(f): crate::api::ApiJson<ReplayFilter>,
+) -> Result<axum::Json<ReplayFilterView>, ApiError> {
+    let topology = state.broker.topology();
+    if !topology.queues.iter().any(|q| q.spec.key == f.queue) {
+        return Err(ApiError::bad_request(
+            "queue",
+            format!("no queue `{}`", f.queue),
+        ));
+    }
+    let limit = f.limit.unwrap_or(20);
+    if !(1..=100).contains(&limit) {
+        return Err(ApiError::bad_request("limit", "must be 1 to 100"));
+    }
+    let plan = super::replay_plan(&state.db, &f.queue, f.reason.as_deref(), f.force).await?;
+    let matched = plan.ids.len();
+    let mut replayed = Vec::new();
+    if !f.dry_run {
+        let actor = format!("user:{}", user.id);
+        for id in plan.ids.iter().take(limit as usize) {
+            // Paced like single replays, waiting rather than refusing: the caller asked
+            // for this slice.
+            replay_limiter.until_ready().await;
+            let done = super::replay(
+                &state.db,
+                topology,
+                *id,
+                &actor,
+                state.settings.broker.max_payload_bytes,
+            )
+            .await;
+            match done {
+                Ok(o) if !o.already => replayed.push(*id),
+                Ok(_) => {}
+                // A letter another operator acted on meanwhile, or one not replayable
+                // (malformed): left as it is, and not counted.
+                Err(OperateError::Conflict { .. } | OperateError::NotReplayable { .. }) => {}
+                Err(e) => return Err(operate_error(e)),
+            }
+        }
+        if !replayed.is_empty() {
+            state.relay.notify();
+        }
+    }
+    let remaining = if f.dry_run {
+        matched
+    } else {
+        matched.saturating_sub(limit as usize)
+    };
+    Ok(axum::Json(ReplayFilterView {
+        matched,
+        parked: plan.parked,
+        replayed,
+        remaining,
+    }))
 }

@@ -263,6 +263,58 @@ async fn the_console_shows_a_burst_draining_and_replays_a_dead_letter_by_click()
     .await;
     shot(&c, "5-replayed.png").await;
 
+    // Another one, replayed by filter: counted first (a confirm), then sent at the pace.
+    let r = app
+        .submit(
+            &user,
+            json!({ "kind": "copywriting", "prompt": "doomed again", "params": { "simulate": { "fail_permanent": true } } }),
+        )
+        .await;
+    let again = r.json::<Value>().await.unwrap()["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    app.wait_status(&user, &again, "FAILED").await;
+    wait_text(&c, "#dl-waiting", "the second dead letter", |t| {
+        number(t) == Some(1)
+    })
+    .await;
+    c.find(Locator::Css(r#"#dl-queue option[value="ai.short"]"#))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
+    c.find(Locator::Css("#dl-replay-filter"))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let prompt = loop {
+        match c.get_alert_text().await {
+            Ok(t) => break t,
+            Err(_) if Instant::now() < deadline => {
+                tokio::time::sleep(Duration::from_millis(50)).await
+            }
+            Err(e) => panic!("no confirm: {e}"),
+        }
+    };
+    assert!(
+        prompt.contains("Replay 1 dead letter(s) of ai.short"),
+        "{prompt}"
+    );
+    c.accept_alert().await.unwrap();
+    wait_text(&c, "#dl-progress", "the filter's progress", |t| {
+        t == "replayed 1/1"
+    })
+    .await;
+    wait_text(&c, "#dl-waiting", "no dead letter waiting", |t| {
+        number(t) == Some(0)
+    })
+    .await;
+
     // Change ai.short's concurrency from its cell: the consumers follow, their reports
     // show it.
     c.find(Locator::Css(&format!("{row} .concurrency")))

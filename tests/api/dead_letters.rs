@@ -21,6 +21,7 @@ const WAIT: Duration = Duration::from_secs(20);
 on_every_backend!(
     a_replay_goes_back_to_its_queue_once_and_reopens_if_it_dies_again,
     a_letter_replayed_enough_times_and_dead_again_is_parked_as_needs_fix,
+    a_replay_by_filter_counts_first_then_replays_in_paced_slices,
     malformed_dead_letters_are_discarded_not_replayed,
     the_admin_api_lists_replays_and_discards,
 );
@@ -516,4 +517,84 @@ async fn a_letter_replayed_enough_times_and_dead_again_is_parked_as_needs_fix(ba
     token.cancel();
     consumer.await.unwrap().unwrap();
     env.cleanup(Some(&platform)).await;
+}
+
+async fn a_replay_by_filter_counts_first_then_replays_in_paced_slices(backend: Backend) {
+    let Some(env) = TestEnv::new(backend, "replay_filter").await else {
+        return;
+    };
+    let app = spawn_app(&env).await;
+    let (_, admin) = conveyor::users::create(&app.platform.db, "root", 0, true)
+        .await
+        .unwrap();
+    let info = conveyor::broker::DeadLetterInfo {
+        reason: conveyor::broker::DeadReason::Exhausted,
+        origin_queue: "ai.short".into(),
+        attempts: 3,
+        last_error: "provider timed out".into(),
+    };
+    let mut ids = Vec::new();
+    for _ in 0..3 {
+        let e = Envelope::new("test.work", json!({}));
+        dead_letters::record(
+            &app.platform.db,
+            &e.id,
+            "ai.short",
+            &e.kind,
+            &info,
+            &[],
+            &e.encode(usize::MAX).unwrap(),
+            3,
+        )
+        .await
+        .unwrap();
+        ids.push(e.id);
+    }
+    // One of them parked as needs_fix.
+    dead_letters::entity::Entity::update_many()
+        .col_expr(
+            dead_letters::entity::Column::Status,
+            sea_orm::sea_query::Expr::value("needs_fix"),
+        )
+        .filter(dead_letters::entity::Column::MessageId.eq(ids[2].clone()))
+        .exec(&app.platform.db)
+        .await
+        .unwrap();
+    let call = |body: Value| {
+        let req = app
+            .client
+            .post(app.url("/v1/admin/dead-letters/replay"))
+            .bearer_auth(&admin)
+            .json(&body);
+        async move {
+            let r = req.send().await.unwrap();
+            (r.status().as_u16(), r.json::<Value>().await.unwrap())
+        }
+    };
+    let (status, dry) = call(json!({ "queue": "ai.short", "dry_run": true })).await;
+    assert_eq!(status, 200, "{dry}");
+    assert_eq!(dry["matched"], 2);
+    assert_eq!(dry["parked"], 1);
+    assert_eq!(dry["replayed"], json!([]));
+    assert_eq!(
+        dead(&app.platform, "dead").await.len(),
+        2,
+        "a dry run sends nothing"
+    );
+    let (_, first) = call(json!({ "queue": "ai.short", "limit": 1 })).await;
+    assert_eq!(first["replayed"].as_array().unwrap().len(), 1, "{first}");
+    assert_eq!(first["remaining"], 1);
+    let (_, second) = call(json!({ "queue": "ai.short", "limit": 1 })).await;
+    assert_eq!(second["replayed"].as_array().unwrap().len(), 1, "{second}");
+    assert_eq!(second["remaining"], 0);
+    assert_eq!(dead(&app.platform, "replayed").await.len(), 2);
+    let (_, forced) = call(json!({ "queue": "ai.short", "force": true, "dry_run": true })).await;
+    assert_eq!(forced["matched"], 1, "the parked one, with force");
+    let (status, bad) = call(json!({ "queue": "nope" })).await;
+    assert_eq!(status, 400);
+    assert_eq!(bad["error"]["field"], "queue");
+    let (status, bad) = call(json!({ "queue": "ai.short", "limit": 0 })).await;
+    assert_eq!(status, 400);
+    assert_eq!(bad["error"]["field"], "limit");
+    crate::helpers::done(env, app).await;
 }
