@@ -80,6 +80,7 @@ pub async fn run(settings: &Settings, cmd: DeadLettersCommand) -> anyhow::Result
                 queue: queue.as_deref(),
                 status,
                 reason: reason.as_deref(),
+                ..Filter::default()
             };
             let rows = dead_letters::search(&db, &filter, None, limit.clamp(1, 1000)).await?;
             if rows.is_empty() {

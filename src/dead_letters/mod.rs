@@ -77,6 +77,10 @@ pub struct Filter<'a> {
     pub queue: Option<&'a str>,
     pub status: Option<Status>,
     pub reason: Option<&'a str>,
+    /// The message kind (`ai.task.run`, …).
+    pub kind: Option<&'a str>,
+    /// Dead-lettered (last) at or after this time.
+    pub since: Option<chrono::DateTime<Utc>>,
 }
 
 /// The id a malformed body (not an envelope) is recorded under: its digest.
@@ -215,6 +219,12 @@ pub async fn search(
     if let Some(r) = filter.reason {
         q = q.filter(entity::Column::Reason.eq(r));
     }
+    if let Some(k) = filter.kind {
+        q = q.filter(entity::Column::Kind.eq(k));
+    }
+    if let Some(t) = filter.since {
+        q = q.filter(entity::Column::UpdatedAt.gte(t));
+    }
     if let Some(id) = before {
         q = q.filter(entity::Column::Id.lt(id));
     }
@@ -252,6 +262,7 @@ pub async fn replay_plan(
         queue: Some(queue_key),
         status: Some(status),
         reason,
+        ..Filter::default()
     };
     let mut ids = all_ids(db, &of(Status::Dead)).await?;
     let parked = all_ids(db, &of(Status::NeedsFix)).await?;

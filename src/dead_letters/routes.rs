@@ -154,6 +154,11 @@ pub(crate) struct ListQuery {
     status: Option<String>,
     /// malformed, permanent, exhausted or crash_loop.
     reason: Option<String>,
+    /// The message kind (`ai.task.run`, …).
+    kind: Option<String>,
+    /// Only letters that died (last) at or after this time (RFC 3339).
+    #[param(value_type = Option<String>, format = DateTime)]
+    since: Option<String>,
     /// `next_cursor` of the previous page.
     #[param(pattern = "^[0-9]{1,18}$")]
     cursor: Option<String>,
@@ -191,10 +196,20 @@ pub(crate) async fn list(
                 .map_err(|_| ApiError::bad_request("cursor", "is not a cursor this API issued"))?,
         ),
     };
+    let since = match q.since.as_deref() {
+        None => None,
+        Some(t) => Some(
+            chrono::DateTime::parse_from_rfc3339(t)
+                .map_err(|_| ApiError::bad_request("since", "must be an RFC 3339 time"))?
+                .with_timezone(&chrono::Utc),
+        ),
+    };
     let filter = Filter {
         queue: q.queue.as_deref(),
         status,
         reason: q.reason.as_deref(),
+        kind: q.kind.as_deref(),
+        since,
     };
     let rows = super::search(&state.db, &filter, before, limit).await?;
     let items: Vec<DeadLetterView> = rows.into_iter().map(DeadLetterView::from).collect();

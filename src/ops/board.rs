@@ -240,6 +240,11 @@ async fn sample(
             .map(|d| d.count)
             .sum();
         let r = rates.get(key).copied().unwrap_or_default();
+        // What the worker processes report, beside the configured concurrency the
+        // scrape-time gauge shows: a run-time change is visible here.
+        metrics::gauge!("conveyor_queue_consumers", "queue" => key).set(f64::from(r.consumers));
+        metrics::gauge!("conveyor_queue_concurrency_reported", "queue" => key)
+            .set(f64::from(r.concurrency));
         let oldest = panels
             .iter()
             .filter_map(|p| p.oldest_waiting.get(key))

@@ -596,5 +596,35 @@ async fn a_replay_by_filter_counts_first_then_replays_in_paced_slices(backend: B
     let (status, bad) = call(json!({ "queue": "ai.short", "limit": 0 })).await;
     assert_eq!(status, 400);
     assert_eq!(bad["error"]["field"], "limit");
+
+    // The list filters by kind and time too.
+    let list = |query: &str| {
+        let req = app
+            .client
+            .get(app.url(&format!("/v1/admin/dead-letters?{query}")))
+            .bearer_auth(&admin);
+        async move {
+            let r = req.send().await.unwrap();
+            (r.status().as_u16(), r.json::<Value>().await.unwrap())
+        }
+    };
+    let count = |v: &Value| v["items"].as_array().map_or(0, Vec::len);
+    let (_, all) = list("kind=test.work").await;
+    assert_eq!(count(&all), 3, "{all}");
+    let (_, none) = list("kind=ai.task.run").await;
+    assert_eq!(count(&none), 0);
+    let past = (chrono::Utc::now() - chrono::Duration::hours(1)).to_rfc3339();
+    let future = (chrono::Utc::now() + chrono::Duration::hours(1)).to_rfc3339();
+    let (_, recent) = list(&format!("since={}", urlencode(&past))).await;
+    assert_eq!(count(&recent), 3);
+    let (_, later) = list(&format!("since={}", urlencode(&future))).await;
+    assert_eq!(count(&later), 0);
+    let (status, bad) = list("since=yesterday").await;
+    assert_eq!(status, 400);
+    assert_eq!(bad["error"]["field"], "since");
     crate::helpers::done(env, app).await;
+}
+
+fn urlencode(s: &str) -> String {
+    s.replace('+', "%2B").replace(':', "%3A")
 }
