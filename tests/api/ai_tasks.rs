@@ -1050,10 +1050,13 @@ async fn a_wave_of_results_commits_each_on_its_own_terms(backend: Backend) {
     let Some(env) = TestEnv::new(backend, "wave_commit").await else {
         return;
     };
-    // No consumers: the test plays the consumer.
-    let app = spawn_app(&env).await;
-    let (user, _) = app.user("wave", 100).await;
-    let db = &app.platform.db;
+    // No server, consumers or relay (an embedded `serve` would run the pipeline's next
+    // step in-process meanwhile): the test plays the consumer.
+    let platform = env.platform().await;
+    let (user, _) = conveyor::users::create(&platform.db, "wave", 100, false)
+        .await
+        .unwrap();
+    let db = &platform.db;
     let mut tasks = Vec::new();
     for (kind, prompt) in [
         (TaskKind::Copywriting, "one"),
@@ -1159,7 +1162,7 @@ async fn a_wave_of_results_commits_each_on_its_own_terms(backend: Backend) {
         .await
         .unwrap();
     assert_eq!(consumed, 2, "one consume per finished task");
-    done(env, app).await;
+    env.cleanup(Some(&platform)).await;
 }
 
 /// `ai.short` with batches of 16 (what short, even steps run with): a burst of tasks,
