@@ -523,13 +523,15 @@ async fn a_replay_by_filter_counts_first_then_replays_in_paced_slices(backend: B
     let Some(env) = TestEnv::new(backend, "replay_filter").await else {
         return;
     };
-    let app = spawn_app(&env).await;
+    // Letters of a queue nothing consumes: what is replayed stays replayed (on the
+    // embedded backend a served app consumes ai.short in-process).
+    let app = crate::helpers::spawn_app_with(&env, &[&crate::domain::IDLE]).await;
     let (_, admin) = conveyor::users::create(&app.platform.db, "root", 0, true)
         .await
         .unwrap();
     let info = conveyor::broker::DeadLetterInfo {
         reason: conveyor::broker::DeadReason::Exhausted,
-        origin_queue: "ai.short".into(),
+        origin_queue: "idle.work".into(),
         attempts: 3,
         last_error: "provider timed out".into(),
     };
@@ -539,7 +541,7 @@ async fn a_replay_by_filter_counts_first_then_replays_in_paced_slices(backend: B
         dead_letters::record(
             &app.platform.db,
             &e.id,
-            "ai.short",
+            "idle.work",
             &e.kind,
             &info,
             &[],
@@ -571,29 +573,29 @@ async fn a_replay_by_filter_counts_first_then_replays_in_paced_slices(backend: B
             (r.status().as_u16(), r.json::<Value>().await.unwrap())
         }
     };
-    let (status, dry) = call(json!({ "queue": "ai.short", "dry_run": true })).await;
+    let (status, dry) = call(json!({ "queue": "idle.work", "dry_run": true })).await;
     assert_eq!(status, 200, "{dry}");
     assert_eq!(dry["matched"], 2);
     assert_eq!(dry["parked"], 1);
     assert_eq!(dry["replayed"], json!([]));
     assert_eq!(
-        dead(&app.platform, "dead").await.len(),
+        idle_letters(&app.platform, "dead").await.len(),
         2,
         "a dry run sends nothing"
     );
-    let (_, first) = call(json!({ "queue": "ai.short", "limit": 1 })).await;
+    let (_, first) = call(json!({ "queue": "idle.work", "limit": 1 })).await;
     assert_eq!(first["replayed"].as_array().unwrap().len(), 1, "{first}");
     assert_eq!(first["remaining"], 1);
-    let (_, second) = call(json!({ "queue": "ai.short", "limit": 1 })).await;
+    let (_, second) = call(json!({ "queue": "idle.work", "limit": 1 })).await;
     assert_eq!(second["replayed"].as_array().unwrap().len(), 1, "{second}");
     assert_eq!(second["remaining"], 0);
-    assert_eq!(dead(&app.platform, "replayed").await.len(), 2);
-    let (_, forced) = call(json!({ "queue": "ai.short", "force": true, "dry_run": true })).await;
+    assert_eq!(idle_letters(&app.platform, "replayed").await.len(), 2);
+    let (_, forced) = call(json!({ "queue": "idle.work", "force": true, "dry_run": true })).await;
     assert_eq!(forced["matched"], 1, "the parked one, with force");
     let (status, bad) = call(json!({ "queue": "nope" })).await;
     assert_eq!(status, 400);
     assert_eq!(bad["error"]["field"], "queue");
-    let (status, bad) = call(json!({ "queue": "ai.short", "limit": 0 })).await;
+    let (status, bad) = call(json!({ "queue": "idle.work", "limit": 0 })).await;
     assert_eq!(status, 400);
     assert_eq!(bad["error"]["field"], "limit");
 
@@ -627,4 +629,17 @@ async fn a_replay_by_filter_counts_first_then_replays_in_paced_slices(backend: B
 
 fn urlencode(s: &str) -> String {
     s.replace('+', "%2B").replace(':', "%3A")
+}
+
+/// The idle queue's letters in `status`.
+async fn idle_letters(
+    platform: &conveyor::app::Platform,
+    status: &str,
+) -> Vec<dead_letters::DeadLetter> {
+    dead_letters::list(&platform.db, Some("idle.work"), 10)
+        .await
+        .unwrap()
+        .into_iter()
+        .filter(|d| d.status == status)
+        .collect()
 }
