@@ -254,7 +254,6 @@ async fn compose(
                     Ok(c) => match c.as_ref() {
                         live::Control::KeyRevoked { key_hash }
                         | live::Control::KeyChanged { key_hash } => cache.forget(key_hash),
-                        live::Control::Report(_) => {}
                     },
                     // Missed notices: forget everything rather than trust a revoked key.
                     Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => cache.clear(),
@@ -284,7 +283,7 @@ async fn compose(
             ),
         },
         &platform.settings.ops,
-        hub.controls(),
+        hub.reports(),
         core.shutdown.clone(),
     );
     let mut probes = Vec::new();

@@ -15,7 +15,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 
 pub use envelope::{Envelope, EnvelopeError, Failure};
-pub use topology::{DelaySpec, QueueSpec, Target, Topology};
+pub use topology::{DelaySpec, QueueSpec, ResolvedQueue, Target, Topology};
 
 use crate::config::{BrokerKind, Settings};
 
@@ -307,4 +307,17 @@ pub fn resize_permits(permits: &std::sync::Arc<tokio::sync::Semaphore>, from: us
             }
         });
     }
+}
+
+/// Messages of one work queue waiting: ready for a consumer, and parked in its retry
+/// tiers (the gauges and the ops board read them alike).
+pub async fn waiting(
+    broker: &dyn Broker,
+    queue: &ResolvedQueue,
+) -> Result<(u64, u64), BrokerError> {
+    let mut retrying = 0;
+    for (_, tier) in &queue.retry {
+        retrying += broker.depth(tier).await?;
+    }
+    Ok((broker.depth(&queue.name).await?, retrying))
 }

@@ -541,9 +541,16 @@ impl Broker for RabbitBroker {
             backoff: Duration::from_millis(self.inner.settings.reconnect_min_ms),
             cancelled: false,
         };
-        // Fail fast on a first connection problem so start-up errors are visible;
-        // later losses are retried inside `next`.
-        bounded("starting a consumer", sub.open()).await?;
+        match bounded("starting a consumer", sub.open()).await {
+            Ok(()) => {}
+            // The connection went while this consumer started (an unreachable broker at
+            // start-up already failed the topology declare): `next` reconnects with
+            // backoff, as after any later loss, instead of stopping the process.
+            Err(BrokerError::Connection(e)) => {
+                tracing::warn!(queue = %sub.queue.name, error = %e, "consumer not started yet; reconnecting");
+            }
+            Err(e) => return Err(e),
+        }
         Ok(Box::new(sub))
     }
 
@@ -699,23 +706,28 @@ struct RabbitSubscription {
 }
 
 impl RabbitSubscription {
-    async fn open(&mut self) -> Result<(), BrokerError> {
-        let conn = self.inner.consumer_connection().await?;
-        let ch = conn.create_channel().await.map_err(err)?;
+    /// A consumer of the queue on `ch` with the current prefetch (RabbitMQ applies a
+    /// per-consumer prefetch to consumers started after it is set).
+    async fn consume(&self, ch: &Channel) -> Result<lapin::Consumer, BrokerError> {
         ch.basic_qos(self.queue.prefetch, BasicQosOptions::default())
             .await
             .map_err(err)?;
         let tag: ShortString =
             format!("conveyor-{}-{}", self.spec.key, uuid::Uuid::new_v4()).into();
-        let consumer = ch
-            .basic_consume(
-                self.queue.name.as_str().into(),
-                tag,
-                BasicConsumeOptions::default(),
-                FieldTable::default(),
-            )
-            .await
-            .map_err(err)?;
+        ch.basic_consume(
+            self.queue.name.as_str().into(),
+            tag,
+            BasicConsumeOptions::default(),
+            FieldTable::default(),
+        )
+        .await
+        .map_err(err)
+    }
+
+    async fn open(&mut self) -> Result<(), BrokerError> {
+        let conn = self.inner.consumer_connection().await?;
+        let ch = conn.create_channel().await.map_err(err)?;
+        let consumer = self.consume(&ch).await?;
         let window = AckWindow::start(ch.clone());
         self.live = Some((ch, consumer, window));
         self.backoff = Duration::from_millis(self.inner.settings.reconnect_min_ms);
@@ -786,27 +798,15 @@ impl Subscription for RabbitSubscription {
         let mut resolved = (*self.queue).clone();
         resolved.prefetch = prefetch;
         self.queue = Arc::new(resolved);
-        let Some((ch, consumer, _)) = self.live.as_mut() else {
+        let Some(ch) = self.live.as_ref().map(|(ch, _, _)| ch.clone()) else {
             return Ok(());
         };
-        // RabbitMQ applies a per-consumer prefetch to consumers started after it: start
-        // one with the new limit, then cancel the old one (no gap in between).
-        let fresh = bounded("changing the prefetch", async {
-            ch.basic_qos(prefetch, BasicQosOptions::default())
-                .await
-                .map_err(err)?;
-            let tag: ShortString =
-                format!("conveyor-{}-{}", self.spec.key, uuid::Uuid::new_v4()).into();
-            ch.basic_consume(
-                self.queue.name.as_str().into(),
-                tag,
-                BasicConsumeOptions::default(),
-                FieldTable::default(),
-            )
-            .await
-            .map_err(err)
-        })
-        .await?;
+        // Start a consumer with the new limit on the same channel, then cancel the old
+        // one (no gap in between; its deliveries keep their acks on this channel).
+        let fresh = bounded("changing the prefetch", self.consume(&ch)).await?;
+        let Some((_, consumer, _)) = self.live.as_mut() else {
+            return Ok(());
+        };
         let old = std::mem::replace(consumer, fresh);
         let _ = tokio::time::timeout(
             OP_TIMEOUT,

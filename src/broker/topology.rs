@@ -167,6 +167,14 @@ impl Topology {
         }
     }
 
+    /// The work queue with this key (`ai.short`), if this build knows it.
+    pub fn queue_spec(&self, key: &str) -> Option<&'static QueueSpec> {
+        match self.target(key)? {
+            Target::Queue(q) => Some(q),
+            Target::Delay(_) => None,
+        }
+    }
+
     /// The consumer groups of the known queues, in declaration order.
     pub fn groups(&self) -> Vec<&'static str> {
         let mut g: Vec<&'static str> = Vec::new();

@@ -22,9 +22,9 @@ pub enum QueuesCommand {
 pub async fn run(settings: &Settings, cmd: QueuesCommand) -> anyhow::Result<()> {
     let QueuesCommand::SetConcurrency { queue, prefetch } = cmd;
     let topology = crate::app::topology(settings, crate::domains::ALL);
-    if !topology.queues.iter().any(|q| q.spec.key == queue) {
+    let Some(spec) = topology.queue_spec(&queue) else {
         anyhow::bail!("no queue `{queue}` (see `conveyor topology`)");
-    }
+    };
     let db = crate::db::connect(&settings.database).await?;
     if settings.database.migrate_on_start {
         crate::db::migrate(&db).await?;
@@ -33,7 +33,7 @@ pub async fn run(settings: &Settings, cmd: QueuesCommand) -> anyhow::Result<()> 
         "cli:{}",
         std::env::var("USER").unwrap_or_else(|_| "unknown".into())
     );
-    concurrency::set(&db, &queue, prefetch, &actor).await?;
+    concurrency::set(&db, spec.key, prefetch, &actor).await?;
     println!(
         "{queue}: concurrency {prefetch}; consumers follow within {} ms",
         settings.consumer.settings_poll_ms

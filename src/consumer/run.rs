@@ -33,9 +33,7 @@ pub async fn serve(
     shutdown: CancellationToken,
 ) -> anyhow::Result<()> {
     let resolved = deps.broker.topology().queue(queue);
-    let Some(mut sub) = subscribe(&deps, queue, &shutdown).await else {
-        return Ok(());
-    };
+    let mut sub = deps.broker.subscribe(queue).await?;
     // Counted as a consumer (with its prefetch) in this process's ops report while it runs.
     let mut consuming = Consuming::new(deps.tally.clone(), queue.key, resolved.prefetch);
     // The concurrency an operator set at run time, read every `settings_poll`.
@@ -211,29 +209,5 @@ impl Consuming {
 impl Drop for Consuming {
     fn drop(&mut self) {
         self.tally.consuming(self.queue, self.prefetch, false);
-    }
-}
-
-/// Subscribes to `queue`, retrying with backoff while the broker is unreachable (a
-/// connection cut while the consumer starts must not stop the process; an established
-/// subscription reconnects by itself). `None`: shut down before it could.
-async fn subscribe(
-    deps: &Deps,
-    queue: &'static QueueSpec,
-    shutdown: &CancellationToken,
-) -> Option<Box<dyn Subscription>> {
-    let mut backoff = Duration::from_millis(100);
-    loop {
-        match deps.broker.subscribe(queue).await {
-            Ok(sub) => return Some(sub),
-            Err(e) => {
-                tracing::warn!(queue = queue.key, error = %e, retry_in = ?backoff, "consumer could not subscribe");
-            }
-        }
-        tokio::select! {
-            _ = shutdown.cancelled() => return None,
-            _ = tokio::time::sleep(backoff) => {}
-        }
-        backoff = (backoff * 2).min(Duration::from_secs(5));
     }
 }

@@ -2,9 +2,8 @@
 //! at each scrape of `/metrics`.
 
 use futures::future::BoxFuture;
-use sea_orm::{ColumnTrait, DatabaseConnection, EntityTrait, PaginatorTrait, QueryFilter};
+use sea_orm::DatabaseConnection;
 
-use super::{Status, entity};
 use crate::telemetry::gauges::Gauge;
 
 pub const GAUGE: Gauge = Gauge {
@@ -17,10 +16,7 @@ fn waiting_boxed(db: &DatabaseConnection) -> BoxFuture<'_, anyhow::Result<()>> {
 }
 
 async fn waiting(db: &DatabaseConnection) -> anyhow::Result<()> {
-    let waiting = entity::Entity::find()
-        .filter(entity::Column::Status.is_in(Status::WAITING.map(Status::as_str)))
-        .count(db)
-        .await?;
+    let waiting: u64 = super::waiting(db).await?.iter().map(|w| w.count).sum();
     metrics::gauge!("conveyor_dead_letters_waiting").set(waiting as f64);
     Ok(())
 }

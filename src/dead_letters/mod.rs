@@ -287,3 +287,34 @@ async fn all_ids(db: &impl ConnectionTrait, filter: &Filter<'_>) -> Result<Vec<i
     ids.reverse();
     Ok(ids)
 }
+
+/// Letters waiting for an operator (`dead`, `needs_fix`) of one queue and reason.
+#[derive(Debug, Clone, serde::Serialize, utoipa::ToSchema)]
+pub struct Waiting {
+    pub queue: String,
+    pub reason: String,
+    pub count: u64,
+}
+
+/// Letters waiting for an operator, by queue and reason (the gauge and the ops board).
+pub async fn waiting(db: &impl ConnectionTrait) -> Result<Vec<Waiting>, DbErr> {
+    let rows: Vec<(String, String, i64)> = entity::Entity::find()
+        .select_only()
+        .column(entity::Column::Queue)
+        .column(entity::Column::Reason)
+        .column_as(entity::Column::Id.count(), "count")
+        .filter(entity::Column::Status.is_in(Status::WAITING.map(Status::as_str)))
+        .group_by(entity::Column::Queue)
+        .group_by(entity::Column::Reason)
+        .into_tuple()
+        .all(db)
+        .await?;
+    Ok(rows
+        .into_iter()
+        .map(|(queue, reason, count)| Waiting {
+            queue,
+            reason,
+            count: count.max(0) as u64,
+        })
+        .collect())
+}

@@ -356,7 +356,7 @@ pub(crate) async fn replay_filter(
     crate::api::ApiJson(f): crate::api::ApiJson<ReplayFilter>,
 ) -> Result<axum::Json<ReplayFilterView>, ApiError> {
     let topology = state.broker.topology();
-    if !topology.queues.iter().any(|q| q.spec.key == f.queue) {
+    if topology.queue_spec(&f.queue).is_none() {
         return Err(ApiError::bad_request(
             "queue",
             format!("no queue `{}`", f.queue),

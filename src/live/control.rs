@@ -1,10 +1,11 @@
 //! Control notices every API instance acts on at once (a revoked key: drop its cached
-//! identity, close its streams; a process's report for the ops board), carried on the same broker fan-out as live events, so
+//! identity, close its streams), carried on the same broker fan-out as live events, so
 //! they reach every instance within the fan-out's latency rather than a cache's TTL.
 
 use serde::{Deserialize, Serialize};
 
 use crate::broker::{Broker, BrokerError};
+use crate::telemetry::report::ProcessReport;
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -14,8 +15,6 @@ pub enum Control {
     /// The key with this hash changed (rotated: it now expires): forget its cached
     /// identity, so the next request reads the change.
     KeyChanged { key_hash: String },
-    /// A process's queues and totals, every `ops.sample_interval_ms` (the ops board).
-    Report(crate::telemetry::report::ProcessReport),
 }
 
 /// On the wire: `{"control": {...}}`, told apart from events by that first key.
@@ -31,7 +30,7 @@ pub(crate) const PREFIX: &[u8] = b"{\"control\"";
 pub fn ends(control: &Control, key_hash: Option<&str>) -> bool {
     match control {
         Control::KeyRevoked { key_hash: revoked } => key_hash == Some(revoked.as_str()),
-        Control::KeyChanged { .. } | Control::Report(_) => false,
+        Control::KeyChanged { .. } => false,
     }
 }
 
@@ -46,5 +45,22 @@ pub async fn key_is_live(db: &sea_orm::DatabaseConnection, key_hash: &str) -> bo
 pub async fn publish(broker: &dyn Broker, control: Control) -> Result<(), BrokerError> {
     let body =
         serde_json::to_vec(&Wire { control }).map_err(|e| BrokerError::Protocol(e.to_string()))?;
+    broker.publish_events(vec![body]).await
+}
+
+/// A process's report for the ops board, on the same fan-out: `{"report": {...}}`. Kept
+/// apart from [`Control`]: every open stream watches control notices, none needs reports.
+#[derive(Serialize, Deserialize)]
+pub(crate) struct ReportWire {
+    pub report: ProcessReport,
+}
+
+/// The prefix every report starts with.
+pub(crate) const REPORT_PREFIX: &[u8] = b"{\"report\"";
+
+/// Sends this process's report to every API instance's board.
+pub async fn publish_report(broker: &dyn Broker, report: ProcessReport) -> Result<(), BrokerError> {
+    let body = serde_json::to_vec(&ReportWire { report })
+        .map_err(|e| BrokerError::Protocol(e.to_string()))?;
     broker.publish_events(vec![body]).await
 }

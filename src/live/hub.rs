@@ -4,9 +4,10 @@ use std::sync::Arc;
 
 use tokio::sync::broadcast;
 
-use super::control::{Control, PREFIX, Wire};
+use super::control::{Control, PREFIX, REPORT_PREFIX, ReportWire, Wire};
 use super::event::{Body, Shared};
 use crate::broker::Broker;
+use crate::telemetry::report::ProcessReport;
 
 /// Events waiting for the slowest connection of this instance; beyond it, a
 /// connection is told it lagged and re-reads the store.
@@ -16,6 +17,7 @@ const BACKLOG: usize = 4096;
 pub struct Hub {
     tx: broadcast::Sender<Arc<Shared>>,
     controls: broadcast::Sender<Arc<Control>>,
+    reports: broadcast::Sender<Arc<ProcessReport>>,
 }
 
 impl std::fmt::Debug for Hub {
@@ -32,13 +34,23 @@ impl Hub {
     pub async fn start(broker: Arc<dyn Broker>) -> Result<Self, crate::broker::BrokerError> {
         let (tx, _) = broadcast::channel(BACKLOG);
         let (controls, _) = broadcast::channel(64);
+        let (reports, _) = broadcast::channel(256);
         let hub = Hub {
             tx: tx.clone(),
             controls: controls.clone(),
+            reports: reports.clone(),
         };
         let mut rx = broker.subscribe_events().await?;
         tokio::spawn(async move {
             while let Some(body) = rx.recv().await {
+                if body.starts_with(REPORT_PREFIX) {
+                    match serde_json::from_slice::<ReportWire>(&body) {
+                        // Nobody listening (a hub without a board) is fine.
+                        Ok(w) => drop(reports.send(Arc::new(w.report))),
+                        Err(e) => tracing::warn!(error = %e, "ignored an unknown report"),
+                    }
+                    continue;
+                }
                 if body.starts_with(PREFIX) {
                     match serde_json::from_slice::<Wire>(&body) {
                         Ok(w) => {
@@ -66,6 +78,11 @@ impl Hub {
 
     pub fn subscribe(&self) -> broadcast::Receiver<Arc<Shared>> {
         self.tx.subscribe()
+    }
+
+    /// The worker processes' reports, for the ops board.
+    pub fn reports(&self) -> broadcast::Receiver<Arc<ProcessReport>> {
+        self.reports.subscribe()
     }
 
     /// Control notices (see [`Control`]), from every instance.

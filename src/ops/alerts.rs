@@ -31,6 +31,17 @@ enum Rule {
 }
 
 impl Rule {
+    const ALL: [Rule; 4] = [
+        Rule::Backlog,
+        Rule::OldestMessage,
+        Rule::SlowConsumption,
+        Rule::LowSuccess,
+    ];
+
+    fn parse(s: &str) -> Option<Rule> {
+        Rule::ALL.into_iter().find(|r| r.as_str() == s)
+    }
+
     fn as_str(self) -> &'static str {
         match self {
             Rule::Backlog => "backlog",
@@ -156,10 +167,13 @@ pub struct Alerts {
     /// Our leader lease's token, while we hold it.
     token: Option<String>,
     /// Since when each (rule, queue) condition has held.
-    pending: HashMap<(Rule, String), DateTime<Utc>>,
+    pending: HashMap<Key, DateTime<Utc>>,
     /// The firing episodes (rule, queue) → row, read from the table on becoming leader.
-    firing: Option<HashMap<(String, String), i64>>,
+    firing: Option<HashMap<Key, i64>>,
 }
+
+/// An alert: a rule on a queue.
+type Key = (Rule, String);
 
 const LEADER_KEY: &str = "ops:alerts-leader";
 
@@ -233,9 +247,10 @@ impl Alerts {
                 .filter(entity::Column::ResolvedAt.is_null())
                 .all(&self.db)
                 .await?;
+            // A rule this build does not know (another version fired it) is left alone.
             self.firing = Some(
                 open.into_iter()
-                    .map(|m| ((m.rule, m.queue), m.id))
+                    .filter_map(|m| Some(((Rule::parse(&m.rule)?, m.queue), m.id)))
                     .collect(),
             );
         }
@@ -250,11 +265,9 @@ impl Alerts {
                     None
                 };
                 let held = since.is_some_and(|s| (now - s).to_std().unwrap_or_default() >= r.hold);
-                let row_key = (r.rule.as_str().to_owned(), q.queue.clone());
-                let open = self.firing.as_ref().and_then(|f| f.get(&row_key)).copied();
-                match (held, open) {
-                    (true, None) => self.fire(&q.queue, &r, now).await?,
-                    (false, Some(id)) if !r.on => self.resolve(id, &row_key, now).await?,
+                match self.firing.as_ref().and_then(|f| f.get(&key)).copied() {
+                    None if held => self.fire(key, &r, now).await?,
+                    Some(id) if !r.on => self.resolve(id, &key, now).await?,
                     _ => {}
                 }
             }
@@ -264,13 +277,13 @@ impl Alerts {
 
     async fn fire(
         &mut self,
-        queue: &str,
+        key: Key,
         r: &Reading,
         now: DateTime<Utc>,
     ) -> Result<(), sea_orm::DbErr> {
         let row = entity::ActiveModel {
             rule: Set(r.rule.as_str().to_owned()),
-            queue: Set(queue.to_owned()),
+            queue: Set(key.1.clone()),
             summary: Set(r.summary.clone()),
             value: Set(r.value),
             threshold: Set(r.threshold),
@@ -280,11 +293,11 @@ impl Alerts {
         }
         .insert(&self.db)
         .await?;
-        tracing::warn!(rule = %row.rule, queue, summary = %row.summary, "alert firing");
-        metrics::gauge!("conveyor_alerts_firing", "rule" => r.rule.as_str(), "queue" => queue.to_owned())
+        tracing::warn!(rule = %row.rule, queue = %row.queue, summary = %row.summary, "alert firing");
+        metrics::gauge!("conveyor_alerts_firing", "rule" => r.rule.as_str(), "queue" => row.queue.clone())
             .set(1.0);
         if let Some(f) = self.firing.as_mut() {
-            f.insert((row.rule.clone(), row.queue.clone()), row.id);
+            f.insert(key, row.id);
         }
         notify::send(&self.client, &self.receivers, self.notice("firing", row));
         Ok(())
@@ -293,7 +306,7 @@ impl Alerts {
     async fn resolve(
         &mut self,
         id: i64,
-        key: &(String, String),
+        key: &Key,
         now: DateTime<Utc>,
     ) -> Result<(), sea_orm::DbErr> {
         let Some(row) = entity::Entity::find_by_id(id).one(&self.db).await? else {

@@ -10,22 +10,21 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use chrono::Utc;
-use sea_orm::{ColumnTrait, DatabaseConnection, EntityTrait, QueryFilter, QuerySelect};
+use sea_orm::DatabaseConnection;
 use tokio::sync::{broadcast, watch};
 use tokio_util::sync::CancellationToken;
 
 use super::alerts::Alerts;
 use super::panel::Panel;
-use super::snapshot::{AlertsView, DeadCount, DeadLetterSummary, Point, QueueRow, Snapshot};
+use super::snapshot::{AlertsView, DeadLetterSummary, Point, QueueRow, Snapshot};
 use crate::broker::Broker;
 use crate::config::OpsSettings;
-use crate::live::Control;
 use crate::telemetry::report::ProcessReport;
 
 /// A process's last two reports: their difference is its rate.
 struct Seen {
-    prev: Option<ProcessReport>,
-    last: ProcessReport,
+    prev: Option<Arc<ProcessReport>>,
+    last: Arc<ProcessReport>,
     received: Instant,
 }
 
@@ -48,12 +47,12 @@ impl Board {
     pub fn start(
         sources: Sources,
         settings: &OpsSettings,
-        controls: broadcast::Receiver<Arc<Control>>,
+        reports_in: broadcast::Receiver<Arc<ProcessReport>>,
         shutdown: CancellationToken,
     ) -> Board {
         let (tx, rx) = watch::channel(None);
         let reports: Arc<Mutex<HashMap<String, Seen>>> = Arc::default();
-        tokio::spawn(listen(controls, reports.clone(), shutdown.clone()));
+        tokio::spawn(listen(reports_in, reports.clone(), shutdown.clone()));
         let every = Duration::from_millis(settings.sample_interval_ms.max(50));
         let keep = (settings.history_secs * 1000 / settings.sample_interval_ms.max(50)).max(2);
         tokio::spawn(sample_loop(
@@ -79,29 +78,27 @@ impl Board {
 }
 
 async fn listen(
-    mut controls: broadcast::Receiver<Arc<Control>>,
+    mut reports_in: broadcast::Receiver<Arc<ProcessReport>>,
     reports: Arc<Mutex<HashMap<String, Seen>>>,
     shutdown: CancellationToken,
 ) {
     loop {
-        let control = tokio::select! {
+        let report = tokio::select! {
             _ = shutdown.cancelled() => return,
-            c = controls.recv() => c,
+            r = reports_in.recv() => r,
         };
-        match control {
-            Ok(c) => {
-                if let Control::Report(report) = c.as_ref() {
-                    let mut seen = reports.lock().unwrap_or_else(|p| p.into_inner());
-                    let prev = seen.remove(&report.process).map(|s| s.last);
-                    seen.insert(
-                        report.process.clone(),
-                        Seen {
-                            prev,
-                            last: report.clone(),
-                            received: Instant::now(),
-                        },
-                    );
-                }
+        match report {
+            Ok(report) => {
+                let mut seen = reports.lock().unwrap_or_else(|p| p.into_inner());
+                let prev = seen.remove(&report.process).map(|s| s.last);
+                seen.insert(
+                    report.process.clone(),
+                    Seen {
+                        prev,
+                        last: report,
+                        received: Instant::now(),
+                    },
+                );
             }
             // A missed report only costs one rate sample.
             Err(broadcast::error::RecvError::Lagged(_)) => {}
@@ -229,10 +226,7 @@ async fn sample(
     let mut queues = Vec::new();
     for q in &sources.broker.topology().queues {
         let key = q.spec.key;
-        let mut retrying = 0;
-        for (_, tier) in &q.retry {
-            retrying += sources.broker.depth(tier).await?;
-        }
+        let (ready, retrying) = crate::broker::waiting(sources.broker.as_ref(), q).await?;
         let waiting_dead: u64 = dead_letters
             .by_queue
             .iter()
@@ -253,7 +247,7 @@ async fn sample(
         queues.push(QueueRow {
             queue: key.to_owned(),
             group: q.spec.group.to_owned(),
-            ready: sources.broker.depth(&q.name).await?,
+            ready,
             retrying,
             dead: waiting_dead,
             consumers: r.consumers,
@@ -280,26 +274,7 @@ fn round2(x: f64) -> f64 {
 
 /// Dead letters waiting, by queue and reason.
 async fn dead_letter_summary(db: &DatabaseConnection) -> anyhow::Result<DeadLetterSummary> {
-    use crate::dead_letters::{Status, entity};
-    let rows: Vec<(String, String, i64)> = entity::Entity::find()
-        .select_only()
-        .column(entity::Column::Queue)
-        .column(entity::Column::Reason)
-        .column_as(entity::Column::Id.count(), "count")
-        .filter(entity::Column::Status.is_in(Status::WAITING.map(Status::as_str)))
-        .group_by(entity::Column::Queue)
-        .group_by(entity::Column::Reason)
-        .into_tuple()
-        .all(db)
-        .await?;
-    let by_queue: Vec<DeadCount> = rows
-        .into_iter()
-        .map(|(queue, reason, count)| DeadCount {
-            queue,
-            reason,
-            count: count.max(0) as u64,
-        })
-        .collect();
+    let by_queue = crate::dead_letters::waiting(db).await?;
     Ok(DeadLetterSummary {
         waiting: by_queue.iter().map(|d| d.count).sum(),
         by_queue,

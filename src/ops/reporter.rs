@@ -8,7 +8,7 @@ use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 
 use crate::broker::Broker;
-use crate::live::{self, Control};
+use crate::live;
 use crate::tally::Tally;
 use crate::telemetry::report::{ProcessReport, process_name};
 
@@ -27,7 +27,7 @@ pub async fn run(
             _ = tick.tick() => {}
         }
         let report = ProcessReport::now(&process, &tally);
-        if let Err(e) = live::control::publish(broker.as_ref(), Control::Report(report)).await {
+        if let Err(e) = live::control::publish_report(broker.as_ref(), report).await {
             tracing::debug!(error = %e, "ops report not sent");
         }
     }

@@ -63,11 +63,12 @@ pub(crate) async fn page() -> axum::response::Html<&'static str> {
 pub(crate) async fn snapshot(
     State(board): State<Board>,
     _: Admin,
-) -> Result<axum::Json<Snapshot>, ApiError> {
+) -> Result<axum::Json<std::sync::Arc<Snapshot>>, ApiError> {
     let latest = board.latest().ok_or_else(|| {
         ApiError::Unavailable("the ops board has not sampled yet; try again in a moment".into())
     })?;
-    Ok(axum::Json(latest.as_ref().clone()))
+    // The shared snapshot, serialized as it is (no copy per request).
+    Ok(axum::Json(latest))
 }
 
 #[utoipa::path(get, path = "/v1/admin/ops/stream", tag = "admin", operation_id = "ops_stream",
@@ -141,28 +142,18 @@ pub(crate) async fn set_concurrency(
     Path(queue): Path<String>,
     ApiJson(body): ApiJson<Concurrency>,
 ) -> Result<axum::Json<Concurrency>, ApiError> {
-    let Some(resolved) = core
+    let spec = core
         .broker
         .topology()
-        .queues
-        .iter()
-        .find(|q| q.spec.key == queue)
-    else {
-        return Err(ApiError::NotFound("queue"));
-    };
+        .queue_spec(&queue)
+        .ok_or(ApiError::NotFound("queue"))?;
     let prefetch = u16::try_from(body.prefetch)
         .ok()
         .filter(|p| (1..=concurrency::MAX).contains(p))
         .ok_or_else(|| {
             ApiError::bad_request("prefetch", format!("must be 1 to {}", concurrency::MAX))
         })?;
-    concurrency::set(
-        &core.db,
-        resolved.spec.key,
-        prefetch,
-        &format!("user:{}", user.id),
-    )
-    .await?;
+    concurrency::set(&core.db, spec.key, prefetch, &format!("user:{}", user.id)).await?;
     Ok(axum::Json(Concurrency {
         prefetch: u32::from(prefetch),
     }))

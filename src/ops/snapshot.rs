@@ -57,14 +57,7 @@ pub struct Point {
 #[derive(Debug, Clone, Default, Serialize, ToSchema)]
 pub struct DeadLetterSummary {
     pub waiting: u64,
-    pub by_queue: Vec<DeadCount>,
-}
-
-#[derive(Debug, Clone, Serialize, ToSchema)]
-pub struct DeadCount {
-    pub queue: String,
-    pub reason: String,
-    pub count: u64,
+    pub by_queue: Vec<crate::dead_letters::Waiting>,
 }
 
 /// The alerts as the console and `GET /v1/admin/alerts` show them.

@@ -77,12 +77,9 @@ where
 async fn queues(broker: &dyn Broker) -> anyhow::Result<()> {
     for q in &broker.topology().queues {
         let key = q.spec.key;
-        let mut retrying = 0;
-        for (_, tier) in &q.retry {
-            retrying += broker.depth(tier).await?;
-        }
+        let (ready, retrying) = crate::broker::waiting(broker, q).await?;
         let stages = [
-            ("ready", broker.depth(&q.name).await?),
+            ("ready", ready),
             ("retrying", retrying),
             ("dead", broker.depth(&q.dlq).await?),
         ];

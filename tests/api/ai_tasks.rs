@@ -1183,22 +1183,7 @@ async fn a_burst_runs_in_batches_with_each_task_booked_once(backend: Backend) {
     let app = spawn_app(&env).await;
     app.start_consumers();
     let (user, key) = app.user("burst", 1000).await;
-    let mut ids = Vec::new();
-    for i in 0..40 {
-        let r = app
-            .submit(
-                &key,
-                json!({ "kind": "copywriting", "prompt": format!("burst {i}") }),
-            )
-            .await;
-        assert_eq!(r.status(), 202);
-        ids.push(
-            r.json::<Value>().await.unwrap()["id"]
-                .as_str()
-                .unwrap()
-                .to_owned(),
-        );
-    }
+    let ids = app.copywriting_burst(&key, 40, "burst").await;
     for id in &ids {
         let t = app.wait_status(&key, id, "SUCCESS").await;
         assert_eq!(t["attempts"], 1, "{t}");

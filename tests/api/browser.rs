@@ -109,6 +109,11 @@ async fn wait_text(c: &Client, css: &str, what: &str, ok: impl Fn(&str) -> bool)
     }
 }
 
+/// A copywriting task that fails for good (its dead letter is what the page operates).
+fn failing(prompt: &str) -> Value {
+    json!({ "kind": "copywriting", "prompt": prompt, "params": { "simulate": { "fail_permanent": true } } })
+}
+
 fn number(t: &str) -> Option<u64> {
     t.trim().parse().ok()
 }
@@ -154,9 +159,7 @@ async fn the_console_shows_a_burst_draining_and_replays_a_dead_letter_by_click()
     };
     env.settings.ops.sample_interval_ms = 300;
     let app = spawn_app(&env).await;
-    let (_, admin) = conveyor::users::create(&app.platform.db, "root", 0, true)
-        .await
-        .unwrap();
+    let admin = app.admin().await;
     let (_, user) = app.user("alice", 1000).await;
     let d = driver().await;
     let c = browser(&d).await;
@@ -183,33 +186,8 @@ async fn the_console_shows_a_burst_draining_and_replays_a_dead_letter_by_click()
     shot(&c, "1-signed-in.png").await;
 
     // A burst, and a task that fails for good (its dead letter is replayed below).
-    let mut ids = Vec::new();
-    for i in 0..40 {
-        let r = app
-            .submit(
-                &user,
-                json!({ "kind": "copywriting", "prompt": format!("burst {i}") }),
-            )
-            .await;
-        assert_eq!(r.status(), 202);
-        ids.push(
-            r.json::<Value>().await.unwrap()["id"]
-                .as_str()
-                .unwrap()
-                .to_owned(),
-        );
-    }
-    let r = app
-        .submit(
-            &user,
-            json!({ "kind": "copywriting", "prompt": "doomed", "params": { "simulate": { "fail_permanent": true } } }),
-        )
-        .await;
-    assert_eq!(r.status(), 202);
-    let doomed = r.json::<Value>().await.unwrap()["id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let ids = app.copywriting_burst(&user, 40, "burst").await;
+    let doomed = app.submit_id(&user, failing("doomed")).await;
     let risen = wait_text(&c, &format!("{row} .ready"), "the burst to show", |t| {
         number(t).is_some_and(|n| n >= 20)
     })
@@ -264,16 +242,7 @@ async fn the_console_shows_a_burst_draining_and_replays_a_dead_letter_by_click()
     shot(&c, "5-replayed.png").await;
 
     // Another one, replayed by filter: counted first (a confirm), then sent at the pace.
-    let r = app
-        .submit(
-            &user,
-            json!({ "kind": "copywriting", "prompt": "doomed again", "params": { "simulate": { "fail_permanent": true } } }),
-        )
-        .await;
-    let again = r.json::<Value>().await.unwrap()["id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let again = app.submit_id(&user, failing("doomed again")).await;
     app.wait_status(&user, &again, "FAILED").await;
     wait_text(&c, "#dl-waiting", "the second dead letter", |t| {
         number(t) == Some(1)

@@ -35,6 +35,31 @@ async fn dead(platform: &conveyor::app::Platform, status: &str) -> Vec<dead_lett
         .collect()
 }
 
+/// A consumer of ai.short whose dependency is broken, and a message it dead-lettered.
+async fn dead_while_broken(
+    platform: &conveyor::app::Platform,
+) -> (
+    Arc<Recorder>,
+    tokio_util::sync::CancellationToken,
+    tokio::task::JoinHandle<anyhow::Result<()>>,
+    Envelope,
+) {
+    let rec = Arc::new(Recorder::default());
+    rec.broken.store(true, Ordering::SeqCst);
+    let (token, consumer) = start_consumer(platform, &rec);
+    let msg = Envelope::new("test.work", json!({ "fail_while_broken": true }));
+    platform
+        .broker
+        .publish(Target::Queue(&AI_SHORT), &msg)
+        .await
+        .unwrap();
+    wait_until(WAIT, "the dead letter", || async {
+        dead(platform, "dead").await.len() == 1
+    })
+    .await;
+    (rec, token, consumer, msg)
+}
+
 /// Publishes what the outbox holds (these tests run no relay of their own).
 async fn relay(platform: &conveyor::app::Platform) -> usize {
     platform.relay.relay_once().await.unwrap()
@@ -46,19 +71,7 @@ async fn a_replay_goes_back_to_its_queue_once_and_reopens_if_it_dies_again(backe
     };
     let platform = env.platform().await;
     let max = platform.settings.broker.max_payload_bytes;
-    let rec = Arc::new(Recorder::default());
-    rec.broken.store(true, Ordering::SeqCst);
-    let (token, consumer) = start_consumer(&platform, &rec);
-    let msg = Envelope::new("test.work", json!({ "fail_while_broken": true }));
-    platform
-        .broker
-        .publish(Target::Queue(&AI_SHORT), &msg)
-        .await
-        .unwrap();
-    wait_until(WAIT, "the dead letter", || async {
-        dead(&platform, "dead").await.len() == 1
-    })
-    .await;
+    let (rec, token, consumer, msg) = dead_while_broken(&platform).await;
     let letter = dead(&platform, "dead").await.remove(0);
     assert_eq!(letter.message_id, msg.id);
 
@@ -215,9 +228,7 @@ async fn the_admin_api_lists_replays_and_discards(backend: Backend) {
     let app = spawn_app(&env).await;
     app.start_consumers();
     let (user, key) = app.user("ada", 100).await;
-    let (_, admin) = conveyor::users::create(&app.platform.db, "root", 0, true)
-        .await
-        .unwrap();
+    let admin = app.admin().await;
     let r = app
         .submit(&key, json!({ "kind": "image", "prompt": "x", "params": { "simulate": { "fail_permanent": true } } }))
         .await;
@@ -464,19 +475,7 @@ async fn a_letter_replayed_enough_times_and_dead_again_is_parked_as_needs_fix(ba
     env.settings.dead_letters.needs_fix_after_replays = 2;
     let platform = env.platform().await;
     let max = platform.settings.broker.max_payload_bytes;
-    let rec = Arc::new(Recorder::default());
-    rec.broken.store(true, Ordering::SeqCst);
-    let (token, consumer) = start_consumer(&platform, &rec);
-    let msg = Envelope::new("test.work", json!({ "fail_while_broken": true }));
-    platform
-        .broker
-        .publish(Target::Queue(&AI_SHORT), &msg)
-        .await
-        .unwrap();
-    wait_until(WAIT, "the dead letter", || async {
-        dead(&platform, "dead").await.len() == 1
-    })
-    .await;
+    let (rec, token, consumer, msg) = dead_while_broken(&platform).await;
     let id = dead(&platform, "dead").await[0].id;
     // Replayed once and dead again: still `dead`; twice: parked.
     for (round, expect) in [(1, "dead"), (2, "needs_fix")] {
@@ -526,9 +525,7 @@ async fn a_replay_by_filter_counts_first_then_replays_in_paced_slices(backend: B
     // Letters of a queue nothing consumes: what is replayed stays replayed (on the
     // embedded backend a served app consumes ai.short in-process).
     let app = crate::helpers::spawn_app_with(&env, &[&crate::domain::IDLE]).await;
-    let (_, admin) = conveyor::users::create(&app.platform.db, "root", 0, true)
-        .await
-        .unwrap();
+    let admin = app.admin().await;
     let info = conveyor::broker::DeadLetterInfo {
         reason: conveyor::broker::DeadReason::Exhausted,
         origin_queue: "idle.work".into(),

@@ -586,6 +586,35 @@ impl TestApp {
         self.consumers.lock().expect("consumers").push(handle);
     }
 
+    /// An admin's API key.
+    pub async fn admin(&self) -> String {
+        conveyor::users::create(&self.platform.db, "root", 0, true)
+            .await
+            .expect("admin")
+            .1
+    }
+
+    /// Submits `body` as the owner of `key`; it must be accepted (202). Its task id.
+    pub async fn submit_id(&self, key: &str, body: serde_json::Value) -> String {
+        let r = self.submit(key, body.clone()).await;
+        assert_eq!(r.status(), 202, "{body}");
+        r.json::<serde_json::Value>().await.unwrap()["id"]
+            .as_str()
+            .expect("a task id")
+            .to_owned()
+    }
+
+    /// `n` copywriting tasks prompted `<prefix> <i>`; their ids.
+    pub async fn copywriting_burst(&self, key: &str, n: usize, prefix: &str) -> Vec<String> {
+        let mut ids = Vec::with_capacity(n);
+        for i in 0..n {
+            let body =
+                serde_json::json!({ "kind": "copywriting", "prompt": format!("{prefix} {i}") });
+            ids.push(self.submit_id(key, body).await);
+        }
+        ids
+    }
+
     /// A user with `credits` and its API key.
     pub async fn user(&self, name: &str, credits: i64) -> (conveyor::users::User, String) {
         conveyor::users::create(&self.platform.db, name, credits, false)

@@ -20,13 +20,6 @@ on_every_backend!(
     a_tenant_beyond_its_running_share_waits_while_another_is_served,
 );
 
-async fn admin(app: &TestApp) -> String {
-    conveyor::users::create(&app.platform.db, "root", 0, true)
-        .await
-        .unwrap()
-        .1
-}
-
 async fn submit_ms(app: &TestApp, key: &str) -> (u16, f64, Value, Option<String>) {
     let t = Instant::now();
     let r = app
@@ -245,7 +238,7 @@ async fn a_revoked_key_stops_everywhere_within_a_second_and_its_streams_close(ba
         None
     };
     let other = second.as_ref().unwrap_or(&app);
-    let root = admin(&app).await;
+    let root = app.admin().await;
     let (user, key) = app.user("leaver", 100).await;
     // The other instance knows the key (cached), and has a socket and a stream open with it.
     assert_eq!(me_status(other, &key).await, 200);
@@ -349,7 +342,7 @@ async fn a_rotated_key_works_through_the_overlap_then_stops(backend: Backend) {
     };
     env.settings.auth.key_rotation_overlap_secs = 2;
     let app = spawn_app(&env).await;
-    let root = admin(&app).await;
+    let root = app.admin().await;
     let (user, old) = app.user("rotator", 100).await;
     assert_eq!(me_status(&app, &old).await, 200);
     let kid = key_id(&app, &root, &user.id).await;
@@ -392,7 +385,7 @@ async fn admins_override_a_users_limits_and_are_audited(backend: Backend) {
         return;
     };
     let app = spawn_app(&env).await;
-    let root = admin(&app).await;
+    let root = app.admin().await;
     let (user, key) = app.user("throttled", 1_000).await;
     let url = app.url(&format!("/v1/admin/users/{}/limits", user.id));
     // Users cannot set limits; unknown limits and bad values are 422 naming the problem.

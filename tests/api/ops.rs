@@ -13,13 +13,6 @@ use crate::helpers::{Backend, TestApp, TestEnv, done, spawn_app, wait_until};
 
 crate::on_every_backend!(the_board_shows_queues_rates_and_panels);
 
-async fn admin(app: &TestApp) -> String {
-    conveyor::users::create(&app.platform.db, "root", 0, true)
-        .await
-        .unwrap()
-        .1
-}
-
 async fn board(app: &TestApp, key: &str) -> Value {
     let r = app
         .client
@@ -49,7 +42,7 @@ async fn the_board_shows_queues_rates_and_panels(backend: Backend) {
     env.settings.ops.sample_interval_ms = 200;
     let app = spawn_app(&env).await;
     app.start_consumers();
-    let admin = admin(&app).await;
+    let admin = app.admin().await;
     let (_, user) = app.user("alice", 100).await;
 
     // Admins only.
@@ -102,22 +95,7 @@ async fn the_board_shows_queues_rates_and_panels(backend: Backend) {
     .unwrap();
     assert_eq!(r.status(), 404);
 
-    let mut ids = Vec::new();
-    for i in 0..20 {
-        let r = app
-            .submit(
-                &user,
-                json!({ "kind": "copywriting", "prompt": format!("board {i}") }),
-            )
-            .await;
-        assert_eq!(r.status(), 202);
-        ids.push(
-            r.json::<Value>().await.unwrap()["id"]
-                .as_str()
-                .unwrap()
-                .to_owned(),
-        );
-    }
+    let ids = app.copywriting_burst(&user, 20, "board").await;
     for id in &ids {
         app.wait_status(&user, id, "SUCCESS").await;
     }
@@ -252,24 +230,9 @@ async fn alerts_fire_once_to_a_webhook_and_resolve_when_the_backlog_drains() {
     a.oldest_secs = 1.0;
     a.oldest_for_secs = 0;
     let app = spawn_app(&env).await;
-    let admin = admin(&app).await;
+    let admin = app.admin().await;
     let (_, user) = app.user("alice", 100).await;
-    let mut ids = Vec::new();
-    for i in 0..6 {
-        let r = app
-            .submit(
-                &user,
-                json!({ "kind": "copywriting", "prompt": format!("alert {i}") }),
-            )
-            .await;
-        assert_eq!(r.status(), 202);
-        ids.push(
-            r.json::<Value>().await.unwrap()["id"]
-                .as_str()
-                .unwrap()
-                .to_owned(),
-        );
-    }
+    let ids = app.copywriting_burst(&user, 6, "alert").await;
     wait_until(Duration::from_secs(20), "both alerts notified", || {
         let got = got.clone();
         async move {
