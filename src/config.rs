@@ -128,7 +128,15 @@ pub enum QueueType {
 #[serde(deny_unknown_fields)]
 pub struct BrokerSettings {
     pub kind: BrokerKind,
+    /// The one-address form; ignored when `urls` lists any.
     pub url: String,
+    /// The nodes of a RabbitMQ cluster, in order of preference: a connection tries them
+    /// from the one it last reached and moves to the next on failure.
+    #[serde(default)]
+    pub urls: Vec<String>,
+    /// How long one node may take to accept a connection before the next is tried (a
+    /// frozen node accepts TCP but never answers the AMQP handshake).
+    pub connect_timeout_ms: u64,
     pub namespace: String,
     pub queue_type: QueueType,
     pub publish_timeout_ms: u64,
@@ -140,6 +148,17 @@ pub struct BrokerSettings {
     pub reconnect_max_ms: u64,
     /// The broker's `consumer_timeout`: handler deadlines must stay below it.
     pub consumer_timeout_ms: u64,
+}
+
+impl BrokerSettings {
+    /// The broker's addresses: `urls` when it lists any, else `url`.
+    pub fn addresses(&self) -> Vec<String> {
+        if self.urls.is_empty() {
+            vec![self.url.clone()]
+        } else {
+            self.urls.clone()
+        }
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -355,6 +374,7 @@ impl Settings {
                     .try_parsing(true)
                     .list_separator(",")
                     .with_list_parse_key("broker.retry_tiers_ms")
+                    .with_list_parse_key("broker.urls")
                     .with_list_parse_key("payments.hmac_secrets")
                     .source(Some(vars)),
             )
@@ -409,10 +429,19 @@ impl Settings {
                 "must be between 1 and database.max_connections",
             );
         }
-        if self.broker.kind == BrokerKind::Rabbitmq
-            && !(self.broker.url.starts_with("amqp://") || self.broker.url.starts_with("amqps://"))
-        {
-            return bad("broker.url", "must start with amqp:// or amqps://");
+        if self.broker.kind == BrokerKind::Rabbitmq {
+            let key = if self.broker.urls.is_empty() {
+                "broker.url"
+            } else {
+                "broker.urls"
+            };
+            let amqp = |u: &String| u.starts_with("amqp://") || u.starts_with("amqps://");
+            if !self.broker.addresses().iter().all(amqp) {
+                return bad(key, "each address must start with amqp:// or amqps://");
+            }
+            if self.broker.connect_timeout_ms == 0 {
+                return bad("broker.connect_timeout_ms", "must be greater than 0");
+            }
         }
         let ns_ok = !self.broker.namespace.is_empty()
             && self
@@ -637,6 +666,30 @@ mod tests {
         assert_eq!(s.broker.kind, BrokerKind::Rabbitmq);
         assert_eq!(s.server.port, 9999);
         assert_eq!(s.broker.retry_tiers_ms, vec![10, 20]);
+        assert_eq!(s.broker.addresses(), vec![s.broker.url.clone()]);
+    }
+
+    #[test]
+    fn a_cluster_lists_its_nodes() {
+        let s = load(&[
+            ("CONVEYOR__BROKER__KIND", "rabbitmq"),
+            (
+                "CONVEYOR__BROKER__URLS",
+                "amqp://g:g@a:5672/%2f,amqp://g:g@b:5672/%2f",
+            ),
+        ])
+        .unwrap();
+        assert_eq!(
+            s.broker.addresses(),
+            vec!["amqp://g:g@a:5672/%2f", "amqp://g:g@b:5672/%2f"]
+        );
+        let err = load(&[
+            ("CONVEYOR__BROKER__KIND", "rabbitmq"),
+            ("CONVEYOR__BROKER__URLS", "amqp://a:5672,http://b:5672"),
+        ])
+        .unwrap_err()
+        .to_string();
+        assert!(err.contains("broker.urls"), "{err}");
     }
 
     #[test]

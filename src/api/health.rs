@@ -109,6 +109,18 @@ pub async fn readyz(State(state): State<Health>, headers: HeaderMap) -> impl Int
         probe(core.dedupe.ping()),
         run_probes(&state.probes),
     );
+    // On a cluster: the node each broker connection uses (after the ping reconnected).
+    let nodes = if detail {
+        core.broker.nodes().await
+    } else {
+        Vec::new()
+    };
+    let nodes = (!nodes.is_empty()).then(|| {
+        nodes
+            .into_iter()
+            .map(|(role, node)| (role.to_owned(), json!(node)))
+            .collect::<serde_json::Map<_, _>>()
+    });
     let mut checks = serde_json::Map::new();
     let mut failed = Vec::new();
     let mut degraded = false;
@@ -136,22 +148,26 @@ pub async fn readyz(State(state): State<Health>, headers: HeaderMap) -> impl Int
             }
         }
     }
-    if failed.is_empty() {
+    let (code, mut body) = if failed.is_empty() {
         let status = if degraded { "degraded" } else { "ready" };
         (
             StatusCode::OK,
-            Json(json!({ "status": status, "checks": checks })),
+            json!({ "status": status, "checks": checks }),
         )
     } else {
         (
             StatusCode::SERVICE_UNAVAILABLE,
-            Json(json!({
+            json!({
                 "status": "unavailable",
                 "error": { "code": "unavailable", "message": format!("not ready: {}", failed.join(", ")) },
                 "checks": checks,
-            })),
+            }),
         )
+    };
+    if let Some(nodes) = nodes {
+        body["broker_nodes"] = serde_json::Value::Object(nodes);
     }
+    (code, Json(body))
 }
 
 /// `GET /metrics`: Prometheus text format, gauges refreshed first.

@@ -6,6 +6,7 @@
 mod ack_window;
 pub mod embedded;
 pub mod envelope;
+mod nodes;
 pub mod rabbitmq;
 pub mod topology;
 
@@ -149,6 +150,12 @@ pub trait Broker: Send + Sync + 'static {
 
     /// A cheap liveness round trip, for readiness checks.
     async fn ping(&self) -> Result<(), BrokerError>;
+
+    /// Which node each live connection uses (`publish`, `consume` → `host:port`), for
+    /// readiness on a cluster; empty for a broker without nodes.
+    async fn nodes(&self) -> Vec<(&'static str, String)> {
+        Vec::new()
+    }
 
     /// Closes connections; in-flight deliveries not yet settled go back to their queues.
     async fn close(&self);

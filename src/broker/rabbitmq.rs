@@ -20,6 +20,7 @@ use lapin::{
 use tokio::sync::Mutex;
 
 use super::ack_window::AckWindow;
+use super::nodes::Nodes;
 use super::topology::{ResolvedQueue, Target, Topology};
 use super::{
     Broker, BrokerError, DeadLetterInfo, Delivery, Outgoing, QueueSpec, Settle, Subscription,
@@ -51,6 +52,7 @@ pub struct RabbitBroker {
 struct Inner {
     settings: BrokerSettings,
     topology: Topology,
+    nodes: Nodes,
     publisher: Mutex<Option<(Arc<Connection>, Channel)>>,
     consumer_conn: Mutex<Option<Arc<Connection>>>,
     /// Set by `close`: no reconnecting afterwards. A straggler (a late event publish,
@@ -117,6 +119,7 @@ impl RabbitBroker {
             inner: Arc::new(Inner {
                 settings: settings.clone(),
                 topology,
+                nodes: Nodes::new(settings.addresses()),
                 publisher: Mutex::new(None),
                 consumer_conn: Mutex::new(None),
                 closed: Default::default(),
@@ -126,12 +129,30 @@ impl RabbitBroker {
 }
 
 impl Inner {
-    async fn connect(&self, role: &str) -> Result<Connection, BrokerError> {
-        let mut uri: lapin::uri::AMQPUri = self
-            .settings
-            .url
+    /// A connection to the first node that answers, starting at the one the last
+    /// connection reached (see [`Nodes`]).
+    async fn connect(&self, role: &'static str) -> Result<Connection, BrokerError> {
+        let mut failures = Vec::new();
+        for (idx, address) in self.nodes.in_order() {
+            match self.connect_to(address, role).await {
+                Ok(conn) => {
+                    self.nodes.reached(role, idx);
+                    return Ok(conn);
+                }
+                Err(e) => failures.push(format!("{}: {e}", self.nodes.label(idx))),
+            }
+        }
+        Err(BrokerError::Connection(if self.nodes.len() == 1 {
+            failures.concat()
+        } else {
+            format!("no broker node reachable ({})", failures.join("; "))
+        }))
+    }
+
+    async fn connect_to(&self, address: &str, role: &str) -> Result<Connection, String> {
+        let mut uri: lapin::uri::AMQPUri = address
             .parse()
-            .map_err(|e: String| BrokerError::Connection(format!("bad broker.url: {e}")))?;
+            .map_err(|e: String| format!("bad broker address: {e}"))?;
         if uri.query.heartbeat.is_none() {
             uri.query.heartbeat = Some(self.settings.heartbeat_secs);
         }
@@ -141,13 +162,11 @@ impl Inner {
             self.topology.namespace
         );
         let props = ConnectionProperties::default().with_connection_name(name.into());
-        let connect = Connection::connect_uri(uri, props);
-        match tokio::time::timeout(Duration::from_secs(10), connect).await {
+        let limit = Duration::from_millis(self.settings.connect_timeout_ms);
+        match tokio::time::timeout(limit, Connection::connect_uri(uri, props)).await {
             Ok(Ok(conn)) => Ok(conn),
-            Ok(Err(e)) => Err(BrokerError::Connection(e.to_string())),
-            Err(_) => Err(BrokerError::Connection(
-                "connect timed out after 10s".into(),
-            )),
+            Ok(Err(e)) => Err(e.to_string()),
+            Err(_) => Err(format!("no answer within {limit:?}")),
         }
     }
 
@@ -374,6 +393,16 @@ async fn declare(conn: &Connection, t: &Topology) -> Result<(), BrokerError> {
         }
         a
     };
+    // A quorum queue dead-letters at most once by default: a message expiring from a
+    // retry tier while its leader changes could vanish. At least once needs
+    // `reject-publish` overflow (no length limit is set, so it never refuses).
+    let dead_letters_safely = |mut a: FieldTable| {
+        if quorum {
+            a.insert("x-dead-letter-strategy".into(), long_str("at-least-once"));
+            a.insert("x-overflow".into(), long_str("reject-publish"));
+        }
+        a
+    };
     let declare_bound = |name: String, args: FieldTable, exchange: String| {
         let ch = ch.clone();
         async move {
@@ -404,14 +433,12 @@ async fn declare(conn: &Connection, t: &Topology) -> Result<(), BrokerError> {
                 "x-delivery-limit".into(),
                 AMQPValue::LongInt(QUORUM_DELIVERY_LIMIT),
             );
-            args.insert("x-dead-letter-strategy".into(), long_str("at-least-once"));
-            args.insert("x-overflow".into(), long_str("reject-publish"));
         }
-        declare_bound(q.name.clone(), args, t.work_exchange()).await?;
+        declare_bound(q.name.clone(), dead_letters_safely(args), t.work_exchange()).await?;
         for (delay, name) in &q.retry {
             declare_bound(
                 name.clone(),
-                ttl_args(base_args(), *delay, t, &q.name),
+                dead_letters_safely(ttl_args(base_args(), *delay, t, &q.name)),
                 t.delay_exchange(),
             )
             .await?;
@@ -421,7 +448,7 @@ async fn declare(conn: &Connection, t: &Topology) -> Result<(), BrokerError> {
         let target = &t.queue(d.spec.target).name;
         declare_bound(
             d.name.clone(),
-            ttl_args(base_args(), d.delay, t, target),
+            dead_letters_safely(ttl_args(base_args(), d.delay, t, target)),
             t.delay_exchange(),
         )
         .await?;
@@ -617,6 +644,27 @@ impl Broker for RabbitBroker {
 
     async fn ping(&self) -> Result<(), BrokerError> {
         self.inner.publish_channel().await.map(|_| ())
+    }
+
+    async fn nodes(&self) -> Vec<(&'static str, String)> {
+        let inner = &self.inner;
+        let publishing = inner
+            .publisher
+            .lock()
+            .await
+            .as_ref()
+            .is_some_and(|(c, _)| c.status().connected());
+        let consuming = inner
+            .consumer_conn
+            .lock()
+            .await
+            .as_ref()
+            .is_some_and(|c| c.status().connected());
+        [("publish", publishing), ("consume", consuming)]
+            .into_iter()
+            .filter(|(_, live)| *live)
+            .filter_map(|(role, _)| Some((role, inner.nodes.of(role)?.to_owned())))
+            .collect()
     }
 
     async fn teardown(&self) -> Result<(), BrokerError> {

@@ -108,6 +108,11 @@ async fn declared_arguments_match_the_topology() {
                 r["arguments"]["x-dead-letter-routing-key"], work.name,
                 "retry feeds the work queue"
             );
+            if queue_type == QueueType::Quorum {
+                // Expiring into the work queue survives a leader change.
+                assert_eq!(r["arguments"]["x-dead-letter-strategy"], "at-least-once");
+                assert_eq!(r["arguments"]["x-overflow"], "reject-publish");
+            }
         }
         let dlq = find(&queues, &work.dlq);
         assert!(
@@ -117,6 +122,9 @@ async fn declared_arguments_match_the_topology() {
         let timer = &t.delays[0];
         let d = find(&queues, &timer.name);
         assert_eq!(d["arguments"]["x-message-ttl"], 30 * 60 * 1000);
+        if queue_type == QueueType::Quorum {
+            assert_eq!(d["arguments"]["x-dead-letter-strategy"], "at-least-once");
+        }
         assert_eq!(
             d["arguments"]["x-dead-letter-routing-key"],
             t.queue(timer.spec.target).name
@@ -186,4 +194,136 @@ async fn consumers_resume_after_the_connection_drops() {
     token.cancel();
     consumer.await.unwrap().unwrap();
     env.cleanup(Some(&platform)).await;
+}
+
+/// `broker.urls` (a cluster's nodes): when the node a process uses goes away, the
+/// publisher, the consumers and the events listener move to the next address on their
+/// own, nothing is lost or run twice, and readiness names the node each connection uses.
+/// Two forwarders to the one local broker stand for two nodes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn connections_move_to_the_next_node_when_theirs_goes() {
+    let Some(mut env) = TestEnv::new(
+        Backend::RabbitPostgres,
+        "connections_move_to_the_next_node_when_theirs_goes",
+    )
+    .await
+    else {
+        return;
+    };
+    let (a, b) = (
+        Proxy::start("127.0.0.1:5672").await,
+        Proxy::start("127.0.0.1:5672").await,
+    );
+    let node = |p: &Proxy| format!("127.0.0.1:{}", p.port);
+    env.settings.broker.urls = [&a, &b]
+        .iter()
+        .map(|p| format!("amqp://guest:guest@127.0.0.1:{}/%2f", p.port))
+        .collect();
+    env.settings.server.ops_token = "ops-secret".into();
+    let app = crate::helpers::spawn_app(&env).await;
+    let broker = app.platform.broker.clone();
+    let readyz = || async {
+        let r = app
+            .client
+            .get(app.url("/readyz"))
+            .bearer_auth("ops-secret")
+            .send()
+            .await
+            .unwrap();
+        (r.status().as_u16(), r.json::<Value>().await.unwrap())
+    };
+    let rec = Arc::new(Recorder::default());
+    let token = CancellationToken::new();
+    let consumer = tokio::spawn(conveyor::consumer::run(
+        app.platform.consumer_deps(),
+        &AI_SHORT,
+        Arc::new(TestHandler(rec.clone())),
+        token.clone(),
+    ));
+    let mut events = broker.subscribe_events().await.unwrap();
+    let first = conveyor::broker::Envelope::new("t", json!({}));
+    broker
+        .publish(Target::Queue(&AI_SHORT), &first)
+        .await
+        .unwrap();
+    wait_until(Duration::from_secs(20), "the first effect", || async {
+        rec.effects_of(&first.id) == 1
+    })
+    .await;
+    let (status, body) = readyz().await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["broker_nodes"]["publish"], node(&a), "{body}");
+    assert_eq!(body["broker_nodes"]["consume"], node(&a), "{body}");
+    // The public does not see addresses.
+    let r = app.client.get(app.url("/readyz")).send().await.unwrap();
+    assert!(
+        r.json::<Value>()
+            .await
+            .unwrap()
+            .get("broker_nodes")
+            .is_none()
+    );
+
+    // Node a goes for good: connections to it are cut, new ones refused.
+    a.down();
+    let second = conveyor::broker::Envelope::new("t", json!({}));
+    let mut published = false;
+    for _ in 0..50 {
+        if broker
+            .publish(Target::Queue(&AI_SHORT), &second)
+            .await
+            .is_ok()
+        {
+            published = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(published, "the publisher moved to node b");
+    wait_until(
+        Duration::from_secs(20),
+        "the consumer on node b",
+        || async { rec.effects_of(&second.id) == 1 },
+    )
+    .await;
+    assert_eq!(rec.effects_of(&first.id), 1, "nothing ran twice");
+    let (status, body) = readyz().await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["broker_nodes"]["publish"], node(&b), "{body}");
+    assert_eq!(body["broker_nodes"]["consume"], node(&b), "{body}");
+    // The events listener re-bound its queue on node b.
+    while events.try_recv().is_ok() {}
+    let mut heard = false;
+    for _ in 0..50 {
+        broker
+            .publish_events(vec![b"{\"ping\":1}".to_vec()])
+            .await
+            .ok();
+        if tokio::time::timeout(Duration::from_millis(200), events.recv())
+            .await
+            .is_ok_and(|e| e.is_some())
+        {
+            heard = true;
+            break;
+        }
+    }
+    assert!(heard, "events reach this instance again");
+    let metrics = app
+        .client
+        .get(app.url("/metrics"))
+        .bearer_auth("ops-secret")
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    let gauge = format!(
+        "conveyor_broker_node{{role=\"publish\",node=\"{}\"}} 1",
+        node(&b)
+    );
+    assert!(metrics.contains(&gauge), "{gauge} in /metrics");
+    token.cancel();
+    consumer.await.unwrap().unwrap();
+    crate::helpers::done(env, app).await;
 }
