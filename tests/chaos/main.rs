@@ -37,6 +37,8 @@ const PG_ADMIN: &str = "postgres://postgres@127.0.0.1:5432";
 const MARIADB_ADMIN: &str = "mysql://root@127.0.0.1:3306";
 const AMQP: &str = "amqp://guest:guest@127.0.0.1:5672/%2f";
 const REDIS: &str = "redis://127.0.0.1:6379/";
+/// The operators' token of a cluster scenario's API.
+const OPS_TOKEN: &str = "chaos-ops";
 
 #[derive(Clone, Copy)]
 struct Load {
@@ -73,6 +75,14 @@ enum Fault {
     /// run, under 4-s tasks: every channel is closed under its consumers again and again;
     /// the deliveries taken back must neither run twice nor be lost.
     ConsumerTimeout,
+    /// On a 3-node cluster with quorum queues: `kill -9` of the node leading the work
+    /// queue, restarted 5 s later.
+    ClusterKill9,
+    /// On the cluster: every node stopped gracefully and restarted, one at a time.
+    ClusterRolling,
+    /// On the cluster: the API's node cut off from the other two (`pause_minority`
+    /// pauses it) for 10 s, then healed.
+    ClusterPartition,
 }
 
 /// The database a deployment runs on.
@@ -143,6 +153,9 @@ impl Fault {
             Fault::Failpoints => "failpoints",
             Fault::PoisonMix => "poison-mix",
             Fault::ConsumerTimeout => "consumer-timeout",
+            Fault::ClusterKill9 => "cluster-kill9",
+            Fault::ClusterRolling => "cluster-rolling",
+            Fault::ClusterPartition => "cluster-partition",
         }
     }
 
@@ -156,12 +169,23 @@ impl Fault {
             Fault::RabbitmqAlarm,
             Fault::PostgresRestart,
             Fault::ConsumerTimeout,
+            Fault::ClusterKill9,
+            Fault::ClusterRolling,
+            Fault::ClusterPartition,
         ];
         if cfg!(feature = "failpoints") {
             all.push(Fault::Failpoints);
             all.push(Fault::PoisonMix);
         }
         all
+    }
+
+    /// Runs on a cluster of its own (started by the harness), not on the machine's broker.
+    fn on_cluster(self) -> bool {
+        matches!(
+            self,
+            Fault::ClusterKill9 | Fault::ClusterRolling | Fault::ClusterPartition
+        )
     }
 
     /// Touches only its own namespace and processes.
@@ -201,10 +225,12 @@ struct Stack {
     port: u16,
     env: Vec<(String, String)>,
     dir: tempfile::TempDir,
+    /// On a cluster: every node's address, process `i` listing them from node `i`.
+    nodes: Vec<String>,
 }
 
 impl Stack {
-    async fn new(name: &str, db: Db) -> Stack {
+    async fn new(name: &str, db: Db, cluster: Option<&Cluster>) -> Stack {
         let ns = format!(
             "chaos{}{}",
             name.replace('-', ""),
@@ -249,7 +275,22 @@ impl Stack {
         ]
         .iter()
         .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
-        .collect();
+        .collect::<Vec<_>>();
+        let nodes = cluster.map(Cluster::urls).unwrap_or_default();
+        let mut env = env;
+        if !nodes.is_empty() {
+            env.extend(
+                [
+                    ("CONVEYOR__BROKER__URLS", nodes.join(",")),
+                    ("CONVEYOR__BROKER__QUEUE_TYPE", "quorum".to_owned()),
+                    ("CONVEYOR__BROKER__CONNECT_TIMEOUT_MS", "2000".to_owned()),
+                    ("CONVEYOR__BROKER__RECONNECT_MAX_MS", "2000".to_owned()),
+                    // /readyz names the node the API publishes through; /metrics counts moves.
+                    ("CONVEYOR__SERVER__OPS_TOKEN", OPS_TOKEN.to_owned()),
+                ]
+                .map(|(k, v)| (k.to_owned(), v)),
+            );
+        }
         Stack {
             ns,
             db,
@@ -257,7 +298,30 @@ impl Stack {
             port,
             env,
             dir: tempfile::tempdir().unwrap(),
+            nodes,
         }
+    }
+
+    /// Process `i`'s order of the cluster's nodes (from node `i`), to spread the
+    /// processes over the nodes; nothing without a cluster.
+    fn node_order(&self, i: usize) -> Option<String> {
+        (!self.nodes.is_empty()).then(|| {
+            let n = self.nodes.len();
+            (0..n)
+                .map(|k| self.nodes[(i + k) % n].as_str())
+                .collect::<Vec<_>>()
+                .join(",")
+        })
+    }
+
+    /// Consumer process `i` (of the AI group), on its own first node on a cluster.
+    fn consumer(&self, i: usize, env: &[(&str, &str)]) -> Proc {
+        let order = self.node_order(i + 1);
+        let mut env = env.to_vec();
+        if let Some(order) = &order {
+            env.push(("CONVEYOR__BROKER__URLS", order));
+        }
+        self.spawn_with(&["consume", "ai"], &env)
     }
 
     fn command(&self, args: &[&str]) -> Command {
@@ -394,11 +458,14 @@ struct Report {
     redeliveries: i64,
     /// Executor calls beyond one per task (re-runs after a crash or a lapsed lease).
     executor_reruns: i64,
+    /// Cluster scenarios: publishing connections the API opened after its first (moves
+    /// to another node, or back), from its `/metrics`.
+    broker_moves: u64,
     passed: bool,
 }
 
-async fn run(fault: Fault, db_kind: Db, mut load: Load) -> Report {
-    let stack = Stack::new(fault.name(), db_kind).await;
+async fn run(fault: Fault, db_kind: Db, mut load: Load, cluster: Option<&Cluster>) -> Report {
+    let stack = Stack::new(fault.name(), db_kind, cluster).await;
     assert!(
         stack.command(&["migrate"]).status().unwrap().success(),
         "migrate"
@@ -419,8 +486,8 @@ async fn run(fault: Fault, db_kind: Db, mut load: Load) -> Report {
         BrokerTimeout::lower(2000, 500)
     });
     let mut consumers = vec![
-        stack.spawn_with(&["consume", "ai"], &consumer_env),
-        stack.spawn_with(&["consume", "ai"], &consumer_env),
+        stack.consumer(0, &consumer_env),
+        stack.consumer(1, &consumer_env),
     ];
     let mut crashes = 0u32;
     let client = reqwest::Client::new();
@@ -514,9 +581,38 @@ async fn run(fault: Fault, db_kind: Db, mut load: Load) -> Report {
     };
 
     tokio::time::sleep(Duration::from_secs(load.before)).await;
+    let api_node_before = api_node(&client, &stack).await;
+    // Whether the fault hit the node the API publishes through (it must then move).
+    let mut hit_api_node = false;
     let fault_start = Instant::now();
     let in_flight_at_fault = chrono::Utc::now();
     match fault {
+        Fault::ClusterKill9 => {
+            let cluster = cluster.expect("a cluster scenario has its cluster");
+            let leader = cluster.leader(&format!("{}.ai.short", stack.ns));
+            hit_api_node = api_node_before.as_deref() == Some(cluster.label(leader).as_str());
+            cluster.kill(leader);
+            tokio::time::sleep(Duration::from_secs(5)).await;
+            cluster.restart(leader);
+        }
+        Fault::ClusterRolling => {
+            let cluster = cluster.expect("a cluster scenario has its cluster");
+            hit_api_node = true;
+            for node in 0..cluster.nodes.len() {
+                cluster.stop(node);
+                cluster.restart(node);
+                cluster.await_all_running(Duration::from_secs(60));
+            }
+        }
+        Fault::ClusterPartition => {
+            // Node 0 is the API's: its relay must move its publishing to the majority.
+            let cluster = cluster.expect("a cluster scenario has its cluster");
+            hit_api_node = api_node_before.as_deref() == Some(cluster.label(0).as_str());
+            cluster.partition(&["isolate", &cluster.nodes[0]]);
+            tokio::time::sleep(Duration::from_secs(10)).await;
+            cluster.partition(&["heal"]);
+            cluster.await_all_running(Duration::from_secs(60));
+        }
         Fault::Kill9 => {
             let mut victim = consumers.remove(0);
             victim.0.kill().unwrap();
@@ -555,10 +651,10 @@ async fn run(fault: Fault, db_kind: Db, mut load: Load) -> Report {
             // The whole load is the fault: restart whatever crashed, as a supervisor would.
             let until = Instant::now() + Duration::from_secs(load.after);
             while Instant::now() < until {
-                for c in consumers.iter_mut() {
+                for (i, c) in consumers.iter_mut().enumerate() {
                     if let Ok(Some(_)) = c.0.try_wait() {
                         crashes += 1;
-                        *c = stack.spawn_with(&["consume", "ai"], &consumer_env);
+                        *c = stack.consumer(i, &consumer_env);
                     }
                 }
                 tokio::time::sleep(Duration::from_millis(200)).await;
@@ -622,10 +718,10 @@ async fn run(fault: Fault, db_kind: Db, mut load: Load) -> Report {
     while (count(&db, ended_sql).await as u64) < accepted_n
         && drain.elapsed() < Duration::from_secs(120)
     {
-        for c in consumers.iter_mut() {
+        for (i, c) in consumers.iter_mut().enumerate() {
             if let Ok(Some(_)) = c.0.try_wait() {
                 crashes += 1;
-                *c = stack.spawn_with(&["consume", "ai"], &consumer_env);
+                *c = stack.consumer(i, &consumer_env);
             }
         }
         tokio::time::sleep(Duration::from_millis(250)).await;
@@ -704,6 +800,18 @@ async fn run(fault: Fault, db_kind: Db, mut load: Load) -> Report {
         .copied()
         .unwrap_or(0.0);
     let recovery = recovery(&samples.lock().unwrap(), fault_start, fault_end);
+    let broker_moves = if fault.on_cluster() {
+        let moves = publish_connections(&client, &stack).await.saturating_sub(1);
+        println!(
+            "chaos: {}: the API published through {} before the fault, {} after; {moves} move(s)",
+            fault.name(),
+            api_node_before.as_deref().unwrap_or("?"),
+            api_node(&client, &stack).await.as_deref().unwrap_or("?"),
+        );
+        moves
+    } else {
+        0
+    };
     let report = Report {
         scenario: match db_kind {
             Db::Postgres => fault.name().into(),
@@ -723,6 +831,7 @@ async fn run(fault: Fault, db_kind: Db, mut load: Load) -> Report {
         dlq_left,
         redeliveries,
         executor_reruns: reruns,
+        broker_moves,
         healthy_ratio: healthy_ratio(
             &samples.lock().unwrap(),
             fault_start,
@@ -736,12 +845,46 @@ async fn run(fault: Fault, db_kind: Db, mut load: Load) -> Report {
             && dlq_left == 0
             // The taken-back deliveries were parked, never run a second time; and the
             // broker did take some back (else the scenario proved nothing).
-            && (fault != Fault::ConsumerTimeout || (reruns == 0 && redeliveries > 0)),
+            && (fault != Fault::ConsumerTimeout || (reruns == 0 && redeliveries > 0))
+            // The API answers from the database and the outbox: a broker fault must not
+            // hold an answer up to the publish timeout (5 s).
+            && (!fault.on_cluster() || during < 5000.0)
+            // A fault on the API's node moved its publishing (else it proved nothing).
+            && (!hit_api_node || broker_moves > 0),
     };
     drop(consumers);
     drop(_api);
     stack.teardown(db).await;
     report
+}
+
+/// The node the API publishes through, from its `/readyz` (cluster scenarios).
+async fn api_node(client: &reqwest::Client, stack: &Stack) -> Option<String> {
+    let r = client
+        .get(stack.url("/readyz"))
+        .bearer_auth(OPS_TOKEN)
+        .send()
+        .await
+        .ok()?;
+    let body: serde_json::Value = r.json().await.ok()?;
+    body["broker_nodes"]["publish"].as_str().map(str::to_owned)
+}
+
+/// Publishing connections the API opened, by `/metrics`.
+async fn publish_connections(client: &reqwest::Client, stack: &Stack) -> u64 {
+    let Ok(r) = client
+        .get(stack.url("/metrics"))
+        .bearer_auth(OPS_TOKEN)
+        .send()
+        .await
+    else {
+        return 0;
+    };
+    let text = r.text().await.unwrap_or_default();
+    text.lines()
+        .filter(|l| l.starts_with("conveyor_broker_connections_opened_total{role=\"publish\""))
+        .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+        .sum::<f64>() as u64
 }
 
 /// Successes per second between `start` and `end` ÷ in the 3 s before `start`.
@@ -905,6 +1048,176 @@ fn rabbitmqctl(action: &str) {
     assert!(ok.success(), "rabbitmqctl {action}");
 }
 
+/// A 3-node RabbitMQ cluster on loopback (scripts/rabbitmq-cluster), beside the
+/// machine's broker: own node names, ports (5691–5693 unless
+/// `CONVEYOR_CHAOS_CLUSTER_PORT0` says otherwise), cookie and data directory. Stopped and
+/// removed when dropped, even when a scenario panics.
+struct Cluster {
+    base: String,
+    port0: u16,
+    /// Node suffixes (`rabbit-<x>@localhost`).
+    nodes: Vec<String>,
+}
+
+const CLUSTER_SCRIPTS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/scripts/rabbitmq-cluster");
+
+impl Cluster {
+    fn start() -> Cluster {
+        let port0 = std::env::var("CONVEYOR_CHAOS_CLUSTER_PORT0")
+            .ok()
+            .and_then(|p| p.parse().ok())
+            .unwrap_or(5690);
+        let cluster = Cluster {
+            base: format!("/tmp/conveyor-chaos-cluster-{}", std::process::id()),
+            port0,
+            nodes: ["qa", "qb", "qc"].map(str::to_owned).to_vec(),
+        };
+        let t = Instant::now();
+        let out = cluster.script("start-cluster.sh", &[]);
+        println!(
+            "chaos: cluster of {} nodes on 127.0.0.1:{}-{} in {:.1}s",
+            cluster.nodes.len(),
+            port0 + 1,
+            port0 + 3,
+            t.elapsed().as_secs_f64()
+        );
+        drop(out);
+        cluster
+    }
+
+    fn command(&self, program: &str) -> Command {
+        let mut c = Command::new(program);
+        c.env("RMQ_BASE", &self.base)
+            .env("RMQ_PORT0", self.port0.to_string())
+            .env("RMQ_NODES", self.nodes.join(" "));
+        c
+    }
+
+    /// Runs one of the cluster scripts; its stdout.
+    fn script(&self, name: &str, args: &[&str]) -> String {
+        let out = self
+            .command("bash")
+            .arg(format!("{CLUSTER_SCRIPTS}/{name}"))
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{name} {args:?}: {}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    /// `rabbitmqctl` against node `i`; its stdout, or None when the node does not answer.
+    fn ctl(&self, i: usize, args: &[&str]) -> Option<String> {
+        let out = self
+            .command("bash")
+            .arg("-c")
+            .arg(format!(
+                ". {CLUSTER_SCRIPTS}/cluster-env.sh; rmq_ctl \"$@\""
+            ))
+            .arg("ctl")
+            .arg(&self.nodes[i])
+            .args(args)
+            .stderr(Stdio::null())
+            .output()
+            .ok()?;
+        out.status
+            .success()
+            .then(|| String::from_utf8_lossy(&out.stdout).into_owned())
+    }
+
+    /// `host:port` of node `i`, as readiness names it.
+    fn label(&self, i: usize) -> String {
+        format!("127.0.0.1:{}", self.port0 as usize + i + 1)
+    }
+
+    fn urls(&self) -> Vec<String> {
+        (1..=self.nodes.len())
+            .map(|i| {
+                format!(
+                    "amqp://guest:guest@127.0.0.1:{}/%2f",
+                    self.port0 as usize + i
+                )
+            })
+            .collect()
+    }
+
+    /// The index of the node leading quorum queue `queue`.
+    fn leader(&self, queue: &str) -> usize {
+        for i in 0..self.nodes.len() {
+            let Some(out) = self.ctl(i, &["-q", "list_queues", "name", "leader"]) else {
+                continue;
+            };
+            let leader = out
+                .lines()
+                .filter_map(|l| l.split_once('\t'))
+                .find(|(name, _)| *name == queue)
+                .map(|(_, leader)| leader.trim().to_owned());
+            if let Some(leader) = leader {
+                let idx = self
+                    .nodes
+                    .iter()
+                    .position(|n| leader.starts_with(&format!("rabbit-{n}@")))
+                    .unwrap_or_else(|| panic!("leader {leader} is not a node of the cluster"));
+                println!("chaos: {queue} is led by {leader}");
+                return idx;
+            }
+        }
+        panic!("no node lists {queue}");
+    }
+
+    fn kill(&self, i: usize) {
+        self.script("stop-cluster.sh", &["kill", &self.nodes[i]]);
+    }
+
+    fn stop(&self, i: usize) {
+        self.script("stop-cluster.sh", &["node", &self.nodes[i]]);
+    }
+
+    /// Starts node `i` again and waits until it has booted.
+    fn restart(&self, i: usize) {
+        self.script("start-cluster.sh", &["restart", &self.nodes[i]]);
+    }
+
+    fn partition(&self, args: &[&str]) {
+        self.script("partition.sh", args);
+    }
+
+    /// Waits until every node runs the broker and sees the others.
+    fn await_all_running(&self, limit: Duration) {
+        let t = Instant::now();
+        let want = self.nodes.len().to_string();
+        loop {
+            let all = (0..self.nodes.len()).all(|i| {
+                self.ctl(i, &["eval", "length(rabbit_nodes:all_running())."])
+                    .is_some_and(|o| o.trim() == want)
+            });
+            if all {
+                return;
+            }
+            assert!(
+                t.elapsed() < limit,
+                "the cluster did not come back whole within {limit:?}"
+            );
+            std::thread::sleep(Duration::from_millis(500));
+        }
+    }
+}
+
+impl Drop for Cluster {
+    fn drop(&mut self) {
+        let _ = self
+            .command("bash")
+            .arg(format!("{CLUSTER_SCRIPTS}/stop-cluster.sh"))
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status();
+    }
+}
+
 fn up(addr: &str) -> bool {
     std::net::TcpStream::connect_timeout(&addr.parse().unwrap(), Duration::from_secs(1)).is_ok()
 }
@@ -976,6 +1289,12 @@ async fn main() {
             .map(|f| (f, Db::Postgres))
             .collect();
         short.push((Fault::Kill9, Db::Mariadb));
+        short.extend(
+            Fault::all()
+                .into_iter()
+                .filter(|f| f.on_cluster())
+                .map(|f| (f, Db::Postgres)),
+        );
         short
     };
     let load = if full {
@@ -1012,8 +1331,19 @@ async fn main() {
         "reruns"
     );
     let mut reports = Vec::new();
+    // One cluster for every cluster scenario, started when the first needs it.
+    let mut cluster: Option<Cluster> = None;
     for (fault, db) in scenarios {
-        let r = run(fault, db, load).await;
+        if fault.on_cluster() && cluster.is_none() {
+            cluster = Some(Cluster::start());
+        }
+        let r = run(
+            fault,
+            db,
+            load,
+            cluster.as_ref().filter(|_| fault.on_cluster()),
+        )
+        .await;
         println!(
             "{:<24} {:>8} {:>6} {:>5} {:>5} {:>5} {:>4} {:>9.1}s {:>11.1}s {:>14.0} {:>8.0} {:>8} {:>7.0}% {:>6} {:>6}",
             r.scenario,
