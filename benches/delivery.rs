@@ -11,10 +11,19 @@
 //! the same on the embedded backends; each one message per handler call, then with a
 //! batch handler (`… batch64`; `BENCH_BATCH=N` to change) where claims, fence rows and
 //! acks go per batch. Real services are skipped with a note when unreachable.
+//!
+//!     cargo bench --bench delivery -- 20000 cluster  # on a 3-node cluster it starts
+//!
+//! `cluster` variants start a local 3-node RabbitMQ cluster (scripts/rabbitmq-cluster,
+//! AMQP on 5701–5703 unless `BENCH_CLUSTER_PORT0`), stopped at the end: `raw-lapin-cluster`
+//! (a quorum queue, publisher and consumer on node a) against `cluster-core` and
+//! `cluster-core+fence-pg` (conveyor with quorum queues and `broker.urls`, first node a).
 
 // Test and bench code: a failed unwrap is a failed run, which is what it should be.
 #![allow(clippy::unwrap_used)]
 
+#[path = "../tests/support/cluster.rs"]
+mod cluster;
 mod common;
 
 // Measured with the allocator the `conveyor` binary ships with.
@@ -312,6 +321,37 @@ async fn main() -> anyhow::Result<()> {
             reports.push(core(&label("core-embedded+fence-sqlite", b), s, n, b).await?);
         }
     }
+    if rabbit && filter.contains("cluster") {
+        let c = cluster::Cluster::start("bench", "BENCH_CLUSTER_PORT0", 5700);
+        let urls = c.urls();
+        let run = common::lapin::noop_on(&urls[0], n, PREFETCH, PUBLISH_WINDOW, true).await?;
+        reports.push(Report {
+            name: "raw-lapin-cluster".into(),
+            n,
+            elapsed: run.elapsed,
+            latencies_us: run.latencies_us,
+            ticks: run.ticks,
+        });
+        let on_cluster = |mut s: Settings| {
+            s.broker.urls = urls.clone();
+            s.broker.queue_type = conveyor::config::QueueType::Quorum;
+            s
+        };
+        for b in [1, batch] {
+            let s = on_cluster(real(base_settings(dir.path(), &format!("c{b}"))?));
+            reports.push(core(&label("cluster-core", b), s, n, b).await?);
+        }
+        if up("127.0.0.1:5432").await {
+            let name = format!("bench{pid}clpg");
+            let admin = "postgres://postgres@127.0.0.1:5432";
+            let mut s = on_cluster(real(base_settings(dir.path(), "cpg")?));
+            s.database.url = scratch_db(admin, "postgres", &name).await?;
+            scratch.push((admin, "postgres", name));
+            s.consumer.db_fence = true;
+            reports.push(core(&label("cluster-core+fence-pg", batch), s, n, batch).await?);
+        }
+        drop(c);
+    }
     if !rabbit {
         println!("note: RabbitMQ or Redis unreachable; real-service variants skipped");
     }
@@ -323,10 +363,9 @@ async fn main() -> anyhow::Result<()> {
         }
     }
 
-    let raw = reports
-        .iter()
-        .find(|r| r.name == "raw-lapin")
-        .map(Report::rate);
+    // Each variant against the raw baseline of its own broker (one node, or the cluster).
+    let raw_of = |name: &str| reports.iter().find(|r| r.name == name).map(Report::rate);
+    let (raw, raw_cluster) = (raw_of("raw-lapin"), raw_of("raw-lapin-cluster"));
     println!(
         "\n{n} messages, prefetch {PREFETCH}, publish window {PUBLISH_WINDOW}, persistent + confirms + manual ack"
     );
@@ -338,7 +377,12 @@ async fn main() -> anyhow::Result<()> {
         "variant", "msgs/s", "p50 ms", "p99 ms", "x raw", "machine", "own", "rabbit", "redis", "db"
     );
     for r in &reports {
-        let ratio = raw
+        let base = if r.name.contains("cluster") {
+            raw_cluster
+        } else {
+            raw
+        };
+        let ratio = base
             .map(|raw| format!("{:.2}", r.rate() / raw))
             .unwrap_or_else(|| "-".into());
         let cpu = |t: u64| ms_per(t, r.n, 1000);

@@ -32,17 +32,31 @@ pub fn now_us() -> u64 {
 
 /// Publishes `n` 200-byte messages to a queue of its own and consumes them with no work.
 pub async fn noop(amqp: &str, n: usize, prefetch: u16, window: usize) -> anyhow::Result<Run> {
+    noop_on(amqp, n, prefetch, window, false).await
+}
+
+/// [`noop`] on a quorum queue when `quorum` (a cluster's replicated queue).
+pub async fn noop_on(
+    amqp: &str,
+    n: usize,
+    prefetch: u16,
+    window: usize,
+    quorum: bool,
+) -> anyhow::Result<Run> {
     let ns = format!("bench{}", std::process::id());
     let q = format!("{ns}.raw");
     let pub_conn = Connection::connect(amqp, ConnectionProperties::default()).await?;
     let sub_conn = Connection::connect(amqp, ConnectionProperties::default()).await?;
     let ch = pub_conn.create_channel().await?;
-    ch.queue_declare(
-        q.as_str().into(),
-        QueueDeclareOptions::durable(),
-        FieldTable::default(),
-    )
-    .await?;
+    let mut args = FieldTable::default();
+    if quorum {
+        args.insert(
+            "x-queue-type".into(),
+            lapin::types::AMQPValue::LongString("quorum".into()),
+        );
+    }
+    ch.queue_declare(q.as_str().into(), QueueDeclareOptions::durable(), args)
+        .await?;
     ch.confirm_select(ConfirmSelectOptions::default()).await?;
     let sub = sub_conn.create_channel().await?;
     sub.basic_qos(prefetch, BasicQosOptions::default()).await?;

@@ -97,7 +97,7 @@ async fn probe<E: std::fmt::Display>(f: impl Future<Output = Result<(), E>>) -> 
 /// Optional dependencies (the search backend) are listed too; one failing makes the
 /// status `degraded`, still 200.
 #[utoipa::path(get, path = "/readyz", tag = "health", responses(
-    (status = 200, description = "Every required dependency answered: `{\"status\":\"ready\",\"checks\":{\"database\":\"ok\",…}}` (`degraded` when an optional one did not)", body = Object),
+    (status = 200, description = "Every required dependency answered: `{\"status\":\"ready\",\"checks\":{\"database\":\"ok\",…}}` (`degraded` when an optional one did not); with the operators' token also `broker_nodes`: the node (`host:port`) each live broker connection uses", body = Object),
     (status = 503, description = "Not ready; `checks` names the failed dependency", body = Object)))]
 pub async fn readyz(State(state): State<Health>, headers: HeaderMap) -> impl IntoResponse {
     let core = &state.core;

@@ -32,6 +32,10 @@ use std::time::{Duration, Instant};
 use sea_orm::{ConnectionTrait, Database, DatabaseConnection, Statement};
 use serde_json::json;
 
+#[path = "../support/cluster.rs"]
+mod cluster;
+use cluster::Cluster;
+
 const BIN: &str = env!("CARGO_BIN_EXE_conveyor");
 const PG_ADMIN: &str = "postgres://postgres@127.0.0.1:5432";
 const MARIADB_ADMIN: &str = "mysql://root@127.0.0.1:3306";
@@ -1048,176 +1052,6 @@ fn rabbitmqctl(action: &str) {
     assert!(ok.success(), "rabbitmqctl {action}");
 }
 
-/// A 3-node RabbitMQ cluster on loopback (scripts/rabbitmq-cluster), beside the
-/// machine's broker: own node names, ports (5691–5693 unless
-/// `CONVEYOR_CHAOS_CLUSTER_PORT0` says otherwise), cookie and data directory. Stopped and
-/// removed when dropped, even when a scenario panics.
-struct Cluster {
-    base: String,
-    port0: u16,
-    /// Node suffixes (`rabbit-<x>@localhost`).
-    nodes: Vec<String>,
-}
-
-const CLUSTER_SCRIPTS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/scripts/rabbitmq-cluster");
-
-impl Cluster {
-    fn start() -> Cluster {
-        let port0 = std::env::var("CONVEYOR_CHAOS_CLUSTER_PORT0")
-            .ok()
-            .and_then(|p| p.parse().ok())
-            .unwrap_or(5690);
-        let cluster = Cluster {
-            base: format!("/tmp/conveyor-chaos-cluster-{}", std::process::id()),
-            port0,
-            nodes: ["qa", "qb", "qc"].map(str::to_owned).to_vec(),
-        };
-        let t = Instant::now();
-        let out = cluster.script("start-cluster.sh", &[]);
-        println!(
-            "chaos: cluster of {} nodes on 127.0.0.1:{}-{} in {:.1}s",
-            cluster.nodes.len(),
-            port0 + 1,
-            port0 + 3,
-            t.elapsed().as_secs_f64()
-        );
-        drop(out);
-        cluster
-    }
-
-    fn command(&self, program: &str) -> Command {
-        let mut c = Command::new(program);
-        c.env("RMQ_BASE", &self.base)
-            .env("RMQ_PORT0", self.port0.to_string())
-            .env("RMQ_NODES", self.nodes.join(" "));
-        c
-    }
-
-    /// Runs one of the cluster scripts; its stdout.
-    fn script(&self, name: &str, args: &[&str]) -> String {
-        let out = self
-            .command("bash")
-            .arg(format!("{CLUSTER_SCRIPTS}/{name}"))
-            .args(args)
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "{name} {args:?}: {}{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        );
-        String::from_utf8_lossy(&out.stdout).into_owned()
-    }
-
-    /// `rabbitmqctl` against node `i`; its stdout, or None when the node does not answer.
-    fn ctl(&self, i: usize, args: &[&str]) -> Option<String> {
-        let out = self
-            .command("bash")
-            .arg("-c")
-            .arg(format!(
-                ". {CLUSTER_SCRIPTS}/cluster-env.sh; rmq_ctl \"$@\""
-            ))
-            .arg("ctl")
-            .arg(&self.nodes[i])
-            .args(args)
-            .stderr(Stdio::null())
-            .output()
-            .ok()?;
-        out.status
-            .success()
-            .then(|| String::from_utf8_lossy(&out.stdout).into_owned())
-    }
-
-    /// `host:port` of node `i`, as readiness names it.
-    fn label(&self, i: usize) -> String {
-        format!("127.0.0.1:{}", self.port0 as usize + i + 1)
-    }
-
-    fn urls(&self) -> Vec<String> {
-        (1..=self.nodes.len())
-            .map(|i| {
-                format!(
-                    "amqp://guest:guest@127.0.0.1:{}/%2f",
-                    self.port0 as usize + i
-                )
-            })
-            .collect()
-    }
-
-    /// The index of the node leading quorum queue `queue`.
-    fn leader(&self, queue: &str) -> usize {
-        for i in 0..self.nodes.len() {
-            let Some(out) = self.ctl(i, &["-q", "list_queues", "name", "leader"]) else {
-                continue;
-            };
-            let leader = out
-                .lines()
-                .filter_map(|l| l.split_once('\t'))
-                .find(|(name, _)| *name == queue)
-                .map(|(_, leader)| leader.trim().to_owned());
-            if let Some(leader) = leader {
-                let idx = self
-                    .nodes
-                    .iter()
-                    .position(|n| leader.starts_with(&format!("rabbit-{n}@")))
-                    .unwrap_or_else(|| panic!("leader {leader} is not a node of the cluster"));
-                println!("chaos: {queue} is led by {leader}");
-                return idx;
-            }
-        }
-        panic!("no node lists {queue}");
-    }
-
-    fn kill(&self, i: usize) {
-        self.script("stop-cluster.sh", &["kill", &self.nodes[i]]);
-    }
-
-    fn stop(&self, i: usize) {
-        self.script("stop-cluster.sh", &["node", &self.nodes[i]]);
-    }
-
-    /// Starts node `i` again and waits until it has booted.
-    fn restart(&self, i: usize) {
-        self.script("start-cluster.sh", &["restart", &self.nodes[i]]);
-    }
-
-    fn partition(&self, args: &[&str]) {
-        self.script("partition.sh", args);
-    }
-
-    /// Waits until every node runs the broker and sees the others.
-    fn await_all_running(&self, limit: Duration) {
-        let t = Instant::now();
-        let want = self.nodes.len().to_string();
-        loop {
-            let all = (0..self.nodes.len()).all(|i| {
-                self.ctl(i, &["eval", "length(rabbit_nodes:all_running())."])
-                    .is_some_and(|o| o.trim() == want)
-            });
-            if all {
-                return;
-            }
-            assert!(
-                t.elapsed() < limit,
-                "the cluster did not come back whole within {limit:?}"
-            );
-            std::thread::sleep(Duration::from_millis(500));
-        }
-    }
-}
-
-impl Drop for Cluster {
-    fn drop(&mut self) {
-        let _ = self
-            .command("bash")
-            .arg(format!("{CLUSTER_SCRIPTS}/stop-cluster.sh"))
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .status();
-    }
-}
-
 fn up(addr: &str) -> bool {
     std::net::TcpStream::connect_timeout(&addr.parse().unwrap(), Duration::from_secs(1)).is_ok()
 }
@@ -1335,7 +1169,11 @@ async fn main() {
     let mut cluster: Option<Cluster> = None;
     for (fault, db) in scenarios {
         if fault.on_cluster() && cluster.is_none() {
-            cluster = Some(Cluster::start());
+            cluster = Some(Cluster::start(
+                "chaos",
+                "CONVEYOR_CHAOS_CLUSTER_PORT0",
+                5690,
+            ));
         }
         let r = run(
             fault,
