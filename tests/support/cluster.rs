@@ -28,6 +28,24 @@ impl Cluster {
             .ok()
             .and_then(|p| p.parse().ok())
             .unwrap_or(port0);
+        // A run killed before its clean-up (a CI timeout) leaves nodes holding these
+        // names and ports: stop them first.
+        for dir in std::fs::read_dir("/tmp").into_iter().flatten().flatten() {
+            let stale = dir.file_name().to_string_lossy().into_owned();
+            if stale.starts_with(&format!("conveyor-{prefix}-cluster-")) {
+                let _ = Command::new("bash")
+                    .arg(format!("{CLUSTER_SCRIPTS}/stop-cluster.sh"))
+                    .env("RMQ_BASE", dir.path())
+                    .env("RMQ_PORT0", port0.to_string())
+                    .env(
+                        "RMQ_NODES",
+                        ["a", "b", "c"].map(|n| format!("{prefix}{n}")).join(" "),
+                    )
+                    .stdout(Stdio::null())
+                    .stderr(Stdio::null())
+                    .status();
+            }
+        }
         let cluster = Cluster {
             base: format!("/tmp/conveyor-{prefix}-cluster-{}", std::process::id()),
             port0,
