@@ -648,18 +648,15 @@ impl Broker for RabbitBroker {
 
     async fn nodes(&self) -> Vec<(&'static str, String)> {
         let inner = &self.inner;
-        let publishing = inner
-            .publisher
-            .lock()
+        // A connection being opened holds its lock (up to connect_timeout_ms per node):
+        // readiness waits a moment (a publish holds it briefly), not for the connect.
+        let wait = Duration::from_millis(200);
+        let publishing = tokio::time::timeout(wait, inner.publisher.lock())
             .await
-            .as_ref()
-            .is_some_and(|(c, _)| c.status().connected());
-        let consuming = inner
-            .consumer_conn
-            .lock()
+            .is_ok_and(|g| g.as_ref().is_some_and(|(c, _)| c.status().connected()));
+        let consuming = tokio::time::timeout(wait, inner.consumer_conn.lock())
             .await
-            .as_ref()
-            .is_some_and(|c| c.status().connected());
+            .is_ok_and(|g| g.as_ref().is_some_and(|c| c.status().connected()));
         [("publish", publishing), ("consume", consuming)]
             .into_iter()
             .filter(|(_, live)| *live)
