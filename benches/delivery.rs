@@ -72,10 +72,11 @@ impl Report {
     }
 }
 
-async fn raw_lapin(n: usize) -> anyhow::Result<Report> {
-    let run = common::lapin::noop(AMQP, n, PREFETCH, PUBLISH_WINDOW).await?;
+/// The bare lapin no-op on `amqp` (a quorum queue when `quorum`).
+async fn raw_lapin(name: &str, amqp: &str, quorum: bool, n: usize) -> anyhow::Result<Report> {
+    let run = common::lapin::noop(amqp, n, PREFETCH, PUBLISH_WINDOW, quorum).await?;
     Ok(Report {
-        name: "raw-lapin".into(),
+        name: name.into(),
         n,
         elapsed: run.elapsed,
         latencies_us: run.latencies_us,
@@ -266,7 +267,7 @@ async fn main() -> anyhow::Result<()> {
     let wanted = |name: &str| filter.is_empty() || name.contains(&filter);
 
     if rabbit && (wanted("raw-lapin") || wanted("core-rabbit")) {
-        reports.push(raw_lapin(n).await?);
+        reports.push(raw_lapin("raw-lapin", AMQP, false, n).await?);
     }
     // Each variant one message per handler call, then in batches (claims, fence rows
     // and acks per batch: the consumer runtime's batch path).
@@ -324,14 +325,7 @@ async fn main() -> anyhow::Result<()> {
     if rabbit && filter.contains("cluster") {
         let c = cluster::Cluster::start("bench", "BENCH_CLUSTER_PORT0", 5700);
         let urls = c.urls();
-        let run = common::lapin::noop_on(&urls[0], n, PREFETCH, PUBLISH_WINDOW, true).await?;
-        reports.push(Report {
-            name: "raw-lapin-cluster".into(),
-            n,
-            elapsed: run.elapsed,
-            latencies_us: run.latencies_us,
-            ticks: run.ticks,
-        });
+        reports.push(raw_lapin("raw-lapin-cluster", &urls[0], true, n).await?);
         let on_cluster = |mut s: Settings| {
             s.broker.urls = urls.clone();
             s.broker.queue_type = conveyor::config::QueueType::Quorum;

@@ -390,7 +390,7 @@ fn knob<T: std::str::FromStr>(name: &str) -> Option<T> {
 /// `/var/tmp/conveyor-celery/bin/python`; skipped with a note when absent).
 async fn peers(total: usize) {
     let amqp = "amqp://guest:guest@127.0.0.1:5672/%2f";
-    match common::lapin::noop(amqp, total.max(10_000), 128, 500).await {
+    match common::lapin::noop(amqp, total.max(10_000), 128, 500, false).await {
         Ok(run) => println!(
             "[peers] bare lapin no-op consumer (persistent, confirms, manual ack, prefetch 128): {:.0} msgs/s",
             run.rate(total.max(10_000))

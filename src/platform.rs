@@ -42,10 +42,7 @@ impl Platform {
         // Install the metrics recorder now: counts recorded before the first scrape of
         // /metrics would otherwise go nowhere.
         crate::telemetry::metrics();
-        let db = db::connect(&settings.database).await?;
-        if settings.database.migrate_on_start {
-            db::migrate(&db).await?;
-        }
+        let db = db::open(&settings.database).await?;
         let broker = broker::connect(&settings, topology).await?;
         broker
             .declare()

@@ -30,13 +30,9 @@ pub fn now_us() -> u64 {
         .unwrap_or(0)
 }
 
-/// Publishes `n` 200-byte messages to a queue of its own and consumes them with no work.
-pub async fn noop(amqp: &str, n: usize, prefetch: u16, window: usize) -> anyhow::Result<Run> {
-    noop_on(amqp, n, prefetch, window, false).await
-}
-
-/// [`noop`] on a quorum queue when `quorum` (a cluster's replicated queue).
-pub async fn noop_on(
+/// Publishes `n` 200-byte messages to a queue of its own (quorum when `quorum`) and
+/// consumes them with no work.
+pub async fn noop(
     amqp: &str,
     n: usize,
     prefetch: u16,

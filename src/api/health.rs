@@ -109,18 +109,16 @@ pub async fn readyz(State(state): State<Health>, headers: HeaderMap) -> impl Int
         probe(core.dedupe.ping()),
         run_probes(&state.probes),
     );
-    // On a cluster: the node each broker connection uses (after the ping reconnected).
-    let nodes = if detail {
-        core.broker.nodes().await
-    } else {
-        Vec::new()
-    };
-    let nodes = (!nodes.is_empty()).then(|| {
+    // The node each broker connection uses (after the ping reconnected), for operators.
+    let nodes: serde_json::Map<String, serde_json::Value> = if detail {
+        let nodes = core.broker.nodes().await;
         nodes
             .into_iter()
-            .map(|(role, node)| (role.to_owned(), json!(node)))
-            .collect::<serde_json::Map<_, _>>()
-    });
+            .map(|(r, n)| (r.into(), n.into()))
+            .collect()
+    } else {
+        serde_json::Map::new()
+    };
     let mut checks = serde_json::Map::new();
     let mut failed = Vec::new();
     let mut degraded = false;
@@ -164,8 +162,8 @@ pub async fn readyz(State(state): State<Health>, headers: HeaderMap) -> impl Int
             }),
         )
     };
-    if let Some(nodes) = nodes {
-        body["broker_nodes"] = serde_json::Value::Object(nodes);
+    if !nodes.is_empty() {
+        body["broker_nodes"] = nodes.into();
     }
     (code, Json(body))
 }

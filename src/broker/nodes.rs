@@ -50,7 +50,8 @@ impl Nodes {
         self.addresses.len()
     }
 
-    /// A connection of `role` reached node `idx`: later connections start there.
+    /// The long-lived connection of `role` (`publish`, `consume`) now uses node `idx`:
+    /// later connections start there.
     pub(super) fn reached(&self, role: &'static str, idx: usize) {
         self.preferred.store(idx, Ordering::Relaxed);
         let previous = self

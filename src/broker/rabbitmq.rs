@@ -72,7 +72,7 @@ fn err(e: lapin::Error) -> BrokerError {
 impl RabbitBroker {
     async fn teardown_unbounded(&self) -> Result<(), BrokerError> {
         // A connection of its own, which declares nothing (and works after `close`).
-        let conn = self.inner.connect("teardown").await?;
+        let (conn, _) = self.inner.connect("teardown").await?;
         let result = self.delete_all(&conn).await;
         let _ = conn.close(200, "torn down".into()).await;
         result
@@ -130,15 +130,12 @@ impl RabbitBroker {
 
 impl Inner {
     /// A connection to the first node that answers, starting at the one the last
-    /// connection reached (see [`Nodes`]).
-    async fn connect(&self, role: &'static str) -> Result<Connection, BrokerError> {
+    /// long-lived connection reached (see [`Nodes`]), and that node's index.
+    async fn connect(&self, role: &str) -> Result<(Connection, usize), BrokerError> {
         let mut failures = Vec::new();
         for (idx, address) in self.nodes.in_order() {
             match self.connect_to(address, role).await {
-                Ok(conn) => {
-                    self.nodes.reached(role, idx);
-                    return Ok(conn);
-                }
+                Ok(conn) => return Ok((conn, idx)),
                 Err(e) => failures.push(format!("{}: {e}", self.nodes.label(idx))),
             }
         }
@@ -181,13 +178,15 @@ impl Inner {
         }
         *guard = None;
         self.ensure_open()?;
-        let conn = Arc::new(self.connect("publish").await?);
+        let (conn, node) = self.connect("publish").await?;
+        let conn = Arc::new(conn);
         bounded("declaring the topology", declare(&conn, &self.topology)).await?;
         let ch = conn.create_channel().await.map_err(err)?;
         ch.confirm_select(ConfirmSelectOptions::default())
             .await
             .map_err(err)?;
         *guard = Some((conn, ch.clone()));
+        self.nodes.reached("publish", node);
         Ok(ch)
     }
 
@@ -224,9 +223,11 @@ impl Inner {
         }
         *guard = None;
         self.ensure_open()?;
-        let conn = Arc::new(self.connect("consume").await?);
+        let (conn, node) = self.connect("consume").await?;
+        let conn = Arc::new(conn);
         bounded("declaring the topology", declare(&conn, &self.topology)).await?;
         *guard = Some(conn.clone());
+        self.nodes.reached("consume", node);
         Ok(conn)
     }
 

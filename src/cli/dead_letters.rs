@@ -54,14 +54,8 @@ pub enum DeadLettersCommand {
 
 /// Runs one `dead-letters` command; fails if any dead letter could not be acted on.
 pub async fn run(settings: &Settings, cmd: DeadLettersCommand) -> anyhow::Result<()> {
-    let db = crate::db::connect(&settings.database).await?;
-    if settings.database.migrate_on_start {
-        crate::db::migrate(&db).await?;
-    }
-    let actor = format!(
-        "cli:{}",
-        std::env::var("USER").unwrap_or_else(|_| "unknown".into())
-    );
+    let db = crate::db::open(&settings.database).await?;
+    let actor = super::actor();
     match cmd {
         DeadLettersCommand::List {
             queue,

@@ -49,10 +49,7 @@ pub enum FlashSalesCommand {
 }
 
 pub async fn run(settings: &Settings, cmd: FlashSalesCommand) -> anyhow::Result<()> {
-    let db = crate::db::connect(&settings.database).await?;
-    if settings.database.migrate_on_start {
-        crate::db::migrate(&db).await?;
-    }
+    let db = crate::db::open(&settings.database).await?;
     let topology = crate::app::topology(settings, crate::domains::ALL);
     let sales = Sales::connect(settings, &topology).await?;
     let print = |v: serde_json::Value| -> anyhow::Result<()> {

@@ -166,6 +166,14 @@ pub async fn run(cli: Cli) -> Result<(), CliError> {
     Ok(())
 }
 
+/// Who an operator at the command line is in audit records: `cli:<login>`.
+fn actor() -> String {
+    format!(
+        "cli:{}",
+        std::env::var("USER").unwrap_or_else(|_| "unknown".into())
+    )
+}
+
 async fn tasks(settings: &Settings, args: TasksArgs) -> anyhow::Result<()> {
     let key = args
         .key

@@ -25,15 +25,8 @@ pub async fn run(settings: &Settings, cmd: QueuesCommand) -> anyhow::Result<()> 
     let Some(spec) = topology.queue_spec(&queue) else {
         anyhow::bail!("no queue `{queue}` (see `conveyor topology`)");
     };
-    let db = crate::db::connect(&settings.database).await?;
-    if settings.database.migrate_on_start {
-        crate::db::migrate(&db).await?;
-    }
-    let actor = format!(
-        "cli:{}",
-        std::env::var("USER").unwrap_or_else(|_| "unknown".into())
-    );
-    concurrency::set(&db, spec.key, prefetch, &actor).await?;
+    let db = crate::db::open(&settings.database).await?;
+    concurrency::set(&db, spec.key, prefetch, &super::actor()).await?;
     println!(
         "{queue}: concurrency {prefetch}; consumers follow within {} ms",
         settings.consumer.settings_poll_ms

@@ -87,10 +87,7 @@ async fn announcer(
 }
 
 pub async fn run(settings: &Settings, cmd: UsersCommand) -> anyhow::Result<()> {
-    let conn = db::connect(&settings.database).await?;
-    if settings.database.migrate_on_start {
-        db::migrate(&conn).await?;
-    }
+    let conn = db::open(&settings.database).await?;
     match cmd {
         UsersCommand::Create {
             name,

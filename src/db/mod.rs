@@ -81,6 +81,16 @@ fn ensure_sqlite_dir(url: &str) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// Connects, and applies pending migrations first when `database.migrate_on_start`
+/// (every process and command that opens the database goes through here).
+pub async fn open(settings: &DatabaseSettings) -> anyhow::Result<DatabaseConnection> {
+    let db = connect(settings).await?;
+    if settings.migrate_on_start {
+        migrate(&db).await?;
+    }
+    Ok(db)
+}
+
 /// Applies every pending migration.
 pub async fn migrate(db: &DatabaseConnection) -> anyhow::Result<()> {
     Migrator::up(db, None).await.context("applying migrations")

@@ -133,6 +133,21 @@ async fn declared_arguments_match_the_topology() {
     }
 }
 
+/// Publishes `msg` to ai.short, trying again every 100 ms while the publisher reconnects;
+/// whether it went out within 5 s.
+async fn publish_within_5s(
+    broker: &dyn conveyor::broker::Broker,
+    msg: &conveyor::broker::Envelope,
+) -> bool {
+    for _ in 0..50 {
+        if broker.publish(Target::Queue(&AI_SHORT), msg).await.is_ok() {
+            return true;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    false
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn consumers_resume_after_the_connection_drops() {
     let Some(mut env) = TestEnv::new(
@@ -171,20 +186,10 @@ async fn consumers_resume_after_the_connection_drops() {
 
     // The publisher reconnects on its next publish; the consumer on its own.
     let second = conveyor::broker::Envelope::new("t", json!({}));
-    let mut published = false;
-    for _ in 0..50 {
-        if platform
-            .broker
-            .publish(Target::Queue(&AI_SHORT), &second)
-            .await
-            .is_ok()
-        {
-            published = true;
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    assert!(published, "the publisher reconnected");
+    assert!(
+        publish_within_5s(platform.broker.as_ref(), &second).await,
+        "the publisher reconnected"
+    );
     wait_until(
         Duration::from_secs(20),
         "the effect after reconnecting",
@@ -267,19 +272,10 @@ async fn connections_move_to_the_next_node_when_theirs_goes() {
     // Node a goes for good: connections to it are cut, new ones refused.
     a.down();
     let second = conveyor::broker::Envelope::new("t", json!({}));
-    let mut published = false;
-    for _ in 0..50 {
-        if broker
-            .publish(Target::Queue(&AI_SHORT), &second)
-            .await
-            .is_ok()
-        {
-            published = true;
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    assert!(published, "the publisher moved to node b");
+    assert!(
+        publish_within_5s(broker.as_ref(), &second).await,
+        "the publisher moved to node b"
+    );
     wait_until(
         Duration::from_secs(20),
         "the consumer on node b",

@@ -252,7 +252,7 @@ impl Stack {
             .unwrap()
             .port();
         let db_url = format!("{}/{ns}", db.admin());
-        let env = [
+        let mut env: Vec<(String, String)> = [
             ("CONVEYOR_ENV", "local"),
             (
                 "CONVEYOR_CONFIG_DIR",
@@ -279,21 +279,19 @@ impl Stack {
         ]
         .iter()
         .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
-        .collect::<Vec<_>>();
+        .collect();
         let nodes = cluster.map(Cluster::urls).unwrap_or_default();
-        let mut env = env;
         if !nodes.is_empty() {
-            env.extend(
-                [
-                    ("CONVEYOR__BROKER__URLS", nodes.join(",")),
-                    ("CONVEYOR__BROKER__QUEUE_TYPE", "quorum".to_owned()),
-                    ("CONVEYOR__BROKER__CONNECT_TIMEOUT_MS", "2000".to_owned()),
-                    ("CONVEYOR__BROKER__RECONNECT_MAX_MS", "2000".to_owned()),
-                    // /readyz names the node the API publishes through; /metrics counts moves.
-                    ("CONVEYOR__SERVER__OPS_TOKEN", OPS_TOKEN.to_owned()),
-                ]
-                .map(|(k, v)| (k.to_owned(), v)),
-            );
+            for (k, v) in [
+                ("CONVEYOR__BROKER__URLS", nodes.join(",").as_str()),
+                ("CONVEYOR__BROKER__QUEUE_TYPE", "quorum"),
+                ("CONVEYOR__BROKER__CONNECT_TIMEOUT_MS", "2000"),
+                ("CONVEYOR__BROKER__RECONNECT_MAX_MS", "2000"),
+                // /readyz names the node the API publishes through; /metrics counts moves.
+                ("CONVEYOR__SERVER__OPS_TOKEN", OPS_TOKEN),
+            ] {
+                env.push((k.to_owned(), v.to_owned()));
+            }
         }
         Stack {
             ns,
@@ -309,13 +307,10 @@ impl Stack {
     /// Process `i`'s order of the cluster's nodes (from node `i`), to spread the
     /// processes over the nodes; nothing without a cluster.
     fn node_order(&self, i: usize) -> Option<String> {
-        (!self.nodes.is_empty()).then(|| {
-            let n = self.nodes.len();
-            (0..n)
-                .map(|k| self.nodes[(i + k) % n].as_str())
-                .collect::<Vec<_>>()
-                .join(",")
-        })
+        let mut order = self.nodes.clone();
+        let by = i.checked_rem(order.len())?;
+        order.rotate_left(by);
+        Some(order.join(","))
     }
 
     /// Consumer process `i` (of the AI group), on its own first node on a cluster.

@@ -28,39 +28,29 @@ impl Cluster {
             .ok()
             .and_then(|p| p.parse().ok())
             .unwrap_or(port0);
-        // A run killed before its clean-up (a CI timeout) leaves nodes holding these
-        // names and ports: stop them first.
-        for dir in std::fs::read_dir("/tmp").into_iter().flatten().flatten() {
-            let stale = dir.file_name().to_string_lossy().into_owned();
-            if stale.starts_with(&format!("conveyor-{prefix}-cluster-")) {
-                let _ = Command::new("bash")
-                    .arg(format!("{CLUSTER_SCRIPTS}/stop-cluster.sh"))
-                    .env("RMQ_BASE", dir.path())
-                    .env("RMQ_PORT0", port0.to_string())
-                    .env(
-                        "RMQ_NODES",
-                        ["a", "b", "c"].map(|n| format!("{prefix}{n}")).join(" "),
-                    )
-                    .stdout(Stdio::null())
-                    .stderr(Stdio::null())
-                    .status();
-            }
-        }
-        let cluster = Cluster {
-            base: format!("/tmp/conveyor-{prefix}-cluster-{}", std::process::id()),
+        let at = |base: String| Cluster {
+            base,
             port0,
             nodes: ["a", "b", "c"].map(|n| format!("{prefix}{n}")).to_vec(),
         };
+        // A run killed before its clean-up (a CI timeout) leaves nodes holding these
+        // names and ports: dropping a handle on its directory stops them.
+        let stale = format!("conveyor-{prefix}-cluster-");
+        for dir in std::fs::read_dir("/tmp").into_iter().flatten().flatten() {
+            if dir.file_name().to_string_lossy().starts_with(&stale) {
+                drop(at(dir.path().display().to_string()));
+            }
+        }
+        let cluster = at(format!("/tmp/{stale}{}", std::process::id()));
         let t = Instant::now();
-        let out = cluster.script("start-cluster.sh", &[]);
+        cluster.script("start-cluster.sh", &[]);
         println!(
             "cluster of {} nodes on 127.0.0.1:{}-{} in {:.1}s",
             cluster.nodes.len(),
             port0 + 1,
-            port0 + 3,
+            port0 + cluster.nodes.len() as u16,
             t.elapsed().as_secs_f64()
         );
-        drop(out);
         cluster
     }
 
@@ -72,8 +62,8 @@ impl Cluster {
         c
     }
 
-    /// Runs one of the cluster scripts; its stdout.
-    fn script(&self, name: &str, args: &[&str]) -> String {
+    /// Runs one of the cluster scripts; a failure fails the run with its output.
+    fn script(&self, name: &str, args: &[&str]) {
         let out = self
             .command("bash")
             .arg(format!("{CLUSTER_SCRIPTS}/{name}"))
@@ -86,7 +76,6 @@ impl Cluster {
             String::from_utf8_lossy(&out.stdout),
             String::from_utf8_lossy(&out.stderr)
         );
-        String::from_utf8_lossy(&out.stdout).into_owned()
     }
 
     /// `rabbitmqctl` against node `i`; its stdout, or None when the node does not answer.
@@ -114,13 +103,8 @@ impl Cluster {
     }
 
     pub fn urls(&self) -> Vec<String> {
-        (1..=self.nodes.len())
-            .map(|i| {
-                format!(
-                    "amqp://guest:guest@127.0.0.1:{}/%2f",
-                    self.port0 as usize + i
-                )
-            })
+        (0..self.nodes.len())
+            .map(|i| format!("amqp://guest:guest@{}/%2f", self.label(i)))
             .collect()
     }
 
