@@ -8,9 +8,8 @@ use conveyor::broker::Target;
 use conveyor::config::QueueType;
 use conveyor::domains::ai_tasks::queues::AI_SHORT;
 use serde_json::{Value, json};
-use tokio_util::sync::CancellationToken;
 
-use crate::helpers::{Backend, Proxy, Recorder, TestEnv, TestHandler, wait_until};
+use crate::helpers::{Backend, Proxy, Recorder, TestEnv, start_consumer, wait_until};
 
 /// `rabbitmqctl list_queues` for this namespace, with `arguments` as an object.
 fn list_queues(ns: &str) -> Vec<Value> {
@@ -162,13 +161,7 @@ async fn consumers_resume_after_the_connection_drops() {
     env.settings.broker.url = format!("amqp://guest:guest@127.0.0.1:{}/%2f", proxy.port);
     let platform = env.platform().await;
     let rec = Arc::new(Recorder::default());
-    let token = CancellationToken::new();
-    let consumer = tokio::spawn(conveyor::consumer::run(
-        platform.consumer_deps(),
-        &AI_SHORT,
-        Arc::new(TestHandler(rec.clone())),
-        token.clone(),
-    ));
+    let (token, consumer) = start_consumer(&platform, &rec);
     let first = conveyor::broker::Envelope::new("t", json!({}));
     platform
         .broker
@@ -238,13 +231,7 @@ async fn connections_move_to_the_next_node_when_theirs_goes() {
         (r.status().as_u16(), r.json::<Value>().await.unwrap())
     };
     let rec = Arc::new(Recorder::default());
-    let token = CancellationToken::new();
-    let consumer = tokio::spawn(conveyor::consumer::run(
-        app.platform.consumer_deps(),
-        &AI_SHORT,
-        Arc::new(TestHandler(rec.clone())),
-        token.clone(),
-    ));
+    let (token, consumer) = start_consumer(&app.platform, &rec);
     let mut events = broker.subscribe_events().await.unwrap();
     let first = conveyor::broker::Envelope::new("t", json!({}));
     broker
