@@ -26,13 +26,23 @@ port_open() { # host port
   (exec 3<>"/dev/tcp/$1/$2") 2>/dev/null
 }
 
-wait_for() { # name, seconds, command...
-  local name=$1 secs=$2; shift 2
-  local i
-  for ((i = 0; i < secs * 2; i++)); do
-    if "$@" >/dev/null 2>&1; then say "$name is up ($(elapsed))"; return 0; fi
+# Runs a probe for at most 10 s: a client that waits on a server that never answers
+# (rabbitmqctl's await_startup waits 300 s by default) must not hold the loop.
+probe() { timeout -k 2 10 "$@" >/dev/null 2>&1; }
+
+try_for() { # seconds, command... : 0 as soon as the probe answers, 1 after the deadline
+  local secs=$1; shift
+  local deadline=$(($(date +%s) + secs))
+  while (($(date +%s) < deadline)); do
+    if probe "$@"; then return 0; fi
     sleep 0.5
   done
+  return 1
+}
+
+wait_for() { # name, seconds, command...
+  local name=$1 secs=$2; shift 2
+  if try_for "$secs" "$@"; then say "$name is up ($(elapsed))"; return 0; fi
   die "$name did not answer within ${secs}s; see its log (${LOGS[$name]:-no log})"
 }
 
@@ -87,7 +97,7 @@ install_missing() {
 # --- configure + start, one function per service ----------------------------------------
 
 rabbitmq_up() {
-  if rabbitmqctl -q status >/dev/null 2>&1; then say "RabbitMQ already running"; return; fi
+  if probe rabbitmqctl -q status; then say "RabbitMQ already running"; return; fi
   # Loopback only: AMQP listener, Erlang distribution and epmd.
   mkdir -p /etc/rabbitmq
   cat >/etc/rabbitmq/rabbitmq-env.conf <<'EOF'
@@ -103,12 +113,48 @@ listeners.tcp.default = 127.0.0.1:5672
 loopback_users.guest = true
 EOF
   say "starting RabbitMQ"
+  rabbitmq_start
+  if try_for 90 rabbitmqctl -q await_startup --timeout 8; then
+    say "RabbitMQ is up ($(elapsed))"
+    return
+  fi
+  # A node that does not boot is usually stale state from a killed run: a beam or epmd
+  # left behind, or a node database (mnesia) that was being written when the machine
+  # stopped. Nothing in it matters to the tests (every run declares its own queues):
+  # stop everything of RabbitMQ's, move the node database aside, start once more.
+  say "RabbitMQ did not start within 90s; its log says:"
+  rabbitmq_log_tail
+  say "stopping stale RabbitMQ processes and starting on a fresh node database"
+  pkill -9 -f 'beam.*rabbit' 2>/dev/null || true
+  pkill -9 -x epmd 2>/dev/null || true
+  sleep 1
+  local mnesia=/var/lib/rabbitmq/mnesia
+  [[ -d $mnesia ]] && mv "$mnesia" "$mnesia.stale-$(date +%s)"
+  rabbitmq_start
+  if try_for 120 rabbitmqctl -q await_startup --timeout 8; then
+    say "RabbitMQ is up ($(elapsed))"
+    return
+  fi
+  rabbitmq_log_tail
+  die "RabbitMQ did not answer within 120s after a clean restart; see ${LOGS[RabbitMQ]}"
+}
+
+rabbitmq_start() {
   # epmd binds where it is first started and the server's wrapper drops the environment:
   # start it on loopback first, the node then registers with it.
   pgrep -x epmd >/dev/null || epmd -address 127.0.0.1 -daemon
-  # The server script drops to the rabbitmq user itself when started as root.
-  rabbitmq-server -detached >/dev/null 2>&1 || true
-  wait_for RabbitMQ 120 rabbitmqctl -q await_startup
+  # The server script drops to the rabbitmq user itself when started as root; -detached
+  # returns at once, bounded anyway.
+  timeout -k 2 30 rabbitmq-server -detached >/dev/null 2>&1 || true
+}
+
+rabbitmq_log_tail() {
+  local f
+  for f in /var/log/rabbitmq/*.log; do
+    [[ -s $f ]] || continue
+    printf -- '--- %s (last 30 lines)\n' "$f" >&2
+    tail -30 "$f" >&2
+  done
 }
 
 redis_up() {
@@ -154,7 +200,7 @@ CREATE USER IF NOT EXISTS 'root'@'127.0.0.1' IDENTIFIED VIA mysql_native_passwor
 GRANT ALL PRIVILEGES ON *.* TO 'root'@'127.0.0.1' WITH GRANT OPTION;
 FLUSH PRIVILEGES;
 SQL
-    wait_for "MariaDB over TCP" 10 mariadb_tcp_ok
+    wait_for "MariaDB over TCP" 10 mariadb -h 127.0.0.1 -P 3306 -u root -e 'SELECT 1'
   fi
   mariadb -h 127.0.0.1 -P 3306 -u root -e 'CREATE DATABASE IF NOT EXISTS test'
 }
@@ -199,7 +245,7 @@ postgres_up() {
 
 status_line() { # name port probe...
   local name=$1 port=$2; shift 2
-  if "$@" >/dev/null 2>&1; then
+  if probe "$@"; then
     printf '%-11s up    127.0.0.1:%s\n' "$name" "$port"
   elif port_open 127.0.0.1 "$port"; then
     printf '%-11s port open, not answering  127.0.0.1:%s\n' "$name" "$port"; return 1
