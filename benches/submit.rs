@@ -15,6 +15,8 @@
 //!     cargo bench --bench submit                 # embedded, PostgreSQL, MariaDB
 //!     cargo bench --bench submit -- 2000 pg      # requests per level, backend filter
 //!     BENCH_LEVELS=50,50,200 cargo bench --bench submit   # other client counts
+//!     BENCH_LEVELS=0 cargo bench --bench submit -- 10000 pg  # end to end and peers only
+//!     BENCH_LEVELS=0 BENCH_E2E_ROUNDS=3 cargo bench --bench submit -- 10000 pg  # 3 pairs, median ratio
 
 // Test and bench code: a failed unwrap is a failed run, which is what it should be.
 #![allow(clippy::unwrap_used)]
@@ -144,6 +146,15 @@ async fn teardown(settings: &Settings) {
     }
 }
 
+const PG_ADMIN: &str = "postgres://postgres@127.0.0.1:5432";
+
+/// `s` on a scratch PostgreSQL database `name`, connected with `params`.
+async fn on_scratch_pg(mut s: Settings, name: &str, params: &str) -> Settings {
+    let url = scratch_db(PG_ADMIN, "postgres", name).await;
+    s.database.url = format!("{url}?{params}");
+    s
+}
+
 async fn scratch_db(admin: &str, admin_db: &str, name: &str) -> String {
     let conn = Database::connect(format!("{admin}/{admin_db}"))
         .await
@@ -222,11 +233,15 @@ async fn bench(name: &str, mut settings: Settings, total: usize) {
     );
     // BENCH_LEVELS=50,50,200 repeats a level (the first one also pays warm-up:
     // statement preparation per connection, auto-analyze of the fresh tables).
-    let levels: Vec<usize> = std::env::var("BENCH_LEVELS")
-        .ok()
-        .map(|v| v.split(',').filter_map(|x| x.trim().parse().ok()).collect())
-        .filter(|l: &Vec<usize>| !l.is_empty())
-        .unwrap_or_else(|| vec![50, 200]);
+    // BENCH_LEVELS=0 runs no level (only the end-to-end figure and the peers).
+    let levels: Vec<usize> = match std::env::var("BENCH_LEVELS") {
+        Ok(v) => v
+            .split(',')
+            .filter_map(|x| x.trim().parse().ok())
+            .filter(|&n| n > 0)
+            .collect(),
+        Err(_) => vec![50, 200],
+    };
     for concurrency in levels {
         let (mut floor, mut sub) = (Vec::new(), Vec::new());
         let before = group_commit_totals(addr).await;
@@ -280,7 +295,8 @@ async fn bench(name: &str, mut settings: Settings, total: usize) {
 }
 
 /// Zero-duration simulated tasks, submitted at 50 concurrent clients, until all SUCCESS.
-async fn end_to_end(name: &str, mut settings: Settings, total: usize, consumers: bool) {
+/// Returns the tasks/s.
+async fn end_to_end(name: &str, mut settings: Settings, total: usize, consumers: bool) -> f64 {
     settings.server.port = 0;
     settings.log.level = "error".into();
     if let Some(step) = settings
@@ -323,40 +339,39 @@ async fn end_to_end(name: &str, mut settings: Settings, total: usize, consumers:
                 .await
         })
     });
+    let url = format!("http://{addr}/v1/tasks");
+    // Warm-up, not timed: a brand-new database's first seconds are not the steady state
+    // (statements prepared per connection; plans made from the statistics of empty
+    // tables until autovacuum analyzes them, within a minute of a deployment's start).
+    // The run would otherwise measure only that transient, so it analyzes like
+    // autovacuum would, then times.
+    let warm = knob("BENCH_E2E_WARMUP").unwrap_or((total / 5).min(2000));
+    if warm > 0 {
+        run_tasks(&url, &keys, &platform.db, warm).await;
+        analyze(&platform.db).await;
+    }
     let start = Instant::now();
     let before = cpu_ticks();
-    load(
-        &format!("http://{addr}/v1/tasks"),
-        &keys,
-        json!({ "kind": "copywriting", "prompt": "x" }),
-        50,
-        total,
-    )
-    .await;
-    use conveyor::domains::ai_tasks::entity::task;
-    loop {
-        let done = task::Entity::find()
-            .filter(task::Column::Status.eq("SUCCESS"))
-            .count(&platform.db)
-            .await
-            .unwrap();
-        if done as usize >= total {
-            break;
-        }
-        if start.elapsed() > Duration::from_secs(300) {
-            println!("[{name}] only {done}/{total} finished in 300 s");
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    run_tasks(&url, &keys, &platform.db, total).await;
     let secs = start.elapsed().as_secs_f64();
     let t = cpu_ticks().since(before);
+    use conveyor::domains::ai_tasks::entity::task;
+    let succeeded = task::Entity::find()
+        .filter(task::Column::Status.eq("SUCCESS"))
+        .count(&platform.db)
+        .await
+        .unwrap();
+    assert_eq!(
+        succeeded as usize,
+        warm + total,
+        "[{name}] every task succeeds"
+    );
     let short = platform
         .broker
         .topology()
         .queue(&conveyor::domains::ai_tasks::queues::AI_SHORT);
     println!(
-        "[{name}] end to end (ai.short prefetch {} batch {}): {total} zero-duration tasks submitted and finished in {secs:.2} s = {:.0} tasks/s",
+        "[{name}] end to end (ai.short prefetch {} batch {}, after {warm} warm-up tasks): {total} zero-duration tasks submitted and finished in {secs:.2} s = {:.0} tasks/s",
         short.prefetch,
         short.batch,
         total as f64 / secs
@@ -377,6 +392,47 @@ async fn end_to_end(name: &str, mut settings: Settings, total: usize, consumers:
         let _ = w.await;
     }
     teardown(&settings).await;
+    total as f64 / secs
+}
+
+/// Submits `n` zero-duration copywriting tasks from 50 clients and waits until none is
+/// active. Every task is submitted when `load` returns; counting the active ones (few,
+/// on the active-status index) costs the database far less than counting finished
+/// ones, which this loop would otherwise add to the figure.
+async fn run_tasks(url: &str, keys: &[String], db: &sea_orm::DatabaseConnection, n: usize) {
+    load(
+        url,
+        keys,
+        json!({ "kind": "copywriting", "prompt": "x" }),
+        50,
+        n,
+    )
+    .await;
+    use conveyor::domains::ai_tasks::{Status, entity::task};
+    let start = Instant::now();
+    loop {
+        let active = task::Entity::find()
+            .filter(task::Column::Status.is_in(Status::ACTIVE))
+            .count(db)
+            .await
+            .unwrap();
+        if active == 0 {
+            return;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(300),
+            "{active} of {n} tasks still active after 300 s"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// Refreshes the planner's statistics, as autovacuum does on a live database.
+async fn analyze(db: &sea_orm::DatabaseConnection) {
+    use sea_orm::DatabaseBackend::*;
+    if matches!(db.get_database_backend(), Postgres | Sqlite) {
+        db.execute_unprepared("ANALYZE").await.unwrap();
+    }
 }
 
 /// A number from the environment, if set.
@@ -387,8 +443,9 @@ fn knob<T: std::str::FromStr>(name: &str) -> Option<T> {
 /// The yardsticks of the end-to-end figure, on the same broker right after it: a bare
 /// lapin no-op consumer (the broker's practical limit) and Celery running a no-op task
 /// (`benches/peers/celery_noop.py`, with the Python in `BENCH_CELERY_PYTHON`, default
-/// `/var/tmp/conveyor-celery/bin/python`; skipped with a note when absent).
-async fn peers(total: usize) {
+/// `/var/tmp/conveyor-celery/bin/python`; skipped with a note when absent). Returns
+/// Celery's tasks/s when it ran.
+async fn peers(total: usize) -> Option<f64> {
     let amqp = "amqp://guest:guest@127.0.0.1:5672/%2f";
     match common::lapin::noop(amqp, total.max(10_000), 128, 500, false).await {
         Ok(run) => println!(
@@ -401,7 +458,7 @@ async fn peers(total: usize) {
         .unwrap_or_else(|_| "/var/tmp/conveyor-celery/bin/python".into());
     if !std::path::Path::new(&python).exists() {
         println!("[peers] Celery skipped: no {python} (see benches/peers/celery_noop.py)");
-        return;
+        return None;
     }
     let script = concat!(env!("CARGO_MANIFEST_DIR"), "/benches/peers/celery_noop.py");
     let out = tokio::process::Command::new(&python)
@@ -419,15 +476,22 @@ async fn peers(total: usize) {
             println!(
                 "[peers] Celery no-op (worker -c 2 prefork, acks_late, 10,000 .delay()): {rate} tasks/s"
             );
+            rate.trim().parse().ok()
         }
-        Ok(o) => println!(
-            "[peers] Celery run failed: {}",
-            String::from_utf8_lossy(&o.stderr)
-                .lines()
-                .last()
-                .unwrap_or("")
-        ),
-        Err(e) => println!("[peers] Celery run failed: {e}"),
+        Ok(o) => {
+            println!(
+                "[peers] Celery run failed: {}",
+                String::from_utf8_lossy(&o.stderr)
+                    .lines()
+                    .last()
+                    .unwrap_or("")
+            );
+            None
+        }
+        Err(e) => {
+            println!("[peers] Celery run failed: {e}");
+            None
+        }
     }
 }
 
@@ -468,29 +532,42 @@ async fn main() {
         s
     };
     let wanted = |n: &str| filter.is_empty() || n.contains(&filter);
+    let e2e_rounds: usize = knob("BENCH_E2E_ROUNDS").unwrap_or(1).max(1);
     if wanted("embedded") {
         bench("embedded (SQLite, in-process broker)", base("se"), total).await;
         end_to_end("embedded", base("ee"), total, false).await;
     }
     let rabbit = up("127.0.0.1:5672").await && up("127.0.0.1:6379").await;
+    // Connection parameters of the PostgreSQL runs. Debian's server has TLS on (a
+    // snakeoil certificate) and sqlx prefers it, which encrypts every statement over
+    // loopback; the compose deployment's server (the postgres image) has it off. The
+    // default matches the deployment; BENCH_PG_PARAMS=sslmode=prefer measures with TLS.
+    let pg_params = std::env::var("BENCH_PG_PARAMS").unwrap_or_else(|_| "sslmode=disable".into());
+    println!("[PostgreSQL] connection parameters: {pg_params}");
     if rabbit && wanted("pg") && up("127.0.0.1:5432").await {
-        let mut s = real(base("sp"));
-        s.database.url = scratch_db(
-            "postgres://postgres@127.0.0.1:5432",
-            "postgres",
-            &format!("bench{pid}sp"),
-        )
-        .await;
+        let s = on_scratch_pg(real(base("sp")), &format!("bench{pid}sp"), &pg_params).await;
         bench("PostgreSQL + RabbitMQ + Redis", s, total).await;
-        let mut s = real(base("ep"));
-        s.database.url = scratch_db(
-            "postgres://postgres@127.0.0.1:5432",
-            "postgres",
-            &format!("bench{pid}ep"),
-        )
-        .await;
-        end_to_end("PostgreSQL + RabbitMQ + Redis", s, total, true).await;
-        peers(total).await;
+        // BENCH_E2E_ROUNDS=N: N rounds of conveyor then its peers, each on a database of
+        // its own, and the conveyor/Celery ratio of each round: this machine's speed
+        // drifts by a quarter between runs, a single pair says little.
+        let mut ratios = Vec::new();
+        for round in 0..e2e_rounds {
+            let tag = format!("ep{round}");
+            let s = on_scratch_pg(real(base(&tag)), &format!("bench{pid}{tag}"), &pg_params).await;
+            let rate = end_to_end("PostgreSQL + RabbitMQ + Redis", s, total, true).await;
+            if let Some(celery) = peers(total).await {
+                ratios.push(rate / celery);
+            }
+        }
+        if ratios.len() > 1 {
+            let shown: Vec<String> = ratios.iter().map(|r| format!("{r:.2}")).collect();
+            ratios.sort_by(f64::total_cmp);
+            println!(
+                "[end to end] conveyor / Celery per round: {}; median {:.2}",
+                shown.join(", "),
+                ratios[ratios.len() / 2]
+            );
+        }
     }
     if rabbit && wanted("mariadb") && up("127.0.0.1:3306").await {
         let mut s = real(base("sm"));
@@ -503,13 +580,11 @@ async fn main() {
         bench("MariaDB + RabbitMQ + Redis", s, total).await;
     }
     // The scratch databases this run created.
+    let mut pg_tags = vec!["sp".to_owned()];
+    pg_tags.extend((0..e2e_rounds).map(|r| format!("ep{r}")));
     for (admin, admin_db, tags) in [
-        (
-            "postgres://postgres@127.0.0.1:5432",
-            "postgres",
-            &["sp", "ep"][..],
-        ),
-        ("mysql://root@127.0.0.1:3306", "test", &["sm"][..]),
+        (PG_ADMIN, "postgres", pg_tags),
+        ("mysql://root@127.0.0.1:3306", "test", vec!["sm".to_owned()]),
     ] {
         if let Ok(conn) = Database::connect(format!("{admin}/{admin_db}")).await {
             for tag in tags {

@@ -1,6 +1,10 @@
 //! The `conveyor` binary: parse, run, and turn any failure into one line on stderr and
 //! a non-zero exit code.
 
+// The CLI's async main holds every command's future; in an optimized build its layout
+// goes deeper than rustc's default query depth (128).
+#![recursion_limit = "256"]
+
 use std::process::ExitCode;
 
 use clap::Parser as _;

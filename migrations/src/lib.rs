@@ -18,6 +18,8 @@ mod m20261203_000011_tenant_limits;
 mod m20261203_000012_ledger_without_user_fk;
 mod m20261204_000013_ops_alerts;
 mod m20261204_000014_queue_settings;
+mod m20261204_000015_outbox_pending_partial;
+mod m20261204_000016_tasks_active_index;
 
 pub struct Migrator;
 
@@ -39,6 +41,8 @@ impl MigratorTrait for Migrator {
             Box::new(m20261203_000012_ledger_without_user_fk::Migration),
             Box::new(m20261204_000013_ops_alerts::Migration),
             Box::new(m20261204_000014_queue_settings::Migration),
+            Box::new(m20261204_000015_outbox_pending_partial::Migration),
+            Box::new(m20261204_000016_tasks_active_index::Migration),
         ]
     }
 }

@@ -214,6 +214,37 @@ impl Inner {
         *self.publisher.lock().await = None;
     }
 
+    /// Drops `conn` from the cache if it is still the shared consumer connection: a
+    /// channel could not be opened or used on it, so it may be dead without lapin having
+    /// noticed yet (its status says connected until the heartbeat misses). The next
+    /// consumer to start opens a fresh one instead of waiting on this one again.
+    async fn forget_consumer_connection(&self, conn: &Arc<Connection>) {
+        let mut guard = self.consumer_conn.lock().await;
+        if guard.as_ref().is_some_and(|c| Arc::ptr_eq(c, conn)) {
+            *guard = None;
+        }
+    }
+
+    /// A channel on the shared consumer connection, set up by `setup`, each part
+    /// within [`OP_TIMEOUT`]. If the channel cannot be opened or set up, the connection
+    /// is forgotten (see [`Inner::forget_consumer_connection`]).
+    async fn consumer_channel<T, F, Fut>(&self, what: &str, setup: F) -> Result<T, BrokerError>
+    where
+        F: FnOnce(Channel) -> Fut,
+        Fut: std::future::Future<Output = Result<T, BrokerError>>,
+    {
+        let conn = bounded("connecting a consumer", self.consumer_connection()).await?;
+        let result = bounded(what, async {
+            let ch = conn.create_channel().await.map_err(err)?;
+            setup(ch).await
+        })
+        .await;
+        if result.is_err() {
+            self.forget_consumer_connection(&conn).await;
+        }
+        result
+    }
+
     async fn consumer_connection(&self) -> Result<Arc<Connection>, BrokerError> {
         let mut guard = self.consumer_conn.lock().await;
         if let Some(conn) = guard.as_ref()
@@ -569,7 +600,7 @@ impl Broker for RabbitBroker {
             backoff: Duration::from_millis(self.inner.settings.reconnect_min_ms),
             cancelled: false,
         };
-        match bounded("starting a consumer", sub.open()).await {
+        match sub.open().await {
             Ok(()) => {}
             // The connection went while this consumer started (an unreachable broker at
             // start-up already failed the topology declare): `next` reconnects with
@@ -686,8 +717,15 @@ impl Broker for RabbitBroker {
 
 /// Binds a server-named exclusive queue to the events exchange and starts consuming it.
 async fn bind_events(inner: &Inner) -> Result<(Channel, lapin::Consumer), BrokerError> {
-    let conn = inner.consumer_connection().await?;
-    let ch = conn.create_channel().await.map_err(err)?;
+    inner
+        .consumer_channel("binding the events queue", |ch| bind_events_on(inner, ch))
+        .await
+}
+
+async fn bind_events_on(
+    inner: &Inner,
+    ch: Channel,
+) -> Result<(Channel, lapin::Consumer), BrokerError> {
     let q = ch
         .queue_declare(
             "".into(),
@@ -771,9 +809,14 @@ impl RabbitSubscription {
     }
 
     async fn open(&mut self) -> Result<(), BrokerError> {
-        let conn = self.inner.consumer_connection().await?;
-        let ch = conn.create_channel().await.map_err(err)?;
-        let consumer = self.consume(&ch).await?;
+        let this = &*self;
+        let (ch, consumer) = this
+            .inner
+            .consumer_channel("starting a consumer", |ch| async move {
+                let consumer = this.consume(&ch).await?;
+                Ok((ch, consumer))
+            })
+            .await?;
         let window = AckWindow::start(ch.clone());
         self.live = Some((ch, consumer, window));
         self.backoff = Duration::from_millis(self.inner.settings.reconnect_min_ms);
@@ -799,7 +842,7 @@ impl Subscription for RabbitSubscription {
             }
             self.draining = None;
             let Some((_, consumer, window)) = self.live.as_mut() else {
-                if let Err(e) = bounded("starting a consumer", self.open()).await {
+                if let Err(e) = self.open().await {
                     tracing::warn!(queue = %self.queue.name, error = %e, backoff = ?self.backoff, "consumer reconnect failed");
                     tokio::time::sleep(self.backoff).await;
                     self.backoff = (self.backoff * 2)

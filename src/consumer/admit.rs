@@ -5,10 +5,11 @@
 
 pub(super) use super::admitted::Admitted;
 use super::settle::{dead_letter, release, settle_ack};
-use super::{Deps, Outcome};
+use super::{Deps, Fencing, Outcome};
 use crate::broker::{DeadLetterInfo, DeadReason, Delivery, Envelope};
 use crate::dead_letters;
 use crate::dedupe::{Claim, DedupeError};
+use std::collections::HashSet;
 
 pub(super) enum Admission {
     Run(Admitted),
@@ -18,19 +19,30 @@ pub(super) enum Admission {
     Settled(Outcome),
 }
 
-/// Admits one delivery.
-pub(super) async fn admit(deps: &Deps, delivery: Delivery) -> Admission {
+/// Admits one delivery for a handler fenced as `fencing`.
+pub(super) async fn admit(deps: &Deps, fencing: Fencing, delivery: Delivery) -> Admission {
     let a = match decode(deps, delivery).await {
         Ok(a) => a,
         Err(settled) => return settled,
     };
     let claim = deps.dedupe.claim(&a.envelope.id, deps.lease).await;
-    claimed(deps, a, claim).await
+    match claimed(a, claim).await {
+        Claimed::Settled(settled) => settled,
+        Claimed::Check(a) => {
+            let found = check(deps, fencing, &[&a]).await;
+            fenced(deps, a, &found).await
+        }
+    }
 }
 
 /// Admits a batch: each delivery decoded on its own, all claims in one call to the
-/// dedupe store, the fence checks batched by the fence reader. In the order given.
-pub(super) async fn admit_many(deps: &Deps, deliveries: Vec<Delivery>) -> Vec<Admission> {
+/// dedupe store, the fence checked for all claimed ones in one request. In the order
+/// given.
+pub(super) async fn admit_many(
+    deps: &Deps,
+    fencing: Fencing,
+    deliveries: Vec<Delivery>,
+) -> Vec<Admission> {
     let decoded = futures::future::join_all(deliveries.into_iter().map(|d| decode(deps, d))).await;
     let ids: Vec<&str> = decoded
         .iter()
@@ -59,10 +71,28 @@ pub(super) async fn admit_many(deps: &Deps, deliveries: Vec<Delivery>) -> Vec<Ad
             })
         })
         .collect();
-    futures::future::join_all(pending.into_iter().map(|p| async move {
+    let claimed = futures::future::join_all(pending.into_iter().map(|p| async move {
         match p {
-            Ok((a, claim)) => claimed(deps, a, claim).await,
-            Err(settled) => settled,
+            Ok((a, claim)) => claimed(a, claim).await,
+            Err(settled) => Claimed::Settled(settled),
+        }
+    }))
+    .await;
+    let to_check: Vec<&Admitted> = claimed
+        .iter()
+        .filter_map(|c| match c {
+            Claimed::Check(a) => Some(a),
+            Claimed::Settled(_) => None,
+        })
+        .collect();
+    let found = check(deps, fencing, &to_check).await;
+    futures::future::join_all(claimed.into_iter().map(|c| {
+        let found = &found;
+        async move {
+            match c {
+                Claimed::Settled(settled) => settled,
+                Claimed::Check(a) => fenced(deps, a, found).await,
+            }
         }
     }))
     .await
@@ -123,49 +153,70 @@ async fn decode(deps: &Deps, delivery: Delivery) -> Result<Admitted, Admission> 
     })
 }
 
-/// Admits a decoded delivery given its claim: the dedupe store first (if it is down,
-/// the database fence still decides), then the fence.
-async fn claimed(
-    deps: &Deps,
-    mut a: Admitted,
-    claim: Result<(Claim, String), DedupeError>,
-) -> Admission {
-    let token = match claim {
-        Ok((Claim::Done, _)) => {
-            return Admission::Settled(settle_ack(a.delivery, Outcome::Duplicate).await);
-        }
+/// A delivery after its dedupe claim.
+enum Claimed {
+    /// Settled by the claim (a duplicate, or someone else's work in progress).
+    Settled(Admission),
+    /// Ours to run unless the fence says it already ran; `token` holds the claim's,
+    /// `None` when the dedupe store was down.
+    Check(Admitted),
+}
+
+/// Settles what the dedupe store's answer decides; if the store is down, the database
+/// fence still decides.
+async fn claimed(mut a: Admitted, claim: Result<(Claim, String), DedupeError>) -> Claimed {
+    match claim {
+        Ok((Claim::Done, _)) => Claimed::Settled(Admission::Settled(
+            settle_ack(a.delivery, Outcome::Duplicate).await,
+        )),
         Ok((Claim::InProgress, _)) => {
             // Never ack what someone else is processing: look again after the first tier.
             // The envelope is unchanged: send back the bytes as received.
             let body = a.delivery.body.clone();
-            return Admission::Settled(match a.delivery.retry(0, body).await {
+            Claimed::Settled(Admission::Settled(match a.delivery.retry(0, body).await {
                 Ok(()) => Outcome::Busy,
                 Err(e) => Outcome::Unsettled(e.to_string()),
-            });
+            }))
         }
-        Ok((Claim::Acquired, token)) => Some(token),
+        Ok((Claim::Acquired, token)) => {
+            a.token = Some(token);
+            Claimed::Check(a)
+        }
         Err(e) => {
             tracing::warn!(error = %e, "dedupe store unavailable; relying on the database fence");
-            None
+            Claimed::Check(a)
         }
-    };
+    }
+}
+
+/// The ids among `admitted` that have a fence row, in one request: none when the
+/// handler's own state fences its messages.
+async fn check(
+    deps: &Deps,
+    fencing: Fencing,
+    admitted: &[&Admitted],
+) -> Result<HashSet<String>, String> {
+    match deps.fence_to_read(fencing) {
+        Some(fence) => {
+            let ids: Vec<&str> = admitted.iter().map(|a| a.envelope.id.as_str()).collect();
+            fence.processed(&ids).await
+        }
+        None => Ok(HashSet::new()),
+    }
+}
+
+/// Admits a claimed delivery given the fence's answer for its batch.
+async fn fenced(deps: &Deps, a: Admitted, found: &Result<HashSet<String>, String>) -> Admission {
     let id = a.envelope.id.as_str();
-    let fenced = match &deps.fence {
-        Some(fence) => fence.is_processed(id).await,
-        None => Ok(false),
-    };
-    match fenced {
-        Ok(true) => {
+    match found {
+        Ok(found) if found.contains(id) => {
             let _ = deps.dedupe.complete(id, deps.done_ttl).await;
             Admission::Settled(settle_ack(a.delivery, Outcome::Duplicate).await)
         }
-        Ok(false) => {
-            a.token = token;
-            Admission::Run(a)
-        }
+        Ok(_) => Admission::Run(a),
         Err(e) => {
             // Cannot tell whether it ran: hand it back rather than risk a second effect.
-            release(deps, id, token.as_deref()).await;
+            release(deps, id, a.token.as_deref()).await;
             a.delivery.requeue();
             Admission::Settled(Outcome::Unsettled(format!("fence check failed: {e}")))
         }

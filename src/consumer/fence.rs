@@ -22,7 +22,11 @@ type Request = (
 /// Rows per insert statement (three bound values each).
 const MAX_ROWS: usize = 2000;
 
-type Check = (String, oneshot::Sender<Result<bool, String>>);
+/// Ids to look up, and where to send those of them that have a row.
+type Check = (
+    Vec<String>,
+    oneshot::Sender<Result<HashSet<String>, String>>,
+);
 
 #[derive(Clone)]
 pub struct Fence {
@@ -40,11 +44,16 @@ impl Fence {
         Fence { tx, checks }
     }
 
-    /// Whether `message_id` was already processed.
-    pub async fn is_processed(&self, message_id: &str) -> Result<bool, String> {
+    /// Which of `message_ids` were already processed (a batch's ids in one request to
+    /// the reader, which merges concurrent requests into one query).
+    pub async fn processed(&self, message_ids: &[&str]) -> Result<HashSet<String>, String> {
+        if message_ids.is_empty() {
+            return Ok(HashSet::new());
+        }
         let (done, answer) = oneshot::channel();
+        let ids = message_ids.iter().map(|id| (*id).to_owned()).collect();
         self.checks
-            .send((message_id.to_owned(), done))
+            .send((ids, done))
             .await
             .map_err(|_| "fence reader stopped".to_owned())?;
         answer
@@ -116,18 +125,21 @@ async fn insert(
         .map(|_| ())
 }
 
+/// Answers the checks waiting at once with one query for all their ids (at most
+/// `batch` requests merged; a request is never split).
 async fn reader(db: DatabaseConnection, mut rx: mpsc::Receiver<Check>, batch: usize) {
     let mut buf = Vec::with_capacity(batch);
     while rx.recv_many(&mut buf, batch).await > 0 {
-        let ids: Vec<String> = buf.iter().map(|(id, _)| id.clone()).collect();
+        let ids: Vec<String> = buf
+            .iter()
+            .flat_map(|(ids, _)| ids.iter().cloned())
+            .collect();
         let found = processed_among(&db, ids).await.map_err(|e| e.to_string());
-        for (id, done) in buf.drain(..) {
-            let _ = done.send(
-                found
-                    .as_ref()
-                    .map(|f| f.contains(&id))
-                    .map_err(Clone::clone),
-            );
+        for (ids, done) in buf.drain(..) {
+            let _ = done.send(match &found {
+                Ok(f) => Ok(ids.into_iter().filter(|id| f.contains(id)).collect()),
+                Err(e) => Err(e.clone()),
+            });
         }
     }
 }

@@ -116,12 +116,10 @@ pub trait BatchHandler: Send + Sync + 'static {
         }
     }
 
-    /// Whether the handler writes the fence row of every message it answers `Ok`: in the
-    /// transaction that commits its effect ([`fence::mark_many_in`]), or on its own when
-    /// there was nothing to commit. The runtime then writes none after it, one statement
-    /// and one commit less per message.
-    fn fences_itself(&self) -> bool {
-        false
+    /// Who keeps a repeated message from having its effect twice, beside the dedupe
+    /// store (see [`Fencing`]).
+    fn fencing(&self) -> Fencing {
+        Fencing::Runtime
     }
 
     /// As [`Handler::on_failure`], per failed message.
@@ -133,6 +131,25 @@ pub trait BatchHandler: Send + Sync + 'static {
     ) -> Result<(), HandlerError> {
         Ok(())
     }
+}
+
+/// Who keeps a message that comes again (a redelivery after a crash, a replay) from
+/// having its effect twice, beside the dedupe store (which forgets, and can be away).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Fencing {
+    /// The runtime: it checks the database fence before the handler and writes the
+    /// message's row after an `Ok`.
+    Runtime,
+    /// The handler writes the fence row of every message it answers `Ok`, in the
+    /// transaction that commits its effect ([`fence::mark_many_in`]) or on its own when
+    /// there was nothing to commit; the runtime only checks. One statement and one
+    /// commit less per message than `Runtime`, and no window between the two commits.
+    InHandlerTransaction,
+    /// The handler's own state: every effect is a conditional write that a repeated
+    /// message finds already done (a task's step guarded by its attempt and step
+    /// index), so a repeat is answered `Ok` with no effect. The runtime neither checks
+    /// nor writes the fence for this queue.
+    HandlerState,
 }
 
 /// The consumer of one queue: one message per call, or batches.
@@ -169,8 +186,8 @@ pub struct Deps {
     pub db: DatabaseConnection,
     pub broker: Arc<dyn Broker>,
     pub dedupe: Arc<dyn DedupeStore>,
-    /// The database fence; `None` trusts the dedupe store alone (handlers whose
-    /// effects are idempotent by themselves, or benchmarks of the bare core).
+    /// The database fence; `None` trusts the dedupe store alone (benchmarks of the bare
+    /// core). A handler fenced by its own state says so instead ([`Fencing`]).
     pub fence: Option<Fence>,
     pub lease: Duration,
     pub done_ttl: Duration,
@@ -187,6 +204,20 @@ pub struct Deps {
 }
 
 impl Deps {
+    /// The database fence the runtime reads before a handler fenced as `fencing` runs:
+    /// none when the handler's own state fences its messages.
+    pub(crate) fn fence_to_read(&self, fencing: Fencing) -> Option<&Fence> {
+        self.fence
+            .as_ref()
+            .filter(|_| fencing != Fencing::HandlerState)
+    }
+
+    /// The database fence the runtime writes after such a handler succeeds: only when
+    /// the runtime is the one fencing.
+    pub(crate) fn fence_to_write(&self, fencing: Fencing) -> Option<&Fence> {
+        self.fence.as_ref().filter(|_| fencing == Fencing::Runtime)
+    }
+
     /// What a handler of `queue` can reach.
     pub fn context(&self, queue: &'static QueueSpec) -> Context {
         Context {

@@ -36,7 +36,7 @@ pub enum Outcome {
 
 /// Processes one delivery and settles it exactly once.
 pub async fn process_one(deps: &Deps, handler: &dyn Handler, delivery: Delivery) -> Outcome {
-    let admitted = match admit(deps, delivery).await {
+    let admitted = match admit(deps, Hooks::One(handler).fencing(), delivery).await {
         Admission::Run(a) => a,
         Admission::Quarantine(a, deaths) => {
             let span = a.span();
@@ -85,7 +85,7 @@ pub async fn process_batch(
     let Some(queue) = deliveries.first().map(|d| d.queue) else {
         return Vec::new();
     };
-    let admissions = admit_many(deps, deliveries).await;
+    let admissions = admit_many(deps, handler.fencing(), deliveries).await;
     let mut outcomes: Vec<Option<Outcome>> = admissions.iter().map(|_| None).collect();
     let ctx = deps.context(queue);
     let hooks = Hooks::Batch(handler);
@@ -210,10 +210,10 @@ fn settle_answers<'a>(
     if successes.is_empty() {
         return;
     }
-    let fenced_by_handler = hooks.fences_itself();
+    let fencing = hooks.fencing();
     settling.push(Box::pin(async move {
         let (places, done): (Vec<usize>, Vec<Admitted>) = successes.into_iter().unzip();
-        let acked = conclude_successes(deps, fenced_by_handler, done).await;
+        let acked = conclude_successes(deps, fencing, done).await;
         places.into_iter().zip(acked).collect()
     }));
 }

@@ -3,7 +3,7 @@
 //! (deferred), or dead-lettered with its reason and recorded for operators.
 
 use super::admitted::Admitted;
-use super::{BatchHandler, Context, Deps, Fate, Handler, HandlerError, Outcome};
+use super::{BatchHandler, Context, Deps, Fate, Fencing, Handler, HandlerError, Outcome};
 use crate::broker::{DeadLetterInfo, DeadReason, Delivery, Envelope};
 use crate::dead_letters;
 use crate::tally::What;
@@ -29,11 +29,11 @@ pub(super) enum Hooks<'a> {
 }
 
 impl Hooks<'_> {
-    /// Whether the handler writes its messages' fence rows itself.
-    pub(super) fn fences_itself(self) -> bool {
+    /// Who fences the handler's messages.
+    pub(super) fn fencing(self) -> Fencing {
         match self {
-            Hooks::One(_) => false,
-            Hooks::Batch(h) => h.fences_itself(),
+            Hooks::One(_) => Fencing::Runtime,
+            Hooks::Batch(h) => h.fencing(),
         }
     }
 
@@ -91,7 +91,7 @@ pub(super) async fn conclude(
                 envelope,
                 token,
             };
-            let mut settled = conclude_successes(deps, hooks.fences_itself(), vec![a]).await;
+            let mut settled = conclude_successes(deps, hooks.fencing(), vec![a]).await;
             settled
                 .pop()
                 .unwrap_or_else(|| Outcome::Unsettled("not settled".into()))
@@ -199,21 +199,21 @@ impl Dead<'_> {
 }
 
 /// Settles the messages whose handler succeeded, together: their fence rows in one
-/// write (unless the handler wrote them in its own transaction), their dedupe marks in
+/// write (when the runtime fences the handler's messages), their dedupe marks in
 /// one call, their acks at once (the channel's settle task coalesces them into one
 /// `multiple` ack where the tags allow). In the order given.
 pub(super) async fn conclude_successes(
     deps: &Deps,
-    fenced_by_handler: bool,
+    fencing: Fencing,
     done: Vec<Admitted>,
 ) -> Vec<Outcome> {
     let Some(queue) = done.first().map(|a| a.queue.spec.key) else {
         return Vec::new();
     };
     let ids: Vec<&str> = done.iter().map(|a| a.envelope.id.as_str()).collect();
-    let marked = match &deps.fence {
-        Some(fence) if !fenced_by_handler => fence.mark_many(&ids, queue).await,
-        _ => Ok(()),
+    let marked = match deps.fence_to_write(fencing) {
+        Some(fence) => fence.mark_many(&ids, queue).await,
+        None => Ok(()),
     };
     if let Err(e) = marked {
         let why = format!("fence write failed: {e}");

@@ -1008,6 +1008,14 @@ async fn terminal_states_never_change(backend: Backend) {
         .unwrap()
         .seq;
     assert_eq!(seqs as usize, events(&app, &id).await.len());
+    // Fenced by the task's own state: the AI queues read and write no fence rows.
+    use conveyor::consumer::fence_entity;
+    let fence_rows = fence_entity::Entity::find()
+        .filter(fence_entity::Column::Queue.eq("ai.short"))
+        .count(db)
+        .await
+        .unwrap();
+    assert_eq!(fence_rows, 0);
     done(env, app).await;
 }
 

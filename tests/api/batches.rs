@@ -167,8 +167,8 @@ impl BatchHandler for Effects {
         }
     }
 
-    fn fences_itself(&self) -> bool {
-        true
+    fn fencing(&self) -> conveyor::consumer::Fencing {
+        conveyor::consumer::Fencing::InHandlerTransaction
     }
 }
 

@@ -27,9 +27,8 @@ async fn ready_when_every_dependency_answers(backend: Backend) {
         "every answer carries a request id"
     );
 
-    let r = app.client.get(app.url("/readyz")).send().await.unwrap();
-    assert_eq!(r.status(), 200);
-    let body: Value = r.json().await.unwrap();
+    let (status, body) = app.readyz(None).await;
+    assert_eq!(status, 200);
     for dep in ["database", "broker", "dedupe"] {
         assert_eq!(body["checks"][dep], "ok", "{dep} in {body}");
     }
@@ -53,9 +52,7 @@ async fn ready_when_every_dependency_answers(backend: Backend) {
         )
         .await;
     assert_eq!(r.status(), 202);
-    let r = app.client.get(app.url("/metrics")).send().await.unwrap();
-    assert_eq!(r.status(), 200);
-    let text = r.text().await.unwrap();
+    let text = app.metrics(None).await;
     for metric in [
         "conveyor_submit_batch_size",
         "conveyor_submit_commit_seconds",
@@ -80,20 +77,12 @@ async fn readiness_names_the_failed_dependency(backend: Backend) {
     app.platform.db.close_by_ref().await.unwrap();
 
     // The public sees which dependency failed, not why (hosts, error text).
-    let r = app.client.get(app.url("/readyz")).send().await.unwrap();
-    assert_eq!(r.status(), 503);
-    let body: Value = r.json().await.unwrap();
+    let (status, body) = app.readyz(None).await;
+    assert_eq!(status, 503);
     assert_eq!(body["checks"]["database"]["error"], "unavailable", "{body}");
     // The operators' token sees why.
-    let r = app
-        .client
-        .get(app.url("/readyz"))
-        .bearer_auth("ops-secret")
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(r.status(), 503);
-    let body: Value = r.json().await.unwrap();
+    let (status, body) = app.readyz(Some("ops-secret")).await;
+    assert_eq!(status, 503);
     let why = body["checks"]["database"]["error"].as_str().unwrap();
     assert_ne!(why, "unavailable", "{body}");
     // With a token set, /metrics needs it.
@@ -231,8 +220,7 @@ async fn metrics_show_waiting_work(backend: Backend) {
     let mut last = String::new();
     let seen = tokio::time::timeout(Duration::from_secs(20), async {
         loop {
-            let r = app.client.get(app.url("/metrics")).send().await.unwrap();
-            last = r.text().await.unwrap();
+            last = app.metrics(None).await;
             let ok = series(
                 &last,
                 r#"conveyor_queue_messages{queue="idle.work",stage="ready"}"#,
@@ -282,15 +270,7 @@ async fn alert_rules_name_only_exported_metrics() {
         .unwrap()
         .to_owned();
     app.wait_status(&key, &id, "SUCCESS").await;
-    let text = app
-        .client
-        .get(app.url("/metrics"))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let text = app.metrics(None).await;
     let rules = include_str!("../../deploy/prometheus/alerts.yml");
     let mut named = Vec::new();
     for part in rules.split("conveyor_").skip(1) {

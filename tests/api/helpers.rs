@@ -320,6 +320,35 @@ impl TestApp {
         format!("http://{}{path}", self.addr)
     }
 
+    /// `GET path`, with the operators' token when given.
+    async fn get_as_ops(&self, path: &str, ops_token: Option<&str>) -> reqwest::Response {
+        let mut req = self.client.get(self.url(path));
+        if let Some(token) = ops_token {
+            req = req.bearer_auth(token);
+        }
+        match req.send().await {
+            Ok(r) => r,
+            Err(e) if self.server.is_finished() => {
+                panic!("GET {path}: the app is not running (see its error above): {e}")
+            }
+            Err(e) => panic!("GET {path}: {e}"),
+        }
+    }
+
+    /// `/readyz`: its status and body, with the operators' token when given.
+    pub async fn readyz(&self, ops_token: Option<&str>) -> (u16, serde_json::Value) {
+        let r = self.get_as_ops("/readyz", ops_token).await;
+        let status = r.status().as_u16();
+        (status, r.json().await.expect("a JSON readiness body"))
+    }
+
+    /// `/metrics` as text (a 200 asserted), with the operators' token when given.
+    pub async fn metrics(&self, ops_token: Option<&str>) -> String {
+        let r = self.get_as_ops("/metrics", ops_token).await;
+        assert_eq!(r.status(), 200, "/metrics");
+        r.text().await.expect("metrics text")
+    }
+
     pub async fn stop(self) -> Platform {
         self.shutdown.cancel();
         self.server
@@ -360,7 +389,15 @@ pub async fn spawn_app_with(
     let addr = app.addr();
     let platform = app.platform().clone();
     let shutdown = CancellationToken::new();
-    let server = tokio::spawn(app.run_until(shutdown.clone()));
+    let shutdown_of_app = shutdown.clone();
+    // An app that stops on its own says why, in the failing test's output.
+    let server = tokio::spawn(async move {
+        let ran = app.run_until(shutdown_of_app).await;
+        if let Err(e) = &ran {
+            eprintln!("the app stopped with an error: {e:#}");
+        }
+        ran
+    });
     TestApp {
         addr,
         // A hung request fails its test instead of hanging the suite.

@@ -118,7 +118,8 @@ async fn the_board_shows_queues_rates_and_panels(backend: Backend) {
             .map(|p| p["published_per_sec"].as_f64().unwrap_or(0.0))
             .sum();
         if q["consumers"].as_u64() >= Some(1) && consumed > 0.0 && published > 0.0 {
-            assert_eq!(q["concurrency"], 64, "{q}");
+            let prefetch = conveyor::domains::ai_tasks::queues::AI_SHORT.default_prefetch;
+            assert_eq!(q["concurrency"], prefetch, "{q}");
             break s;
         }
         assert!(

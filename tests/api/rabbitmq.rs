@@ -9,7 +9,7 @@ use conveyor::config::QueueType;
 use conveyor::domains::ai_tasks::queues::AI_SHORT;
 use serde_json::{Value, json};
 
-use crate::helpers::{Backend, Proxy, Recorder, TestEnv, start_consumer, wait_until};
+use crate::helpers::{Backend, Proxy, Recorder, TestEnv, start_consumer};
 
 /// `rabbitmqctl list_queues` for this namespace, with `arguments` as an object.
 fn list_queues(ns: &str) -> Vec<Value> {
@@ -132,19 +132,38 @@ async fn declared_arguments_match_the_topology() {
     }
 }
 
-/// Publishes `msg` to ai.short, trying again every 100 ms while the publisher reconnects;
-/// whether it went out within 5 s.
-async fn publish_within_5s(
+/// Publishes a message to ai.short (trying again every 100 ms while the publisher
+/// reconnects; it must go out within 5 s) and waits for the consumer's one effect of it.
+/// The wait allows for a consumer that first tries a dead connection (each broker step
+/// is bounded by 10 s) and backs off; a timeout says where the message stands.
+async fn publish_and_see_it_handled(
     broker: &dyn conveyor::broker::Broker,
-    msg: &conveyor::broker::Envelope,
-) -> bool {
+    rec: &Recorder,
+    what: &str,
+) -> conveyor::broker::Envelope {
+    let msg = conveyor::broker::Envelope::new("t", json!({}));
+    let mut published = false;
     for _ in 0..50 {
-        if broker.publish(Target::Queue(&AI_SHORT), msg).await.is_ok() {
-            return true;
+        if broker.publish(Target::Queue(&AI_SHORT), &msg).await.is_ok() {
+            published = true;
+            break;
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
-    false
+    assert!(published, "published within 5 s: {what}");
+    let deadline = std::time::Instant::now() + Duration::from_secs(40);
+    while rec.effects_of(&msg.id) != 1 {
+        if std::time::Instant::now() > deadline {
+            let queue = &broker.topology().queue(&AI_SHORT).name;
+            panic!(
+                "no effect within 40 s: {what}; connections on {:?}, {:?} waiting in {queue}",
+                broker.nodes().await,
+                broker.depth(queue).await
+            );
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    msg
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -162,31 +181,17 @@ async fn consumers_resume_after_the_connection_drops() {
     let platform = env.platform().await;
     let rec = Arc::new(Recorder::default());
     let (token, consumer) = start_consumer(&platform, &rec);
-    let first = conveyor::broker::Envelope::new("t", json!({}));
-    platform
-        .broker
-        .publish(Target::Queue(&AI_SHORT), &first)
-        .await
-        .unwrap();
-    wait_until(Duration::from_secs(20), "the first effect", || async {
-        rec.effects_of(&first.id) == 1
-    })
-    .await;
+    publish_and_see_it_handled(platform.broker.as_ref(), &rec, "the first effect").await;
 
     proxy.down();
     tokio::time::sleep(Duration::from_millis(500)).await;
     proxy.up();
 
     // The publisher reconnects on its next publish; the consumer on its own.
-    let second = conveyor::broker::Envelope::new("t", json!({}));
-    assert!(
-        publish_within_5s(platform.broker.as_ref(), &second).await,
-        "the publisher reconnected"
-    );
-    wait_until(
-        Duration::from_secs(20),
+    publish_and_see_it_handled(
+        platform.broker.as_ref(),
+        &rec,
         "the effect after reconnecting",
-        || async { rec.effects_of(&second.id) == 1 },
     )
     .await;
     token.cancel();
@@ -220,57 +225,28 @@ async fn connections_move_to_the_next_node_when_theirs_goes() {
     env.settings.server.ops_token = "ops-secret".into();
     let app = crate::helpers::spawn_app(&env).await;
     let broker = app.platform.broker.clone();
-    let readyz = || async {
-        let r = app
-            .client
-            .get(app.url("/readyz"))
-            .bearer_auth("ops-secret")
-            .send()
-            .await
-            .unwrap();
-        (r.status().as_u16(), r.json::<Value>().await.unwrap())
-    };
+    let ops = Some("ops-secret");
     let rec = Arc::new(Recorder::default());
     let (token, consumer) = start_consumer(&app.platform, &rec);
     let mut events = broker.subscribe_events().await.unwrap();
-    let first = conveyor::broker::Envelope::new("t", json!({}));
-    broker
-        .publish(Target::Queue(&AI_SHORT), &first)
-        .await
-        .unwrap();
-    wait_until(Duration::from_secs(20), "the first effect", || async {
-        rec.effects_of(&first.id) == 1
-    })
-    .await;
-    let (status, body) = readyz().await;
+    let first = publish_and_see_it_handled(broker.as_ref(), &rec, "the first effect").await;
+    let (status, body) = app.readyz(ops).await;
     assert_eq!(status, 200, "{body}");
     assert_eq!(body["broker_nodes"]["publish"], node(&a), "{body}");
     assert_eq!(body["broker_nodes"]["consume"], node(&a), "{body}");
     // The public does not see addresses.
-    let r = app.client.get(app.url("/readyz")).send().await.unwrap();
-    assert!(
-        r.json::<Value>()
-            .await
-            .unwrap()
-            .get("broker_nodes")
-            .is_none()
-    );
+    assert!(app.readyz(None).await.1.get("broker_nodes").is_none());
 
     // Node a goes for good: connections to it are cut, new ones refused.
     a.down();
-    let second = conveyor::broker::Envelope::new("t", json!({}));
-    assert!(
-        publish_within_5s(broker.as_ref(), &second).await,
-        "the publisher moved to node b"
-    );
-    wait_until(
-        Duration::from_secs(20),
-        "the consumer on node b",
-        || async { rec.effects_of(&second.id) == 1 },
+    publish_and_see_it_handled(
+        broker.as_ref(),
+        &rec,
+        "the publisher and the consumer on node b",
     )
     .await;
     assert_eq!(rec.effects_of(&first.id), 1, "nothing ran twice");
-    let (status, body) = readyz().await;
+    let (status, body) = app.readyz(ops).await;
     assert_eq!(status, 200, "{body}");
     assert_eq!(body["broker_nodes"]["publish"], node(&b), "{body}");
     assert_eq!(body["broker_nodes"]["consume"], node(&b), "{body}");
@@ -291,16 +267,7 @@ async fn connections_move_to_the_next_node_when_theirs_goes() {
         }
     }
     assert!(heard, "events reach this instance again");
-    let metrics = app
-        .client
-        .get(app.url("/metrics"))
-        .bearer_auth("ops-secret")
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let metrics = app.metrics(ops).await;
     let gauge = format!(
         "conveyor_broker_node{{role=\"publish\",node=\"{}\"}} 1",
         node(&b)

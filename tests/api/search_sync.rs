@@ -368,12 +368,7 @@ async fn an_outage_of_the_engine_backs_up_and_drains_with_nothing_lost() {
         Duration::from_secs(10),
         "readiness to see the outage",
         || async {
-            let r: Value = reqwest::get(app.url("/readyz"))
-                .await
-                .unwrap()
-                .json()
-                .await
-                .unwrap();
+            let (_, r) = app.readyz(None).await;
             r["status"] == "degraded" && r["checks"]["search"]["error"].is_string()
         },
     )
@@ -392,15 +387,7 @@ async fn an_outage_of_the_engine_backs_up_and_drains_with_nothing_lost() {
     );
     // Let batches cycle through the retry tiers for a while.
     tokio::time::sleep(Duration::from_secs(3)).await;
-    let metrics = app
-        .client
-        .get(app.url("/metrics"))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let metrics = app.metrics(None).await;
     assert!(
         metrics.contains("conveyor_dependency_up{dependency=\"search\"} 0"),
         "the metric shows the engine down"
@@ -425,12 +412,7 @@ async fn an_outage_of_the_engine_backs_up_and_drains_with_nothing_lost() {
         dead.is_empty(),
         "nothing dead-lettered for an outage: {dead:?}"
     );
-    let r: Value = reqwest::get(app.url("/readyz"))
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let (_, r) = app.readyz(None).await;
     assert_eq!(r["status"], "ready", "{r}");
     drop(proxy);
     finish(env, app, Some(engine)).await;

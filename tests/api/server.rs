@@ -98,8 +98,7 @@ async fn connections_over_the_cap_are_closed_at_accept() {
     let r = app.client.get(app.url("/healthz")).send().await.unwrap();
     assert_eq!(r.status(), 200, "a freed slot serves again");
     r.text().await.unwrap();
-    let metrics = app.client.get(app.url("/metrics")).send().await.unwrap();
-    let text = metrics.text().await.unwrap();
+    let text = app.metrics(None).await;
     assert!(
         text.lines().any(|l| l.starts_with("conveyor_http_connections_refused_total")
             && !l.ends_with(" 0")),

@@ -1,6 +1,7 @@
 //! The consumer side, a batch of step messages at a time: claim the tasks' leases, run
 //! the steps with heartbeats and progress, and commit the results (in waves, with the
-//! messages' fence rows), fenced by the attempt number.
+//! tasks' own state: a step commits only while the message's attempt holds it, so a
+//! repeated message finds its step done and changes nothing).
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -23,7 +24,7 @@ use super::messages::{RunStep, TaskEvent, publish_events};
 use super::store::{self, Change, Guard, StepClaim, StepResult, Task};
 use crate::broker::{DeadReason, Envelope};
 use crate::consumer::answers::{self, Answer, Answers};
-use crate::consumer::{BatchHandler, Context, Fate, HandlerError, fence};
+use crate::consumer::{BatchHandler, Context, Fate, Fencing, HandlerError};
 use crate::domains::ai_tasks::settings::AiSettings;
 use crate::outbox::Relay;
 
@@ -78,7 +79,7 @@ impl AiTaskHandler {
                 .col_expr(task::Column::HeartbeatAt, Expr::value(Utc::now()))
                 .filter(task::Column::Id.eq(id))
                 .filter(task::Column::Attempt.eq(attempt))
-                .filter(task::Column::Status.eq(Status::Processing))
+                .filter(store::status_among(&[Status::Processing]))
                 .exec(db)
                 .await;
             match beat {
@@ -105,7 +106,6 @@ struct Candidate {
 /// A claimed step whose executor answered.
 struct Ran {
     index: usize,
-    message_id: String,
     run: RunStep,
     task: Task,
     step: &'static str,
@@ -117,24 +117,25 @@ impl AiTaskHandler {
     /// Runs a batch of step messages (one message is a batch of one): tasks loaded in
     /// one query, the fair-share rule checked with one count, the leases claimed in one
     /// transaction, the steps run concurrently, and their results committed in waves:
-    /// whatever finished while the previous commit ran goes in the next transaction, with
-    /// the messages' fence rows, and those messages are answered then (the runtime acks
-    /// them while the others still run). A slow step never holds back a quick one's
-    /// result or ack; a result that cannot be committed with the others is committed
-    /// alone.
+    /// whatever finished while the previous commit ran goes in the next transaction, and
+    /// those messages are answered then (the runtime acks them while the others still
+    /// run). A slow step never holds back a quick one's result or ack; a result that
+    /// cannot be committed with the others is committed alone.
     async fn handle_many(&self, ctx: &Context, messages: &[Envelope], answers: &Answers) {
-        // Answers known before any step runs: failures are given at once; a message with
-        // nothing to commit (finished or canceled task, a step already done, a lease held
-        // elsewhere) is answered done once its fence row is written (the runtime leaves
-        // fencing to this handler).
+        // Answers known before any step runs are given at once: failures, and done for a
+        // message with nothing to commit (finished or canceled task, a step already done,
+        // a lease held elsewhere).
         let mut known: Vec<Option<Result<(), HandlerError>>> =
             messages.iter().map(|_| None).collect();
-        let mut unfenced: Vec<usize> = Vec::new();
         let loaded = match self.candidates(ctx, messages, &mut known).await {
             Ok(c) => self.fair_share(ctx, c, &mut known).await,
             Err(e) => Err(e),
         };
-        give_known(answers, known, &mut unfenced);
+        for (i, a) in known.into_iter().enumerate() {
+            if let Some(a) = a {
+                answers.give(i, a);
+            }
+        }
         let candidates = match loaded {
             Ok(c) => c,
             Err(e) => return answers.give_rest(|| Err(transient(format!("loading tasks: {e}")))),
@@ -164,9 +165,9 @@ impl AiTaskHandler {
         let mut running = FuturesUnordered::new();
         for c in candidates {
             match claimed.remove(&c.task.id) {
-                Some(task) => running.push(self.run_step(ctx, &messages[c.index], c, task)),
+                Some(task) => running.push(self.run_step(ctx, c, task)),
                 // Another consumer holds a live lease; if it dies the reaper re-drives.
-                None => unfenced.push(c.index),
+                None => answers.give(c.index, Ok(())),
             }
         }
         // Commit in waves while the other steps keep running; each wave's messages are
@@ -174,21 +175,15 @@ impl AiTaskHandler {
         let mut finished: Vec<Ran> = Vec::new();
         let mut committing: Option<BoxFuture<'_, Vec<Answer>>> = None;
         loop {
-            if committing.is_none() {
-                if !finished.is_empty() {
-                    committing = Some(self.commit(ctx, std::mem::take(&mut finished)).boxed());
-                } else if !unfenced.is_empty() {
-                    let done = std::mem::take(&mut unfenced);
-                    committing = Some(fence_done(ctx, messages, done).boxed());
-                }
+            if committing.is_none() && !finished.is_empty() {
+                committing = Some(self.commit(ctx, std::mem::take(&mut finished)).boxed());
             }
             tokio::select! {
                 Some(done) = running.next(), if !running.is_empty() => {
                     let mut take = |done: Result<Option<Ran>, Answer>| match done {
                         Ok(Some(ran)) => finished.push(ran),
                         Ok(None) => {}
-                        Err((i, Ok(()))) => unfenced.push(i),
-                        Err((i, failed)) => answers.give(i, failed),
+                        Err((i, answer)) => answers.give(i, answer),
                     };
                     take(done);
                     while let Some(Some(more)) = running.next().now_or_never() {
@@ -324,13 +319,7 @@ impl AiTaskHandler {
 
     /// Runs one claimed step with its heartbeat and progress reporter. `Ok(None)` when
     /// the task stopped being ours (canceled, re-driven); `Err` answers the message.
-    async fn run_step(
-        &self,
-        ctx: &Context,
-        msg: &Envelope,
-        c: Candidate,
-        t: Task,
-    ) -> Result<Option<Ran>, Answer> {
+    async fn run_step(&self, ctx: &Context, c: Candidate, t: Task) -> Result<Option<Ran>, Answer> {
         let Candidate {
             index, run, step, ..
         } = c;
@@ -408,7 +397,6 @@ impl AiTaskHandler {
         };
         Ok(Some(Ran {
             index,
-            message_id: msg.id.clone(),
             run,
             task: t,
             step,
@@ -417,9 +405,9 @@ impl AiTaskHandler {
         }))
     }
 
-    /// Commits the results of `wave` in one transaction with their fence rows, then
-    /// publishes their events. If the transaction fails, each result is committed alone,
-    /// so one bad row does not fail its neighbours.
+    /// Commits the results of `wave` in one transaction, then publishes their events. If
+    /// the transaction fails, each result is committed alone, so one bad row does not
+    /// fail its neighbours.
     async fn commit(&self, ctx: &Context, wave: Vec<Ran>) -> Vec<Answer> {
         // The provider was paid for, nothing is committed yet.
         crate::crash_point!("ai::before_commit");
@@ -445,9 +433,8 @@ impl AiTaskHandler {
     }
 
     /// One transaction for `wave`: each step's result (the task's next step through the
-    /// outbox, or its success with credits and material), the fence rows of the messages
-    /// whose result committed. The committed tasks, their events, and whether each was
-    /// the last step.
+    /// outbox, or its success with credits and material). The committed tasks, their
+    /// events, and whether each was the last step.
     async fn commit_together(
         &self,
         ctx: &Context,
@@ -481,8 +468,6 @@ impl AiTaskHandler {
                 committed.push((now, ev, r.last));
             }
         }
-        let ids: Vec<&str> = wave.iter().map(|ran| ran.message_id.as_str()).collect();
-        fence::mark_many_in(&txn, &ids, ctx.queue.key).await?;
         txn.commit().await?;
         Ok(committed)
     }
@@ -515,35 +500,6 @@ fn final_result(ran: &Ran) -> serde_json::Value {
         serde_json::Value::Object(all)
     } else {
         ran.output.clone()
-    }
-}
-
-/// Gives the failures known before any step runs; the messages answered done wait in
-/// `unfenced` for their fence row.
-fn give_known(
-    answers: &Answers,
-    known: Vec<Option<Result<(), HandlerError>>>,
-    unfenced: &mut Vec<usize>,
-) {
-    for (i, a) in known.into_iter().enumerate() {
-        match a {
-            Some(Ok(())) => unfenced.push(i),
-            Some(failed) => answers.give(i, failed),
-            None => {}
-        }
-    }
-}
-
-/// Fences messages that are done with nothing to commit (in one write) and answers
-/// them: done, or retried if the write failed.
-async fn fence_done(ctx: &Context, messages: &[Envelope], done: Vec<usize>) -> Vec<Answer> {
-    let ids: Vec<&str> = done.iter().map(|&i| messages[i].id.as_str()).collect();
-    match fence::mark_many_in(&ctx.db, &ids, ctx.queue.key).await {
-        Ok(()) => done.into_iter().map(|i| (i, Ok(()))).collect(),
-        Err(e) => done
-            .into_iter()
-            .map(|i| (i, Err(transient(format!("fence write failed: {e}")))))
-            .collect(),
     }
 }
 
@@ -626,8 +582,11 @@ impl BatchHandler for AiTaskHandler {
         self.failed(ctx, msg, fate).await
     }
 
-    fn fences_itself(&self) -> bool {
-        true
+    /// A step commits only while the message's attempt holds the task at that step
+    /// (`store::commit_steps`), so a repeated message finds its step done (or the task
+    /// finished) and is answered done with no effect.
+    fn fencing(&self) -> Fencing {
+        Fencing::HandlerState
     }
 }
 
@@ -667,7 +626,7 @@ impl AiTaskHandler {
                     }
                     _ => public_error(&run.task_id, error),
                 };
-                let g = Guard::status(&[Status::Pending, Status::Processing, Status::Retrying]);
+                let g = Guard::status(&Status::ACTIVE);
                 store::finish_unsuccessfully(
                     &ctx.db,
                     &run.task_id,

@@ -120,6 +120,9 @@ pub enum Status {
 }
 
 impl Status {
+    /// The statuses of a task not finished yet: waiting for a consumer or running.
+    pub const ACTIVE: [Status; 3] = [Status::Pending, Status::Processing, Status::Retrying];
+
     pub fn as_str(self) -> &'static str {
         match self {
             Status::Pending => "PENDING",

@@ -57,7 +57,7 @@ fn active_tasks_boxed(db: &DatabaseConnection) -> BoxFuture<'_, anyhow::Result<(
 /// Tasks not yet finished, by status, and how long the oldest has waited (terminal
 /// ones only grow; counting them would scan the table).
 async fn active_tasks(db: &DatabaseConnection) -> anyhow::Result<()> {
-    for status in [Status::Pending, Status::Processing, Status::Retrying] {
+    for status in Status::ACTIVE {
         let of_status = task::Entity::find().filter(task::Column::Status.eq(status));
         let n = of_status.clone().count(db).await?;
         let oldest = of_status

@@ -22,7 +22,6 @@ pub const PANELS: &[Panel] = &[Panel {
 /// Rows in the oldest and failures tables.
 const ROWS: u64 = 10;
 
-const ACTIVE: [Status; 3] = [Status::Pending, Status::Processing, Status::Retrying];
 const WAITING: [Status; 2] = [Status::Pending, Status::Retrying];
 
 fn load_boxed(db: &DatabaseConnection) -> BoxFuture<'_, anyhow::Result<PanelView>> {
@@ -35,7 +34,7 @@ async fn load(db: &DatabaseConnection) -> anyhow::Result<PanelView> {
         .column(task::Column::Kind)
         .column(task::Column::Status)
         .column_as(task::Column::Id.count(), "n")
-        .filter(task::Column::Status.is_in(ACTIVE))
+        .filter(task::Column::Status.is_in(Status::ACTIVE))
         .group_by(task::Column::Kind)
         .group_by(task::Column::Status)
         .into_tuple()
@@ -51,7 +50,7 @@ async fn load(db: &DatabaseConnection) -> anyhow::Result<PanelView> {
         .all(db)
         .await?;
     let oldest = task::Entity::find()
-        .filter(task::Column::Status.is_in(ACTIVE))
+        .filter(task::Column::Status.is_in(Status::ACTIVE))
         .order_by_asc(task::Column::CreatedAt)
         .limit(ROWS)
         .all(db)

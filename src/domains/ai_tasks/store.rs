@@ -132,6 +132,32 @@ async fn change_row(
     Ok(Some((t, ev)))
 }
 
+/// `status IN (allowed)` for a statement that names its tasks by id, written as
+/// `status NOT IN (every other status)`: the same rows (the column holds only these
+/// values), but no index serves `NOT IN`, so the planner reaches the rows by the
+/// primary key. With `IN`, statistics dominated by finished tasks estimate the active
+/// statuses at a row or two and the planner took the status index instead: a walk over
+/// every task in flight (a backlog of thousands in a burst) for each claim of a few.
+pub(crate) fn status_among(allowed: &[Status]) -> sea_orm::sea_query::SimpleExpr {
+    task::Column::Status.is_not_in(others(allowed))
+}
+
+/// [`status_among`] as SQL text on `column`, for a raw statement (the values are the
+/// enum's constants, not input).
+fn status_among_sql(column: &str, allowed: &[Status]) -> String {
+    let others: Vec<String> = others(allowed)
+        .iter()
+        .map(|s| format!("'{}'", s.as_str()))
+        .collect();
+    format!("{column} NOT IN ({})", others.join(", "))
+}
+
+/// Every status but `allowed`.
+fn others(allowed: &[Status]) -> Vec<Status> {
+    use sea_orm::Iterable as _;
+    Status::iter().filter(|s| !allowed.contains(s)).collect()
+}
+
 /// The conditional update of [`apply`]: `change` on the tasks `ids` where `guard` holds.
 fn guarded_update(
     ids: impl IntoIterator<Item = String>,
@@ -143,7 +169,7 @@ fn guarded_update(
         .col_expr(task::Column::Seq, Expr::col(task::Column::Seq).add(1))
         .col_expr(task::Column::UpdatedAt, Expr::value(now))
         .filter(task::Column::Id.is_in(ids))
-        .filter(task::Column::Status.is_in(guard.statuses.iter().copied()));
+        .filter(status_among(guard.statuses));
     if let Some(a) = guard.attempt {
         q = q.filter(task::Column::Attempt.eq(a));
     }
@@ -314,7 +340,7 @@ async fn over_cap(
         .column(task::Column::UserId)
         .column_as(task::Column::Id.count(), "n")
         .filter(task::Column::UserId.is_in(ids))
-        .filter(task::Column::Status.is_in([Status::Pending, Status::Processing, Status::Retrying]))
+        .filter(task::Column::Status.is_in(Status::ACTIVE))
         .group_by(task::Column::UserId)
         .into_tuple::<(String, i64)>()
         .all(txn)
@@ -731,13 +757,14 @@ async fn update_steps_pg(
         ]);
         messages.insert(r.task.id.as_str(), message);
     }
+    let processing = status_among_sql("t.status", &[Status::Processing]);
     let sql = format!(
         "UPDATE tasks AS t SET seq = t.seq + 1, updated_at = $1, status = v.status, \
          progress = v.progress, step_index = t.step_index + 1, result = v.result, \
          heartbeat_at = NULL, finished_at = CASE WHEN v.last THEN $1 ELSE t.finished_at END \
          FROM (VALUES {}) AS v(id, attempt, step_index, status, progress, result, last) \
          WHERE t.id = v.id AND t.attempt = v.attempt AND t.step_index = v.step_index \
-         AND t.status = 'PROCESSING' RETURNING t.*",
+         AND {processing} RETURNING t.*",
         rows.join(", ")
     );
     let changed = task::Entity::find()
