@@ -5,12 +5,14 @@
 //!     cargo bench --bench delivery -- 50000 embedded # N and a filter on variant names
 //!
 //! Variants: `raw-lapin` (persistent + confirms + manual ack, same prefetch: the
-//! practical limit), `core-rabbit` (conveyor's consume loop, `consumer::run::serve`:
+//! practical limit; run first and again after the others, ratios are against the mean
+//! of the two), `core-rabbit` (conveyor's consume loop, `consumer::run::serve`:
 //! envelope, Redis claim/complete, ack), `core-rabbit+fence-pg` /
 //! `core-rabbit+fence-mariadb` (plus the database fence: the real per-message work), and
 //! the same on the embedded backends; each one message per handler call, then with a
 //! batch handler (`… batch64`; `BENCH_BATCH=N` to change) where claims, fence rows and
-//! acks go per batch. Real services are skipped with a note when unreachable.
+//! acks go per batch. `BENCH_PREFETCH` (default 256) sets every variant's prefetch. Real
+//! services are skipped with a note when unreachable.
 //!
 //!     cargo bench --bench delivery -- 20000 cluster  # on a 3-node cluster it starts
 //!
@@ -45,8 +47,16 @@ use conveyor::domains::ai_tasks::queues::AI_SHORT;
 use sea_orm::{ConnectionTrait, Database};
 use tokio_util::sync::CancellationToken;
 
-const PREFETCH: u16 = 256;
+/// The consumers' prefetch, the same for every variant (`BENCH_PREFETCH` to change).
+fn prefetch() -> u16 {
+    std::env::var("BENCH_PREFETCH")
+        .ok()
+        .and_then(|p| p.parse().ok())
+        .unwrap_or(256)
+}
 const PUBLISH_WINDOW: usize = 500;
+/// The raw baseline's second run, after the single-node variants.
+const RAW_AGAIN: &str = "raw-lapin (again)";
 const AMQP: &str = "amqp://guest:guest@127.0.0.1:5672/%2f";
 
 struct Report {
@@ -74,7 +84,7 @@ impl Report {
 
 /// The bare lapin no-op on `amqp` (a quorum queue when `quorum`).
 async fn raw_lapin(name: &str, amqp: &str, quorum: bool, n: usize) -> anyhow::Result<Report> {
-    let run = common::lapin::noop(amqp, n, PREFETCH, PUBLISH_WINDOW, quorum).await?;
+    let run = common::lapin::noop(amqp, n, prefetch(), PUBLISH_WINDOW, quorum).await?;
     Ok(Report {
         name: name.into(),
         n,
@@ -132,7 +142,7 @@ async fn core(name: &str, mut settings: Settings, n: usize, batch: u16) -> anyho
     settings.queues.insert(
         "ai.short".into(),
         QueueOverride {
-            prefetch: Some(PREFETCH),
+            prefetch: Some(prefetch()),
             batch: Some(batch),
             linger_ms: Some(5),
             ..Default::default()
@@ -322,6 +332,11 @@ async fn main() -> anyhow::Result<()> {
             reports.push(core(&label("core-embedded+fence-sqlite", b), s, n, b).await?);
         }
     }
+    // The machine drifts by a fifth between runs: the baseline is measured again after
+    // the variants, and each ratio is against the mean of the two raw runs.
+    if rabbit && (wanted("raw-lapin") || wanted("core-rabbit")) {
+        reports.push(raw_lapin(RAW_AGAIN, AMQP, false, n).await?);
+    }
     if rabbit && filter.contains("cluster") {
         let c = cluster::Cluster::start("bench", "BENCH_CLUSTER_PORT0", 5700);
         let urls = c.urls();
@@ -358,10 +373,21 @@ async fn main() -> anyhow::Result<()> {
     }
 
     // Each variant against the raw baseline of its own broker (one node, or the cluster).
-    let raw_of = |name: &str| reports.iter().find(|r| r.name == name).map(Report::rate);
-    let (raw, raw_cluster) = (raw_of("raw-lapin"), raw_of("raw-lapin-cluster"));
+    let raw_of = |names: &[&str]| {
+        let rates: Vec<f64> = reports
+            .iter()
+            .filter(|r| names.contains(&r.name.as_str()))
+            .map(Report::rate)
+            .collect();
+        (!rates.is_empty()).then(|| rates.iter().sum::<f64>() / rates.len() as f64)
+    };
+    let (raw, raw_cluster) = (
+        raw_of(&["raw-lapin", RAW_AGAIN]),
+        raw_of(&["raw-lapin-cluster"]),
+    );
     println!(
-        "\n{n} messages, prefetch {PREFETCH}, publish window {PUBLISH_WINDOW}, persistent + confirms + manual ack"
+        "\n{n} messages, prefetch {}, publish window {PUBLISH_WINDOW}, persistent + confirms + manual ack",
+        prefetch()
     );
     println!(
         "CPU: ms of CPU per 1,000 messages (machine: every process; own: this bench, publisher and consumer)"
