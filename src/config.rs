@@ -185,6 +185,7 @@ pub struct ConsumerSettings {
     /// How often each consumer reads its queue's concurrency set at run time.
     pub settings_poll_ms: u64,
     pub db_fence: bool,
+    /// Fence requests (checks, writes) merged into one statement.
     pub fence_batch: usize,
     /// Fence rows older than this are trimmed by housekeeping (see base.toml for the rule).
     pub fence_retention_days: u32,

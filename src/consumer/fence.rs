@@ -20,7 +20,7 @@ type Request = (
     &'static str,
     oneshot::Sender<Result<(), String>>,
 );
-/// Rows per insert statement (three bound values each).
+/// Rows per insert statement (three bound values each), ids per lookup.
 const MAX_ROWS: usize = 2000;
 
 /// Ids to look up, and where to send those of them that have a row.
@@ -198,8 +198,17 @@ impl Lookup {
         )
     }
 
-    /// Which of `ids` have a fence row.
+    /// Which of `ids` have a fence row, in statements of at most [`MAX_ROWS`] ids
+    /// (requests carry whole batches, and the engines limit bound values).
     async fn processed_among(&self, ids: Vec<String>) -> Result<HashSet<String>, DbErr> {
+        let mut found = HashSet::new();
+        for chunk in ids.chunks(MAX_ROWS) {
+            found.extend(self.processed_among_chunk(chunk.to_vec()).await?);
+        }
+        Ok(found)
+    }
+
+    async fn processed_among_chunk(&self, ids: Vec<String>) -> Result<HashSet<String>, DbErr> {
         use sea_orm::{ColumnTrait as _, QueryFilter as _, QuerySelect as _};
         match self {
             Lookup::Postgres(pool) => {
