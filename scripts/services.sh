@@ -10,6 +10,11 @@
 # second or two. Needs root (apt-get, daemons running as their own users). `--browser` also
 # installs Debian's chromium + chromium-driver for browser tests.
 #
+# Every wait is bounded. A RabbitMQ node that does not boot within 90 s is treated as
+# stale state from a killed run: every RabbitMQ process on the machine is stopped, its
+# node database moved aside (/var/lib/rabbitmq/mnesia.stale-<time>, safe to delete) and
+# it is started once more. Nothing in it matters to the tests, which declare their own.
+#
 # What the tests expect (tests/api/helpers.rs):
 #   RabbitMQ   127.0.0.1:5672  guest/guest (rabbitmqctl on PATH: some tests list queues)
 #   Redis      127.0.0.1:6379  no persistence
@@ -81,6 +86,9 @@ install_missing() {
   # configured before it is started below. policy-rc.d exit 101 = "action forbidden".
   local policy=/usr/sbin/policy-rc.d restore=""
   if [[ -e $policy ]]; then restore=$(mktemp); cp -p "$policy" "$restore"; fi
+  # Put back what was there even if the install is interrupted (CI's outer timeout).
+  trap 'if [[ -n $restore ]]; then mv "$restore" "$policy"; else rm -f "$policy"; fi' EXIT
+  trap 'exit 143' TERM INT
   printf '#!/bin/sh\nexit 101\n' >"$policy"
   chmod 755 "$policy"
   local rc=0
@@ -90,6 +98,7 @@ install_missing() {
         -o Dpkg::Options::=--force-confdef -o Dpkg::Options::=--force-confold "${missing[@]}"
   } >/tmp/conveyor-services-apt.log 2>&1 || rc=$?
   if [[ -n $restore ]]; then mv "$restore" "$policy"; else rm -f "$policy"; fi
+  trap - EXIT TERM INT
   ((rc == 0)) || { tail -20 /tmp/conveyor-services-apt.log >&2; die "apt-get failed (log: /tmp/conveyor-services-apt.log)"; }
   say "installed ($(elapsed))"
 }
@@ -158,7 +167,7 @@ rabbitmq_log_tail() {
 }
 
 redis_up() {
-  if redis-cli -h 127.0.0.1 -p 6379 ping >/dev/null 2>&1; then say "Redis already running"; return; fi
+  if probe redis-cli -h 127.0.0.1 -p 6379 ping; then say "Redis already running"; return; fi
   say "starting Redis"
   mkdir -p /var/log/redis /var/lib/redis
   chown redis:redis /var/log/redis /var/lib/redis 2>/dev/null || true
@@ -169,7 +178,7 @@ redis_up() {
 }
 
 mariadb_tcp_ok() {
-  mariadb -h 127.0.0.1 -P 3306 -u root -e 'SELECT 1' >/dev/null 2>&1
+  probe mariadb -h 127.0.0.1 -P 3306 -u root -e 'SELECT 1'
 }
 
 mariadb_up() {
@@ -183,7 +192,7 @@ mariadb_up() {
       mariadb-install-db --user=mysql --datadir=/var/lib/mysql >/tmp/conveyor-mariadb-init.log 2>&1 ||
         die "mariadb-install-db failed (log: /tmp/conveyor-mariadb-init.log)"
     fi
-    if ! mariadb-admin --protocol=socket -u root ping >/dev/null 2>&1; then
+    if ! probe mariadb-admin --protocol=socket -u root ping; then
       say "starting MariaDB"
       start-stop-daemon --start --oknodo --background --exec /usr/sbin/mariadbd -- \
         --user=mysql --bind-address=127.0.0.1 --port=3306 --log-error=/var/log/mysql/conveyor.err
@@ -194,7 +203,7 @@ mariadb_up() {
     # plain mysql_native_password with the empty password (which the socket login also
     # passes).
     say "letting root in over TCP without a password"
-    mariadb --protocol=socket -u root <<'SQL'
+    timeout -k 2 30 mariadb --protocol=socket -u root <<'SQL'
 ALTER USER 'root'@'localhost' IDENTIFIED VIA mysql_native_password USING PASSWORD('');
 CREATE USER IF NOT EXISTS 'root'@'127.0.0.1' IDENTIFIED VIA mysql_native_password USING PASSWORD('');
 GRANT ALL PRIVILEGES ON *.* TO 'root'@'127.0.0.1' WITH GRANT OPTION;
@@ -202,7 +211,7 @@ FLUSH PRIVILEGES;
 SQL
     wait_for "MariaDB over TCP" 10 mariadb -h 127.0.0.1 -P 3306 -u root -e 'SELECT 1'
   fi
-  mariadb -h 127.0.0.1 -P 3306 -u root -e 'CREATE DATABASE IF NOT EXISTS test'
+  timeout -k 2 30 mariadb -h 127.0.0.1 -P 3306 -u root -e 'CREATE DATABASE IF NOT EXISTS test'
 }
 
 pg_version() { ls /usr/lib/postgresql 2>/dev/null | sort -V | tail -1; }
@@ -225,7 +234,7 @@ postgres_up() {
       cat "$conf/pg_hba.conf"
     } >"$tmp"
     cat "$tmp" >"$conf/pg_hba.conf"; rm -f "$tmp"
-    pg_ctlcluster --skip-systemctl-redirect "$v" main reload >/dev/null 2>&1 || true
+    timeout -k 2 30 pg_ctlcluster --skip-systemctl-redirect "$v" main reload >/dev/null 2>&1 || true
   fi
   if ! grep -q "^listen_addresses = 'localhost'" "$conf/postgresql.conf"; then
     echo "listen_addresses = 'localhost'   # conveyor: loopback only" >>"$conf/postgresql.conf"
@@ -234,11 +243,11 @@ postgres_up() {
     say "PostgreSQL already running"
   else
     say "starting PostgreSQL $v"
-    pg_ctlcluster --skip-systemctl-redirect "$v" main start >/dev/null 2>&1 || true
+    timeout -k 2 60 pg_ctlcluster --skip-systemctl-redirect "$v" main start >/dev/null 2>&1 || true
     wait_for PostgreSQL 60 pg_isready -h 127.0.0.1 -p 5432
   fi
-  psql -h 127.0.0.1 -U postgres -tAc "SELECT 1 FROM pg_database WHERE datname='test'" | grep -q 1 ||
-    psql -h 127.0.0.1 -U postgres -qc 'CREATE DATABASE test'
+  timeout -k 2 30 psql -h 127.0.0.1 -U postgres -tAc "SELECT 1 FROM pg_database WHERE datname='test'" | grep -q 1 ||
+    timeout -k 2 30 psql -h 127.0.0.1 -U postgres -qc 'CREATE DATABASE test'
 }
 
 # --- status / down ----------------------------------------------------------------------
@@ -264,12 +273,12 @@ status() {
 }
 
 down() {
-  rabbitmqctl -q stop >/dev/null 2>&1 && say "RabbitMQ stopped" || true
-  redis-cli -h 127.0.0.1 -p 6379 shutdown nosave >/dev/null 2>&1 && say "Redis stopped" || true
-  mariadb-admin --protocol=socket -u root shutdown >/dev/null 2>&1 && say "MariaDB stopped" || true
+  timeout -k 2 60 rabbitmqctl -q stop >/dev/null 2>&1 && say "RabbitMQ stopped" || true
+  probe redis-cli -h 127.0.0.1 -p 6379 shutdown nosave && say "Redis stopped" || true
+  timeout -k 2 60 mariadb-admin --protocol=socket -u root shutdown >/dev/null 2>&1 && say "MariaDB stopped" || true
   local v; v=$(pg_version)
   if [[ -n $v ]]; then
-    pg_ctlcluster --skip-systemctl-redirect "$v" main stop >/dev/null 2>&1 && say "PostgreSQL stopped" || true
+    timeout -k 2 60 pg_ctlcluster --skip-systemctl-redirect "$v" main stop >/dev/null 2>&1 && say "PostgreSQL stopped" || true
   fi
 }
 

@@ -177,6 +177,9 @@ enum Lookup {
     /// kept until autovacuum next analyzes the table (seen in `cargo bench --bench
     /// delivery`: 24–41 ms per check at 20,000 rows instead of 0.4 ms). The only
     /// statement this connection runs is the check, so the setting reaches nothing else.
+    /// It travels in the connection's startup options: a pooler in front of PostgreSQL
+    /// must pass them through (PgBouncer: `ignore_startup_parameters` must not drop
+    /// `options`, or the checks fail and deliveries are handed back).
     Postgres(sea_orm::sqlx::PgPool),
     Other(DatabaseConnection),
 }
@@ -194,6 +197,19 @@ impl Lookup {
             sea_orm::sqlx::postgres::PgPoolOptions::new()
                 .max_connections(1)
                 .acquire_timeout(shared.options().get_acquire_timeout())
+                // As the shared pool (`db::connect`): a ping only for a connection idle
+                // for a while, not one round trip more per check. A connection that died
+                // meanwhile fails one check (its deliveries are handed back) and is
+                // replaced.
+                .test_before_acquire(false)
+                .before_acquire(|conn, meta| {
+                    Box::pin(async move {
+                        if meta.idle_for >= crate::db::PING_IF_IDLE_FOR {
+                            sea_orm::sqlx::Connection::ping(conn).await?;
+                        }
+                        Ok(true)
+                    })
+                })
                 .connect_lazy_with(options),
         )
     }

@@ -1170,6 +1170,46 @@ async fn a_wave_of_results_commits_each_on_its_own_terms(backend: Backend) {
         .await
         .unwrap();
     assert_eq!(consumed, 2, "one consume per finished task");
+
+    // A stale message of the pipeline's first step (a repeat of a step that committed:
+    // no fence row stops it, the task's state does) is dead-lettered: the task, now at
+    // its second step, is not failed for it.
+    let handlers = (conveyor::domains::ai_tasks::DOMAIN.handlers)(&platform)
+        .await
+        .unwrap();
+    let Some((queue, conveyor::consumer::Worker::Batch(handler))) = handlers
+        .iter()
+        .find(|(q, _)| q.key == claimed[2].kind.queue().key)
+    else {
+        panic!("a batch handler for the pipeline's queue");
+    };
+    let stale_step = conveyor::broker::Envelope::new(
+        conveyor::domains::ai_tasks::messages::RUN_STEP,
+        json!({ "task_id": claimed[2].id, "step": 0 }),
+    );
+    let fate = conveyor::consumer::Fate::DeadLetter {
+        reason: conveyor::broker::DeadReason::Exhausted,
+        error: "provider down".into(),
+    };
+    let ctx = platform.consumer_deps().context(queue);
+    handler.on_failure(&ctx, &stale_step, &fate).await.unwrap();
+    let pipeline = store::get(db, &claimed[2].id).await.unwrap().unwrap();
+    assert_eq!(
+        (pipeline.status, pipeline.step_index),
+        (Status::Processing, 1),
+        "a stale step's dead letter leaves the task at its current step"
+    );
+    // The same message for the step the task is at fails it.
+    let current_step = conveyor::broker::Envelope::new(
+        conveyor::domains::ai_tasks::messages::RUN_STEP,
+        json!({ "task_id": claimed[2].id, "step": 1 }),
+    );
+    handler
+        .on_failure(&ctx, &current_step, &fate)
+        .await
+        .unwrap();
+    let pipeline = store::get(db, &claimed[2].id).await.unwrap().unwrap();
+    assert_eq!(pipeline.status, Status::Failed);
     env.cleanup(Some(&platform)).await;
 }
 

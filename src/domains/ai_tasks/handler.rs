@@ -626,7 +626,11 @@ impl AiTaskHandler {
                     }
                     _ => public_error(&run.task_id, error),
                 };
-                let g = Guard::status(&Status::ACTIVE);
+                // Only while the task is still at this message's step: a stale repeat of
+                // a step that already committed (no fence row stops it any more, the
+                // task's state does) must not fail a task that has moved on.
+                let mut g = Guard::status(&Status::ACTIVE);
+                g.step_index = Some(run.step);
                 store::finish_unsuccessfully(
                     &ctx.db,
                     &run.task_id,
