@@ -177,9 +177,8 @@ enum Lookup {
     /// kept until autovacuum next analyzes the table (seen in `cargo bench --bench
     /// delivery`: 24–41 ms per check at 20,000 rows instead of 0.4 ms). The only
     /// statement this connection runs is the check, so the setting reaches nothing else.
-    /// It travels in the connection's startup options: a pooler in front of PostgreSQL
-    /// must pass them through (PgBouncer: `ignore_startup_parameters` must not drop
-    /// `options`, or the checks fail and deliveries are handed back).
+    /// It travels in the connection's startup options, which a pooler in front of
+    /// PostgreSQL must forward (see the README).
     Postgres(sea_orm::sqlx::PgPool),
     Other(DatabaseConnection),
 }
