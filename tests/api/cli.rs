@@ -731,6 +731,9 @@ async fn a_consumer_killed_mid_work_is_recovered_in_seconds() {
         ("CONVEYOR__BROKER__RETRY_TIERS_MS", "1000,5000,30000"),
     ];
     env.settings.dedupe.lease_ms = 10_000;
+    // The same retry tiers as the consumer processes, so the app's clean-up knows (and
+    // deletes) the retry queues they declare.
+    env.settings.broker.retry_tiers_ms = vec![1000, 5000, 30000];
     let app = crate::helpers::spawn_app(&env).await;
     let consumer = |env: &TestEnv| {
         let mut cmd = command(BIN, env.dir.path());
@@ -772,7 +775,7 @@ async fn a_consumer_killed_mid_work_is_recovered_in_seconds() {
     first.kill().unwrap();
     first.wait().unwrap();
     let killed = Instant::now();
-    let _second = consumer(&env);
+    let second = consumer(&env);
     crate::helpers::wait_until(Duration::from_secs(60), "every task finished", || async {
         count(Status::Success).await.unwrap() == n
     })
@@ -792,6 +795,9 @@ async fn a_consumer_killed_mid_work_is_recovered_in_seconds() {
         n
     );
     assert_eq!(app.credits(&user.id).await, 1000 - n as i64);
+    // Stopped before the clean-up: a live consumer re-declares the queues deleted under
+    // it, which left this test's topology behind on the shared broker.
+    drop(second);
     let platform = app.stop().await;
     env.cleanup(Some(&platform)).await;
 }

@@ -232,12 +232,16 @@ impl TestEnv {
 
     /// Removes what the test created: queues and exchanges, Redis keys, the database.
     pub async fn cleanup(mut self, platform: Option<&Platform>) {
+        let mut torn_down = true;
         if let Some(p) = platform {
-            let _ = p.broker.teardown().await;
+            // Through a proxy the test took down, the platform's own connection cannot
+            // delete anything: the real broker is asked then.
+            torn_down = p.broker.teardown().await.is_ok();
             p.broker.close().await;
         }
         self.cleaned = true;
-        remove_resources(self.backend, &self.settings, self.database.take(), false).await;
+        let database = self.database.take();
+        remove_resources(self.backend, &self.settings, database, !torn_down).await;
     }
 }
 
@@ -265,9 +269,13 @@ async fn remove_resources(
     database: Option<(String, String)>,
     broker: bool,
 ) {
-    if broker {
-        let topology = conveyor::app::topology(settings, conveyor::domains::ALL);
-        if let Ok(b) = conveyor::broker::connect(settings, topology).await {
+    if broker && backend.is_real() {
+        // The broker itself, whatever proxies the test put in front of it.
+        let mut settings = settings.clone();
+        settings.broker.url = amqp_url();
+        settings.broker.urls.clear();
+        let topology = conveyor::app::topology(&settings, conveyor::domains::ALL);
+        if let Ok(b) = conveyor::broker::connect(&settings, topology).await {
             let _ = b.teardown().await;
             b.close().await;
         }
