@@ -1,7 +1,7 @@
 //! Admission: a delivery is decoded, counted if it came back from a dead consumer,
 //! claimed in the dedupe store and checked against the database fence before its handler
-//! may run. [`admit`] does it for one delivery, [`admit_many`] for a batch with one claim
-//! round trip.
+//! may run. [`admit_many`] does it for a batch with one claim round trip and one fence
+//! request, [`admit`] for one delivery.
 
 pub(super) use super::admitted::Admitted;
 use super::settle::{dead_letter, release, settle_ack};
@@ -19,20 +19,13 @@ pub(super) enum Admission {
     Settled(Outcome),
 }
 
-/// Admits one delivery for a handler fenced as `fencing`.
+/// Admits one delivery for a handler fenced as `fencing`: a batch of one (the same
+/// round trips as one claim and one fence check).
 pub(super) async fn admit(deps: &Deps, fencing: Fencing, delivery: Delivery) -> Admission {
-    let a = match decode(deps, delivery).await {
-        Ok(a) => a,
-        Err(settled) => return settled,
-    };
-    let claim = deps.dedupe.claim(&a.envelope.id, deps.lease).await;
-    match claimed(a, claim).await {
-        Claimed::Settled(settled) => settled,
-        Claimed::Check(a) => {
-            let found = check(deps, fencing, &[&a]).await;
-            fenced(deps, a, &found).await
-        }
-    }
+    admit_many(deps, fencing, vec![delivery])
+        .await
+        .pop()
+        .unwrap_or_else(|| Admission::Settled(Outcome::Unsettled("not admitted".into())))
 }
 
 /// Admits a batch: each delivery decoded on its own, all claims in one call to the

@@ -40,8 +40,15 @@ impl Fence {
     pub fn start(db: DatabaseConnection, batch: usize) -> Self {
         let (tx, rx) = mpsc::channel(batch * 4);
         let (checks, check_rx) = mpsc::channel(batch * 4);
+        // Sequential scans off for the fence's two statements: the check is prepared, and
+        // a prepared `= ANY($1)` gets a generic plan after five runs; one made while the
+        // table is still small (a new database filling up) is a sequential scan, kept
+        // until autovacuum next analyzes the table (seen in `cargo bench --bench
+        // delivery`: 24–41 ms per check at 20,000 rows instead of 0.4 ms). The reader and
+        // the writer each hold one of its two connections.
+        let db = crate::db::own_sessions(&db, &[("enable_seqscan", "off")], 2);
         tokio::spawn(writer(db.clone(), rx, batch));
-        tokio::spawn(reader(Lookup::of(db), check_rx, batch));
+        tokio::spawn(reader(db, check_rx, batch));
         Fence { tx, checks }
     }
 
@@ -151,14 +158,14 @@ async fn insert_pg(db: &DatabaseConnection, rows: &[(String, String)]) -> Result
 
 /// Answers the checks waiting at once with one query for all their ids (at most
 /// `batch` requests merged; a request is never split).
-async fn reader(lookup: Lookup, mut rx: mpsc::Receiver<Check>, batch: usize) {
+async fn reader(db: DatabaseConnection, mut rx: mpsc::Receiver<Check>, batch: usize) {
     let mut buf = Vec::with_capacity(batch);
     while rx.recv_many(&mut buf, batch).await > 0 {
         let ids: Vec<String> = buf
             .iter()
             .flat_map(|(ids, _)| ids.iter().cloned())
             .collect();
-        let found = lookup.processed_among(ids).await.map_err(|e| e.to_string());
+        let found = processed_among(&db, ids).await.map_err(|e| e.to_string());
         for (ids, done) in buf.drain(..) {
             let _ = done.send(match &found {
                 Ok(f) => Ok(ids.into_iter().filter(|id| f.contains(id)).collect()),
@@ -168,84 +175,43 @@ async fn reader(lookup: Lookup, mut rx: mpsc::Receiver<Check>, batch: usize) {
     }
 }
 
-/// Where the reader looks fence rows up.
-enum Lookup {
-    /// PostgreSQL: a connection of the reader's own on which sequential scans are off,
-    /// so the check can be a prepared statement (one round trip, planned once) without
-    /// risk: a prepared `= ANY($1)` gets a generic plan after five runs, and one made
-    /// while the table is still small (a new database filling up) is a sequential scan,
-    /// kept until autovacuum next analyzes the table (seen in `cargo bench --bench
-    /// delivery`: 24–41 ms per check at 20,000 rows instead of 0.4 ms). The only
-    /// statement this connection runs is the check, so the setting reaches nothing else.
-    /// It travels in the connection's startup options, which a pooler in front of
-    /// PostgreSQL must forward (see the README).
-    Postgres(sea_orm::sqlx::PgPool),
-    Other(DatabaseConnection),
+/// Which of `ids` have a fence row, in statements of at most [`MAX_ROWS`] ids
+/// (requests carry whole batches, and the engines limit bound values).
+async fn processed_among(
+    db: &DatabaseConnection,
+    ids: Vec<String>,
+) -> Result<HashSet<String>, DbErr> {
+    let mut found = HashSet::new();
+    for chunk in ids.chunks(MAX_ROWS) {
+        found.extend(processed_among_chunk(db, chunk.to_vec()).await?);
+    }
+    Ok(found)
 }
 
-impl Lookup {
-    fn of(db: DatabaseConnection) -> Self {
-        if db.get_database_backend() != DatabaseBackend::Postgres {
-            return Lookup::Other(db);
-        }
-        let shared = db.get_postgres_connection_pool();
-        let options = (*shared.connect_options())
-            .clone()
-            .options([("enable_seqscan", "off")]);
-        Lookup::Postgres(
-            sea_orm::sqlx::postgres::PgPoolOptions::new()
-                .max_connections(1)
-                .acquire_timeout(shared.options().get_acquire_timeout())
-                // As the shared pool (`db::connect`): a ping only for a connection idle
-                // for a while, not one round trip more per check. A connection that died
-                // meanwhile fails one check (its deliveries are handed back) and is
-                // replaced.
-                .test_before_acquire(false)
-                .before_acquire(|conn, meta| {
-                    Box::pin(async move {
-                        if meta.idle_for >= crate::db::PING_IF_IDLE_FOR {
-                            sea_orm::sqlx::Connection::ping(conn).await?;
-                        }
-                        Ok(true)
-                    })
-                })
-                .connect_lazy_with(options),
+async fn processed_among_chunk(
+    db: &DatabaseConnection,
+    ids: Vec<String>,
+) -> Result<HashSet<String>, DbErr> {
+    use sea_orm::{ColumnTrait as _, QueryFilter as _, QuerySelect as _};
+    if db.get_database_backend() == DatabaseBackend::Postgres {
+        // The ids as one array: one statement text, prepared once per connection.
+        let rows: Vec<(String,)> = sea_orm::sqlx::query_as(
+            "SELECT message_id FROM processed_messages WHERE message_id = ANY($1)",
         )
+        .bind(ids)
+        .fetch_all(db.get_postgres_connection_pool())
+        .await
+        .map_err(|e| DbErr::Custom(e.to_string()))?;
+        return Ok(rows.into_iter().map(|(id,)| id).collect());
     }
-
-    /// Which of `ids` have a fence row, in statements of at most [`MAX_ROWS`] ids
-    /// (requests carry whole batches, and the engines limit bound values).
-    async fn processed_among(&self, ids: Vec<String>) -> Result<HashSet<String>, DbErr> {
-        let mut found = HashSet::new();
-        for chunk in ids.chunks(MAX_ROWS) {
-            found.extend(self.processed_among_chunk(chunk.to_vec()).await?);
-        }
-        Ok(found)
-    }
-
-    async fn processed_among_chunk(&self, ids: Vec<String>) -> Result<HashSet<String>, DbErr> {
-        use sea_orm::{ColumnTrait as _, QueryFilter as _, QuerySelect as _};
-        match self {
-            Lookup::Postgres(pool) => {
-                let rows: Vec<(String,)> = sea_orm::sqlx::query_as(
-                    "SELECT message_id FROM processed_messages WHERE message_id = ANY($1)",
-                )
-                .bind(ids)
-                .fetch_all(pool)
-                .await
-                .map_err(|e| DbErr::Custom(e.to_string()))?;
-                Ok(rows.into_iter().map(|(id,)| id).collect())
-            }
-            Lookup::Other(db) => entity::Entity::find()
-                .select_only()
-                .column(entity::Column::MessageId)
-                .filter(entity::Column::MessageId.is_in(ids))
-                .into_tuple::<String>()
-                .all(db)
-                .await
-                .map(|v| v.into_iter().collect()),
-        }
-    }
+    entity::Entity::find()
+        .select_only()
+        .column(entity::Column::MessageId)
+        .filter(entity::Column::MessageId.is_in(ids))
+        .into_tuple::<String>()
+        .all(db)
+        .await
+        .map(|v| v.into_iter().collect())
 }
 
 async fn writer(db: DatabaseConnection, mut rx: mpsc::Receiver<Request>, batch: usize) {
@@ -261,9 +227,10 @@ async fn writer(db: DatabaseConnection, mut rx: mpsc::Receiver<Request>, batch: 
         // Requests carry whole batches: keep each statement well under the engines'
         // bind-parameter limits (SQLite's is the lowest). A failure part-way leaves
         // earlier rows written, which is harmless: every row is a committed effect.
+        let postgres = db.get_database_backend() == DatabaseBackend::Postgres;
         let mut result = Ok(());
         for chunk in rows.chunks(MAX_ROWS) {
-            let written = if db.get_database_backend() == DatabaseBackend::Postgres {
+            let written = if postgres {
                 insert_pg(&db, chunk).await
             } else {
                 insert(&db, chunk.to_vec()).await

@@ -23,7 +23,40 @@ const STATEMENT_CACHE: usize = 400;
 
 /// A pooled connection idle this long is pinged before use (a ping on every checkout
 /// costs ~10 % of throughput).
-pub(crate) const PING_IF_IDLE_FOR: Duration = Duration::from_secs(30);
+const PING_IF_IDLE_FOR: Duration = Duration::from_secs(30);
+
+/// A small pool of its own beside `db` whose PostgreSQL sessions start with `settings`
+/// (planner switches for the one statement shape its user runs, so they reach nothing
+/// else), with `db`'s connect options, acquire timeout and idle ping; elsewhere `db`
+/// itself. Lazy: it connects on first use. The settings travel as startup options,
+/// which a pooler in front of PostgreSQL must forward (README).
+pub fn own_sessions(
+    db: &DatabaseConnection,
+    settings: &[(&str, &str)],
+    connections: u32,
+) -> DatabaseConnection {
+    if db.get_database_backend() != DatabaseBackend::Postgres {
+        return db.clone();
+    }
+    let shared = db.get_postgres_connection_pool();
+    let options = (*shared.connect_options())
+        .clone()
+        .options(settings.iter().copied());
+    let pool = sea_orm::sqlx::postgres::PgPoolOptions::new()
+        .max_connections(connections)
+        .acquire_timeout(shared.options().get_acquire_timeout())
+        .test_before_acquire(false)
+        .before_acquire(|conn, meta| {
+            Box::pin(async move {
+                if meta.idle_for >= PING_IF_IDLE_FOR {
+                    sea_orm::sqlx::Connection::ping(conn).await?;
+                }
+                Ok(true)
+            })
+        })
+        .connect_lazy_with(options);
+    sea_orm::SqlxPostgresConnector::from_sqlx_postgres_pool(pool)
+}
 
 /// Opens a pool for `settings.url`, creating the directory of a SQLite file if needed.
 pub async fn connect(settings: &DatabaseSettings) -> anyhow::Result<DatabaseConnection> {

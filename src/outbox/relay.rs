@@ -38,7 +38,13 @@ impl Relay {
         tally: Arc<Tally>,
     ) -> Self {
         Relay {
-            db,
+            // Bitmap scans off for the relay's sessions. A published row leaves a dead
+            // entry in the pending index until vacuum; a plain index scan marks such
+            // entries dead as it passes them (and the index drops them when its page
+            // fills), a bitmap scan, which the planner prefers for a few expected rows,
+            // never does and walks every one of them: 2-3 ms per round after 20,000 rows,
+            // a fifth of the database's time in the end-to-end bench, against ~0.1 ms.
+            db: crate::db::own_sessions(&db, &[("enable_bitmapscan", "off")], 1),
             broker,
             settings,
             wake: Arc::new(Notify::new()),
@@ -96,16 +102,6 @@ impl Relay {
             // row version, so a row another relay just published is not selected again
             // (under MariaDB's REPEATABLE READ it was: seen in tests).
             let txn = crate::db::begin_read_committed(&self.db).await?;
-            if txn.get_database_backend() == sea_orm::DatabaseBackend::Postgres {
-                // A published row leaves a dead entry in the pending index until vacuum.
-                // A plain index scan marks such entries dead as it passes them (and the
-                // index drops them when its page fills); a bitmap scan, which the planner
-                // prefers for a few expected rows, never does and walks every one of
-                // them: 2-3 ms per round after 20,000 rows, a fifth of the database's
-                // time in the end-to-end bench, against ~0.1 ms.
-                txn.execute_unprepared("SET LOCAL enable_bitmapscan = off")
-                    .await?;
-            }
             let rows = pending(self.settings.batch_size)
                 .lock_with_behavior(LockType::Update, LockBehavior::SkipLocked)
                 .all(&txn)

@@ -541,8 +541,7 @@ async fn report_progress(
             return;
         }
         next_write = tokio::time::Instant::now() + PROGRESS_EVERY;
-        let mut g = Guard::holder(attempt);
-        g.step_index = Some(step_index);
+        let g = Guard::holder(attempt).at_step(step_index);
         let change = Change {
             progress: Some(((step_index * 100 + pct) / steps).min(99)),
             step: Some(step.to_owned()),
@@ -602,8 +601,7 @@ impl AiTaskHandler {
                 next_attempt,
             } => {
                 let error = &public_error(&run.task_id, error);
-                let mut g = Guard::status(&[Status::Processing]);
-                g.step_index = Some(run.step);
+                let g = Guard::status(&[Status::Processing]).at_step(run.step);
                 let change = Change {
                     status: Some(Status::Retrying),
                     release_lease: true,
@@ -629,8 +627,7 @@ impl AiTaskHandler {
                 // Only while the task is still at this message's step: a stale repeat of
                 // a step that already committed (no fence row stops it any more, the
                 // task's state does) must not fail a task that has moved on.
-                let mut g = Guard::status(&Status::ACTIVE);
-                g.step_index = Some(run.step);
+                let g = Guard::status(&Status::ACTIVE).at_step(run.step);
                 store::finish_unsuccessfully(
                     &ctx.db,
                     &run.task_id,

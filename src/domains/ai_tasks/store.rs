@@ -84,6 +84,14 @@ impl<'a> Guard<'a> {
             lease_free_before: None,
         }
     }
+
+    /// Only while the task is at step `step_index`.
+    pub fn at_step(self, step_index: i32) -> Self {
+        Guard {
+            step_index: Some(step_index),
+            ..self
+        }
+    }
 }
 
 /// Applies `change` if `guard` holds; returns the task as it is now and the event
@@ -715,8 +723,7 @@ async fn update_steps(
             message: Some(message),
             ..Default::default()
         };
-        let mut guard = Guard::holder(r.task.attempt);
-        guard.step_index = Some(r.task.step_index);
+        let guard = Guard::holder(r.task.attempt).at_step(r.task.step_index);
         applied.push(change_row(txn, &r.task.id, &guard, change).await?);
     }
     Ok(applied)
