@@ -14,7 +14,7 @@ mod common;
 use std::time::{Duration, Instant};
 
 use conveyor::app::Application;
-use conveyor::config::{LimitSettings, QueueOverride};
+use conveyor::config::QueueOverride;
 use conveyor::domains::ai_tasks::entity::task;
 use sea_orm::{ColumnTrait, EntityTrait, QueryFilter};
 use serde_json::json;
@@ -60,10 +60,9 @@ async fn run(label: &str, running_share: u32, flood: bool) -> (f64, f64, f64) {
         std::process::exit(0);
     };
     let mut s = stack.settings.clone();
-    s.limits = LimitSettings {
-        tasks_running: running_share,
-        ..LimitSettings::unlimited()
-    };
+    s.limits =
+        conveyor::limits::declared::unlimited(&conveyor::app::limits(conveyor::domains::ALL));
+    s.limits.insert("tasks_running".into(), running_share);
     s.queues.insert(
         "ai.short".into(),
         QueueOverride {

@@ -336,7 +336,8 @@ async fn conveyor_run(
     s.server.port = 0;
     s.log.level = "error".into();
     // Thousands of sockets of one user: the platform's capacity, not a tenant's cap.
-    s.limits = conveyor::config::LimitSettings::unlimited();
+    s.limits =
+        conveyor::limits::declared::unlimited(&conveyor::app::limits(conveyor::domains::ALL));
     s.broker.embedded_path = dir.join(format!("{tag}-broker.sqlite"));
     s.database.url = format!(
         "sqlite://{}?mode=rwc",

@@ -515,7 +515,8 @@ async fn main() {
         )
         .unwrap();
         // The platform's throughput, not one tenant's budget.
-        s.limits = conveyor::config::LimitSettings::unlimited();
+        s.limits =
+            conveyor::limits::declared::unlimited(&conveyor::app::limits(conveyor::domains::ALL));
         s.broker.namespace = format!("bench{pid}{tag}");
         s.dedupe.key_prefix = s.broker.namespace.clone();
         s.broker.embedded_path = dir.path().join(format!("{tag}-broker.sqlite"));

@@ -36,7 +36,7 @@ use tokio_util::sync::CancellationToken;
 
 const CLIENTS: usize = 50;
 const API_V3: &str = "0123456789abcdef0123456789abcdef";
-const SECRET: &str = "whsec_bench";
+const SECRET: &str = "whsec_bench_0123456789abcdef0123456789";
 
 /// One prepared request: its headers and body.
 #[derive(Clone)]

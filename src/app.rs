@@ -226,6 +226,15 @@ impl Application {
     }
 }
 
+/// Every per-tenant limit of this build: the platform's (live streams) and the domains'.
+pub fn limits(domains: &[&'static Domain]) -> Vec<crate::limits::Limit> {
+    live::LIMITS
+        .iter()
+        .chain(domains.iter().flat_map(|d| d.limits.iter()))
+        .copied()
+        .collect()
+}
+
 /// The whole HTTP API: every module's routes, the merged OpenAPI document, the layers.
 async fn compose(
     platform: &Platform,
@@ -239,10 +248,16 @@ async fn compose(
         broker: platform.broker.clone(),
         dedupe: platform.dedupe.clone(),
         relay: platform.relay.clone(),
-        auth_cache: Arc::default(),
-        limits: crate::limits::Limits::connect(&platform.settings, platform.db.clone())
-            .await
-            .context("per-tenant limits")?,
+        auth_cache: Arc::new(api::auth::AuthCache::new(
+            platform.settings.auth.failed_per_minute,
+        )),
+        limits: crate::limits::Limits::connect(
+            &platform.settings,
+            platform.db.clone(),
+            limits(domains),
+        )
+        .await
+        .context("per-tenant limits")?,
         shutdown,
     };
     // A revoked key's cached identity goes at once, on every instance.
@@ -267,7 +282,7 @@ async fn compose(
         .chain(domains.iter().flat_map(|d| d.gauges.iter().copied()))
         .collect();
     gauges::register(&domain_gauges);
-    let sources = live::Sources::new(domains.iter().flat_map(|d| (d.streams)()));
+    let sources = live::Sources::new(domains.iter().flat_map(|d| (d.streams)(platform)));
     let board = ops::Board::start(
         ops::board::Sources {
             db: platform.db.clone(),

@@ -35,7 +35,10 @@ pub struct Settings {
     pub outbox: OutboxSettings,
     pub live: LiveSettings,
     pub dead_letters: DeadLetterSettings,
-    pub limits: LimitSettings,
+    /// `[limits]`: per-tenant limits by key, each declared by the module that enforces
+    /// it ([`crate::limits::declared`]); a key not set keeps its declared default.
+    #[serde(default)]
+    pub limits: BTreeMap<String, u32>,
     pub auth: AuthSettings,
     pub ops: OpsSettings,
     #[serde(default)]
@@ -65,6 +68,9 @@ pub struct LiveSettings {
     pub idle_timeout_ms: u64,
     pub send_timeout_ms: u64,
     pub buffer_bytes: usize,
+    /// An open stream re-reads its key this often (and at the key's expiry), so a
+    /// revocation whose notice never arrived ends it within this.
+    pub key_check_secs: u64,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -78,6 +84,8 @@ pub struct ServerSettings {
     /// A client must send a whole request header within this, and a keep-alive
     /// connection idle this long between requests is closed.
     pub header_read_timeout_ms: u64,
+    /// The largest request head (request line and headers) read; at least 8192.
+    pub max_header_bytes: usize,
     /// Connections served at once; more are closed at accept.
     pub max_connections: usize,
     /// Operators' bearer token for `/metrics` and `/readyz` detail; empty: none.
@@ -148,6 +156,35 @@ pub struct BrokerSettings {
     pub reconnect_max_ms: u64,
     /// The broker's `consumer_timeout`: handler deadlines must stay below it.
     pub consumer_timeout_ms: u64,
+}
+
+/// The shortest operator token accepted: a guessable one is no token.
+const MIN_TOKEN_BYTES: usize = 16;
+
+impl ServerSettings {
+    /// A server reachable beyond this machine must have an operator token: without one
+    /// `/metrics` (business counters, broker node addresses) is open to anyone who can
+    /// reach the port. Checked by `serve`, which is what binds `server.host`.
+    pub fn check_exposure(&self) -> Result<(), ConfigError> {
+        let loopback = match self.host.as_str() {
+            "localhost" => true,
+            host => host
+                .trim_start_matches('[')
+                .trim_end_matches(']')
+                .parse::<std::net::IpAddr>()
+                .is_ok_and(|ip| ip.is_loopback()),
+        };
+        if loopback || !self.ops_token.is_empty() {
+            return Ok(());
+        }
+        Err(ConfigError::Invalid {
+            key: "server.ops_token",
+            problem: format!(
+                "must be set when server.host ({}) is not a loopback address: /metrics would be open to the network",
+                self.host
+            ),
+        })
+    }
 }
 
 impl BrokerSettings {
@@ -286,43 +323,9 @@ pub enum AlertFormat {
 pub struct AuthSettings {
     /// A rotated key keeps working this long beside its successor.
     pub key_rotation_overlap_secs: u64,
-}
-
-/// `[limits]`: what one user (tenant) may take; 0 turns a limit off. Admins override
-/// them per user ([`crate::limits::Overrides`]).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
-#[serde(deny_unknown_fields)]
-pub struct LimitSettings {
-    /// Task submissions per second (sustained) and the burst above it.
-    pub submits_per_sec: u32,
-    pub submit_burst: u32,
-    /// Tasks PENDING, PROCESSING or RETRYING at once.
-    pub tasks_in_flight: u32,
-    /// Tasks PROCESSING at once (fair share at claim time; more are deferred).
-    pub tasks_running: u32,
-    /// Flash-sale orders per second and the burst above it.
-    pub orders_per_sec: u32,
-    pub order_burst: u32,
-    /// WebSocket tickets per minute.
-    pub tickets_per_min: u32,
-    /// Open WebSocket and SSE streams, per API instance.
-    pub streams_per_user: u32,
-}
-
-impl LimitSettings {
-    /// Every limit off (benchmarks of the platform's own throughput).
-    pub fn unlimited() -> Self {
-        LimitSettings {
-            submits_per_sec: 0,
-            submit_burst: 0,
-            tasks_in_flight: 0,
-            tasks_running: 0,
-            orders_per_sec: 0,
-            order_burst: 0,
-            tickets_per_min: 0,
-            streams_per_user: 0,
-        }
-    }
+    /// Requests with an invalid API key one address may make per minute; past it, the
+    /// address is refused 429 until the minute ends (0: no limit).
+    pub failed_per_minute: u32,
 }
 
 /// `[queues.<key>]`: per-queue concurrency and attempt limits.
@@ -364,6 +367,14 @@ impl Settings {
         let vars: config::Map<String, String> = vars
             .into_iter()
             .filter(|(k, _)| k.starts_with("CONVEYOR__"))
+            .map(|(k, v)| {
+                let v = if PLAIN_LISTS.contains(&k.as_str()) {
+                    without_empty_items(v)
+                } else {
+                    v
+                };
+                (k, v)
+            })
             .collect();
         let settings: Settings = config::Config::builder()
             .add_source(config::File::from_str(BASE_TOML, config::FileFormat::Toml))
@@ -376,6 +387,7 @@ impl Settings {
                     .list_separator(",")
                     .with_list_parse_key("broker.retry_tiers_ms")
                     .with_list_parse_key("broker.urls")
+                    // A secret list keeps its empty items: its owner refuses them.
                     .with_list_parse_key("payments.hmac_secrets")
                     .source(Some(vars)),
             )
@@ -408,6 +420,19 @@ impl Settings {
                 "auth.key_rotation_overlap_secs",
                 "must be at most a year (31622400)",
             );
+        }
+        let token = &self.server.ops_token;
+        if !token.is_empty()
+            && (token.len() < MIN_TOKEN_BYTES || token.contains(char::is_whitespace))
+        {
+            return bad(
+                "server.ops_token",
+                "must be empty (none) or at least 16 characters without spaces",
+            );
+        }
+        // hyper's own floor: it refuses a smaller read buffer.
+        if self.server.max_header_bytes < 8192 {
+            return bad("server.max_header_bytes", "must be at least 8192");
         }
         if self.server.body_limit_bytes < 1024 {
             return bad("server.body_limit_bytes", "must be at least 1024");
@@ -484,6 +509,9 @@ impl Settings {
         }
         if self.dedupe.lease_ms == 0 {
             return bad("dedupe.lease_ms", "must be greater than 0");
+        }
+        if !(1..=3600).contains(&self.live.key_check_secs) {
+            return bad("live.key_check_secs", "must be between 1 and 3600");
         }
         if self.dead_letters.replay_per_second == 0 {
             return bad("dead_letters.replay_per_second", "must be greater than 0");
@@ -565,6 +593,22 @@ impl Settings {
     }
 }
 
+/// Environment lists (comma-separated) whose empty items are dropped: `a,b,` is `a,b`, a
+/// trailing comma in an env file is no reason to stop. A list of secrets is not here: an
+/// empty secret is a mistake its section refuses at start-up, never a guess.
+const PLAIN_LISTS: [&str; 2] = ["CONVEYOR__BROKER__RETRY_TIERS_MS", "CONVEYOR__BROKER__URLS"];
+
+/// `v` without its empty (or blank) comma-separated items, unless nothing else is left
+/// (then the value is kept for the key's own check to refuse).
+fn without_empty_items(v: String) -> String {
+    let items: Vec<&str> = v
+        .split(',')
+        .map(str::trim)
+        .filter(|i| !i.is_empty())
+        .collect();
+    if items.is_empty() { v } else { items.join(",") }
+}
+
 /// Whether a key's value is a secret by its name.
 fn secret_name(key: &str) -> bool {
     let key = key.to_ascii_lowercase();
@@ -582,8 +626,12 @@ fn mask_secrets(v: &mut serde_json::Value) {
                     serde_json::Value::String(s) if secret_name(k) && !s.is_empty() => {
                         *s = "****".into()
                     }
+                    // An empty item shows as empty: masking it would hide the mistake.
                     serde_json::Value::Array(items) if secret_name(k) => {
-                        for item in items.iter_mut().filter(|i| i.is_string()) {
+                        for item in items
+                            .iter_mut()
+                            .filter(|i| i.as_str().is_some_and(|s| !s.is_empty()))
+                        {
                             *item = "****".into();
                         }
                     }
@@ -707,6 +755,22 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(err.contains("database.url"), "{err}");
+    }
+
+    /// An empty secret shows as empty (masking it hid the mistake); list env values lose
+    /// their empty items, secret lists keep them for their section to refuse.
+    #[test]
+    fn empty_secrets_show_and_plain_lists_drop_empty_items() {
+        let s = load(&[
+            ("CONVEYOR__PAYMENTS__HMAC_SECRETS", "real-secret,"),
+            ("CONVEYOR__BROKER__URLS", "amqp://a:5672,, "),
+        ])
+        .unwrap();
+        assert_eq!(s.broker.urls, vec!["amqp://a:5672"]);
+        assert_eq!(
+            s.masked()["payments"]["hmac_secrets"],
+            serde_json::json!(["****", ""])
+        );
     }
 
     #[test]

@@ -25,8 +25,9 @@
 //! - [`dead_letters`]: dead letters recorded for operators; replay and discard (audited, paced), admin API.
 //! - [`users`]: users, roles and the visibility rule, hashed API keys, the credit ledger,
 //!   memberships.
-//! - [`limits`]: what one tenant may take: submission/order/ticket rates (GCRA in Redis
-//!   or in-process), the in-flight cap, open streams, per-user overrides by admins.
+//! - [`limits`]: what one tenant may take: limits declared as data by the modules that
+//!   enforce them, rates (GCRA in Redis or in-process), caps on what is held open,
+//!   per-user overrides by admins; failed authentication is bounded in [`api`].
 //! - [`search`]: the search backend seam (versioned bulk writes, owner-filtered search)
 //!   with its embedded index (tantivy, with a CJK bigram tokenizer) and Elasticsearch
 //!   adapter.

@@ -62,7 +62,8 @@ impl Stack {
         s.broker.kind = conveyor::config::BrokerKind::Rabbitmq;
         s.dedupe.kind = conveyor::config::DedupeKind::Redis;
         // The platform's throughput, not one tenant's budget.
-        s.limits = conveyor::config::LimitSettings::unlimited();
+        s.limits =
+            conveyor::limits::declared::unlimited(&conveyor::app::limits(conveyor::domains::ALL));
         s.broker.namespace = name.clone();
         s.dedupe.key_prefix = name.clone();
         s.broker.embedded_path = dir.path().join("broker.sqlite");

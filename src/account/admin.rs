@@ -9,9 +9,8 @@ use utoipa::ToSchema;
 use super::keys::{self, AdminError};
 use crate::api::openapi::ErrorBody;
 use crate::api::{Admin, ApiJson, Core};
-use crate::config::LimitSettings;
 use crate::error::ApiError;
-use crate::limits::Overrides;
+use crate::limits::{Overrides, UserLimits};
 use crate::users::keys::KeyInfo;
 
 impl From<AdminError> for ApiError {
@@ -43,14 +42,6 @@ pub struct RotatedView {
     pub key: String,
     pub new: KeyInfo,
     pub old: KeyInfo,
-}
-
-/// A user's limits: configured, overridden, and in effect.
-#[derive(Debug, Serialize, ToSchema)]
-pub struct LimitsView {
-    pub configured: LimitSettings,
-    pub overrides: Overrides,
-    pub effective: LimitSettings,
 }
 
 #[utoipa::path(get, path = "/v1/admin/users/{id}/keys", tag = "admin", security(("api_key" = [])),
@@ -132,20 +123,14 @@ pub async fn rotate_key(
     Ok((StatusCode::CREATED, Json(RotatedView { key, new, old })))
 }
 
-async fn limits_view(core: &Core, user_id: &str) -> Result<LimitsView, ApiError> {
-    let overrides = crate::limits::overrides::load(&core.db, user_id).await?;
-    let configured = core.settings.limits;
-    Ok(LimitsView {
-        configured,
-        overrides,
-        effective: overrides.apply(configured),
-    })
+async fn limits_view(core: &Core, user_id: &str) -> Result<UserLimits, ApiError> {
+    Ok(core.limits.of(user_id).await?)
 }
 
 #[utoipa::path(get, path = "/v1/admin/users/{id}/limits", tag = "admin", security(("api_key" = [])),
     params(("id" = String, Path, description = "User id")),
     responses(
-        (status = 200, description = "The user's limits", body = LimitsView),
+        (status = 200, description = "The user's limits", body = UserLimits),
         (status = 401, description = "Missing or invalid API key", body = ErrorBody),
         (status = 403, description = "Not an admin", body = ErrorBody),
         (status = 404, description = "No such user", body = ErrorBody)))]
@@ -153,7 +138,7 @@ pub async fn get_limits(
     State(core): State<Core>,
     _admin: Admin,
     Path(user_id): Path<String>,
-) -> Result<Json<LimitsView>, ApiError> {
+) -> Result<Json<UserLimits>, ApiError> {
     keys::user_exists(&core.db, &user_id).await?;
     Ok(Json(limits_view(&core, &user_id).await?))
 }
@@ -162,7 +147,7 @@ pub async fn get_limits(
     params(("id" = String, Path, description = "User id")),
     request_body(content = Overrides, description = "The overridden limits only (0 turns one off); absent ones follow `[limits]`. Replaces earlier overrides."),
     responses(
-        (status = 200, description = "The user's limits now (other instances apply them within 5 s)", body = LimitsView),
+        (status = 200, description = "The user's limits now (other instances apply them within 5 s)", body = UserLimits),
         (status = 400, description = "Not JSON", body = ErrorBody),
         (status = 401, description = "Missing or invalid API key", body = ErrorBody),
         (status = 403, description = "Not an admin", body = ErrorBody),
@@ -173,12 +158,9 @@ pub async fn set_limits(
     Admin(admin): Admin,
     Path(user_id): Path<String>,
     ApiJson(overrides): ApiJson<Overrides>,
-) -> Result<Json<LimitsView>, ApiError> {
-    if let Some(field) = overrides.too_large() {
-        return Err(ApiError::invalid(
-            field,
-            format!("must be at most {}", crate::limits::overrides::MAX_VALUE),
-        ));
+) -> Result<Json<UserLimits>, ApiError> {
+    if let Some((key, problem)) = overrides.invalid(core.limits.declared()) {
+        return Err(ApiError::invalid(key, problem));
     }
     keys::set_limits(&core.db, &actor(&admin), &user_id, &overrides).await?;
     core.limits.forget(&user_id);

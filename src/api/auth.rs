@@ -10,6 +10,7 @@ use axum::extract::{FromRef, FromRequestParts};
 use axum::http::request::Parts;
 
 use super::Core;
+use super::auth_failures::{Failures, Peer};
 use crate::error::ApiError;
 use crate::users::{self, User};
 
@@ -68,16 +69,26 @@ where
     }
 }
 
-#[derive(Debug, Default)]
 pub struct AuthCache {
     /// Key hash → (user, trusted until).
     entries: Mutex<HashMap<String, (User, Instant)>>,
     /// Bumped by every forget: a lookup that began before one must not store what it
     /// read (the key may have been revoked after the read and before the store).
     generation: std::sync::atomic::AtomicU64,
+    /// Keys that just failed, and peers that fail too often.
+    failures: Failures,
 }
 
 impl AuthCache {
+    /// At most `failed_per_minute` failed authentications per peer (0: no limit).
+    pub fn new(failed_per_minute: u32) -> Self {
+        AuthCache {
+            entries: Mutex::default(),
+            generation: Default::default(),
+            failures: Failures::new(failed_per_minute),
+        }
+    }
+
     fn get(&self, hash: &str) -> Option<User> {
         let entries = self.entries.lock().ok()?;
         entries
@@ -145,20 +156,32 @@ where
         let state = Core::from_ref(state);
         let key = bearer(&parts.headers).ok_or(ApiError::Unauthorized)?;
         let hash = users::hash_key(key);
-        if let Some(user) = state.auth_cache.get(&hash) {
+        let cache = &state.auth_cache;
+        if let Some(user) = cache.get(&hash) {
             return Ok(AuthUser(user));
         }
-        if !key.starts_with(users::KEY_PREFIX) {
+        // Below, every answer but a known key's costs a lookup: bounded per peer.
+        let peer = parts.extensions.get::<Peer>().copied();
+        if let Some(wait) = cache.failures.peer_blocked(peer) {
+            metrics::counter!("conveyor_limit_refusals_total", "limit" => "failed_auth")
+                .increment(1);
+            return Err(ApiError::TooManyRequests {
+                code: "too_many_failed_authentications",
+                message: "too many requests with invalid API keys from this address".into(),
+                retry_after_secs: wait.as_secs().max(1),
+            });
+        }
+        if !key.starts_with(users::KEY_PREFIX) || cache.failures.known_bad(&hash) {
+            cache.failures.record(&hash, peer);
             return Err(ApiError::Unauthorized);
         }
         // Hashed once above, for the cache and the lookup both.
-        let read_at = state.auth_cache.generation();
-        let (user, key_expires) = users::authenticate_key(&state.db, &hash)
-            .await?
-            .ok_or(ApiError::Unauthorized)?;
-        state
-            .auth_cache
-            .put(hash, user.clone(), key_expires, read_at);
+        let read_at = cache.generation();
+        let Some((user, key_expires)) = users::authenticate_key(&state.db, &hash).await? else {
+            cache.failures.record(&hash, peer);
+            return Err(ApiError::Unauthorized);
+        };
+        cache.put(hash, user.clone(), key_expires, read_at);
         Ok(AuthUser(user))
     }
 }

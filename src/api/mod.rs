@@ -7,6 +7,7 @@
 //! timeouts, a connection cap). `app` composes the routers of every module into one.
 
 pub mod auth;
+pub mod auth_failures;
 pub mod headers;
 pub mod health;
 pub mod idempotency;

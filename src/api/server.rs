@@ -17,6 +17,7 @@ use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
+use super::auth_failures::Peer;
 use crate::config::ServerSettings;
 
 /// One of `server.max_connections`, held by the connection and by anything that outlives
@@ -40,11 +41,14 @@ pub async fn serve(
     builder
         .timer(TokioTimer::new())
         .header_read_timeout(idle)
+        // The request line and headers must fit in this (hyper's default is ~400 KB, room
+        // for a header built to make a handler work); a larger head is answered 431.
+        .max_buf_size(settings.max_header_bytes)
         .keep_alive(true);
     let slots = Arc::new(Semaphore::new(settings.max_connections));
     let connections = TaskTracker::new();
     loop {
-        let (stream, _) = tokio::select! {
+        let (stream, peer) = tokio::select! {
             _ = shutdown.cancelled() => break,
             accepted = listener.accept() => match accepted {
                 Ok(a) => a,
@@ -67,8 +71,10 @@ pub async fn serve(
         let slot = ConnectionSlot(Arc::new(slot));
         let service = TowerToHyperService::new(tower::service_fn({
             let (router, slot) = (router.clone(), slot.clone());
+            let peer = Peer(peer.ip());
             move |mut req: axum::extract::Request<hyper::body::Incoming>| {
                 req.extensions_mut().insert(slot.clone());
+                req.extensions_mut().insert(peer);
                 tower::ServiceExt::oneshot(router.clone(), req)
             }
         }));

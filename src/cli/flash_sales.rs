@@ -16,7 +16,7 @@ pub enum FlashSalesCommand {
     Create {
         #[arg(long)]
         item: String,
-        /// Credits per unit.
+        /// Price of one unit in the minor unit of `flash_sale.currency` (fen for CNY), 1 or more.
         #[arg(long)]
         price: i64,
         /// Units for sale.
@@ -66,8 +66,8 @@ pub async fn run(settings: &Settings, cmd: FlashSalesCommand) -> anyhow::Result<
             minutes,
         } => {
             anyhow::ensure!(
-                stock > 0 && limit > 0 && price >= 0 && minutes > 0,
-                "stock, limit and minutes must be above 0, price not negative"
+                stock > 0 && limit > 0 && price > 0 && minutes > 0,
+                "stock, limit, price (a minor unit of flash_sale.currency) and minutes must be above 0"
             );
             let starts_at = starts.unwrap_or_else(Utc::now);
             let sale = store::create_sale(

@@ -127,6 +127,7 @@ impl CliError {
 pub async fn run(cli: Cli) -> Result<(), CliError> {
     let settings = Settings::load(Some(&cli.env))?;
     settings.check_sections(&app::sections(domains::ALL))?;
+    crate::limits::declared::check(&settings, &app::limits(domains::ALL))?;
     let command = cli.command.unwrap_or(Command::Serve);
     let logs = match command {
         Command::Serve | Command::Consume(_) => telemetry::LogTo::Stdout,
@@ -135,6 +136,7 @@ pub async fn run(cli: Cli) -> Result<(), CliError> {
     telemetry::init(&settings.log, logs);
     match command {
         Command::Serve => {
+            settings.server.check_exposure()?;
             let app = Application::build(settings).await?;
             app.run_until(shutdown::on_signal()).await?;
         }

@@ -50,25 +50,27 @@ pub enum KeysCommand {
 #[derive(Debug, Args)]
 pub struct LimitsArgs {
     pub user: String,
-    #[arg(long)]
-    pub submits_per_sec: Option<u32>,
-    #[arg(long)]
-    pub submit_burst: Option<u32>,
-    #[arg(long)]
-    pub tasks_in_flight: Option<u32>,
-    #[arg(long)]
-    pub tasks_running: Option<u32>,
-    #[arg(long)]
-    pub orders_per_sec: Option<u32>,
-    #[arg(long)]
-    pub order_burst: Option<u32>,
-    #[arg(long)]
-    pub tickets_per_min: Option<u32>,
-    #[arg(long)]
-    pub streams_per_user: Option<u32>,
+    /// Override one limit: `--set submits_per_sec=50` (0 turns it off); repeatable.
+    /// Every limit of this build is listed when the command runs without it.
+    #[arg(long, value_name = "KEY=VALUE", value_parser = key_value)]
+    pub set: Vec<(String, u32)>,
+    /// Drop one override (the configured value applies again); repeatable.
+    #[arg(long, value_name = "KEY")]
+    pub unset: Vec<String>,
     /// Drop every override first (the configured limits apply again).
     #[arg(long)]
     pub reset: bool,
+}
+
+fn key_value(s: &str) -> Result<(String, u32), String> {
+    let (k, v) = s
+        .split_once('=')
+        .ok_or_else(|| format!("`{s}` is not KEY=VALUE"))?;
+    let v = v
+        .trim()
+        .parse()
+        .map_err(|_| format!("`{v}` is not a non-negative integer"))?;
+    Ok((k.trim().to_owned(), v))
 }
 
 /// The shared broker to tell running API instances of a key change through, if there
@@ -159,41 +161,37 @@ pub async fn run(settings: &Settings, cmd: UsersCommand) -> anyhow::Result<()> {
             println!("API key (shown once, store it now): {key}");
         }
         UsersCommand::Limits(args) => {
+            let declared = crate::app::limits(crate::domains::ALL);
             let mut o = if args.reset {
                 Overrides::default()
             } else {
                 crate::limits::overrides::load(&conn, &args.user).await?
             };
-            let set = [
-                (&mut o.submits_per_sec, args.submits_per_sec),
-                (&mut o.submit_burst, args.submit_burst),
-                (&mut o.tasks_in_flight, args.tasks_in_flight),
-                (&mut o.tasks_running, args.tasks_running),
-                (&mut o.orders_per_sec, args.orders_per_sec),
-                (&mut o.order_burst, args.order_burst),
-                (&mut o.tickets_per_min, args.tickets_per_min),
-                (&mut o.streams_per_user, args.streams_per_user),
-            ];
-            let mut changed = args.reset;
-            for (slot, value) in set {
-                if value.is_some() {
-                    *slot = value;
-                    changed = true;
-                }
+            let changed = args.reset || !args.set.is_empty() || !args.unset.is_empty();
+            for key in &args.unset {
+                o.0.remove(key);
             }
-            if let Some(field) = o.too_large() {
-                anyhow::bail!(
-                    "--{} must be at most {}",
-                    field.replace('_', "-"),
-                    crate::limits::overrides::MAX_VALUE
-                );
+            o.0.extend(args.set);
+            if let Some((key, problem)) = o.invalid(&declared) {
+                anyhow::bail!("limit `{key}` {problem}");
             }
             if changed {
                 admin::set_limits(&conn, ACTOR, &args.user, &o).await?;
             }
-            let effective = o.apply(settings.limits);
-            println!("overrides: {}", serde_json::to_string(&o)?);
-            println!("effective: {}", serde_json::to_string(&effective)?);
+            println!(
+                "{:<26} {:>10} {:>10}  what",
+                "limit", "configured", "effective"
+            );
+            for l in &declared {
+                let configured = crate::limits::declared::configured(settings, l);
+                let effective = o.value(l, configured);
+                let mark = if o.0.contains_key(l.key) { "*" } else { " " };
+                println!(
+                    "{:<26} {configured:>10} {effective:>9}{mark}  {}",
+                    l.key, l.about
+                );
+            }
+            println!("(* overridden for this user; 0 = off)");
         }
     }
     Ok(())

@@ -346,7 +346,8 @@ pub struct ReplayFilterView {
         (status = 200, description = "What the filter matches, what this call replayed and what remains", body = ReplayFilterView),
         (status = 400, description = "Bad queue or limit (named in `field`)", body = ErrorBody),
         (status = 401, description = "Missing or invalid API key", body = ErrorBody),
-        (status = 403, description = "Not an admin", body = ErrorBody)))]
+        (status = 403, description = "Not an admin", body = ErrorBody),
+        (status = 422, description = "An unknown field or a value of the wrong type (named in `field`)", body = ErrorBody)))]
 pub(crate) async fn replay_filter(
     State(DeadLetters {
         core: state,

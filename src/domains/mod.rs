@@ -52,7 +52,9 @@ pub struct Domain {
     /// What the domain shows on the ops console.
     pub panels: &'static [Panel],
     /// The live stream kinds it serves over WebSocket and SSE.
-    pub streams: fn() -> Vec<Arc<dyn Source>>,
+    pub streams: fn(&Platform) -> Vec<Arc<dyn Source>>,
+    /// The per-tenant limits it enforces (keys of `[limits]` and of admin overrides).
+    pub limits: &'static [crate::limits::Limit],
     /// Its settings section (`[ai]`), if it has one.
     pub settings: Option<Section>,
     /// Dependencies of its own that `/readyz` and `/metrics` report (the search backend).
@@ -87,6 +89,6 @@ pub fn no_probes(_: &Platform) -> BoxFuture<'_, anyhow::Result<Vec<Probe>>> {
 }
 
 /// No live stream.
-pub fn no_streams() -> Vec<Arc<dyn Source>> {
+pub fn no_streams(_: &Platform) -> Vec<Arc<dyn Source>> {
     Vec::new()
 }

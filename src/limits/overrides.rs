@@ -1,7 +1,8 @@
 //! Per-user overrides of `[limits]`, set by admins: a row per user holding only the
 //! overridden values as JSON, read through a short per-process cache.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
@@ -10,7 +11,7 @@ use sea_orm::sea_query::OnConflict;
 use sea_orm::{ActiveValue::Set, ConnectionTrait, DbErr, EntityTrait};
 use serde::{Deserialize, Serialize};
 
-use crate::config::LimitSettings;
+use super::declared::{Limit, MAX_VALUE};
 
 pub mod entity {
     use sea_orm::entity::prelude::*;
@@ -31,69 +32,32 @@ pub mod entity {
     impl ActiveModelBehavior for ActiveModel {}
 }
 
-/// The limits an admin set for one user; `None` keeps the configured value.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
-#[serde(deny_unknown_fields)]
-pub struct Overrides {
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schema(maximum = 1000000)]
-    pub submits_per_sec: Option<u32>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schema(maximum = 1000000)]
-    pub submit_burst: Option<u32>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schema(maximum = 1000000)]
-    pub tasks_in_flight: Option<u32>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schema(maximum = 1000000)]
-    pub tasks_running: Option<u32>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schema(maximum = 1000000)]
-    pub orders_per_sec: Option<u32>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schema(maximum = 1000000)]
-    pub order_burst: Option<u32>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schema(maximum = 1000000)]
-    pub tickets_per_min: Option<u32>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schema(maximum = 1000000)]
-    pub streams_per_user: Option<u32>,
-}
-
-/// The largest value a limit may be set to (a million a second is "unlimited" for any
-/// tenant; 0 turns a limit off).
-pub const MAX_VALUE: u32 = 1_000_000;
+/// The limits an admin set for one user, by key; a limit not named keeps its configured
+/// value. Stored as this JSON object (older rows, written when the limits were fields of
+/// one struct, have the same shape).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(transparent)]
+#[schema(value_type = std::collections::BTreeMap<String, u32>)]
+pub struct Overrides(pub BTreeMap<String, u32>);
 
 impl Overrides {
-    /// The first field above [`MAX_VALUE`], if any.
-    pub fn too_large(&self) -> Option<&'static str> {
-        [
-            ("submits_per_sec", self.submits_per_sec),
-            ("submit_burst", self.submit_burst),
-            ("tasks_in_flight", self.tasks_in_flight),
-            ("tasks_running", self.tasks_running),
-            ("orders_per_sec", self.orders_per_sec),
-            ("order_burst", self.order_burst),
-            ("tickets_per_min", self.tickets_per_min),
-            ("streams_per_user", self.streams_per_user),
-        ]
-        .into_iter()
-        .find(|(_, v)| v.is_some_and(|v| v > MAX_VALUE))
-        .map(|(name, _)| name)
+    /// The overridden value of `limit`, else `configured`.
+    pub fn value(&self, limit: &Limit, configured: u32) -> u32 {
+        self.0.get(limit.key).copied().unwrap_or(configured)
     }
 
-    pub fn apply(self, base: LimitSettings) -> LimitSettings {
-        LimitSettings {
-            submits_per_sec: self.submits_per_sec.unwrap_or(base.submits_per_sec),
-            submit_burst: self.submit_burst.unwrap_or(base.submit_burst),
-            tasks_in_flight: self.tasks_in_flight.unwrap_or(base.tasks_in_flight),
-            tasks_running: self.tasks_running.unwrap_or(base.tasks_running),
-            orders_per_sec: self.orders_per_sec.unwrap_or(base.orders_per_sec),
-            order_burst: self.order_burst.unwrap_or(base.order_burst),
-            tickets_per_min: self.tickets_per_min.unwrap_or(base.tickets_per_min),
-            streams_per_user: self.streams_per_user.unwrap_or(base.streams_per_user),
-        }
+    /// The first key that is not a declared limit, or whose value is above
+    /// [`MAX_VALUE`]: (key, problem).
+    pub fn invalid(&self, declared: &[Limit]) -> Option<(String, String)> {
+        self.0.iter().find_map(|(key, value)| {
+            if !declared.iter().any(|l| l.key == key) {
+                Some((key.clone(), "is not a limit".to_owned()))
+            } else if *value > MAX_VALUE {
+                Some((key.clone(), format!("must be at most {MAX_VALUE}")))
+            } else {
+                None
+            }
+        })
     }
 }
 
@@ -135,31 +99,31 @@ const MAX_ENTRIES: usize = 10_000;
 
 #[derive(Default)]
 pub struct Cache {
-    entries: Mutex<HashMap<String, (Overrides, Instant)>>,
+    entries: Mutex<HashMap<String, (Arc<Overrides>, Instant)>>,
 }
 
 impl Cache {
     /// The user's overrides; none when the database cannot say (the configured limits
     /// then apply, which is the safe side).
-    pub async fn get(&self, db: &impl ConnectionTrait, user_id: &str) -> Overrides {
+    pub async fn get(&self, db: &impl ConnectionTrait, user_id: &str) -> Arc<Overrides> {
         if let Ok(entries) = self.entries.lock()
             && let Some((o, at)) = entries.get(user_id)
             && at.elapsed() < TTL
         {
-            return *o;
+            return o.clone();
         }
         let o = match load(db, user_id).await {
-            Ok(o) => o,
+            Ok(o) => Arc::new(o),
             Err(e) => {
                 tracing::warn!(error = %e, "reading limit overrides failed; using the configured limits");
-                return Overrides::default();
+                return Arc::default();
             }
         };
         if let Ok(mut entries) = self.entries.lock() {
             if entries.len() >= MAX_ENTRIES {
                 entries.clear();
             }
-            entries.insert(user_id.to_owned(), (o, Instant::now()));
+            entries.insert(user_id.to_owned(), (o.clone(), Instant::now()));
         }
         o
     }

@@ -41,6 +41,66 @@ pub async fn key_is_live(db: &sea_orm::DatabaseConnection, key_hash: &str) -> bo
     !matches!(crate::users::authenticate_key(db, key_hash).await, Ok(None))
 }
 
+/// When an open stream looks at its key again: at the key's expiry (a rotated key's
+/// overlap ends) and every `every` in any case, so a stream never outlives its key by
+/// more than that even if the revocation notice never reached this instance (another
+/// process revoked it on the embedded stack, or the fan-out lost it).
+pub struct KeyWatch {
+    key_hash: Option<String>,
+    expires: Option<chrono::DateTime<chrono::Utc>>,
+    every: std::time::Duration,
+}
+
+impl KeyWatch {
+    /// Watches the key of this hash (`None`: a stream with no key to watch).
+    pub async fn start(
+        db: &sea_orm::DatabaseConnection,
+        key_hash: Option<String>,
+        every: std::time::Duration,
+    ) -> Self {
+        let expires = match &key_hash {
+            Some(h) => match crate::users::authenticate_key(db, h).await {
+                Ok(Some((_, expires))) => expires,
+                _ => None,
+            },
+            None => None,
+        };
+        KeyWatch {
+            key_hash,
+            expires,
+            every,
+        }
+    }
+
+    /// When to look again.
+    pub fn next(&self) -> tokio::time::Instant {
+        let regular = tokio::time::Instant::now() + self.every;
+        match self.expires {
+            Some(at) => {
+                let left = (at - chrono::Utc::now()).to_std().unwrap_or_default();
+                regular.min(tokio::time::Instant::now() + left)
+            }
+            None => regular,
+        }
+    }
+
+    /// Whether the key still lets its holder in, read from the database (a database
+    /// error counts as yes: the next look, or the notice, still ends it).
+    pub async fn still_valid(&mut self, db: &sea_orm::DatabaseConnection) -> bool {
+        let Some(hash) = &self.key_hash else {
+            return true;
+        };
+        match crate::users::authenticate_key(db, hash).await {
+            Ok(Some((_, expires))) => {
+                self.expires = expires;
+                true
+            }
+            Ok(None) => false,
+            Err(_) => true,
+        }
+    }
+}
+
 /// Tells every API instance (this one included).
 pub async fn publish(broker: &dyn Broker, control: Control) -> Result<(), BrokerError> {
     let body =

@@ -22,11 +22,53 @@ use axum::extract::FromRef;
 use axum::routing::{get, post};
 
 use crate::api::Core;
+use crate::limits::{Limit, RateLimit};
 
 pub use control::Control;
 pub use event::{Event, Shared, publish};
 pub use hub::Hub;
 pub use source::{Snapshot, Source, Sources};
+
+/// WebSocket tickets one user may take per minute (and at once).
+pub const TICKETS: RateLimit = RateLimit {
+    action: "ticket",
+    count: Limit {
+        key: "tickets_per_min",
+        default: 60,
+        about: "WebSocket tickets per minute (POST /v1/ws-tickets)",
+    },
+    per: std::time::Duration::from_secs(60),
+    burst: None,
+};
+
+/// WebSocket and SSE streams one user may hold open, per API instance.
+pub const STREAMS: Limit = Limit {
+    key: "streams_per_user",
+    default: 100,
+    about: "open WebSocket and SSE streams per user, per API instance",
+};
+
+/// A permit for one more open stream of the user's (held while it is open), or 429
+/// `too_many_streams`.
+pub(crate) async fn open_stream(
+    limits: &crate::limits::Limits,
+    user_id: &str,
+) -> Result<crate::limits::StreamPermit, crate::error::ApiError> {
+    match limits.hold(&STREAMS, user_id).await {
+        Some(permit) => Ok(permit),
+        None => Err(crate::error::ApiError::TooManyRequests {
+            code: "too_many_streams",
+            message: format!(
+                "this account already has {} open streams on this server; close one first",
+                limits.value(&STREAMS, user_id).await
+            ),
+            retry_after_secs: 5,
+        }),
+    }
+}
+
+/// The limits live streams declare.
+pub const LIMITS: &[Limit] = &[TICKETS.count, STREAMS];
 
 /// The stream kind that today's task-only forms name implicitly
 /// (`{"op":"subscribe","task_id":…}`, `/v1/tasks/{id}/events`).

@@ -113,7 +113,7 @@ async fn follow(
         ),
     };
     // Held while the stream is open: the user's open streams are capped.
-    let permit = state.core.limits.open_stream(&user.id).await?;
+    let permit = super::open_stream(&state.core.limits, &user.id).await?;
     // Attach to the live fan-out before reading the store: nothing falls in between.
     let mut live = state.hub.subscribe();
     let mut controls = state.hub.controls();
@@ -130,6 +130,8 @@ async fn follow(
         })?;
     let (tx, rx) = mpsc::channel::<SseEvent>(64);
     let shutdown = state.core.shutdown.clone();
+    let every = Duration::from_secs(state.core.settings.live.key_check_secs);
+    let mut watch = super::control::KeyWatch::start(&db, Some(key_hash.clone()), every).await;
     tokio::spawn(async move {
         let _permit = permit;
         let first = match opening {
@@ -149,10 +151,20 @@ async fn follow(
         if over {
             return;
         }
+        let key_check = tokio::time::sleep_until(watch.next());
+        tokio::pin!(key_check);
         loop {
             let ev = tokio::select! {
                 _ = shutdown.cancelled() => return,
                 _ = tx.closed() => return,
+                // The key expired (a rotation's overlap ended) or was revoked unseen.
+                _ = &mut key_check => {
+                    if !watch.still_valid(&db).await {
+                        return;
+                    }
+                    key_check.as_mut().reset(watch.next());
+                    continue;
+                }
                 c = controls.recv() => {
                     let ended = match c {
                         Ok(c) => super::control::ends(&c, Some(&key_hash)),

@@ -54,10 +54,7 @@ pub async fn issue(
     AuthUser(user): AuthUser,
     CallerKey(key_hash): CallerKey,
 ) -> Result<(StatusCode, Json<TicketView>), ApiError> {
-    state
-        .limits
-        .take(crate::limits::Action::Ticket, &user.id)
-        .await?;
+    state.limits.take(&super::TICKETS, &user.id).await?;
     let mut bytes = [0u8; 24];
     rand::rng().fill_bytes(&mut bytes);
     let ticket = format!("wst_{}", hex::encode(bytes));

@@ -87,7 +87,7 @@ pub async fn upgrade(
         .one(&core.db)
         .await?
         .ok_or(ApiError::Unauthorized)?;
-    let permit = core.limits.open_stream(&user.id).await?;
+    let permit = super::open_stream(&core.limits, &user.id).await?;
     let live = &core.settings.live;
     let ws = ws
         .max_message_size(live.max_message_bytes)
@@ -170,6 +170,11 @@ impl Connection {
         let mut ping = tokio::time::interval(Duration::from_millis(live.ping_interval_ms));
         ping.tick().await;
         let mut heard = Instant::now();
+        let every = Duration::from_secs(live.key_check_secs);
+        let db = self.state.core.db.clone();
+        let mut watch = super::control::KeyWatch::start(&db, self.key_hash.clone(), every).await;
+        let key_check = tokio::time::sleep_until(watch.next());
+        tokio::pin!(key_check);
         // One waiter for the whole connection: re-registering on the shared token every
         // turn of the loop costs a lock per event at 10,000 connections.
         let shutdown = self.state.core.shutdown.clone().cancelled_owned();
@@ -189,6 +194,15 @@ impl Connection {
             }
             let flow = tokio::select! {
                 _ = &mut shutdown => Flow::Close(1001, "server shutting down"),
+                // The key expired (a rotation's overlap ended) or was revoked unseen.
+                _ = &mut key_check => {
+                    if watch.still_valid(&db).await {
+                        key_check.as_mut().reset(watch.next());
+                        Flow::Continue
+                    } else {
+                        Flow::Close(1008, "API key expired or revoked")
+                    }
+                }
                 control = controls.recv() => match control {
                     Ok(c) if super::control::ends(&c, self.key_hash.as_deref()) => {
                         Flow::Close(1008, "API key revoked")

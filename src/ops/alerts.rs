@@ -189,7 +189,7 @@ impl Alerts {
             settings: settings.alerts.clone(),
             receivers: settings.receivers.clone(),
             link: (!settings.link.is_empty()).then(|| settings.link.clone()),
-            client: reqwest::Client::new(),
+            client: notify::client(),
             // Three samples: a leader that died is replaced within that.
             lease: Duration::from_millis(settings.sample_interval_ms.max(50) * 3),
             token: None,

@@ -73,7 +73,13 @@ pub fn send(client: &reqwest::Client, receivers: &[Receiver], notice: Notice) {
                         return;
                     }
                     Err(e) if attempt == 3 => {
-                        tracing::warn!(error = %e, "alert notice not delivered");
+                        // Robots carry their token in the query (DingTalk's access_token,
+                        // WeCom's key): the log names the receiver without it.
+                        tracing::warn!(
+                            error = %e.without_url(),
+                            receiver = %without_query(&url),
+                            "alert notice not delivered"
+                        );
                         metrics::counter!("conveyor_alert_notices_total", "outcome" => "failed")
                             .increment(1);
                     }
@@ -84,5 +90,116 @@ pub fn send(client: &reqwest::Client, receivers: &[Receiver], notice: Notice) {
                 }
             }
         });
+    }
+}
+
+/// A receiver's address as logs may show it: scheme, host and path, without the query
+/// (where robots keep their token) or any user info.
+pub fn without_query(url: &str) -> String {
+    match reqwest::Url::parse(url) {
+        Ok(u) => {
+            format!(
+                "{}://{}{}",
+                u.scheme(),
+                u.host_str().unwrap_or_default(),
+                u.port().map(|p| format!(":{p}")).unwrap_or_default()
+            ) + u.path()
+        }
+        Err(_) => "<unparsable url>".to_owned(),
+    }
+}
+
+/// The client notices go out with: no redirects (a receiver that redirects would take
+/// the notice, and any token in its address, elsewhere).
+pub fn client() -> reqwest::Client {
+    reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap_or_default()
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use std::io::Write;
+    use std::sync::{Arc, Mutex};
+
+    use super::*;
+
+    /// The log lines written while a test runs.
+    #[derive(Clone, Default)]
+    struct Lines(Arc<Mutex<Vec<u8>>>);
+
+    impl Write for Lines {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0.lock().unwrap().extend_from_slice(buf);
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    /// A receiver that never answers (a closed port) with its token in the query: the
+    /// warning after the last try names the receiver, never the token.
+    #[tokio::test(flavor = "current_thread")]
+    async fn a_failed_delivery_logs_no_token() {
+        let lines = Lines::default();
+        let writer = lines.clone();
+        let subscriber = tracing_subscriber::fmt()
+            .with_writer(move || writer.clone())
+            .with_ansi(false)
+            .finish();
+        // Current-thread runtime: the spawned sends log through this thread's default.
+        let _guard = tracing::subscriber::set_default(subscriber);
+        let closed = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap();
+        let receivers = [Receiver {
+            url: format!("http://{closed}/robot/send?access_token=T0KEN-s3cret"),
+            format: Format::Dingtalk,
+        }];
+        let notice = Notice {
+            status: "firing",
+            id: 1,
+            rule: "backlog".into(),
+            queue: "ai.short".into(),
+            summary: "s".into(),
+            value: 1.0,
+            threshold: 0.5,
+            fired_at: chrono::Utc::now(),
+            resolved_at: None,
+            link: None,
+        };
+        send(&client(), &receivers, notice);
+        let logged = || String::from_utf8(lines.0.lock().unwrap().clone()).unwrap();
+        let start = std::time::Instant::now();
+        while !logged().contains("alert notice not delivered") {
+            assert!(
+                start.elapsed() < Duration::from_secs(20),
+                "no warning: {}",
+                logged()
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        let text = logged();
+        assert!(text.contains("/robot/send"), "{text}");
+        assert!(
+            !text.contains("T0KEN-s3cret") && !text.contains("access_token"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn a_logged_receiver_shows_no_token() {
+        assert_eq!(
+            super::without_query("https://oapi.dingtalk.com/robot/send?access_token=s3cret"),
+            "https://oapi.dingtalk.com/robot/send"
+        );
+        assert_eq!(
+            super::without_query("http://u:p@127.0.0.1:9/hook?key=k"),
+            "http://127.0.0.1:9/hook"
+        );
     }
 }

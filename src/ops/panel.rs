@@ -35,6 +35,7 @@ pub struct PanelView {
 pub struct TableView {
     pub title: String,
     pub columns: Vec<String>,
-    #[schema(value_type = Vec<Vec<Object>>)]
+    /// Cells: strings or numbers.
+    #[schema(value_type = Vec<Vec<serde_json::Value>>)]
     pub rows: Vec<Vec<Value>>,
 }

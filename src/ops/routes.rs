@@ -46,6 +46,16 @@ pub fn routes(state: Ops) -> Router {
 #[openapi(paths(page, snapshot, stream, list_alerts, set_concurrency))]
 pub struct Doc;
 
+/// One Server-Sent Event of the console's stream.
+#[derive(utoipa::ToSchema)]
+#[allow(dead_code)] // documents the wire format; the stream writes it with axum's `Event`
+pub struct OpsFrame {
+    /// Always `snapshot`.
+    event: String,
+    /// JSON: a [`Snapshot`], the body of `GET /v1/admin/ops`.
+    data: String,
+}
+
 /// `GET /ops`: the operations console.
 #[utoipa::path(get, path = "/ops", tag = "ops",
     responses((status = 200, description = "The operations console (HTML; signs in with an admin API key)", content_type = "text/html")))]
@@ -74,7 +84,7 @@ pub(crate) async fn snapshot(
 #[utoipa::path(get, path = "/v1/admin/ops/stream", tag = "admin", operation_id = "ops_stream",
     security(("api_key" = [])),
     responses(
-        (status = 200, description = "Server-Sent Events: a `snapshot` event (the body of `GET /v1/admin/ops`) at each sample", content_type = "text/event-stream", body = Snapshot),
+        (status = 200, description = "Server-Sent Events: a `snapshot` event (the body of `GET /v1/admin/ops`) at each sample", content_type = "text/event-stream", body = OpsFrame),
         (status = 401, description = "Missing or invalid API key", body = ErrorBody),
         (status = 403, description = "Not an admin", body = ErrorBody)))]
 pub(crate) async fn stream(
@@ -135,7 +145,8 @@ pub struct Concurrency {
         (status = 400, description = "Prefetch out of range (named in `field`)", body = ErrorBody),
         (status = 401, description = "Missing or invalid API key", body = ErrorBody),
         (status = 403, description = "Not an admin", body = ErrorBody),
-        (status = 404, description = "No such queue", body = ErrorBody)))]
+        (status = 404, description = "No such queue", body = ErrorBody),
+        (status = 422, description = "An unknown field or a value of the wrong type (named in `field`)", body = ErrorBody)))]
 pub(crate) async fn set_concurrency(
     State(core): State<Core>,
     Admin(user): Admin,

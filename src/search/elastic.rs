@@ -295,17 +295,24 @@ impl SearchIndex for ElasticIndex {
         if let Some(kind) = &q.kind {
             filter.push(json!({ "term": { "kind": kind } }));
         }
-        let must = if q.text.trim().is_empty() {
-            json!({ "match_all": {} })
-        } else {
-            json!({ "multi_match": { "query": q.text, "fields": ["title", "content", "tags"], "operator": "and" } })
-        };
-        let body = json!({
+        // Every clause in filter context: no score at all. BM25's statistics come from
+        // the whole index, so a scored order would let one tenant learn whether another
+        // tenant's materials hold a word; results are newest first instead.
+        let words = json!({ "multi_match": { "query": q.text, "fields": ["title", "content", "tags"], "operator": "and" } });
+        if !q.text.trim().is_empty() {
+            filter.push(words.clone());
+        }
+        let mut body = json!({
             "from": q.offset, "size": q.limit.max(1), "track_total_hits": true,
-            "query": { "bool": { "filter": filter, "must": must } },
-            "highlight": { "pre_tags": ["<em>"], "post_tags": ["</em>"], "encoder": "html",
-                           "fields": { "content": { "fragment_size": 160, "number_of_fragments": 1 } } },
+            "query": { "bool": { "filter": filter } },
+            "sort": [ { "created_at": { "order": "desc" } } ],
         });
+        if !q.text.trim().is_empty() {
+            // Filters are not highlighted by themselves: the words are named again.
+            body["highlight"] = json!({ "pre_tags": ["<em>"], "post_tags": ["</em>"], "encoder": "html",
+                "highlight_query": words,
+                "fields": { "content": { "fragment_size": 160, "number_of_fragments": 1 } } });
+        }
         let r = self
             .client
             .search(SearchParts::Index(&[&self.alias]))

@@ -13,13 +13,13 @@ use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use tantivy::collector::{Count, TopDocs};
 use tantivy::directory::MmapDirectory;
-use tantivy::query::{AllQuery, BooleanQuery, Occur, QueryParser, TermQuery};
+use tantivy::query::{AllQuery, BooleanQuery, ConstScoreQuery, EmptyQuery, Occur, TermQuery};
 use tantivy::schema::{
-    Field, INDEXED, IndexRecordOption, STORED, STRING, Schema, TextFieldIndexing, TextOptions,
-    Value as _,
+    FAST, Field, INDEXED, IndexRecordOption, STORED, STRING, Schema, TextFieldIndexing,
+    TextOptions, Value as _,
 };
 use tantivy::snippet::SnippetGenerator;
-use tantivy::{Index, IndexReader, IndexWriter, ReloadPolicy, TantivyDocument, Term};
+use tantivy::{Index, IndexReader, IndexWriter, Order, ReloadPolicy, TantivyDocument, Term};
 
 use super::{Hit, Hits, Op, Outcome, Query, Rebuild, SearchError, SearchIndex, cjk};
 
@@ -59,11 +59,20 @@ fn schema() -> (Schema, Fields) {
         title: b.add_text_field("title", text.clone()),
         content: b.add_text_field("content", text.clone()),
         tags: b.add_text_field("tags", text),
-        created_at: b.add_i64_field("created_at", STORED),
+        // Fast: results are ordered by it.
+        created_at: b.add_i64_field("created_at", STORED | FAST),
         version: b.add_i64_field("version", INDEXED | STORED),
         state: b.add_text_field("state", STRING | STORED),
     };
     (b.build(), fields)
+}
+
+/// Documents whose `field` holds the term `value`.
+fn term_text(field: Field, value: &str) -> Box<dyn tantivy::query::Query> {
+    Box::new(TermQuery::new(
+        Term::from_field_text(field, value),
+        IndexRecordOption::Basic,
+    ))
 }
 
 fn backend(e: impl std::fmt::Display) -> SearchError {
@@ -75,7 +84,6 @@ pub struct EmbeddedIndex {
 }
 
 struct Inner {
-    index: Index,
     reader: IndexReader,
     writer: Mutex<IndexWriter>,
     f: Fields,
@@ -89,7 +97,22 @@ impl EmbeddedIndex {
             Some(dir) => {
                 std::fs::create_dir_all(dir).map_err(backend)?;
                 let d = MmapDirectory::open(dir).map_err(backend)?;
-                Index::open_or_create(d, schema).map_err(backend)?
+                match Index::open_or_create(d, schema.clone()) {
+                    Ok(index) => index,
+                    // An index written by an earlier version: it is derived data, so
+                    // it starts over; `conveyor search reindex` fills it from the rows.
+                    Err(tantivy::TantivyError::SchemaError(_)) => {
+                        tracing::warn!(
+                            dir = %dir.display(),
+                            "search index has an older schema; starting it over (run `conveyor search reindex` to fill it)"
+                        );
+                        std::fs::remove_dir_all(dir).map_err(backend)?;
+                        std::fs::create_dir_all(dir).map_err(backend)?;
+                        let d = MmapDirectory::open(dir).map_err(backend)?;
+                        Index::create(d, schema, Default::default()).map_err(backend)?
+                    }
+                    Err(e) => return Err(backend(e)),
+                }
             }
             None => Index::create_in_ram(schema),
         };
@@ -104,7 +127,6 @@ impl EmbeddedIndex {
             .map_err(backend)?;
         Ok(EmbeddedIndex {
             inner: Arc::new(Inner {
-                index,
                 reader,
                 writer: Mutex::new(writer),
                 f,
@@ -194,12 +216,7 @@ impl Inner {
 
     fn search(&self, q: &Query) -> Result<Hits, SearchError> {
         let f = self.f;
-        let term = |field: Field, value: &str| -> Box<dyn tantivy::query::Query> {
-            Box::new(TermQuery::new(
-                Term::from_field_text(field, value),
-                IndexRecordOption::Basic,
-            ))
-        };
+        let term = term_text;
         // The owner and liveness filters are always applied, whatever the text says.
         let mut clauses = vec![
             (Occur::Must, term(f.owner, &q.owner)),
@@ -208,21 +225,35 @@ impl Inner {
         if let Some(kind) = &q.kind {
             clauses.push((Occur::Must, term(f.kind, kind)));
         }
-        let text = if q.text.trim().is_empty() {
+        // Words only, analysed as the index analyses them: whatever a user types is
+        // never query syntax (fields, ranges, wildcards). Every word must match, in any
+        // of the text fields; no score: statistics of the whole index would let one
+        // tenant read other tenants' words from the order of its own results.
+        let words = super::query_words(&q.text);
+        let text: Option<Box<dyn tantivy::query::Query>> = if q.text.trim().is_empty() {
             None
+        } else if words.is_empty() {
+            Some(Box::new(EmptyQuery))
         } else {
-            let mut parser = QueryParser::for_index(&self.index, vec![f.title, f.content, f.tags]);
-            parser.set_conjunction_by_default();
-            // Lenient: what a user types is words, not query syntax to get right.
-            let (parsed, _) = parser.parse_query_lenient(&q.text);
-            Some(parsed)
+            let each_word = words.iter().map(|w| {
+                let anywhere = [f.title, f.content, f.tags]
+                    .into_iter()
+                    .map(|field| (Occur::Should, term_text(field, w)))
+                    .collect();
+                (
+                    Occur::Must,
+                    Box::new(BooleanQuery::new(anywhere)) as Box<dyn tantivy::query::Query>,
+                )
+            });
+            Some(Box::new(BooleanQuery::new(each_word.collect())))
         };
         match &text {
             Some(t) => clauses.push((Occur::Must, t.box_clone())),
             None => clauses.push((Occur::Must, Box::new(AllQuery))),
         }
-        let query = BooleanQuery::new(clauses);
+        let query = ConstScoreQuery::new(Box::new(BooleanQuery::new(clauses)), 1.0);
         let searcher = self.reader.searcher();
+        // Newest first, as the Elasticsearch adapter orders.
         let (total, top) = searcher
             .search(
                 &query,
@@ -230,7 +261,7 @@ impl Inner {
                     Count,
                     TopDocs::with_limit(q.limit.max(1))
                         .and_offset(q.offset)
-                        .order_by_score(),
+                        .order_by_fast_field::<i64>("created_at", Order::Desc),
                 ),
             )
             .map_err(backend)?;
@@ -372,8 +403,12 @@ mod tests {
             limit: 10,
         };
         assert_eq!(idx.search(&query("绿茶")).await.unwrap().total, 1);
-        // Query syntax a user typed by accident is words, not an error.
+        // Query syntax is words: `AND` is a stop word as in the cjk analyzer, `(` nothing,
+        // `title:` the word "title", `id:*` the word "id".
         assert_eq!(idx.search(&query("tea AND (")).await.unwrap().total, 1);
         assert_eq!(idx.search(&query("title:")).await.unwrap().total, 0);
+        assert_eq!(idx.search(&query("id:*")).await.unwrap().total, 0);
+        assert_eq!(idx.search(&query("owner:ada")).await.unwrap().total, 0);
+        assert_eq!(idx.search(&query("((( ")).await.unwrap().total, 0);
     }
 }

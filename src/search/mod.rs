@@ -81,6 +81,47 @@ pub struct Query {
     pub limit: usize,
 }
 
+/// The English stop words of the `cjk` analyzer (Lucene's set): never required to match.
+const STOP_WORDS: [&str; 33] = [
+    "a", "an", "and", "are", "as", "at", "be", "but", "by", "for", "if", "in", "into", "is", "it",
+    "no", "not", "of", "on", "or", "such", "that", "the", "their", "then", "there", "these",
+    "they", "this", "to", "was", "will", "with",
+];
+
+/// The words of a search, analysed as the index analyses text (CJK bigrams, lowercased
+/// words) less stop words: what the embedded index requires, the same words the
+/// Elasticsearch `cjk` analyzer makes of the text.
+pub fn query_words(text: &str) -> Vec<String> {
+    let mut words: Vec<String> = cjk::tokens(text)
+        .into_iter()
+        .map(|t| t.text)
+        .filter(|w| !STOP_WORDS.contains(&w.as_str()))
+        .collect();
+    words.dedup();
+    words
+}
+
+/// Why `text` reads as query syntax rather than words, if it does: a field query
+/// (`id:x`), a wildcard (`*`), a range (`[a TO b]`, `{…}`) or an escape (`\`). A search
+/// box takes words; these are refused (400) rather than quietly read as words, so a
+/// client that meant syntax learns it is not supported.
+pub fn query_syntax(text: &str) -> Option<&'static str> {
+    if text.contains('*') {
+        return Some("wildcards (*) are not supported; search for words");
+    }
+    if text.contains(['[', ']', '{', '}', '\\']) {
+        return Some("ranges and escapes are not supported; search for words");
+    }
+    let field_query = text.split_whitespace().any(|word| {
+        word.split_once(':').is_some_and(|(name, rest)| {
+            !rest.is_empty()
+                && name.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_')
+                && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+        })
+    });
+    field_query.then_some("field queries (name:value) are not supported; search for words")
+}
+
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct Hit {
     pub id: String,
@@ -137,4 +178,37 @@ pub trait Rebuild: Send + Sync {
     /// Makes the new index the live one in one atomic step and drops the old ones;
     /// answers their names.
     async fn swap(self: Box<Self>) -> Result<Vec<String>, SearchError>;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn query_syntax_is_named_and_words_are_words() {
+        for syntax in [
+            "id:*",
+            "owner:bob",
+            "tea*",
+            "version:[1 TO 9]",
+            "a\\b",
+            "{x}",
+        ] {
+            assert!(query_syntax(syntax).is_some(), "{syntax}");
+        }
+        for words in [
+            "green tea",
+            "Note: buy now",
+            "10:30",
+            "绿茶 新品",
+            "title:",
+            "why?",
+        ] {
+            assert_eq!(query_syntax(words), None, "{words}");
+        }
+        assert_eq!(
+            query_words("The Green TEA and 绿茶"),
+            ["green", "tea", "绿茶"]
+        );
+    }
 }

@@ -140,6 +140,92 @@ fn a_bad_config_value_exits_non_zero_naming_the_key() {
     }
 }
 
+/// Fail closed: an empty, blank, short or repeated HMAC secret stops the start-up (an
+/// empty one verifies a signature anyone can make), and so does a non-loopback bind
+/// without an operator token or with a weak one.
+#[test]
+fn weak_secrets_and_an_open_bind_stop_the_start_up() {
+    let dir = tempfile::tempdir().unwrap();
+    let real = "whsec_0123456789abcdef0123456789abcdef";
+    let refused = [
+        (
+            "CONVEYOR__PAYMENTS__HMAC_SECRETS",
+            String::new(),
+            "payments.hmac_secrets",
+        ),
+        (
+            "CONVEYOR__PAYMENTS__HMAC_SECRETS",
+            " ".to_owned(),
+            "payments.hmac_secrets",
+        ),
+        (
+            "CONVEYOR__PAYMENTS__HMAC_SECRETS",
+            format!("{real},"),
+            "payments.hmac_secrets",
+        ),
+        (
+            "CONVEYOR__PAYMENTS__HMAC_SECRETS",
+            format!("{real}, ,"),
+            "payments.hmac_secrets",
+        ),
+        (
+            "CONVEYOR__PAYMENTS__HMAC_SECRETS",
+            "whsec_short".to_owned(),
+            "payments.hmac_secrets",
+        ),
+        (
+            "CONVEYOR__PAYMENTS__HMAC_SECRETS",
+            format!("{real},{real}"),
+            "payments.hmac_secrets",
+        ),
+        (
+            "CONVEYOR__SERVER__OPS_TOKEN",
+            "tiny".to_owned(),
+            "server.ops_token",
+        ),
+        (
+            "CONVEYOR__LIMITS__NO_SUCH_LIMIT",
+            "5".to_owned(),
+            "no_such_limit",
+        ),
+    ];
+    for (key, value, expect) in refused {
+        let out = command(BIN, dir.path())
+            .arg("serve")
+            .env(key, &value)
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{key}={value:?}: {stderr}");
+        assert!(stderr.contains(expect), "{key}={value:?}: {stderr}");
+        assert!(
+            !stderr.contains(real),
+            "the secret is never printed: {stderr}"
+        );
+    }
+    // Reachable from the network without an operator token: refused before binding.
+    let out = command(BIN, dir.path())
+        .arg("serve")
+        .env("CONVEYOR__SERVER__HOST", "0.0.0.0")
+        .env("CONVEYOR__SERVER__PORT", "0")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("server.ops_token"), "{stderr}");
+    // A real secret with surrounding spaces is trimmed and accepted.
+    let out = command(BIN, dir.path())
+        .arg("config")
+        .env("CONVEYOR__PAYMENTS__HMAC_SECRETS", format!(" {real} "))
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
 #[test]
 fn config_masks_secrets() {
     let dir = tempfile::tempdir().unwrap();
@@ -159,7 +245,10 @@ fn config_masks_secrets() {
             "https://proxyuser:proxypass@llm.example.com/v1",
         )
         .env("CONVEYOR__AI__OPENAI__API_KEY", "sk-live-abcdef")
-        .env("CONVEYOR__PAYMENTS__HMAC_SECRETS", "whsec_one,whsec_two")
+        .env(
+            "CONVEYOR__PAYMENTS__HMAC_SECRETS",
+            "whsec_one_0123456789abcdef0123456789,whsec_two_0123456789abcdef0123456789",
+        )
         .output()
         .unwrap();
     assert!(
@@ -555,9 +644,10 @@ async fn payments_sign_prints_a_curl_the_webhook_accepts() {
     let (ali_private, ali_public) = rsa_test_key();
     let (wx_private, wx_public) = rsa_test_key();
     let payments = env.settings.sections.get_mut("payments").unwrap();
-    payments["hmac_secrets"] = json!(["whsec_cli"]);
+    payments["hmac_secrets"] = json!(["whsec_cli_0123456789abcdef0123456789"]);
     payments["alipay"] = json!({ "app_id": "2021001", "public_key": ali_public });
-    payments["wechat"] = json!({ "api_v3_key": API_V3, "platform_keys": { "PUB1": wx_public } });
+    payments["wechat"] =
+        json!({ "mchid": "m1", "api_v3_key": API_V3, "platform_keys": { "PUB1": wx_public } });
     let app = spawn_app(&env).await;
     app.start_consumers();
     let (user, key) = app.user("payer", 0).await;
@@ -569,7 +659,10 @@ async fn payments_sign_prints_a_curl_the_webhook_accepts() {
             .args(["payments", "sign", "--provider", provider, "--file"])
             .arg(&file)
             .args(["--url", &app.url("")])
-            .env("CONVEYOR__PAYMENTS__HMAC_SECRETS", "whsec_cli")
+            .env(
+                "CONVEYOR__PAYMENTS__HMAC_SECRETS",
+                "whsec_cli_0123456789abcdef0123456789",
+            )
             .env("CONVEYOR__PAYMENTS__ALIPAY__TEST_SIGNING_KEY", &ali_private)
             .env("CONVEYOR__PAYMENTS__WECHAT__API_V3_KEY", API_V3)
             .env("CONVEYOR__PAYMENTS__WECHAT__TEST_SIGNING_KEY", &wx_private)
@@ -584,7 +677,7 @@ async fn payments_sign_prints_a_curl_the_webhook_accepts() {
         let curl = String::from_utf8(out.stdout).unwrap();
         assert!(curl.starts_with("curl "), "{curl}");
         assert!(
-            !curl.contains("PRIVATE KEY") && !curl.contains("whsec_cli"),
+            !curl.contains("PRIVATE KEY") && !curl.contains("whsec_cli_0123456789abcdef0123456789"),
             "no secret printed"
         );
         let ran = Command::new("sh")
@@ -619,7 +712,7 @@ async fn payments_sign_prints_a_curl_the_webhook_accepts() {
             ),
             _ => sign(
                 "wechat",
-                json!({ "out_trade_no": out_trade_no, "trade_state": "SUCCESS",
+                json!({ "mchid": "m1", "out_trade_no": out_trade_no, "trade_state": "SUCCESS",
                 "amount": { "total": 990, "currency": "CNY" } }),
             ),
         };

@@ -50,6 +50,7 @@ pub static PROBE: Domain = Domain {
     gauges: &[],
     panels: &[],
     streams: probe_streams,
+    limits: &[],
     settings: None,
     probes: no_probes,
 };
@@ -72,7 +73,7 @@ fn probe_routes<'a>(
     async move { Ok(router) }.boxed()
 }
 
-fn probe_streams() -> Vec<Arc<dyn Source>> {
+fn probe_streams(_: &conveyor::platform::Platform) -> Vec<Arc<dyn Source>> {
     vec![Arc::new(ProbeStream)]
 }
 
@@ -206,6 +207,7 @@ pub static IDLE: Domain = Domain {
     gauges: &[],
     panels: &[],
     streams: no_streams,
+    limits: &[],
     settings: None,
     probes: no_probes,
 };

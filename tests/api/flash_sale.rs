@@ -66,6 +66,11 @@ pub async fn sale(app: &TestApp, admin: &str, stock: i32, limit: i32) -> String 
     let v: Value = r.json().await.unwrap();
     assert_eq!(v["remaining"], stock);
     assert_eq!(v["state"], "active");
+    // The price is in the minor unit of the sale's currency, named with it.
+    assert_eq!(
+        (v["price"].as_i64(), v["currency"].as_str()),
+        (Some(5), Some("CNY"))
+    );
     v["id"].as_str().unwrap().to_owned()
 }
 
@@ -464,6 +469,8 @@ async fn bad_sales_and_orders_get_clear_errors(backend: Backend) {
         ("stock", json!(0)),
         ("per_user_limit", json!(0)),
         ("price", json!(-1)),
+        // An order at 0 could never be paid: refused, not canceled 30 minutes later.
+        ("price", json!(0)),
         ("item", json!(" ")),
     ] {
         let mut bad = good.clone();

@@ -72,7 +72,7 @@ async fn readiness_names_the_failed_dependency(backend: Backend) {
         return;
     };
     let mut env = env;
-    env.settings.server.ops_token = "ops-secret".into();
+    env.settings.server.ops_token = "ops-secret-0123456789".into();
     let app = spawn_app(&env).await;
     app.platform.db.close_by_ref().await.unwrap();
 
@@ -81,7 +81,7 @@ async fn readiness_names_the_failed_dependency(backend: Backend) {
     assert_eq!(status, 503);
     assert_eq!(body["checks"]["database"]["error"], "unavailable", "{body}");
     // The operators' token sees why.
-    let (status, body) = app.readyz(Some("ops-secret")).await;
+    let (status, body) = app.readyz(Some("ops-secret-0123456789")).await;
     assert_eq!(status, 503);
     let why = body["checks"]["database"]["error"].as_str().unwrap();
     assert_ne!(why, "unavailable", "{body}");

@@ -18,6 +18,9 @@ on_every_backend!(
     admins_override_a_users_limits_and_are_audited,
     tickets_are_rate_limited_and_the_101st_stream_is_refused,
     a_tenant_beyond_its_running_share_waits_while_another_is_served,
+    streams_end_when_their_key_expires_or_is_revoked_unannounced,
+    failed_authentication_is_bounded_per_address,
+    payment_intents_and_material_writes_have_budgets,
 );
 
 async fn submit_ms(app: &TestApp, key: &str) -> (u16, f64, Value, Option<String>) {
@@ -46,18 +49,20 @@ async fn a_flooding_tenant_gets_429s_while_another_is_served(backend: Backend) {
     let Some(mut env) = TestEnv::new(backend, "limits_flood").await else {
         return;
     };
-    env.settings.limits.submits_per_sec = 20;
-    env.settings.limits.submit_burst = 20;
+    env.settings.limits.insert("submits_per_sec".into(), 20);
+    env.settings.limits.insert("submit_burst".into(), 20);
     let app = spawn_app(&env).await;
     app.start_consumers();
     let (flood_user, flood) = app.user("flood", 1_000_000).await;
     // The flooder's own budget is small, so what the test measures is the cost of
     // refusing it, not the work it is allowed (which runs in this same process here).
-    let budget = conveyor::limits::Overrides {
-        submits_per_sec: Some(2),
-        submit_burst: Some(2),
-        ..Default::default()
-    };
+    let budget = conveyor::limits::Overrides(
+        [
+            ("submits_per_sec".to_owned(), 2),
+            ("submit_burst".to_owned(), 2),
+        ]
+        .into(),
+    );
     conveyor::limits::overrides::save(&app.platform.db, &flood_user.id, &budget)
         .await
         .unwrap();
@@ -152,7 +157,7 @@ async fn the_in_flight_cap_holds_under_50_concurrent_submits(backend: Backend) {
     let Some(mut env) = TestEnv::new(backend, "limits_in_flight").await else {
         return;
     };
-    env.settings.limits.tasks_in_flight = 10;
+    env.settings.limits.insert("tasks_in_flight".into(), 10);
     let app = spawn_app(&env).await;
     let (user, key) = app.user("busy", 1_000).await;
     // Long tasks: whatever starts stays in flight for the whole test.
@@ -432,7 +437,7 @@ async fn admins_override_a_users_limits_and_are_audited(backend: Backend) {
     );
     assert_eq!(
         view["configured"]["submits_per_sec"],
-        env.settings.limits.submits_per_sec
+        env.settings.limits["submits_per_sec"]
     );
     let (first, ..) = submit_ms(&app, &key).await;
     let (second, _, body, retry) = submit_ms(&app, &key).await;
@@ -460,8 +465,8 @@ async fn tickets_are_rate_limited_and_the_101st_stream_is_refused(backend: Backe
     let Some(mut env) = TestEnv::new(backend, "limits_streams").await else {
         return;
     };
-    env.settings.limits.tickets_per_min = 3;
-    env.settings.limits.streams_per_user = 100;
+    env.settings.limits.insert("tickets_per_min".into(), 3);
+    env.settings.limits.insert("streams_per_user".into(), 100);
     let app = spawn_app(&env).await;
     let (_, key) = app.user("watcher", 100).await;
     for n in 0..4 {
@@ -525,7 +530,7 @@ async fn a_tenant_beyond_its_running_share_waits_while_another_is_served(backend
     let Some(mut env) = TestEnv::new(backend, "limits_fair_share").await else {
         return;
     };
-    env.settings.limits.tasks_running = 2;
+    env.settings.limits.insert("tasks_running".into(), 2);
     let app = spawn_app(&env).await;
     app.start_consumers();
     let (big, big_key) = app.user("big", 1_000).await;
@@ -604,5 +609,230 @@ async fn a_tenant_beyond_its_running_share_waits_while_another_is_served(backend
     eprintln!(
         "limits_fair_share {backend:?}: the small tenant's task ended {small_took:?} after submission behind a backlog of 6"
     );
+    done(env, app).await;
+}
+
+/// An open stream checks its key (every `live.key_check_secs` and at the key's expiry):
+/// it ends when a rotated key's overlap ends, and when its key was revoked by a process
+/// whose notice never arrived (the CLI on the embedded stack).
+async fn streams_end_when_their_key_expires_or_is_revoked_unannounced(backend: Backend) {
+    let Some(mut env) = TestEnv::new(backend, "limits_stream_key").await else {
+        return;
+    };
+    env.settings.auth.key_rotation_overlap_secs = 2;
+    env.settings.live.key_check_secs = 1;
+    let app = spawn_app(&env).await;
+    app.start_consumers();
+    let root = app.admin().await;
+    let (user, key) = app.user("streamer", 100).await;
+    let kid = key_id(&app, &root, &user.id).await;
+    let id = app
+        .submit(&key, json!({ "kind": "image", "prompt": "x", "params": { "simulate": { "step_ms": 20000 } } }))
+        .await
+        .json::<Value>()
+        .await
+        .unwrap()["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let open_sse = |key: String| {
+        let (client, url) = (
+            app.client.clone(),
+            app.url(&format!("/v1/tasks/{id}/events")),
+        );
+        async move {
+            let mut r = client.get(url).bearer_auth(key).send().await.unwrap();
+            assert_eq!(r.status(), 200);
+            assert!(
+                String::from_utf8_lossy(&r.chunk().await.unwrap().unwrap()).contains("snapshot")
+            );
+            r
+        }
+    };
+    let mut ws = crate::live::connect(&app, &key).await;
+    let mut sse = open_sse(key.clone()).await;
+    // Rotated: the old key works 2 s more, then its streams end (within a check).
+    let rotated_at = Instant::now();
+    let r = app
+        .client
+        .post(app.url(&format!("/v1/admin/users/{}/keys/{kid}/rotate", user.id)))
+        .bearer_auth(&root)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 201);
+    let new_key = r.json::<Value>().await.unwrap()["key"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let frame = loop {
+        match tokio::time::timeout(Duration::from_secs(5), ws.next()).await {
+            Ok(Some(Ok(Message::Close(frame)))) => break frame.unwrap(),
+            Ok(Some(Ok(_))) => continue,
+            other => panic!("no close frame within 5 s: {other:?}"),
+        }
+    };
+    let closed_after = rotated_at.elapsed();
+    assert_eq!(u16::from(frame.code), 1008);
+    assert_eq!(frame.reason.as_str(), "API key expired or revoked");
+    assert!(
+        // MariaDB keeps whole seconds: the expiry may land up to 1 s early.
+        closed_after >= Duration::from_millis(900) && closed_after < Duration::from_secs(4),
+        "closed {closed_after:?} after the rotation (overlap 2 s)"
+    );
+    let ended = tokio::time::timeout(Duration::from_secs(3), async {
+        while let Ok(Some(_)) = sse.chunk().await {}
+    })
+    .await;
+    assert!(ended.is_ok(), "the SSE stream of the expired key ends");
+    // Revoked in the database by a process that tells nobody: ended within a check.
+    let mut ws = crate::live::connect(&app, &new_key).await;
+    let mut sse = open_sse(new_key.clone()).await;
+    let new_kid = app
+        .get_json(&root, &format!("/v1/admin/users/{}/keys", user.id))
+        .await
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|k| k["revoked_at"].is_null() && k["expires_at"].is_null())
+        .unwrap()["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let revoked_at = Instant::now();
+    conveyor::account::keys::revoke(&app.platform.db, None, "test", &user.id, &new_kid)
+        .await
+        .unwrap();
+    let frame = loop {
+        match tokio::time::timeout(Duration::from_secs(5), ws.next()).await {
+            Ok(Some(Ok(Message::Close(frame)))) => break frame.unwrap(),
+            Ok(Some(Ok(_))) => continue,
+            other => panic!("no close frame within 5 s: {other:?}"),
+        }
+    };
+    assert_eq!(frame.reason.as_str(), "API key expired or revoked");
+    let ended = tokio::time::timeout(Duration::from_secs(3), async {
+        while let Ok(Some(_)) = sse.chunk().await {}
+    })
+    .await;
+    assert!(ended.is_ok(), "the SSE stream of the revoked key ends");
+    eprintln!(
+        "limits_stream_key {backend:?}: expired stream closed after {closed_after:?}, unannounced revocation after {:?}",
+        revoked_at.elapsed()
+    );
+    done(env, app).await;
+}
+
+/// Requests with invalid keys cost one lookup each only up to the address's budget:
+/// then the address is answered 429 (no lookups) until its minute ends; a key that just
+/// failed is refused again without a lookup.
+async fn failed_authentication_is_bounded_per_address(backend: Backend) {
+    let Some(mut env) = TestEnv::new(backend, "limits_failed_auth").await else {
+        return;
+    };
+    env.settings.auth.failed_per_minute = 5;
+    let app = spawn_app(&env).await;
+    let (_, good) = app.user("known", 0).await;
+    // Known and cached before the attack: keeps working from the same address.
+    assert_eq!(me_status(&app, &good).await, 200);
+    for i in 0..5 {
+        let status = me_status(&app, &format!("cvk_random_{i:040}")).await;
+        assert_eq!(status, 401, "attempt {i}");
+    }
+    let r = app
+        .client
+        .get(app.url("/v1/me"))
+        .bearer_auth("cvk_random_and_blocked")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 429);
+    assert!(r.headers().get("retry-after").is_some());
+    let body: Value = r.json().await.unwrap();
+    assert_eq!(body["error"]["code"], "too_many_failed_authentications");
+    assert_eq!(me_status(&app, &good).await, 200, "a known key still works");
+    done(env, app).await;
+}
+
+/// Payment intents: a rate per minute and a cap on unpaid ones, which expire (and still
+/// grant when paid late); material edits and deletes: a rate per minute.
+async fn payment_intents_and_material_writes_have_budgets(backend: Backend) {
+    let Some(mut env) = TestEnv::new(backend, "limits_writes").await else {
+        return;
+    };
+    env.settings.limits.insert("payments_per_min".into(), 4);
+    env.settings.limits.insert("open_payments".into(), 2);
+    env.settings
+        .limits
+        .insert("material_writes_per_min".into(), 2);
+    env.settings.sections.get_mut("payments").unwrap()["intent_ttl_secs"] = json!(2);
+    let app = spawn_app(&env).await;
+    app.start_consumers();
+    let (_, key) = app.user("buyer", 0).await;
+    let create = || async {
+        let r = app
+            .client
+            .post(app.url("/v1/payments"))
+            .bearer_auth(&key)
+            .json(&json!({ "product": "credits_100" }))
+            .send()
+            .await
+            .unwrap();
+        let status = r.status().as_u16();
+        (status, r.json::<Value>().await.unwrap())
+    };
+    let (s1, first) = create().await;
+    let (s2, _) = create().await;
+    let (s3, refused) = create().await;
+    assert_eq!((s1, s2, s3), (201, 201, 429), "{refused}");
+    assert_eq!(refused["error"]["code"], "too_many_open_payments");
+    // Unpaid intents expire (intent_ttl_secs 2): room again.
+    let id = first["id"].as_str().unwrap().to_owned();
+    crate::helpers::wait_until(Duration::from_secs(15), "intents expired", || async {
+        app.get_json(&key, &format!("/v1/payments/{id}")).await["status"] == "EXPIRED"
+    })
+    .await;
+    let (s4, _) = create().await;
+    assert_eq!(s4, 201);
+    // The fifth intent this minute is over the rate.
+    let (s5, body) = create().await;
+    assert_eq!(s5, 429, "{body}");
+    assert_eq!(body["error"]["code"], "rate_limited");
+    // Materials: two writes a minute, the third refused (edit or delete alike).
+    let (user, key) = app.user("editor", 0).await;
+    let material = conveyor::domains::search_sync::store::create(
+        &app.platform.db,
+        conveyor::domains::search_sync::store::NewMaterial {
+            user_id: user.id.clone(),
+            task_id: uuid::Uuid::now_v7().to_string(),
+            kind: "copywriting".into(),
+            title: "spring tea".into(),
+            content: "green tea".into(),
+        },
+    )
+    .await
+    .unwrap();
+    let path = app.url(&format!("/v1/materials/{}", material.id));
+    let mut statuses = Vec::new();
+    for title in ["one", "two", "three"] {
+        let r = app
+            .client
+            .patch(&path)
+            .bearer_auth(&key)
+            .json(&json!({ "title": title }))
+            .send()
+            .await
+            .unwrap();
+        statuses.push(r.status().as_u16());
+    }
+    let r = app
+        .client
+        .delete(&path)
+        .bearer_auth(&key)
+        .send()
+        .await
+        .unwrap();
+    statuses.push(r.status().as_u16());
+    assert_eq!(statuses, [200, 200, 429, 429]);
     done(env, app).await;
 }

@@ -222,10 +222,10 @@ async fn connections_move_to_the_next_node_when_theirs_goes() {
         .iter()
         .map(|p| format!("amqp://guest:guest@127.0.0.1:{}/%2f", p.port))
         .collect();
-    env.settings.server.ops_token = "ops-secret".into();
+    env.settings.server.ops_token = "ops-secret-0123456789".into();
     let app = crate::helpers::spawn_app(&env).await;
     let broker = app.platform.broker.clone();
-    let ops = Some("ops-secret");
+    let ops = Some("ops-secret-0123456789");
     let rec = Arc::new(Recorder::default());
     let (token, consumer) = start_consumer(&app.platform, &rec);
     let mut events = broker.subscribe_events().await.unwrap();

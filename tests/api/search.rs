@@ -112,6 +112,43 @@ async fn behaves(idx: &dyn SearchIndex) {
         (2, 1, 1)
     );
     assert_ne!(first.hits[0].id, second.hits[0].id);
+    ranking_ignores_other_tenants(idx).await;
+}
+
+/// A tenant's results are ordered newest first with no score, so another tenant
+/// indexing the same words (which moves BM25's index-wide statistics) cannot change
+/// their order: nothing of other tenants' words can be read from it.
+async fn ranking_ignores_other_tenants(idx: &dyn SearchIndex) {
+    let at = |ms: i64| chrono::DateTime::from_timestamp_millis(1_764_000_000_000 + ms).unwrap();
+    let mut older = doc("c1", "cy", "notes", "green green green green tea", 1);
+    older.created_at = at(1_000);
+    let mut newer = doc("c2", "cy", "notes", "green tea tea tea tea tea", 1);
+    newer.created_at = at(2_000);
+    idx.bulk(vec![Op::Index(older), Op::Index(newer)])
+        .await
+        .unwrap();
+    let order =
+        |hits: conveyor::search::Hits| hits.hits.into_iter().map(|h| h.id).collect::<Vec<_>>();
+    let before = order(idx.search(&query("cy", "green tea")).await.unwrap());
+    assert_eq!(before, ["c2", "c1"], "newest first");
+    // Another tenant floods the index with one of the words.
+    let flood: Vec<Op> = (0..40)
+        .map(|i| {
+            Op::Index(doc(
+                &format!("d{i}"),
+                "dee",
+                "green",
+                "green green green",
+                1,
+            ))
+        })
+        .collect();
+    idx.bulk(flood).await.unwrap();
+    let after = order(idx.search(&query("cy", "green tea")).await.unwrap());
+    assert_eq!(
+        after, before,
+        "another tenant's words moved this tenant's order"
+    );
 }
 
 #[tokio::test]

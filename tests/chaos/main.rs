@@ -42,7 +42,7 @@ const MARIADB_ADMIN: &str = "mysql://root@127.0.0.1:3306";
 const AMQP: &str = "amqp://guest:guest@127.0.0.1:5672/%2f";
 const REDIS: &str = "redis://127.0.0.1:6379/";
 /// The operators' token of a cluster scenario's API.
-const OPS_TOKEN: &str = "chaos-ops";
+const OPS_TOKEN: &str = "chaos-ops-0123456789";
 
 #[derive(Clone, Copy)]
 struct Load {

@@ -6,7 +6,8 @@
 #   bash tools/openapi-fuzz/run.sh [path/to/conveyor]   # default: a debug build
 #
 # It starts `conveyor serve` on the embedded defaults in a temporary directory (per-tenant
-# rates raised so the run tests the schema, not the limits), creates the two users, runs
+# rates and the failed-authentication budget raised so the run tests the schema, not the
+# limits), creates the two users, runs
 # schemathesis once per key, and stops the server. Schemathesis is installed into
 # /var/tmp/conveyor-schemathesis on first use (PyPI).
 set -euo pipefail
@@ -23,7 +24,9 @@ work="$(mktemp -d)"
 port="$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')"
 export CONVEYOR_CONFIG_DIR="$repo/config" CONVEYOR__SERVER__PORT="$port" CONVEYOR__LOG__LEVEL=error \
   CONVEYOR__LIMITS__SUBMITS_PER_SEC=100000 CONVEYOR__LIMITS__SUBMIT_BURST=100000 \
-  CONVEYOR__LIMITS__TICKETS_PER_MIN=1000000 CONVEYOR__LIMITS__ORDERS_PER_SEC=100000
+  CONVEYOR__LIMITS__TICKETS_PER_MIN=1000000 CONVEYOR__LIMITS__ORDERS_PER_SEC=100000 \
+  CONVEYOR__LIMITS__PAYMENTS_PER_MIN=1000000 CONVEYOR__LIMITS__OPEN_PAYMENTS=1000000 \
+  CONVEYOR__LIMITS__MATERIAL_WRITES_PER_MIN=1000000 CONVEYOR__AUTH__FAILED_PER_MINUTE=0
 cd "$work"
 user="$("$bin" users create --name fuzz --credits 1000000 | awk '/API key/ {print $NF}')"
 admin="$("$bin" users create --name fuzz-admin --admin | awk '/API key/ {print $NF}')"

@@ -34,7 +34,8 @@ pub struct AiTaskHandler {
     pub relay: Relay,
     pub max_payload: usize,
     /// For the fair-share rule at claim time (`limits.tasks_running`, per-user overrides).
-    pub limits: crate::config::LimitSettings,
+    /// `limits.tasks_running` as configured (overrides per user on top).
+    pub running_cap: u32,
     pub overrides: Arc<crate::limits::overrides::Cache>,
 }
 
@@ -284,8 +285,7 @@ impl AiTaskHandler {
                     .overrides
                     .get(&ctx.db, &c.task.user_id)
                     .await
-                    .apply(self.limits)
-                    .tasks_running;
+                    .value(&super::limits::RUNNING, self.running_cap);
                 caps.insert(c.task.user_id.clone(), cap);
             }
         }

@@ -14,6 +14,7 @@ pub mod entity;
 pub mod executor;
 pub mod handler;
 pub mod kinds;
+pub mod limits;
 pub mod messages;
 pub mod metrics;
 pub mod ops;
@@ -56,6 +57,7 @@ pub const DOMAIN: Domain = Domain {
     gauges: metrics::GAUGES,
     panels: ops::PANELS,
     streams,
+    limits: limits::LIMITS,
     settings: Some(settings::SECTION),
     probes: no_probes,
 };
@@ -68,7 +70,7 @@ fn handlers(platform: &Platform) -> BoxFuture<'_, anyhow::Result<Handlers>> {
             ai,
             relay: platform.relay.clone(),
             max_payload: platform.settings.broker.max_payload_bytes,
-            limits: platform.settings.limits,
+            running_cap: crate::limits::declared::configured(&platform.settings, &limits::RUNNING),
             overrides: Arc::default(),
         });
         Ok(queues::QUEUES
@@ -117,6 +119,6 @@ fn routes<'a>(
     .boxed()
 }
 
-fn streams() -> Vec<Arc<dyn Source>> {
+fn streams(_: &Platform) -> Vec<Arc<dyn Source>> {
     vec![Arc::new(stream::TaskStream)]
 }

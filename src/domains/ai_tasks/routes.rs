@@ -71,7 +71,7 @@ fn submit_error(e: StoreError) -> ApiError {
         StoreError::InsufficientCredits { needed, balance } => {
             ApiError::PaymentRequired { needed, balance }
         }
-        StoreError::TooManyInFlight { limit } => crate::limits::in_flight_refusal(limit),
+        StoreError::TooManyInFlight { limit } => super::limits::in_flight_refusal(limit),
         StoreError::Outbox(e) => ApiError::Internal(e.into()),
         StoreError::Db(e) => e.into(),
     }
@@ -167,11 +167,8 @@ pub(crate) async fn submit(
     IdempotencyKey(key): IdempotencyKey,
     ApiJson(req): ApiJson<SubmitRequest>,
 ) -> Result<Response, ApiError> {
-    let limits = state
-        .core
-        .limits
-        .take(crate::limits::Action::Submit, &user.id)
-        .await?;
+    let limits = &state.core.limits;
+    limits.take(&super::limits::SUBMITS, &user.id).await?;
     let (kind, params) = validate(&state, &req)?;
     let cost = state
         .ai
@@ -185,7 +182,7 @@ pub(crate) async fn submit(
         prompt: req.prompt,
         params,
         cost,
-        max_in_flight: limits.tasks_in_flight,
+        max_in_flight: limits.value(&super::limits::IN_FLIGHT, &user.id).await,
     };
     let Some(key) = key else {
         // Without a key, submissions share transactions (group commit); the submitter

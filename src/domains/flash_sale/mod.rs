@@ -1,6 +1,6 @@
 //! Flash-sale orders, end to end.
 //!
-//! Admins create a sale (item, price in credits, stock, per-user limit, window); it is
+//! Admins create a sale (item, price in the minor unit of its currency, stock, per-user limit, window); it is
 //! loaded into the stock store (Redis, or in process when embedded). `POST
 //! /v1/flash-sales/{id}/orders` runs one Lua script that checks the window, the stock and
 //! the buyer's limit before it takes a unit, publishes the order message with a confirm
@@ -16,6 +16,7 @@
 pub mod entity;
 pub mod handler;
 pub mod jobs;
+pub mod limits;
 pub mod messages;
 pub mod publisher;
 pub mod queues;
@@ -54,6 +55,7 @@ pub const DOMAIN: Domain = Domain {
     gauges: jobs::GAUGES,
     panels: &[],
     streams,
+    limits: limits::LIMITS,
     settings: Some(settings::SECTION),
     probes: no_probes,
 };
@@ -91,6 +93,10 @@ fn routes<'a>(
     .boxed()
 }
 
-fn streams() -> Vec<Arc<dyn Source>> {
-    vec![Arc::new(stream::OrderStream)]
+fn streams(platform: &Platform) -> Vec<Arc<dyn Source>> {
+    // A bad section stopped the start-up long before; the default only satisfies types.
+    let currency = settings::FlashSaleSettings::from_settings(&platform.settings)
+        .map(|s| s.currency)
+        .unwrap_or_default();
+    vec![Arc::new(stream::OrderStream { currency })]
 }

@@ -64,8 +64,10 @@ pub struct SaleRequest {
     /// What is sold (1 to 200 characters).
     #[schema(min_length = 1, max_length = 200)]
     pub item: String,
-    /// Credits per unit, charged when the order is paid (0 or more).
-    #[schema(minimum = 0)]
+    /// Price of one unit in the minor unit of `flash_sale.currency` (fen for CNY): what a
+    /// payment for the order bills. At least 1: an order at 0 could never be paid and
+    /// would be canceled at its deadline.
+    #[schema(minimum = 1)]
     pub price: i64,
     /// Units for sale (1 to 1,000,000).
     #[schema(minimum = 1, maximum = 1000000)]
@@ -94,7 +96,10 @@ pub enum SaleState {
 pub struct SaleView {
     pub id: String,
     pub item: String,
+    /// In the minor unit of `currency`.
     pub price: i64,
+    /// ISO 4217 (`flash_sale.currency`).
+    pub currency: String,
     pub stock: i32,
     pub per_user_limit: i32,
     /// Units left to take (from the stock store; stock − held orders when it is cold).
@@ -106,7 +111,7 @@ pub struct SaleView {
 }
 
 impl SaleView {
-    fn new(s: Sale, remaining: Option<i64>) -> Self {
+    fn new(s: Sale, remaining: Option<i64>, currency: &str) -> Self {
         let remaining = remaining.unwrap_or(i64::from(s.stock - s.sold)).max(0);
         let now = Utc::now();
         let state = if now < s.starts_at {
@@ -122,6 +127,7 @@ impl SaleView {
             id: s.id,
             item: s.item,
             price: s.price,
+            currency: currency.to_owned(),
             stock: s.stock,
             per_user_limit: s.per_user_limit,
             remaining,
@@ -139,7 +145,10 @@ pub struct OrderView {
     pub id: String,
     pub sale_id: String,
     pub status: OrderStatus,
+    /// In the minor unit of `currency`.
     pub price: i64,
+    /// ISO 4217 (`flash_sale.currency`).
+    pub currency: String,
     /// Pay before this, or the order is canceled and its unit goes back.
     pub pay_by: DateTime<Utc>,
     pub payment_ref: Option<String>,
@@ -149,9 +158,10 @@ pub struct OrderView {
     pub updated_at: DateTime<Utc>,
 }
 
-impl From<Order> for OrderView {
-    fn from(o: Order) -> Self {
+impl OrderView {
+    pub fn new(o: Order, currency: &str) -> Self {
         OrderView {
+            currency: currency.to_owned(),
             paid_after_cancel: o.late_payment_ref.is_some(),
             id: o.id,
             sale_id: o.sale_id,
@@ -198,8 +208,11 @@ pub(crate) async fn create(
     if item.is_empty() || item.chars().count() > 200 {
         return Err(ApiError::invalid("item", "must be 1 to 200 characters"));
     }
-    if req.price < 0 {
-        return Err(ApiError::invalid("price", "must not be negative"));
+    if req.price < 1 {
+        return Err(ApiError::invalid(
+            "price",
+            "must be at least 1 (a minor unit of the sale currency, e.g. 1 fen)",
+        ));
     }
     if !(1..=1_000_000).contains(&req.stock) {
         return Err(ApiError::invalid("stock", "must be 1 to 1000000"));
@@ -230,7 +243,11 @@ pub(crate) async fn create(
     let remaining = i64::from(sale.stock);
     Ok((
         StatusCode::CREATED,
-        Json(SaleView::new(sale, Some(remaining))),
+        Json(SaleView::new(
+            sale,
+            Some(remaining),
+            &state.sales.settings.currency,
+        )),
     ))
 }
 
@@ -263,7 +280,7 @@ pub(crate) async fn list(
     let mut views = Vec::with_capacity(sales.len());
     for s in sales {
         let remaining = state.sales.stock.remaining(&s.id).await.ok().flatten();
-        views.push(SaleView::new(s, remaining));
+        views.push(SaleView::new(s, remaining, &state.sales.settings.currency));
     }
     Ok(Json(Page::new(views, limit, |v| v.id.clone())))
 }
@@ -284,7 +301,11 @@ pub(crate) async fn show(
         .await?
         .ok_or(ApiError::NotFound("flash sale"))?;
     let remaining = state.sales.stock.remaining(&sale.id).await.ok().flatten();
-    Ok(Json(SaleView::new(sale, remaining)))
+    Ok(Json(SaleView::new(
+        sale,
+        remaining,
+        &state.sales.settings.currency,
+    )))
 }
 
 /// The order id of a keyed request: the same (buyer, sale, key) always names the same
@@ -320,7 +341,7 @@ pub(crate) async fn order(
     state
         .core
         .limits
-        .take(crate::limits::Action::Order, &user.id)
+        .take(&super::limits::ORDERS, &user.id)
         .await?;
     let order_id = match &key {
         Some(k) => keyed_order_id(&user.id, &sale_id, k),
@@ -457,7 +478,11 @@ pub(crate) async fn list_orders(
     };
     let orders =
         store::list_orders(&state.core.db, &user.id, status, p.cursor.as_deref(), limit).await?;
-    let views = orders.into_iter().map(OrderView::from).collect();
+    let currency = &state.sales.settings.currency;
+    let views = orders
+        .into_iter()
+        .map(|o| OrderView::new(o, currency))
+        .collect();
     Ok(Json(Page::new(views, limit, |v: &OrderView| v.id.clone())))
 }
 
@@ -474,7 +499,9 @@ pub(crate) async fn read_order(
     Path(id): Path<String>,
 ) -> Result<Json<OrderView>, ApiError> {
     match store::get_order(&state.core.db, &id).await? {
-        Some(o) if user.can_see(&o.user_id) => Ok(Json(o.into())),
+        Some(o) if user.can_see(&o.user_id) => {
+            Ok(Json(OrderView::new(o, &state.sales.settings.currency)))
+        }
         _ => Err(ApiError::NotFound("order")),
     }
 }
@@ -536,7 +563,7 @@ pub(crate) async fn mark_paid(
     metrics::counter!("conveyor_flash_sale_payments_total", "outcome" => outcome).increment(1);
     Ok(Json(MarkPaidView {
         outcome: outcome.into(),
-        order: order.into(),
+        order: OrderView::new(order, &state.sales.settings.currency),
     }))
 }
 

@@ -24,6 +24,10 @@ pub struct FlashSaleSettings {
     pub reconcile_interval_ms: u64,
     /// How long intake waits for the broker's confirm before giving the unit back (503).
     pub publish_timeout_ms: u64,
+    /// The currency of every sale's price (ISO 4217); prices are in its minor unit (fen
+    /// for CNY), what a payment for the order bills. Payments refuse to start with
+    /// another currency.
+    pub currency: String,
 }
 
 impl FlashSaleSettings {
@@ -41,6 +45,13 @@ impl FlashSaleSettings {
                     problem: "must be greater than 0".into(),
                 });
             }
+        }
+        let iso = s.currency.len() == 3 && s.currency.bytes().all(|b| b.is_ascii_uppercase());
+        if !iso {
+            return Err(ConfigError::Invalid {
+                key: "flash_sale.currency",
+                problem: "must be an ISO 4217 code such as CNY".into(),
+            });
         }
         Ok(s)
     }

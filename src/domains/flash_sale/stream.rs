@@ -8,7 +8,10 @@ use super::routes::OrderView;
 use super::store;
 use crate::live::{Event, Snapshot, Source};
 
-pub struct OrderStream;
+pub struct OrderStream {
+    /// `flash_sale.currency`, shown with the order's price.
+    pub currency: String,
+}
 
 #[async_trait]
 impl Source for OrderStream {
@@ -21,7 +24,7 @@ impl Source for OrderStream {
             owner: o.user_id.clone(),
             seq: i64::from(o.seq),
             terminal: o.status.is_terminal(),
-            view: serde_json::to_value(OrderView::from(o)).unwrap_or_default(),
+            view: serde_json::to_value(OrderView::new(o, &self.currency)).unwrap_or_default(),
         }))
     }
 

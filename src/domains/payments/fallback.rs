@@ -25,20 +25,24 @@ pub fn start(
     platform: &Platform,
     shutdown: CancellationToken,
 ) -> Vec<BoxFuture<'static, anyhow::Result<()>>> {
+    let expiry = super::expiry::start(platform, shutdown.clone());
     let platform = platform.clone();
-    vec![Box::pin(async move {
-        let settings = PaymentSettings::from_settings(&platform.settings)?;
-        if settings.fallback_after_secs == 0 {
-            return Ok(());
-        }
-        run(
-            platform,
-            Duration::from_secs(settings.fallback_after_secs),
-            shutdown,
-        )
-        .await;
-        Ok(())
-    })]
+    vec![
+        expiry,
+        Box::pin(async move {
+            let settings = PaymentSettings::from_settings(&platform.settings)?;
+            if settings.fallback_after_secs == 0 {
+                return Ok(());
+            }
+            run(
+                platform,
+                Duration::from_secs(settings.fallback_after_secs),
+                shutdown,
+            )
+            .await;
+            Ok(())
+        }),
+    ]
 }
 
 async fn run(platform: Platform, after: Duration, shutdown: CancellationToken) {

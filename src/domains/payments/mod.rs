@@ -12,9 +12,12 @@
 //! [`sign`] (what `conveyor payments sign` builds).
 
 pub mod entity;
+pub mod expiry;
 pub mod fallback;
+pub mod gate;
 pub mod gauges;
 pub mod handler;
+pub mod limits;
 pub mod queues;
 pub mod recorder;
 pub mod routes;
@@ -45,6 +48,7 @@ pub const DOMAIN: Domain = Domain {
     gauges: gauges::GAUGES,
     panels: &[],
     streams: no_streams,
+    limits: limits::LIMITS,
     settings: Some(settings::SECTION),
     probes: no_probes,
 };
@@ -66,6 +70,7 @@ fn routes<'a>(
             core: core.clone(),
             keys: Arc::new(settings.keys()?),
             recorder: recorder::start(platform),
+            gate: gate::VerifyGate::per_core(),
             settings: Arc::new(settings),
         }))
     }

@@ -16,6 +16,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::json;
 use utoipa::ToSchema;
 
+use super::gate::VerifyGate;
 use super::recorder::Recorder;
 use super::settings::{PaymentSettings, ProviderKeys};
 use super::store::{self, Incoming, Kind, NewPayment, Payment};
@@ -36,6 +37,8 @@ pub struct Payments {
     /// Parsed once when the routes are built.
     pub keys: Arc<ProviderKeys>,
     pub recorder: Recorder,
+    /// Signature checks, off the async workers and a few at a time.
+    pub gate: VerifyGate,
 }
 
 pub fn routes(state: Payments) -> Router {
@@ -80,7 +83,9 @@ pub struct PaymentView {
     /// In the currency's minor unit.
     pub amount: i64,
     pub currency: String,
-    /// `CREATED`, `PAID`, `REFUNDED` or `REFUND_DUE` (the order was canceled first).
+    /// `CREATED`, `PAID`, `REFUNDED`, `REFUND_DUE` (the order was canceled first) or
+    /// `EXPIRED` (unpaid after `payments.intent_ttl_secs`; a payment that still arrives is
+    /// granted).
     pub status: String,
     pub refunded_amount: i64,
     /// Credits a refund could not take back (spent already).
@@ -201,13 +206,26 @@ async fn to_buy(
         (status = 401, description = "Missing or invalid API key", body = ErrorBody),
         (status = 404, description = "No such order of the caller's", body = ErrorBody),
         (status = 409, description = "`order_not_payable`: the order is not UNPAID", body = ErrorBody),
-        (status = 422, description = "Unknown product", body = ErrorBody)))]
+        (status = 422, description = "Unknown product", body = ErrorBody),
+        (status = 429, description = "`rate_limited` (intents per minute) or `too_many_open_payments` (`Retry-After`)", body = ErrorBody)))]
 pub(crate) async fn create(
     State(state): State<Payments>,
     AuthUser(user): AuthUser,
     ApiJson(req): ApiJson<PaymentRequest>,
 ) -> Result<(StatusCode, Json<PaymentView>), ApiError> {
+    let limits = &state.core.limits;
+    limits.take(&super::limits::INTENTS, &user.id).await?;
     let new = to_buy(&state, &user, req).await?;
+    let cap = limits.value(&super::limits::OPEN, &user.id).await;
+    if cap > 0 && store::count_open(&state.core.db, &user.id).await? >= u64::from(cap) {
+        return Err(crate::limits::cap_refusal(
+            &super::limits::OPEN,
+            "too_many_open_payments",
+            format!(
+                "this account already has {cap} unpaid payment intents; pay or wait for them to expire"
+            ),
+        ));
+    }
     let p = store::create(&state.core.db, &user.id, new).await?;
     Ok((StatusCode::CREATED, Json(PaymentView::new(p, Vec::new()))))
 }
@@ -247,6 +265,16 @@ struct HmacData {
     out_trade_no: String,
     amount: i64,
     currency: String,
+    /// The provider's id of a refund (required for `payment.refunded`): a refund is
+    /// recorded once by it, whatever notification carries it.
+    #[serde(default)]
+    refund_id: String,
+}
+
+/// The inbox key of a refund: its identity at the provider, so one refund re-sent under
+/// a new notification id is recorded (and applied) once.
+fn refund_key(refund_id: &str) -> String {
+    format!("refund:{refund_id}")
 }
 
 /// Logs and counts a refused webhook (the reason only, never the body).
@@ -261,6 +289,15 @@ fn refused(provider: &'static str, why: &Refused) -> ApiError {
     match why {
         Refused::Malformed(what) => malformed(what),
         _ => ApiError::Unauthorized,
+    }
+}
+
+/// 503 while every signature check permit is taken (the provider retries).
+fn busy(_: super::gate::Busy) -> ApiError {
+    metrics::counter!("conveyor_webhook_checks_busy_total").increment(1);
+    ApiError::RetryLater {
+        message: "signature checks are busy".into(),
+        retry_after_secs: 1,
     }
 }
 
@@ -387,21 +424,20 @@ pub(crate) async fn webhook(
                 &Refused::Malformed("no conveyor-signature header"),
             )
         })?;
-    let secrets: Vec<&[u8]> = state
-        .settings
-        .hmac_secrets
-        .iter()
-        .map(|s| s.as_bytes())
-        .collect();
+    // Read and bounded here, for the price of a scan: only a well-formed header costs a
+    // hash, and that runs on the gate.
+    let parsed = verify::SignatureHeader::parse(header).map_err(|e| refused(PROVIDER, &e))?;
+    let (settings, signed) = (state.settings.clone(), body.clone());
     let now = chrono::Utc::now().timestamp();
-    verify::hmac_sha256(
-        header,
-        &body,
-        &secrets,
-        now,
-        state.settings.timestamp_window_secs,
-    )
-    .map_err(|e| refused(PROVIDER, &e))?;
+    state
+        .gate
+        .run(move || {
+            let secrets: Vec<&[u8]> = settings.hmac_secrets.iter().map(|s| s.as_bytes()).collect();
+            parsed.verify(&signed, &secrets, now, settings.timestamp_window_secs)
+        })
+        .await
+        .map_err(busy)?
+        .map_err(|e| refused(PROVIDER, &e))?;
     let ev: HmacEvent = serde_json::from_slice(&body)
         .map_err(|_| refused(PROVIDER, &Refused::Malformed("not a payment event")))?;
     let refund = match ev.kind.as_str() {
@@ -418,9 +454,20 @@ pub(crate) async fn webhook(
     } else {
         (Kind::Paid, Some(ev.data.amount))
     };
+    if refund && ev.data.refund_id.is_empty() {
+        return Err(refused(
+            PROVIDER,
+            &Refused::Malformed("a refund needs data.refund_id"),
+        ));
+    }
+    let event_id = if refund {
+        refund_key(&ev.data.refund_id)
+    } else {
+        ev.id.clone()
+    };
     let claim = Claim {
         provider: PROVIDER,
-        event_id: &ev.id,
+        event_id: &event_id,
         out_trade_no: &ev.data.out_trade_no,
         kind,
         total,
@@ -453,6 +500,54 @@ fn fen(yuan: &str) -> Option<i64> {
         .checked_add(cents)
 }
 
+/// The notify fields conveyor reads. Alipay's signed string joins `k=v` with `&` and
+/// escapes neither inside values, so a field holding `&` or `=` could be another field
+/// moved into it (a signed notify re-keyed under a new notify id): Alipay never puts
+/// them in these, and a notify that does is refused.
+const ALIPAY_READ: [&str; 9] = [
+    "notify_id",
+    "app_id",
+    "seller_id",
+    "out_trade_no",
+    "trade_no",
+    "trade_status",
+    "total_amount",
+    "refund_fee",
+    "out_biz_no",
+];
+
+/// A verified notify's parameters are ones Alipay could have sent: a well-formed
+/// `notify_id` (its inbox key), no parameter given twice, no `&`/`=` in a field read.
+fn alipay_fields_ok(params: &verify::AlipayParams) -> Result<(), Refused> {
+    if params.repeated {
+        return Err(Refused::Malformed("a parameter is given twice"));
+    }
+    let id = params
+        .get("notify_id")
+        .map(String::as_str)
+        .unwrap_or_default();
+    let id_ok = !id.is_empty()
+        && id.len() <= store::MAX_EVENT_ID
+        && id
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-');
+    if !id_ok {
+        return Err(Refused::Malformed(
+            "notify_id missing or not an Alipay notify id",
+        ));
+    }
+    let smuggled = ALIPAY_READ
+        .iter()
+        .filter_map(|k| params.get(k))
+        .any(|v| v.contains(['&', '=']));
+    if smuggled {
+        return Err(Refused::Malformed(
+            "& or = inside a field Alipay never puts them in",
+        ));
+    }
+    Ok(())
+}
+
 /// Alipay's answers: `success` stops its retries, anything else makes it retry.
 fn alipay_answer(ok: bool) -> (StatusCode, &'static str) {
     if ok {
@@ -480,13 +575,23 @@ pub(crate) async fn alipay(
     let Some(key) = &state.keys.alipay else {
         return Err(ApiError::NotFound("payment provider"));
     };
-    let params = match verify::alipay(&body, key) {
+    let (key, signed) = (key.clone(), body.clone());
+    let checked = state
+        .gate
+        .run(move || verify::alipay(&signed, &key))
+        .await
+        .map_err(busy)?;
+    let params = match checked {
         Ok(p) => p,
         Err(why) => {
             note_refused(PROVIDER, &why);
             return Ok(alipay_answer(false));
         }
     };
+    if let Err(why) = alipay_fields_ok(&params) {
+        note_refused(PROVIDER, &why);
+        return Ok(alipay_answer(false));
+    }
     let get = |k: &str| params.get(k).map(String::as_str).unwrap_or_default();
     let seller_ok = conf.seller_id.is_empty() || get("seller_id") == conf.seller_id;
     if get("app_id") != conf.app_id || !seller_ok {
@@ -507,13 +612,15 @@ pub(crate) async fn alipay(
         (true, None) => Kind::RefundTotal(0), // not an amount: refused as a mismatch
         (false, _) => Kind::Paid,
     };
+    // A refund is recorded by its request number (`out_biz_no`) when the notify names
+    // it: the same refund re-notified is one event.
+    let event_id = match get("out_biz_no") {
+        biz if refund && !biz.is_empty() => refund_key(biz),
+        _ => get("notify_id").to_owned(),
+    };
     let claim = Claim {
         provider: PROVIDER,
-        event_id: match get("notify_id") {
-            "" if refund => get("out_biz_no"),
-            "" => get("trade_no"),
-            id => id,
-        },
+        event_id: &event_id,
         out_trade_no: get("out_trade_no"),
         kind,
         total: if refund {
@@ -547,6 +654,11 @@ struct WechatTransaction {
     /// Absent from refund notifications.
     #[serde(default)]
     appid: String,
+    /// A refund's request number (ours) and id (WeChat's): its identity.
+    #[serde(default)]
+    out_refund_no: String,
+    #[serde(default)]
+    refund_id: String,
     #[serde(default)]
     mchid: String,
     out_trade_no: String,
@@ -592,23 +704,39 @@ pub(crate) async fn wechat(
             .get(name)
             .and_then(|v| v.to_str().ok())
             .unwrap_or_default()
+            .to_owned()
     };
-    let h = verify::WechatHeaders {
-        timestamp: header("wechatpay-timestamp"),
-        nonce: header("wechatpay-nonce"),
-        signature: header("wechatpay-signature"),
-        serial: header("wechatpay-serial"),
-    };
+    let [timestamp, nonce, signature, serial] = [
+        "wechatpay-timestamp",
+        "wechatpay-nonce",
+        "wechatpay-signature",
+        "wechatpay-serial",
+    ]
+    .map(header);
     let now = chrono::Utc::now().timestamp();
-    let window = state.settings.timestamp_window_secs;
-    let note = match verify::wechat(
-        &h,
-        &body,
-        &state.keys.wechat,
-        conf.api_v3_key.as_bytes(),
-        now,
-        window,
-    ) {
+    let (settings, keys, signed) = (state.settings.clone(), state.keys.clone(), body.clone());
+    let checked = state
+        .gate
+        .run(move || {
+            let h = verify::WechatHeaders {
+                timestamp: &timestamp,
+                nonce: &nonce,
+                signature: &signature,
+                serial: &serial,
+            };
+            let api_v3_key = settings.wechat.api_v3_key.as_bytes();
+            verify::wechat(
+                &h,
+                &signed,
+                &keys.wechat,
+                api_v3_key,
+                now,
+                settings.timestamp_window_secs,
+            )
+        })
+        .await
+        .map_err(busy)?;
+    let note = match checked {
         Ok(p) => p,
         Err(why) => {
             note_refused(PROVIDER, &why);
@@ -635,9 +763,23 @@ pub(crate) async fn wechat(
         outcome(PROVIDER, "ignored");
         return Ok(wechat_answer(true, ""));
     }
+    let event_id = if refund {
+        match (tx.out_refund_no.as_str(), tx.refund_id.as_str()) {
+            ("", "") => {
+                note_refused(
+                    PROVIDER,
+                    &Refused::Malformed("a refund without out_refund_no or refund_id"),
+                );
+                return Ok(wechat_answer(false, "malformed"));
+            }
+            ("", id) | (id, _) => refund_key(id),
+        }
+    } else {
+        note.id.clone()
+    };
     let claim = Claim {
         provider: PROVIDER,
-        event_id: &note.id,
+        event_id: &event_id,
         out_trade_no: &tx.out_trade_no,
         kind: if refund {
             Kind::Refund(tx.amount.refund)

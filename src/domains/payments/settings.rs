@@ -35,6 +35,9 @@ pub struct PaymentSettings {
     /// inbox row, whoever applies it). 0 turns it off.
     #[serde(default)]
     pub fallback_after_secs: u64,
+    /// An unpaid intent older than this expires (no longer counts as open); 0: never.
+    #[serde(default)]
+    pub intent_ttl_secs: u64,
     /// Alipay asynchronous notifies; off while `public_key` is empty.
     #[serde(default)]
     pub alipay: AlipaySettings,
@@ -113,11 +116,24 @@ impl Product {
 
 impl PaymentSettings {
     pub fn from_settings(settings: &Settings) -> Result<Self, ConfigError> {
-        let s: PaymentSettings = settings.section(SECTION.key)?;
+        let mut s: PaymentSettings = settings.section(SECTION.key)?;
+        s.hmac_secrets = checked_secrets(&s.hmac_secrets)?;
         if s.timestamp_window_secs <= 0 {
             return Err(ConfigError::Invalid {
                 key: "payments.timestamp_window_secs",
                 problem: "must be greater than 0".into(),
+            });
+        }
+        // A payment for a flash-sale order bills the order's price: both in one currency.
+        let sales =
+            crate::domains::flash_sale::settings::FlashSaleSettings::from_settings(settings)?;
+        if sales.currency != s.currency {
+            return Err(ConfigError::Invalid {
+                key: "payments.currency",
+                problem: format!(
+                    "must be flash_sale.currency ({}): a payment bills an order's price in it",
+                    sales.currency
+                ),
             });
         }
         let buys_nothing = |p: &Product| p.credits <= 0 && p.membership.is_none();
@@ -136,6 +152,41 @@ impl PaymentSettings {
     }
 }
 
+/// The shortest HMAC secret accepted: 256 bits, the tag's own strength.
+pub const MIN_SECRET_BYTES: usize = 32;
+
+/// `payments.hmac_secrets`, each trimmed; refused if one is empty, shorter than
+/// [`MIN_SECRET_BYTES`] or listed twice. Fail closed: an empty secret would verify a
+/// signature anyone can make (`new,old,` in an env file is exactly that).
+fn checked_secrets(secrets: &[String]) -> Result<Vec<String>, ConfigError> {
+    let bad = |problem: String| ConfigError::Invalid {
+        key: "payments.hmac_secrets",
+        problem,
+    };
+    let mut out: Vec<String> = Vec::with_capacity(secrets.len());
+    for (i, secret) in secrets.iter().enumerate() {
+        let secret = secret.trim();
+        if secret.is_empty() {
+            return Err(bad(format!(
+                "item {} is empty (a trailing comma?); list only real secrets, or none to turn the scheme off",
+                i + 1
+            )));
+        }
+        if secret.len() < MIN_SECRET_BYTES {
+            return Err(bad(format!(
+                "item {} is {} bytes; each secret must be at least {MIN_SECRET_BYTES}",
+                i + 1,
+                secret.len()
+            )));
+        }
+        if out.iter().any(|s| s == secret) {
+            return Err(bad(format!("item {} is listed twice", i + 1)));
+        }
+        out.push(secret.to_owned());
+    }
+    Ok(out)
+}
+
 /// The providers' keys, parsed: Alipay's public key, WeChat Pay's platform keys by serial.
 pub struct ProviderKeys {
     pub alipay: Option<RsaPublicKey>,
@@ -150,6 +201,7 @@ impl PaymentSettings {
             key,
             problem: problem.into(),
         };
+        // Off only while truly empty: a key of blanks is a mistake, not "off".
         let alipay = match self.alipay.public_key.as_str() {
             "" => None,
             pem => Some(
@@ -157,8 +209,40 @@ impl PaymentSettings {
                     .map_err(|e| bad("payments.alipay.public_key", e))?,
             ),
         };
-        if !self.wechat.platform_keys.is_empty() && self.wechat.api_v3_key.len() != 32 {
-            return Err(bad("payments.wechat.api_v3_key", "must be 32 characters"));
+        // The app (and merchant) checks are skipped for an empty id: with the provider on,
+        // an empty one would let a notify for any app through.
+        if alipay.is_some() && self.alipay.app_id.trim().is_empty() {
+            return Err(bad(
+                "payments.alipay.app_id",
+                "must be set while payments.alipay.public_key is",
+            ));
+        }
+        if !self.wechat.platform_keys.is_empty() {
+            if self.wechat.api_v3_key.len() != 32
+                || self.wechat.api_v3_key.trim() != self.wechat.api_v3_key
+            {
+                return Err(bad(
+                    "payments.wechat.api_v3_key",
+                    "must be 32 characters, no surrounding spaces",
+                ));
+            }
+            if self.wechat.mchid.trim().is_empty() {
+                return Err(bad(
+                    "payments.wechat.mchid",
+                    "must be set while payments.wechat.platform_keys are",
+                ));
+            }
+            if self
+                .wechat
+                .platform_keys
+                .keys()
+                .any(|serial| serial.trim().is_empty())
+            {
+                return Err(bad(
+                    "payments.wechat.platform_keys",
+                    "a key's serial is empty",
+                ));
+            }
         }
         let wechat = self
             .wechat

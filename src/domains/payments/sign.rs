@@ -173,8 +173,8 @@ mod tests {
             .collect();
         let form = alipay_form(&params, &signer).unwrap();
         let got = verify::alipay(form.as_bytes(), &public).unwrap();
-        assert_eq!(got["total_amount"], "9.90");
-        assert_eq!(got["out_trade_no"], "p1");
+        assert_eq!(got.params["total_amount"], "9.90");
+        assert_eq!(got.params["out_trade_no"], "p1");
 
         let key = b"0123456789abcdef0123456789abcdef";
         let n = wechat_notification(

@@ -29,6 +29,9 @@ pub use event::Model as Event;
 pub use payment::Model as Payment;
 
 pub const CREATED: &str = "CREATED";
+/// A CREATED intent nobody paid within `payments.intent_ttl_secs`: no longer counted as
+/// open. A payment that still arrives for it is granted as for CREATED (the money came).
+pub const EXPIRED: &str = "EXPIRED";
 pub const PAID: &str = "PAID";
 pub const REFUNDED: &str = "REFUNDED";
 /// Money received for a flash-sale order that was canceled first (or paid by another
@@ -99,6 +102,26 @@ pub async fn create(
         .exec_without_returning(db)
         .await?;
     Ok(p)
+}
+
+/// The user's unpaid (CREATED) intents.
+pub async fn count_open(db: &DatabaseConnection, user_id: &str) -> Result<u64, DbErr> {
+    payment::Entity::find()
+        .filter(payment::Column::UserId.eq(user_id))
+        .filter(payment::Column::Status.eq(CREATED))
+        .count(db)
+        .await
+}
+
+/// CREATED intents created before `before` become EXPIRED; how many did.
+pub async fn expire_unpaid(db: &DatabaseConnection, before: DateTime<Utc>) -> Result<u64, DbErr> {
+    let done = payment::Entity::update_many()
+        .col_expr(payment::Column::Status, Expr::value(EXPIRED))
+        .filter(payment::Column::Status.eq(CREATED))
+        .filter(payment::Column::CreatedAt.lt(before))
+        .exec(db)
+        .await?;
+    Ok(done.rows_affected)
 }
 
 pub async fn get(db: &impl ConnectionTrait, id: &str) -> Result<Option<Payment>, DbErr> {
@@ -372,7 +395,7 @@ async fn pay(
     p: &Payment,
     max_bytes: usize,
 ) -> Result<(Applied, Option<String>), OutboxError> {
-    if p.status != CREATED {
+    if p.status != CREATED && p.status != EXPIRED {
         return Ok((
             Applied::AlreadyPaid,
             Some(format!("payment was {} already", p.status)),
@@ -473,7 +496,7 @@ async fn refund(
     ev: &Event,
     p: &Payment,
 ) -> Result<(Applied, Option<String>), DbErr> {
-    if p.status == CREATED {
+    if p.status == CREATED || p.status == EXPIRED {
         // Before its payment: wait for it instead of being lost or applied first.
         event::Entity::update_many()
             .col_expr(event::Column::Status, Expr::value(WAITING))

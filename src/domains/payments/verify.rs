@@ -81,8 +81,67 @@ fn fresh(t: i64, now: i64, window_secs: i64) -> Result<(), Refused> {
     }
 }
 
+/// The longest `conveyor-signature` header read: `t=` and [`MAX_SIGNATURES`] `v1=`
+/// entries of 64 hex characters fit with room to spare. A longer one is malformed before
+/// anything is hashed.
+pub const MAX_SIGNATURE_HEADER: usize = 512;
+/// `v1=` entries read from one header: a provider sends one, or two during a rotation.
+pub const MAX_SIGNATURES: usize = 4;
+/// Hex characters of one `v1=` entry (an HMAC-SHA256 tag).
+const TAG_HEX: usize = 64;
+
+/// A `t=…,v1=…[,v1=…]` header, read and bounded: at most [`MAX_SIGNATURES`] tags of
+/// exactly 32 bytes each. Reading it costs no hashing, so a header built to make the
+/// verifier work (thousands of entries, empty ones) is refused for the price of a scan.
+#[derive(Debug, PartialEq, Eq)]
+pub struct SignatureHeader {
+    pub t: i64,
+    tags: Vec<[u8; 32]>,
+}
+
+impl SignatureHeader {
+    pub fn parse(header: &str) -> Result<Self, Refused> {
+        if header.len() > MAX_SIGNATURE_HEADER {
+            return Err(Refused::Malformed("signature header too long"));
+        }
+        let mut t = None;
+        let mut tags = Vec::new();
+        for part in header.split(',') {
+            match part.trim().split_once('=') {
+                Some(("t", v)) => {
+                    if t.is_some() {
+                        return Err(Refused::Malformed("more than one t="));
+                    }
+                    t = Some(
+                        v.parse::<i64>()
+                            .map_err(|_| Refused::Malformed("t is not a number"))?,
+                    )
+                }
+                Some(("v1", v)) => {
+                    if tags.len() == MAX_SIGNATURES {
+                        return Err(Refused::Malformed("too many v1= entries"));
+                    }
+                    let mut tag = [0u8; 32];
+                    if v.len() != TAG_HEX || hex::decode_to_slice(v, &mut tag).is_err() {
+                        return Err(Refused::Malformed("v1 is not 64 hex characters"));
+                    }
+                    tags.push(tag);
+                }
+                Some(_) => {} // other schemes (v0, …) are ignored
+                None => return Err(Refused::Malformed("expected k=v pairs")),
+            }
+        }
+        let t = t.ok_or(Refused::Malformed("no t="))?;
+        if tags.is_empty() {
+            return Err(Refused::Malformed("no v1="));
+        }
+        Ok(SignatureHeader { t, tags })
+    }
+}
+
 /// Verifies a `t=…,v1=…[,v1=…]` header over `body` with any of `secrets` (rotation);
-/// `now` and `window_secs` in seconds.
+/// `now` and `window_secs` in seconds: [`SignatureHeader::parse`], then
+/// [`SignatureHeader::verify`].
 pub fn hmac_sha256(
     header: &str,
     body: &[u8],
@@ -90,37 +149,41 @@ pub fn hmac_sha256(
     now: i64,
     window_secs: i64,
 ) -> Result<(), Refused> {
-    let mut t = None;
-    let mut sigs = Vec::new();
-    for part in header.split(',') {
-        match part.trim().split_once('=') {
-            Some(("t", v)) => {
-                t = Some(
-                    v.parse::<i64>()
-                        .map_err(|_| Refused::Malformed("t is not a number"))?,
-                )
+    SignatureHeader::parse(header)?.verify(body, secrets, now, window_secs)
+}
+
+impl SignatureHeader {
+    /// Checks the timestamp, then computes the tag once per secret (never once per
+    /// candidate) and compares it with every candidate in constant time.
+    pub fn verify(
+        &self,
+        body: &[u8],
+        secrets: &[&[u8]],
+        now: i64,
+        window_secs: i64,
+    ) -> Result<(), Refused> {
+        fresh(self.t, now, window_secs)?;
+        let t = self.t.to_string();
+        for secret in secrets {
+            let mut ctx = hmac::Context::with_key(&hmac::Key::new(hmac::HMAC_SHA256, secret));
+            ctx.update(t.as_bytes());
+            ctx.update(b".");
+            ctx.update(body);
+            let tag = ctx.sign();
+            #[cfg(test)]
+            tests::HMACS.with(|n| n.set(n.get() + 1));
+            // Every candidate is compared, so the time taken says nothing of which matched.
+            let matched = self.tags.iter().fold(false, |found, candidate| {
+                let same =
+                    aws_lc_rs::constant_time::verify_slices_are_equal(tag.as_ref(), candidate);
+                found | same.is_ok()
+            });
+            if matched {
+                return Ok(());
             }
-            Some(("v1", v)) => {
-                sigs.push(hex::decode(v).map_err(|_| Refused::Malformed("v1 is not hex"))?)
-            }
-            Some(_) => {} // other schemes (v0, …) are ignored
-            None => return Err(Refused::Malformed("expected k=v pairs")),
         }
+        Err(Refused::BadSignature)
     }
-    let t = t.ok_or(Refused::Malformed("no t="))?;
-    if sigs.is_empty() {
-        return Err(Refused::Malformed("no v1="));
-    }
-    fresh(t, now, window_secs)?;
-    let mut signed = format!("{t}.").into_bytes();
-    signed.extend_from_slice(body);
-    for secret in secrets {
-        let key = hmac::Key::new(hmac::HMAC_SHA256, secret);
-        if sigs.iter().any(|s| hmac::verify(&key, &signed, s).is_ok()) {
-            return Ok(());
-        }
-    }
-    Err(Refused::BadSignature)
 }
 
 /// The string Alipay signs: every parameter but `sign` and `sign_type`, non-empty
@@ -134,10 +197,28 @@ pub fn alipay_signed_string(params: &BTreeMap<String, String>) -> String {
         .join("&")
 }
 
+/// A verified notify's parameters, and whether a key was given more than once (the
+/// last one is kept; the caller refuses such a notify).
+#[derive(Debug, PartialEq, Eq)]
+pub struct AlipayParams {
+    pub params: BTreeMap<String, String>,
+    pub repeated: bool,
+}
+
+impl AlipayParams {
+    pub fn get(&self, key: &str) -> Option<&String> {
+        self.params.get(key)
+    }
+}
+
 /// Verifies an Alipay asynchronous notify (form-encoded `body`) with Alipay's public key;
 /// returns its parameters.
-pub fn alipay(body: &[u8], key: &RsaPublicKey) -> Result<BTreeMap<String, String>, Refused> {
-    let params: BTreeMap<String, String> = form_urlencoded::parse(body).into_owned().collect();
+pub fn alipay(body: &[u8], key: &RsaPublicKey) -> Result<AlipayParams, Refused> {
+    let mut params = BTreeMap::new();
+    let mut repeated = false;
+    for (k, v) in form_urlencoded::parse(body).into_owned() {
+        repeated |= params.insert(k, v).is_some();
+    }
     if params.get("sign_type").is_some_and(|t| t != "RSA2") {
         return Err(Refused::Malformed("sign_type is not RSA2"));
     }
@@ -150,7 +231,7 @@ pub fn alipay(body: &[u8], key: &RsaPublicKey) -> Result<BTreeMap<String, String
                 .map_err(|_| Refused::Malformed("sign is not base64"))
         })?;
     key.verify(alipay_signed_string(&params).as_bytes(), &sig)?;
-    Ok(params)
+    Ok(AlipayParams { params, repeated })
 }
 
 /// The `Wechatpay-*` headers of a notification.
@@ -263,6 +344,11 @@ mod tests {
 
     const NOW: i64 = 1_800_000_000;
 
+    thread_local! {
+        /// HMAC tags computed on this thread (the verifier counts them under test).
+        pub(super) static HMACS: std::cell::Cell<u32> = const { std::cell::Cell::new(0) };
+    }
+
     fn rsa() -> (RsaKeyPair, RsaPublicKey) {
         let pair = RsaKeyPair::generate(KeySize::Rsa2048).unwrap();
         let der = pair.public_key().as_der().unwrap();
@@ -333,6 +419,64 @@ mod tests {
         assert_eq!(hmac_sha256(&two, body, &[b"whsec_new"], NOW, 300), Ok(()));
     }
 
+    /// A header built to make the verifier work is refused by reading it: no tag is
+    /// computed for it, however many secrets are configured.
+    #[test]
+    fn an_amplifying_header_is_malformed_before_any_hmac() {
+        let body = vec![b'x'; 250_000];
+        let good = hmac_header(b"whsec_new", NOW, &body);
+        let one_tag = good.split_once(",v1=").unwrap().1.to_owned();
+        let many = format!("t={NOW}{}", format!(",v1={one_tag}").repeat(1000));
+        let empties = format!("t={NOW},v1=,v1=,v1=");
+        let short = format!("t={NOW},v1={}", &one_tag[..62]);
+        let long = format!("t={NOW},v1={one_tag}00");
+        let two_t = format!("t={NOW},t={NOW},v1={one_tag}");
+        let five = format!(
+            "t={NOW}{}",
+            format!(",v1={one_tag}").repeat(MAX_SIGNATURES + 1)
+        );
+        let padded = format!("{good},{}", "x=y,".repeat(200));
+        HMACS.with(|n| n.set(0));
+        for header in [&many, &empties, &short, &long, &two_t, &five, &padded] {
+            let got = hmac_sha256(header, &body, &[b"whsec_old", b"whsec_new"], NOW, 300);
+            assert!(
+                matches!(got, Err(Refused::Malformed(_))),
+                "{got:?} for {}",
+                &header[..40]
+            );
+        }
+        assert_eq!(
+            HMACS.with(|n| n.get()),
+            0,
+            "tags computed for malformed headers"
+        );
+        // The real one costs one tag per secret tried, not one per candidate.
+        let rotated = format!("{good},v1={}", "00".repeat(32));
+        assert_eq!(
+            hmac_sha256(&rotated, &body, &[b"whsec_old", b"whsec_new"], NOW, 300),
+            Ok(())
+        );
+        assert_eq!(HMACS.with(|n| n.get()), 2);
+    }
+
+    /// With one valid secret configured, a signature made with the empty key (or any
+    /// other) does not verify.
+    #[test]
+    fn a_signature_made_with_the_empty_key_is_refused() {
+        let body = br#"{"id":"evt_1"}"#;
+        let forged = hmac_header(b"", NOW, body);
+        assert_eq!(
+            hmac_sha256(
+                &forged,
+                body,
+                &[b"whsec_a_real_secret_of_32_bytes!"],
+                NOW,
+                300
+            ),
+            Err(Refused::BadSignature)
+        );
+    }
+
     fn alipay_body(pair: &RsaKeyPair, params: &[(&str, &str)]) -> Vec<u8> {
         let map: BTreeMap<String, String> = params
             .iter()
@@ -361,7 +505,8 @@ mod tests {
             ],
         );
         let params = alipay(&body, &public).unwrap();
-        assert_eq!(params["out_trade_no"], "pay_1");
+        assert_eq!(params.params["out_trade_no"], "pay_1");
+        assert!(!params.repeated);
         let tampered = String::from_utf8(body.clone())
             .unwrap()
             .replace("9.90", "0.01");

@@ -15,6 +15,7 @@ pub mod backend;
 pub mod breaker;
 pub mod entity;
 pub mod handler;
+pub mod limits;
 pub mod messages;
 pub mod queues;
 pub mod reindex;
@@ -46,6 +47,7 @@ pub const DOMAIN: Domain = Domain {
     gauges: &[],
     panels: &[],
     streams: no_streams,
+    limits: limits::LIMITS,
     settings: Some(settings::SECTION),
     probes,
 };

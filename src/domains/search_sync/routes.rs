@@ -198,13 +198,19 @@ fn validate(req: PatchRequest) -> Result<Patch, ApiError> {
         (status = 400, description = "Not JSON, or unknown fields", body = ErrorBody),
         (status = 401, description = "Missing or invalid API key", body = ErrorBody),
         (status = 404, description = "No such material of the caller's", body = ErrorBody),
-        (status = 422, description = "A field out of bounds (named in `field`)", body = ErrorBody)))]
+        (status = 422, description = "A field out of bounds (named in `field`)", body = ErrorBody),
+        (status = 429, description = "`rate_limited`: material edits and deletes per minute of this account (`Retry-After`)", body = ErrorBody)))]
 pub(crate) async fn edit(
     State(state): State<Materials>,
     AuthUser(user): AuthUser,
     Path(id): Path<String>,
     ApiJson(req): ApiJson<PatchRequest>,
 ) -> Result<axum::Json<MaterialView>, ApiError> {
+    state
+        .core
+        .limits
+        .take(&super::limits::WRITES, &user.id)
+        .await?;
     let patch = match validate(req) {
         Ok(p) => p,
         // Another user's material is 404 whatever the body says (looked up only on this
@@ -234,12 +240,18 @@ pub(crate) async fn edit(
     responses(
         (status = 204, description = "Deleted"),
         (status = 401, description = "Missing or invalid API key", body = ErrorBody),
-        (status = 404, description = "No such material of the caller's (or already deleted)", body = ErrorBody)))]
+        (status = 404, description = "No such material of the caller's (or already deleted)", body = ErrorBody),
+        (status = 429, description = "`rate_limited`: material edits and deletes per minute of this account (`Retry-After`)", body = ErrorBody)))]
 pub(crate) async fn remove(
     State(state): State<Materials>,
     AuthUser(user): AuthUser,
     Path(id): Path<String>,
 ) -> Result<StatusCode, ApiError> {
+    state
+        .core
+        .limits
+        .take(&super::limits::WRITES, &user.id)
+        .await?;
     match store::delete(&state.core.db, &user.id, &id)
         .await
         .map_err(store_error)?
@@ -257,6 +269,7 @@ pub(crate) async fn remove(
 #[into_params(parameter_in = Query)]
 pub(crate) struct SearchQuery {
     /// Words to find in title, content and tags (all of them); empty lists everything.
+    /// Words only: field queries (`name:value`), wildcards (`*`) and ranges are 400.
     #[param(max_length = 200)]
     q: Option<String>,
     /// Only materials of this kind (a task kind: `copywriting`, `image`, …).
@@ -291,8 +304,8 @@ pub struct SearchPage {
     pub next_cursor: Option<String>,
 }
 
-/// `GET /v1/materials/search?q=&kind=&cursor=&limit=`: the caller's materials that match,
-/// best first, with highlights. Changes become searchable when the sync has run (within
+/// `GET /v1/materials/search?q=&kind=&cursor=&limit=`: the caller's materials that match
+/// every word of `q`, newest first, with highlights. Changes become searchable when the sync has run (within
 /// about a second).
 #[utoipa::path(get, path = "/v1/materials/search", tag = "materials", security(("api_key" = [])),
     params(SearchQuery),
@@ -313,6 +326,13 @@ pub(crate) async fn find(
             "q",
             format!("at most {MAX_QUERY_CHARS} characters"),
         ));
+    }
+    if let Some(why) = search::query_syntax(&text) {
+        return Err(ApiError::BadRequest {
+            code: "query_syntax",
+            message: why.into(),
+            field: Some("q".into()),
+        });
     }
     // Any well-formed kind: one no material has simply matches nothing. (Materials
     // know the kinds of the tasks that made them, not the task domain's list.)

@@ -1,0 +1,50 @@
+//! The per-tenant limits AI tasks declare (`[limits]`, admin overrides per user).
+
+use std::time::Duration;
+
+use crate::limits::{Limit, RateLimit};
+
+/// Task submissions per second, and the burst above it.
+pub const SUBMITS: RateLimit = RateLimit {
+    action: "submit",
+    count: Limit {
+        key: "submits_per_sec",
+        default: 20,
+        about: "task submissions per second (sustained)",
+    },
+    per: Duration::from_secs(1),
+    burst: Some(SUBMIT_BURST),
+};
+
+const SUBMIT_BURST: Limit = Limit {
+    key: "submit_burst",
+    default: 40,
+    about: "task submissions allowed at once above the sustained rate",
+};
+
+/// Tasks PENDING, PROCESSING or RETRYING at once, checked in the submission's transaction.
+pub const IN_FLIGHT: Limit = Limit {
+    key: "tasks_in_flight",
+    default: 200,
+    about: "tasks pending, processing or retrying at once",
+};
+
+/// Tasks PROCESSING at once: fair share at claim time (more wait their turn).
+pub const RUNNING: Limit = Limit {
+    key: "tasks_running",
+    default: 8,
+    about: "tasks processing at once (fair share at claim time; more are deferred)",
+};
+
+pub const LIMITS: &[Limit] = &[SUBMITS.count, SUBMIT_BURST, IN_FLIGHT, RUNNING];
+
+/// The 429 of a submission over the in-flight cap.
+pub fn in_flight_refusal(limit: u32) -> crate::error::ApiError {
+    crate::limits::cap_refusal(
+        &IN_FLIGHT,
+        "too_many_tasks_in_flight",
+        format!(
+            "this account already has {limit} tasks pending or running; wait for some to finish"
+        ),
+    )
+}

@@ -1,0 +1,100 @@
+//! Limits as data. The module that enforces a limit declares it ([`Limit`]: its key in
+//! `[limits]` and in admins' per-user overrides, its default, what it bounds), so this
+//! module knows no business action: the composition root collects every declaration,
+//! `[limits]` and overrides may only name declared keys, and the docs list them.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use crate::config::{ConfigError, Settings};
+
+/// A per-tenant limit; 0 turns it off.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limit {
+    /// Its key in `[limits]` and in overrides (`submits_per_sec`).
+    pub key: &'static str,
+    pub default: u32,
+    /// What it bounds, for operators (`conveyor users limits`, the docs).
+    pub about: &'static str,
+}
+
+/// A rate: `count` actions per `per`, with `burst` at once above it (`count` when none).
+#[derive(Debug, Clone, Copy)]
+pub struct RateLimit {
+    /// The action, in refusals and the `limit` label of metrics (`submit`).
+    pub action: &'static str,
+    pub count: Limit,
+    pub per: Duration,
+    pub burst: Option<Limit>,
+}
+
+/// The largest value a limit may be set to (a million a second is "unlimited" for any
+/// tenant; 0 turns a limit off).
+pub const MAX_VALUE: u32 = 1_000_000;
+
+/// The limit's configured value: `[limits]`, else its declared default.
+pub fn configured(settings: &Settings, limit: &Limit) -> u32 {
+    settings
+        .limits
+        .get(limit.key)
+        .copied()
+        .unwrap_or(limit.default)
+}
+
+/// `[limits]` names only declared limits, each at most [`MAX_VALUE`].
+pub fn check(settings: &Settings, declared: &[Limit]) -> Result<(), ConfigError> {
+    for (key, value) in &settings.limits {
+        if !declared.iter().any(|l| l.key == key) {
+            let known: Vec<&str> = declared.iter().map(|l| l.key).collect();
+            return Err(ConfigError::Invalid {
+                key: "limits",
+                problem: format!("unknown limit `{key}`; known: {}", known.join(", ")),
+            });
+        }
+        if *value > MAX_VALUE {
+            return Err(ConfigError::Invalid {
+                key: "limits",
+                problem: format!("limits.{key} must be at most {MAX_VALUE}"),
+            });
+        }
+    }
+    Ok(())
+}
+
+/// Every declared limit off (benchmarks of the platform's own throughput).
+pub fn unlimited(declared: &[Limit]) -> BTreeMap<String, u32> {
+    declared.iter().map(|l| (l.key.to_owned(), 0)).collect()
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    const A: Limit = Limit {
+        key: "a_per_sec",
+        default: 5,
+        about: "a",
+    };
+
+    #[test]
+    fn configured_values_override_defaults_and_unknown_keys_are_refused() {
+        let mut s = Settings::load_from(
+            std::path::Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/config")),
+            "local",
+            Vec::new(),
+        )
+        .unwrap();
+        s.limits.clear();
+        assert_eq!(configured(&s, &A), 5);
+        s.limits.insert("a_per_sec".into(), 9);
+        assert_eq!(configured(&s, &A), 9);
+        assert!(check(&s, &[A]).is_ok());
+        s.limits.insert("typo".into(), 1);
+        let err = check(&s, &[A]).unwrap_err().to_string();
+        assert!(err.contains("typo") && err.contains("a_per_sec"), "{err}");
+        s.limits.remove("typo");
+        s.limits.insert("a_per_sec".into(), MAX_VALUE + 1);
+        assert!(check(&s, &[A]).is_err());
+    }
+}
