@@ -128,7 +128,9 @@ async fn main() {
                 .1,
         );
     }
-    let sales = Sales::of(&platform).await.unwrap();
+    let sales = Sales::connect(&platform.settings, platform.broker.topology())
+        .await
+        .unwrap();
     let now = chrono::Utc::now();
     let sale = store::create_sale(
         &platform.db,

@@ -158,7 +158,9 @@ async fn throughput(
     let done = Arc::new(AtomicUsize::new(0));
     let handler = Counting {
         inner: SyncHandler {
-            search: search.clone(),
+            search: Arc::new(conveyor::domains::search_sync::backend::LazySearch::opened(
+                search.clone(),
+            )),
         },
         done: done.clone(),
     };
@@ -276,7 +278,9 @@ async fn lag(
         platform.consumer_deps(),
         &SEARCH_SYNC,
         Worker::Batch(Arc::new(SyncHandler {
-            search: search.clone(),
+            search: Arc::new(conveyor::domains::search_sync::backend::LazySearch::opened(
+                search.clone(),
+            )),
         })),
         token.clone(),
     ));

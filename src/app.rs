@@ -14,10 +14,12 @@ use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 use utoipa::OpenApi as _;
 
+use crate::api::health::Probe;
 use crate::api::{self, Core};
 use crate::broker::Topology;
 use crate::config::{BrokerKind, Section, Settings};
-use crate::domains::{self, Domain};
+use crate::domains::{self, Domain, Handlers, Installed, Job, Routes};
+use crate::housekeeping::Retention;
 use crate::telemetry::gauges::{self, Gauge};
 use crate::{account, consumer, dead_letters, live, ops};
 
@@ -59,32 +61,78 @@ pub async fn platform(settings: Settings) -> anyhow::Result<Platform> {
     Platform::connect(settings, topology).await
 }
 
-/// Runs the consumers and jobs of `domains` in `groups` (`None`: every group; empty:
-/// none), the outbox relay and housekeeping until `shutdown`; returns once they stopped.
+/// Installs every domain in this process: each builds its service once and says what
+/// the process may run of it.
+pub async fn install(
+    platform: &Platform,
+    domains: &[&'static Domain],
+) -> anyhow::Result<Vec<(&'static Domain, Installed)>> {
+    let mut out = Vec::with_capacity(domains.len());
+    for domain in domains {
+        let installed = (domain.install)(platform)
+            .await
+            .with_context(|| format!("installing the {} domain", domain.name))?;
+        out.push((*domain, installed));
+    }
+    Ok(out)
+}
+
+/// The housekeeping rules of this build: the platform's tables and the domains'.
+pub fn retention(domains: &[&'static Domain]) -> Vec<Retention> {
+    [
+        crate::api::idempotency::RETENTION,
+        crate::outbox::RETENTION,
+        live::tickets::RETENTION,
+    ]
+    .into_iter()
+    .chain(consumer::RETENTION.iter().copied())
+    .chain(domains.iter().flat_map(|d| d.retention.iter().copied()))
+    .collect()
+}
+
+/// Installs `domains` and runs their consumers and jobs in `groups` (`None`: every
+/// group; empty: none), the outbox relay and housekeeping until `shutdown`.
 pub async fn run_workers(
     platform: &Platform,
-    domains: &[&Domain],
+    domains: &[&'static Domain],
+    groups: Option<&[String]>,
+    shutdown: CancellationToken,
+) -> anyhow::Result<()> {
+    let installed = install(platform, domains).await?;
+    let workers = installed
+        .into_iter()
+        .map(|(d, i)| (d, i.handlers, i.jobs))
+        .collect();
+    serve_workers(platform, workers, retention(domains), groups, shutdown).await
+}
+
+/// What one domain runs in a worker process: its handlers and its jobs.
+type Workers = (&'static Domain, Handlers, Vec<Job>);
+
+/// Runs installed consumers and jobs (see [`run_workers`]).
+async fn serve_workers(
+    platform: &Platform,
+    workers: Vec<Workers>,
+    rules: Vec<Retention>,
     groups: Option<&[String]>,
     shutdown: CancellationToken,
 ) -> anyhow::Result<()> {
     let wanted = |group: &str| groups.is_none_or(|gs| gs.iter().any(|g| g == group));
     let mut tasks = JoinSet::new();
-    for domain in domains.iter().filter(|d| wanted(d.group)) {
-        for job in (domain.jobs)(platform, shutdown.clone()) {
-            tasks.spawn(job);
+    let mut kept = Vec::new();
+    for (domain, handlers, jobs) in workers {
+        if wanted(domain.group) {
+            for job in jobs {
+                tasks.spawn(job(shutdown.clone()));
+            }
+        }
+        for (queue, handler) in handlers.into_iter().filter(|(q, _)| wanted(q.group)) {
+            kept.push(queue);
+            let (deps, token) = (platform.consumer_deps(), shutdown.clone());
+            tasks.spawn(async move { consumer::run::serve(deps, queue, handler, token).await });
         }
     }
-    // Only domains with a queue here build their handlers (building one may connect to
-    // a store of its own, e.g. the flash-sale stock in Redis).
-    let serving = domains
-        .iter()
-        .filter(|d| d.queues.iter().any(|q| wanted(q.group)));
     // The DLQ keeper of the queues this process consumes.
-    let kept: Vec<_> = domains
-        .iter()
-        .flat_map(|d| d.queues.iter().copied())
-        .filter(|q| wanted(q.group))
-        .collect();
     if !kept.is_empty() {
         tasks.spawn(dead_letters::keeper::run(
             platform.db.clone(),
@@ -93,18 +141,6 @@ pub async fn run_workers(
             Duration::from_millis(platform.settings.dead_letters.keeper_interval_ms),
             shutdown.clone(),
         ));
-    }
-    for domain in serving {
-        for (queue, handler) in (domain.handlers)(platform)
-            .await
-            .with_context(|| format!("building the {} handlers", domain.name))?
-        {
-            if !wanted(queue.group) {
-                continue;
-            }
-            let (deps, token) = (platform.consumer_deps(), shutdown.clone());
-            tasks.spawn(async move { consumer::run::serve(deps, queue, handler, token).await });
-        }
     }
     if platform.tally.take_reporter() {
         tasks.spawn(crate::ops::reporter::run(
@@ -122,7 +158,8 @@ pub async fn run_workers(
     });
     tasks.spawn(crate::housekeeping::run(
         platform.db.clone(),
-        platform.settings.consumer.fence_retention_days,
+        platform.settings.clone(),
+        rules,
         shutdown.clone(),
     ));
     let mut first_error = None;
@@ -141,9 +178,50 @@ pub async fn run_workers(
 pub struct Application {
     platform: Platform,
     domains: Vec<&'static Domain>,
+    /// What the installed domains serve over HTTP.
+    served: Vec<Served>,
+    /// Their consumers and jobs, for whoever runs them (see [`Application::workers`]).
+    workers: InstalledWorkers,
     hub: live::Hub,
     listener: tokio::net::TcpListener,
     addr: SocketAddr,
+}
+
+/// The installed domains' consumers and jobs, run once by whoever takes them: the API
+/// process itself on the embedded broker (its queues live in it), or a caller that
+/// consumes beside it (a test playing `conveyor consume` against RabbitMQ with the same
+/// installed services, e.g. the same in-memory search index).
+#[derive(Clone)]
+pub struct InstalledWorkers {
+    platform: Platform,
+    rules: Arc<[Retention]>,
+    slot: Arc<std::sync::Mutex<Option<Vec<Workers>>>>,
+}
+
+impl InstalledWorkers {
+    /// Runs the consumers and jobs of `groups` (`None`: every group) until `shutdown`;
+    /// the relay and housekeeping run beside them. Runs the installation's consumers at
+    /// most once: a second call runs only the relay and housekeeping.
+    pub async fn run(
+        &self,
+        groups: Option<&[String]>,
+        shutdown: CancellationToken,
+    ) -> anyhow::Result<()> {
+        let workers = self
+            .slot
+            .lock()
+            .map_err(|_| anyhow::anyhow!("installed workers lock poisoned"))?
+            .take()
+            .unwrap_or_default();
+        serve_workers(
+            &self.platform,
+            workers,
+            self.rules.to_vec(),
+            groups,
+            shutdown,
+        )
+        .await
+    }
 }
 
 impl Application {
@@ -169,13 +247,31 @@ impl Application {
         let hub = live::Hub::start(platform.broker.clone())
             .await
             .context("listening to live events")?;
+        let mut served = Vec::new();
+        let mut workers = Vec::new();
+        for (domain, parts) in install(&platform, domains).await? {
+            served.push((domain, parts.routes, parts.streams, parts.probes));
+            workers.push((domain, parts.handlers, parts.jobs));
+        }
+        let workers = InstalledWorkers {
+            platform: platform.clone(),
+            rules: retention(domains).into(),
+            slot: Arc::new(std::sync::Mutex::new(Some(workers))),
+        };
         Ok(Application {
             platform,
             domains: domains.to_vec(),
+            served,
+            workers,
             hub,
             listener,
             addr,
         })
+    }
+
+    /// The installed consumers and jobs (see [`InstalledWorkers`]).
+    pub fn workers(&self) -> InstalledWorkers {
+        self.workers.clone()
     }
 
     pub fn addr(&self) -> SocketAddr {
@@ -192,20 +288,32 @@ impl Application {
         let Application {
             platform,
             domains,
+            served,
+            workers,
             hub,
             listener,
             addr,
         } = self;
-        let router = compose(&platform, &domains, hub, shutdown.clone()).await?;
+        let router = compose(&platform, &domains, served, hub, shutdown.clone()).await?;
         // The embedded broker lives in this process, so its consumers must too; with
         // RabbitMQ consumers are separate processes (`conveyor consume`), and the API
         // process only relays its outbox.
         let in_process = platform.settings.broker.kind == BrokerKind::Embedded;
         let workers = {
-            let (p, token, domains) = (platform.clone(), shutdown.clone(), domains.clone());
+            let token = shutdown.clone();
             tokio::spawn(async move {
-                let groups: Option<&[String]> = if in_process { None } else { Some(&[]) };
-                run_workers(&p, &domains, groups, token).await
+                if in_process {
+                    workers.run(None, token).await
+                } else {
+                    serve_workers(
+                        &workers.platform,
+                        Vec::new(),
+                        workers.rules.to_vec(),
+                        Some(&[]),
+                        token,
+                    )
+                    .await
+                }
             })
         };
         tracing::info!(%addr, broker = ?platform.settings.broker.kind, "conveyor API listening");
@@ -235,10 +343,19 @@ pub fn limits(domains: &[&'static Domain]) -> Vec<crate::limits::Limit> {
         .collect()
 }
 
+/// What one domain serves in the API process: its routes, live streams and probes.
+type Served = (
+    &'static Domain,
+    Option<Routes>,
+    Vec<Arc<dyn live::Source>>,
+    Vec<Probe>,
+);
+
 /// The whole HTTP API: every module's routes, the merged OpenAPI document, the layers.
 async fn compose(
     platform: &Platform,
     domains: &[&'static Domain],
+    served: Vec<Served>,
     hub: live::Hub,
     shutdown: CancellationToken,
 ) -> anyhow::Result<Router> {
@@ -282,7 +399,15 @@ async fn compose(
         .chain(domains.iter().flat_map(|d| d.gauges.iter().copied()))
         .collect();
     gauges::register(&domain_gauges);
-    let sources = live::Sources::new(domains.iter().flat_map(|d| (d.streams)(platform)));
+    let mut sources = Vec::new();
+    let mut probes = Vec::new();
+    let mut domain_routes = Vec::new();
+    for (domain, routes, streams, domain_probes) in served {
+        sources.extend(streams);
+        probes.extend(domain_probes);
+        domain_routes.extend(routes.map(|r| (domain, r)));
+    }
+    let sources = live::Sources::new(sources);
     let board = ops::Board::start(
         ops::board::Sources {
             db: platform.db.clone(),
@@ -301,14 +426,6 @@ async fn compose(
         hub.reports(),
         core.shutdown.clone(),
     );
-    let mut probes = Vec::new();
-    for d in domains {
-        probes.extend(
-            (d.probes)(platform)
-                .await
-                .with_context(|| format!("the {} readiness probes", d.name))?,
-        );
-    }
     let mut doc = api::openapi::ApiDoc::openapi();
     let mut router = Router::new()
         .merge(api::health::routes(api::health::Health {
@@ -338,11 +455,13 @@ async fn compose(
     ] {
         doc.merge(part);
     }
-    for domain in domains {
-        let routes = (domain.routes)(platform, &core)
+    for (domain, routes) in domain_routes {
+        let routes = routes(core.clone())
             .await
             .with_context(|| format!("building the {} routes", domain.name))?;
         router = router.merge(routes);
+    }
+    for domain in domains {
         doc.merge((domain.openapi)());
     }
     let router = router.merge(api::openapi::routes(doc));

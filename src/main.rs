@@ -7,8 +7,6 @@
 
 use std::process::ExitCode;
 
-use clap::Parser as _;
-
 // glibc malloc (arena locks, consolidation) was about a fifth of the CPU the server
 // spent on a submission; mimalloc's thread-local free lists make that a few percent.
 #[global_allocator]
@@ -21,8 +19,7 @@ async fn main() -> ExitCode {
     // The chaos harness's fail points, configured by FAILPOINTS, for the whole process.
     #[cfg(feature = "failpoints")]
     std::mem::forget(fail::FailScenario::setup());
-    let cli = conveyor::cli::Cli::parse();
-    match conveyor::cli::run(cli).await {
+    match conveyor::cli::main().await {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("error: {e}");

@@ -2,9 +2,6 @@
 //! outbox relay, processed-message fence). It knows no business domain: the topology it
 //! declares is handed to it, built from the domain registry by `app`.
 
-use std::any::{Any, TypeId};
-use std::collections::HashMap;
-use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -30,9 +27,6 @@ pub struct Platform {
     pub fence: Fence,
     /// Per-queue totals and consumers of this platform, reported to the ops board.
     pub tally: Arc<Tally>,
-    /// Per-process singletons of the modules above (a domain's stock store), made on
-    /// first use and shared by that module's routes, handlers and jobs.
-    shared: Arc<tokio::sync::Mutex<HashMap<TypeId, Arc<dyn Any + Send + Sync>>>>,
 }
 
 impl Platform {
@@ -67,26 +61,7 @@ impl Platform {
             relay,
             fence,
             tally,
-            shared: Arc::default(),
         })
-    }
-
-    /// This process's one `T`, made by `init` the first time it is asked for.
-    pub async fn shared<T, F, Fut>(&self, init: F) -> anyhow::Result<Arc<T>>
-    where
-        T: Any + Send + Sync,
-        F: FnOnce() -> Fut,
-        Fut: Future<Output = anyhow::Result<T>>,
-    {
-        let mut shared = self.shared.lock().await;
-        if let Some(existing) = shared.get(&TypeId::of::<T>())
-            && let Ok(t) = existing.clone().downcast::<T>()
-        {
-            return Ok(t);
-        }
-        let made = Arc::new(init().await?);
-        shared.insert(TypeId::of::<T>(), made.clone());
-        Ok(made)
     }
 
     /// What the consumer runtime needs.
@@ -110,11 +85,38 @@ impl Platform {
     /// A second pool on the same database with `connections` connections, for work that
     /// wants connections of its own (SQLite has one connection, which is shared).
     pub async fn own_pool(&self, connections: u32) -> anyhow::Result<DatabaseConnection> {
-        if self.db.get_database_backend() == sea_orm::DatabaseBackend::Sqlite {
-            return Ok(self.db.clone());
-        }
-        db::connect_url(&self.settings.database.url, connections)
-            .await
-            .context("opening a dedicated database pool")
+        own_pool(
+            self.db.clone(),
+            self.settings.database.url.clone(),
+            connections,
+        )
+        .await
     }
+
+    /// [`Platform::own_pool`], opened when the returned future is awaited (by a part of a
+    /// domain only some processes run).
+    pub fn own_pool_later(
+        &self,
+        connections: u32,
+    ) -> impl std::future::Future<Output = anyhow::Result<DatabaseConnection>> + Send + 'static
+    {
+        own_pool(
+            self.db.clone(),
+            self.settings.database.url.clone(),
+            connections,
+        )
+    }
+}
+
+async fn own_pool(
+    shared: DatabaseConnection,
+    url: String,
+    connections: u32,
+) -> anyhow::Result<DatabaseConnection> {
+    if shared.get_database_backend() == sea_orm::DatabaseBackend::Sqlite {
+        return Ok(shared);
+    }
+    db::connect_url(&url, connections)
+        .await
+        .context("opening a dedicated database pool")
 }

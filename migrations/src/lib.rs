@@ -20,6 +20,7 @@ mod m20261204_000013_ops_alerts;
 mod m20261204_000014_queue_settings;
 mod m20261204_000015_outbox_pending_partial;
 mod m20261204_000016_tasks_active_index;
+mod m20261205_000017_payment_intent_indexes;
 
 pub struct Migrator;
 
@@ -43,6 +44,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261204_000014_queue_settings::Migration),
             Box::new(m20261204_000015_outbox_pending_partial::Migration),
             Box::new(m20261204_000016_tasks_active_index::Migration),
+            Box::new(m20261205_000017_payment_intent_indexes::Migration),
         ]
     }
 }

@@ -97,6 +97,11 @@ impl AuthCache {
             .map(|(u, _)| u.clone())
     }
 
+    /// The failed-authentication budget (shared with other credentials: WebSocket tickets).
+    pub fn failures(&self) -> &Failures {
+        &self.failures
+    }
+
     /// Drops a key's identity (it was revoked): its next request is checked again.
     pub fn forget(&self, hash: &str) {
         if let Ok(mut entries) = self.entries.lock() {
@@ -160,9 +165,12 @@ where
         if let Some(user) = cache.get(&hash) {
             return Ok(AuthUser(user));
         }
-        // Below, every answer but a known key's costs a lookup: bounded per peer.
+        // Below, every answer but a known key's costs a lookup: bounded per peer (a key
+        // that worked here lately is still looked up from a blocked address).
         let peer = parts.extensions.get::<Peer>().copied();
-        if let Some(wait) = cache.failures.peer_blocked(peer) {
+        if let Some(wait) = cache.failures.peer_blocked(peer)
+            && !cache.failures.known_good(&hash)
+        {
             metrics::counter!("conveyor_limit_refusals_total", "limit" => "failed_auth")
                 .increment(1);
             return Err(ApiError::TooManyRequests {
@@ -181,6 +189,7 @@ where
             cache.failures.record(&hash, peer);
             return Err(ApiError::Unauthorized);
         };
+        cache.failures.succeeded(&hash);
         cache.put(hash, user.clone(), key_expires, read_at);
         Ok(AuthUser(user))
     }

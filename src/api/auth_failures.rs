@@ -3,8 +3,12 @@
 //! current minute is refused 429 before its keys are looked up at all. Without them,
 //! every random key an attacker sends costs a database query, unbounded.
 //!
-//! The peer is the TCP peer. Behind a reverse proxy every client shares the proxy's
-//! address: raise `auth.failed_per_minute` there (or set it to 0 and limit at the proxy).
+//! A blocked address does not lock its honest users out: a key that authenticated on this
+//! instance within the last day is still looked up (random keys never are), so a tenant
+//! behind the same NAT as an attacker keeps working. The peer is the TCP peer, IPv6
+//! counted per /64 (one host's usual allocation). Behind a reverse proxy every client
+//! shares the proxy's address: raise `auth.failed_per_minute` there (or set it to 0 and
+//! limit at the proxy).
 
 use std::collections::HashMap;
 use std::net::IpAddr;
@@ -17,6 +21,8 @@ use std::time::{Duration, Instant};
 const NEGATIVE_TTL: Duration = Duration::from_secs(60);
 /// The window failures are counted in.
 const WINDOW: Duration = Duration::from_secs(60);
+/// How long a key that authenticated is still looked up from a blocked address.
+const KNOWN_GOOD: Duration = Duration::from_secs(24 * 3600);
 /// Above this many remembered keys or peers a map starts over (a bound, not an LRU).
 const MAX_ENTRIES: usize = 10_000;
 
@@ -27,6 +33,8 @@ pub struct Peer(pub IpAddr);
 pub struct Failures {
     /// Key hash → refused until.
     recent: Mutex<HashMap<String, Instant>>,
+    /// Key hash → when it last authenticated (see the module doc).
+    good: Mutex<HashMap<String, Instant>>,
     /// Peer → (its window's start, failures in it).
     peers: Mutex<HashMap<IpAddr, (Instant, u32)>>,
     /// Failures a peer may have per window; 0: no limit.
@@ -38,6 +46,7 @@ impl Failures {
     pub fn new(per_minute: u32) -> Self {
         Failures {
             recent: Mutex::default(),
+            good: Mutex::default(),
             peers: Mutex::default(),
             per_window: per_minute,
         }
@@ -52,9 +61,31 @@ impl Failures {
             .is_some_and(|until| Instant::now() < until)
     }
 
+    /// Whether this key hash authenticated here within [`KNOWN_GOOD`].
+    pub fn known_good(&self, hash: &str) -> bool {
+        self.good
+            .lock()
+            .ok()
+            .and_then(|g| g.get(hash).copied())
+            .is_some_and(|at| at.elapsed() < KNOWN_GOOD)
+    }
+
+    /// Records a key hash that authenticated.
+    pub fn succeeded(&self, hash: &str) {
+        if let Ok(mut good) = self.good.lock() {
+            if good.len() >= MAX_ENTRIES * 10 {
+                good.retain(|_, at| at.elapsed() < KNOWN_GOOD);
+                if good.len() >= MAX_ENTRIES * 10 {
+                    good.clear();
+                }
+            }
+            good.insert(hash.to_owned(), Instant::now());
+        }
+    }
+
     /// How long the peer must wait, if it used up its failures in this window.
     pub fn peer_blocked(&self, peer: Option<Peer>) -> Option<Duration> {
-        let Peer(ip) = peer?;
+        let ip = counted(peer?);
         if self.per_window == 0 {
             return None;
         }
@@ -72,12 +103,18 @@ impl Failures {
             }
             recent.insert(hash.to_owned(), Instant::now() + NEGATIVE_TTL);
         }
-        let Some(Peer(ip)) = peer else {
+        let Some(peer) = peer else {
             return;
         };
+        let ip = counted(peer);
         if let Ok(mut peers) = self.peers.lock() {
             if peers.len() >= MAX_ENTRIES {
                 peers.retain(|_, (start, _)| start.elapsed() < WINDOW);
+                // Still full of live windows (an attack from many addresses): start over
+                // rather than scan this map on every failure.
+                if peers.len() >= MAX_ENTRIES {
+                    peers.clear();
+                }
             }
             let entry = peers.entry(ip).or_insert((Instant::now(), 0));
             if entry.0.elapsed() >= WINDOW {
@@ -85,6 +122,20 @@ impl Failures {
             }
             entry.1 = entry.1.saturating_add(1);
         }
+    }
+}
+
+/// The address failures are counted under: IPv4 as it is, IPv6 by its /64.
+fn counted(Peer(ip): Peer) -> IpAddr {
+    match ip {
+        IpAddr::V4(v4) => IpAddr::V4(v4),
+        IpAddr::V6(v6) => match v6.to_ipv4_mapped() {
+            Some(v4) => IpAddr::V4(v4),
+            None => {
+                let prefix = u128::from(v6) & !((1u128 << 64) - 1);
+                IpAddr::V6(std::net::Ipv6Addr::from(prefix))
+            }
+        },
     }
 }
 
@@ -107,5 +158,17 @@ mod tests {
         assert!(f.peer_blocked(None).is_none());
         assert!(f.known_bad("k1") && !f.known_bad("k9"));
         assert!(Failures::new(0).peer_blocked(peer).is_none());
+        // IPv6 hosts of one /64 share a budget.
+        let v6 = |last: u16| Some(Peer(IpAddr::from([0x2001, 0xdb8, 0, 1, 0, 0, 0, last])));
+        for i in 0..3 {
+            f.record(&format!("v6-{i}"), v6(i));
+        }
+        assert!(f.peer_blocked(v6(99)).is_some());
+        assert!(
+            f.peer_blocked(Some(Peer(IpAddr::from([0x2001, 0xdb8, 0, 2, 0, 0, 0, 1]))))
+                .is_none()
+        );
+        f.succeeded("good");
+        assert!(f.known_good("good") && !f.known_good("k1"));
     }
 }

@@ -217,3 +217,14 @@ pub async fn purge_older_than(
         .await?
         .rows_affected)
 }
+
+/// Keys are kept 48 hours (clients are promised at least 24), then trimmed.
+pub const RETENTION: crate::housekeeping::Retention = crate::housekeeping::Retention {
+    table: "idempotency_keys",
+    trim: |db, _| {
+        Box::pin(purge_older_than(
+            db,
+            Utc::now() - chrono::Duration::hours(48),
+        ))
+    },
+};

@@ -39,6 +39,47 @@ pub struct QueueSpec {
     pub purpose: &'static str,
 }
 
+impl QueueSpec {
+    /// A queue with the defaults: prefetch 16, 5 attempts, one message per handler call.
+    pub const fn new(key: &'static str, group: &'static str, purpose: &'static str) -> Self {
+        QueueSpec {
+            key,
+            group,
+            default_prefetch: 16,
+            default_max_attempts: 5,
+            default_batch: 1,
+            default_linger_ms: 0,
+            default_in_flight: None,
+            purpose,
+        }
+    }
+
+    /// Deliveries held unacknowledged per consumer (its concurrency).
+    pub const fn prefetch(mut self, n: u16) -> Self {
+        self.default_prefetch = n;
+        self
+    }
+
+    /// Deliveries before a failing message is dead-lettered.
+    pub const fn max_attempts(mut self, n: u32) -> Self {
+        self.default_max_attempts = n;
+        self
+    }
+
+    /// For a batch handler: deliveries per call, and how long a batch waits to fill.
+    pub const fn batch(mut self, n: u16, linger_ms: u64) -> Self {
+        self.default_batch = n;
+        self.default_linger_ms = linger_ms;
+        self
+    }
+
+    /// For a batch handler: calls one process runs at once.
+    pub const fn in_flight(mut self, n: u16) -> Self {
+        self.default_in_flight = Some(n);
+        self
+    }
+}
+
 /// A business timer: a message published here waits `delay`, then lands in `target`.
 #[derive(Debug, PartialEq, Eq, Hash)]
 pub struct DelaySpec {
@@ -372,26 +413,8 @@ pub fn human(d: Duration) -> String {
 mod tests {
     use super::*;
 
-    const SHORT: QueueSpec = QueueSpec {
-        key: "t.short",
-        group: "t",
-        default_prefetch: 8,
-        default_max_attempts: 5,
-        default_batch: 1,
-        default_linger_ms: 0,
-        default_in_flight: None,
-        purpose: "test work",
-    };
-    const EXPIRE: QueueSpec = QueueSpec {
-        key: "t.expire",
-        group: "t",
-        default_prefetch: 8,
-        default_max_attempts: 5,
-        default_batch: 1,
-        default_linger_ms: 0,
-        default_in_flight: None,
-        purpose: "test timers",
-    };
+    const SHORT: QueueSpec = QueueSpec::new("t.short", "t", "test work").prefetch(8);
+    const EXPIRE: QueueSpec = QueueSpec::new("t.expire", "t", "test timers").prefetch(8);
     const TIMEOUT: DelaySpec = DelaySpec {
         key: "t.timeout",
         delay: Duration::from_secs(30 * 60),

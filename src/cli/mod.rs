@@ -1,13 +1,10 @@
 //! The `conveyor` command line.
 
 mod dead_letters;
-mod flash_sales;
-mod payments;
 mod queues;
-mod search;
 mod users;
 
-use clap::{Args, Parser, Subcommand};
+use clap::{Args, CommandFactory as _, FromArgMatches as _, Parser, Subcommand};
 use tokio_util::sync::CancellationToken;
 
 use crate::app::{self, Application};
@@ -49,54 +46,12 @@ pub enum Command {
     /// Manage users and their API keys.
     #[command(subcommand)]
     Users(users::UsersCommand),
-    /// Submit and watch tasks through a running server's API.
-    Tasks(TasksArgs),
     /// List, inspect, replay or discard dead letters (on the database directly).
     #[command(subcommand)]
     DeadLetters(dead_letters::DeadLettersCommand),
-    /// Create, show, list and reconcile flash sales (database and stock store directly).
-    #[command(subcommand)]
-    FlashSales(flash_sales::FlashSalesCommand),
-    /// Payment helpers: sign a provider event with the configured test keys.
-    #[command(subcommand)]
-    Payments(payments::PaymentsCommand),
     /// Change a queue's concurrency at run time (consumers follow without a restart).
     #[command(subcommand)]
     Queues(queues::QueuesCommand),
-    /// Search index operations.
-    #[command(subcommand)]
-    Search(search::SearchCommand),
-}
-
-#[derive(Debug, Args)]
-pub struct TasksArgs {
-    /// The API's base URL (default: http://<server.host>:<server.port>).
-    #[arg(long, global = true)]
-    pub server: Option<String>,
-    /// An API key (from `conveyor users create`).
-    #[arg(long, global = true, env = "CONVEYOR_API_KEY", hide_env_values = true)]
-    pub key: Option<String>,
-    #[command(subcommand)]
-    pub command: TasksCommand,
-}
-
-#[derive(Debug, Subcommand)]
-pub enum TasksCommand {
-    /// Submit a task; with --watch, follow it to the end with a progress bar.
-    Submit {
-        /// copywriting, image, video, model3d or video_analysis.
-        #[arg(long)]
-        kind: String,
-        #[arg(long)]
-        prompt: String,
-        /// Task parameters as a JSON object.
-        #[arg(long)]
-        params: Option<String>,
-        #[arg(long)]
-        watch: bool,
-    },
-    /// Follow a task to its end with a progress bar, then print its result or error.
-    Watch { id: String },
 }
 
 #[derive(Debug, Args)]
@@ -123,11 +78,47 @@ impl CliError {
     }
 }
 
-/// Runs one parsed command line.
-pub async fn run(cli: Cli) -> Result<(), CliError> {
-    let settings = Settings::load(Some(&cli.env))?;
+/// The command line, parsed with every domain's subcommands mounted (`conveyor
+/// payments …` is the payments domain's own), and run.
+pub async fn main() -> Result<(), CliError> {
+    let mut command = Cli::command();
+    for cli in domains::ALL.iter().filter_map(|d| d.cli) {
+        command = command.subcommand((cli.command)());
+    }
+    let matches = command.get_matches();
+    let env = matches
+        .get_one::<String>("env")
+        .cloned()
+        .unwrap_or_else(|| "local".to_owned());
+    if let Some((name, sub)) = matches.subcommand()
+        && let Some(cli) = domains::ALL
+            .iter()
+            .filter_map(|d| d.cli)
+            .find(|c| (c.command)().get_name() == name)
+    {
+        let settings = load(&env)?;
+        telemetry::init(&settings.log, telemetry::LogTo::Stderr);
+        let topology = app::topology(&settings, domains::ALL);
+        let context = domains::CliContext { settings, topology };
+        return Ok((cli.run)(&context, sub).await?);
+    }
+    match Cli::from_arg_matches(&matches) {
+        Ok(cli) => run(cli).await,
+        Err(e) => e.exit(),
+    }
+}
+
+/// The settings of `env`, with every section and limit key checked.
+fn load(env: &str) -> Result<Settings, CliError> {
+    let settings = Settings::load(Some(env))?;
     settings.check_sections(&app::sections(domains::ALL))?;
     crate::limits::declared::check(&settings, &app::limits(domains::ALL))?;
+    Ok(settings)
+}
+
+/// Runs one parsed command line (a platform command; see [`main`]).
+pub async fn run(cli: Cli) -> Result<(), CliError> {
+    let settings = load(&cli.env)?;
     let command = cli.command.unwrap_or(Command::Serve);
     let logs = match command {
         Command::Serve | Command::Consume(_) => telemetry::LogTo::Stdout,
@@ -157,11 +148,7 @@ pub async fn run(cli: Cli) -> Result<(), CliError> {
             let t = app::topology(&settings, domains::ALL);
             print!("{}", if mermaid { t.mermaid() } else { t.describe() });
         }
-        Command::Tasks(args) => tasks(&settings, args).await?,
         Command::DeadLetters(cmd) => dead_letters::run(&settings, cmd).await?,
-        Command::FlashSales(cmd) => flash_sales::run(&settings, cmd).await?,
-        Command::Payments(cmd) => payments::run(&settings, cmd)?,
-        Command::Search(cmd) => search::run(&settings, cmd).await?,
         Command::Queues(cmd) => queues::run(&settings, cmd).await?,
         Command::Users(cmd) => users::run(&settings, cmd).await?,
     }
@@ -174,46 +161,6 @@ fn actor() -> String {
         "cli:{}",
         std::env::var("USER").unwrap_or_else(|_| "unknown".into())
     )
-}
-
-async fn tasks(settings: &Settings, args: TasksArgs) -> anyhow::Result<()> {
-    let key = args
-        .key
-        .ok_or_else(|| anyhow::anyhow!("an API key is needed: --key or CONVEYOR_API_KEY"))?;
-    let server = args
-        .server
-        .unwrap_or_else(|| format!("http://{}:{}", settings.server.host, settings.server.port));
-    let client = crate::client::Client::new(&server, &key);
-    let (id, watch) = match args.command {
-        TasksCommand::Submit {
-            kind,
-            prompt,
-            params,
-            watch,
-        } => {
-            let params = params
-                .map(|p| serde_json::from_str(&p))
-                .transpose()
-                .map_err(|e| anyhow::anyhow!("--params is not JSON: {e}"))?;
-            let task = client.submit(&kind, &prompt, params).await?;
-            let id = task["id"].as_str().unwrap_or_default().to_owned();
-            println!("task {id} {}", task["status"].as_str().unwrap_or_default());
-            (id, watch)
-        }
-        TasksCommand::Watch { id } => (id, true),
-    };
-    if watch {
-        let task = client.watch(&id).await?;
-        match task["status"].as_str() {
-            Some("SUCCESS") => println!("{}", serde_json::to_string_pretty(&task["result"])?),
-            other => anyhow::bail!(
-                "task {id} ended {}: {}",
-                other.unwrap_or("?"),
-                task["error"].as_str().unwrap_or("")
-            ),
-        }
-    }
-    Ok(())
 }
 
 /// `conveyor consume <group>`: one consumer process against RabbitMQ.

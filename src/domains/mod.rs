@@ -1,9 +1,16 @@
-//! Business domains and their registry. Each domain is one folder holding its messages,
-//! queues, HTTP routes, message handlers, jobs, store, metrics and live streams, close
-//! together, and exposes one [`Domain`] value that says what it brings; [`ALL`] is the
-//! one list of them. `app` reads the list to declare queues, run consumers and jobs,
-//! compose the router and the OpenAPI document, sample gauges and serve live streams, so
-//! a new domain needs its folder, one line in [`ALL`], a migration and a config section.
+//! Business domains and their registry. A domain is one folder (the skeleton every domain
+//! follows is written down in `docs/architecture.md`) that exposes one [`Domain`] value;
+//! [`ALL`] is the one list of them. `app` reads the list to declare queues, install each
+//! domain once per process, run its consumers and jobs, compose the router and the
+//! OpenAPI document, sample gauges, serve live streams, mount CLI commands and trim old
+//! rows: a new domain needs its folder, one line in [`ALL`], its migration(s) and its
+//! config section.
+//!
+//! The contract is small on purpose. What every domain must say is [`Domain::new`]'s
+//! arguments: its name, its consumer group, its queues and its [`Install`] step, which
+//! builds the domain's per-process service once and hands back what the process runs
+//! ([`Installed`]). Everything else has a default and a `const` setter; a capability
+//! the platform grows is a field here with its default, and no domain changes.
 
 pub mod ai_tasks;
 pub mod flash_sale;
@@ -18,9 +25,11 @@ use tokio_util::sync::CancellationToken;
 
 use crate::api::Core;
 use crate::api::health::Probe;
-use crate::broker::{DelaySpec, QueueSpec};
-use crate::config::Section;
+use crate::broker::{DelaySpec, QueueSpec, Topology};
+use crate::config::{Section, Settings};
 use crate::consumer::Worker;
+use crate::housekeeping::Retention;
+use crate::limits::Limit;
 use crate::live::Source;
 use crate::ops::Panel;
 use crate::platform::Platform;
@@ -29,36 +38,170 @@ use crate::telemetry::gauges::Gauge;
 /// The consumers that one process runs: (queue, handler).
 pub type Handlers = Vec<(&'static QueueSpec, Worker)>;
 
-/// What a domain brings to the platform (in the spirit of a command table: data, plus
-/// plain functions the composition root calls).
+/// A background job (a reaper, a sweep), started with the process's shutdown token.
+pub type Job = Box<dyn FnOnce(CancellationToken) -> BoxFuture<'static, anyhow::Result<()>> + Send>;
+
+/// The domain's routes, given the HTTP kit's state; built only by a process that serves
+/// HTTP, so what only routes use (a writers' pool) is made here, not at install.
+pub type Routes = Box<dyn FnOnce(Core) -> BoxFuture<'static, anyhow::Result<Router>> + Send>;
+
+/// Builds a domain's per-process service once (connections, caches, stores it owns) and
+/// says what this process may run of it.
+pub type Install = for<'a> fn(&'a Platform) -> BoxFuture<'a, anyhow::Result<Installed>>;
+
+/// What a domain's install step hands back. Every part is optional; the process runs
+/// what its role wants (the API process its routes, streams and probes; a consumer
+/// process the handlers of its queues and its group's jobs).
+#[derive(Default)]
+pub struct Installed {
+    pub handlers: Handlers,
+    pub routes: Option<Routes>,
+    pub jobs: Vec<Job>,
+    pub streams: Vec<Arc<dyn Source>>,
+    pub probes: Vec<Probe>,
+}
+
+impl Installed {
+    /// The handler of one of its queues.
+    pub fn handler(mut self, queue: &'static QueueSpec, worker: Worker) -> Self {
+        self.handlers.push((queue, worker));
+        self
+    }
+
+    pub fn routes(
+        mut self,
+        routes: impl FnOnce(Core) -> BoxFuture<'static, anyhow::Result<Router>> + Send + 'static,
+    ) -> Self {
+        self.routes = Some(Box::new(routes));
+        self
+    }
+
+    pub fn job(
+        mut self,
+        job: impl FnOnce(CancellationToken) -> BoxFuture<'static, anyhow::Result<()>> + Send + 'static,
+    ) -> Self {
+        self.jobs.push(Box::new(job));
+        self
+    }
+
+    pub fn stream(mut self, source: Arc<dyn Source>) -> Self {
+        self.streams.push(source);
+        self
+    }
+
+    pub fn probe(mut self, probe: Probe) -> Self {
+        self.probes.push(probe);
+        self
+    }
+}
+
+/// What a domain's command runs with: the checked settings and the build's topology
+/// (queue and delay names, delays as configured).
+pub struct CliContext {
+    pub settings: Settings,
+    pub topology: Topology,
+}
+
+/// A domain's command line: `conveyor <name> …`, parsed by clap.
+#[derive(Clone, Copy)]
+pub struct Cli {
+    /// The subcommand, with its arguments (clap's builder, usually from a derive).
+    pub command: fn() -> clap::Command,
+    /// Runs it with what clap matched.
+    pub run: for<'a> fn(&'a CliContext, &'a clap::ArgMatches) -> BoxFuture<'a, anyhow::Result<()>>,
+}
+
+/// What a domain brings to the platform: data, plus plain functions the composition
+/// root calls. Build one with [`Domain::new`] and the setters.
 pub struct Domain {
     /// For logs and errors.
     pub name: &'static str,
     /// The consumer group (`conveyor consume <group>`) that runs its handlers and jobs.
     pub group: &'static str,
-    /// Its work queues (each with a handler) and business delays.
+    /// Its work queues, each with a handler in [`Installed::handlers`].
     pub queues: &'static [&'static QueueSpec],
+    pub install: Install,
+    /// Business delays (one queue per delay, TTL back into a work queue).
     pub delays: &'static [&'static DelaySpec],
-    /// The handler of every queue in `queues`.
-    pub handlers: for<'a> fn(&'a Platform) -> BoxFuture<'a, anyhow::Result<Handlers>>,
-    /// Background jobs (reapers, sweeps), run with its consumers until the token fires.
-    pub jobs: fn(&Platform, CancellationToken) -> Vec<BoxFuture<'static, anyhow::Result<()>>>,
-    /// Its HTTP routes, with their state applied.
-    pub routes: for<'a> fn(&'a Platform, &'a Core) -> BoxFuture<'a, anyhow::Result<Router>>,
-    /// The OpenAPI entries of those routes.
-    pub openapi: fn() -> utoipa::openapi::OpenApi,
-    /// Gauges refreshed at each scrape of `/metrics`.
-    pub gauges: &'static [Gauge],
-    /// What the domain shows on the ops console.
-    pub panels: &'static [Panel],
-    /// The live stream kinds it serves over WebSocket and SSE.
-    pub streams: fn(&Platform) -> Vec<Arc<dyn Source>>,
-    /// The per-tenant limits it enforces (keys of `[limits]` and of admin overrides).
-    pub limits: &'static [crate::limits::Limit],
     /// Its settings section (`[ai]`), if it has one.
     pub settings: Option<Section>,
-    /// Dependencies of its own that `/readyz` and `/metrics` report (the search backend).
-    pub probes: for<'a> fn(&'a Platform) -> BoxFuture<'a, anyhow::Result<Vec<Probe>>>,
+    /// The per-tenant limits it enforces (keys of `[limits]` and of admin overrides).
+    pub limits: &'static [Limit],
+    /// Gauges refreshed at each scrape of `/metrics`.
+    pub gauges: &'static [Gauge],
+    /// What it shows on the ops console.
+    pub panels: &'static [Panel],
+    /// Tables of its own that housekeeping trims.
+    pub retention: &'static [Retention],
+    /// The OpenAPI entries of its routes.
+    pub openapi: fn() -> utoipa::openapi::OpenApi,
+    /// Its CLI subcommand, mounted as `conveyor <command>`.
+    pub cli: Option<Cli>,
+}
+
+impl Domain {
+    /// A domain with everything optional at its default.
+    pub const fn new(
+        name: &'static str,
+        group: &'static str,
+        queues: &'static [&'static QueueSpec],
+        install: Install,
+    ) -> Self {
+        Domain {
+            name,
+            group,
+            queues,
+            install,
+            delays: &[],
+            settings: None,
+            limits: &[],
+            gauges: &[],
+            panels: &[],
+            retention: &[],
+            openapi: no_openapi,
+            cli: None,
+        }
+    }
+
+    pub const fn delays(mut self, delays: &'static [&'static DelaySpec]) -> Self {
+        self.delays = delays;
+        self
+    }
+
+    pub const fn settings(mut self, section: Section) -> Self {
+        self.settings = Some(section);
+        self
+    }
+
+    pub const fn limits(mut self, limits: &'static [Limit]) -> Self {
+        self.limits = limits;
+        self
+    }
+
+    pub const fn gauges(mut self, gauges: &'static [Gauge]) -> Self {
+        self.gauges = gauges;
+        self
+    }
+
+    pub const fn panels(mut self, panels: &'static [Panel]) -> Self {
+        self.panels = panels;
+        self
+    }
+
+    pub const fn retention(mut self, rules: &'static [Retention]) -> Self {
+        self.retention = rules;
+        self
+    }
+
+    pub const fn openapi(mut self, doc: fn() -> utoipa::openapi::OpenApi) -> Self {
+        self.openapi = doc;
+        self
+    }
+
+    pub const fn cli(mut self, cli: Cli) -> Self {
+        self.cli = Some(cli);
+        self
+    }
 }
 
 impl std::fmt::Debug for Domain {
@@ -78,17 +221,7 @@ pub const ALL: &[&Domain] = &[
     &search_sync::DOMAIN,
 ];
 
-/// Nothing to run in the background.
-pub fn no_jobs(_: &Platform, _: CancellationToken) -> Vec<BoxFuture<'static, anyhow::Result<()>>> {
-    Vec::new()
-}
-
-/// No dependency of its own.
-pub fn no_probes(_: &Platform) -> BoxFuture<'_, anyhow::Result<Vec<Probe>>> {
-    Box::pin(async { Ok(Vec::new()) })
-}
-
-/// No live stream.
-pub fn no_streams(_: &Platform) -> Vec<Arc<dyn Source>> {
-    Vec::new()
+/// No routes, so no OpenAPI entries.
+fn no_openapi() -> utoipa::openapi::OpenApi {
+    utoipa::openapi::OpenApiBuilder::new().build()
 }

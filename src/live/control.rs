@@ -49,7 +49,13 @@ pub struct KeyWatch {
     key_hash: Option<String>,
     expires: Option<chrono::DateTime<chrono::Utc>>,
     every: std::time::Duration,
+    /// Looks in a row the database could not answer.
+    errors: u32,
 }
+
+/// Looks in a row that may fail (the database away) before the stream ends anyway: a
+/// blip does not drop every stream, an outage does not keep a revoked key's streams.
+const ERRORS_TOLERATED: u32 = 3;
 
 impl KeyWatch {
     /// Watches the key of this hash (`None`: a stream with no key to watch).
@@ -59,16 +65,18 @@ impl KeyWatch {
         every: std::time::Duration,
     ) -> Self {
         let expires = match &key_hash {
-            Some(h) => match crate::users::authenticate_key(db, h).await {
-                Ok(Some((_, expires))) => expires,
-                _ => None,
-            },
+            Some(h) => crate::users::key_expiry(db, h)
+                .await
+                .ok()
+                .flatten()
+                .flatten(),
             None => None,
         };
         KeyWatch {
             key_hash,
             expires,
             every,
+            errors: 0,
         }
     }
 
@@ -84,19 +92,24 @@ impl KeyWatch {
         }
     }
 
-    /// Whether the key still lets its holder in, read from the database (a database
-    /// error counts as yes: the next look, or the notice, still ends it).
+    /// Whether the key still lets its holder in, read from the database (one query). A
+    /// database error counts as yes [`ERRORS_TOLERATED`] times in a row, then as no.
     pub async fn still_valid(&mut self, db: &sea_orm::DatabaseConnection) -> bool {
         let Some(hash) = &self.key_hash else {
             return true;
         };
-        match crate::users::authenticate_key(db, hash).await {
-            Ok(Some((_, expires))) => {
+        match crate::users::key_expiry(db, hash).await {
+            Ok(Some(expires)) => {
+                self.errors = 0;
                 self.expires = expires;
                 true
             }
             Ok(None) => false,
-            Err(_) => true,
+            Err(e) => {
+                self.errors += 1;
+                tracing::warn!(error = %e, errors = self.errors, "a stream could not re-read its key");
+                self.errors < ERRORS_TOLERATED
+            }
         }
     }
 }

@@ -100,3 +100,18 @@ pub async fn redeem(
         .await?
         .map(|t| (t.user_id, t.key_hash)))
 }
+
+/// Tickets live a minute and work once: trimmed an hour after they expired.
+pub const RETENTION: crate::housekeeping::Retention = crate::housekeeping::Retention {
+    table: "ws_tickets",
+    trim: |db, _| {
+        Box::pin(async move {
+            let cutoff = Utc::now() - chrono::Duration::hours(1);
+            Ok(entity::Entity::delete_many()
+                .filter(entity::Column::ExpiresAt.lt(cutoff))
+                .exec(db)
+                .await?
+                .rows_affected)
+        })
+    },
+};

@@ -50,12 +50,13 @@ pub struct Params {
         (status = 400, description = "Not a WebSocket upgrade request", body = String),
         (status = 401, description = "Missing, forged, expired or reused ticket", body = ErrorBody),
         (status = 403, description = "`Origin` outside `live.allowed_origins`", body = ErrorBody),
-        (status = 429, description = "`too_many_streams`: this account's open streams on this server", body = ErrorBody)))]
+        (status = 429, description = "`too_many_streams` (this account's open streams on this server) or `too_many_failed_authentications` (this address sent too many invalid tickets or keys)", body = ErrorBody)))]
 pub async fn upgrade(
     State(state): State<Live>,
     crate::api::ApiQuery(params): crate::api::ApiQuery<Params>,
     headers: HeaderMap,
     slot: Option<axum::Extension<crate::api::server::ConnectionSlot>>,
+    peer: Option<axum::Extension<crate::api::auth_failures::Peer>>,
     ws: WebSocketUpgrade,
 ) -> Result<Response, ApiError> {
     let core = &state.core;
@@ -72,12 +73,24 @@ pub async fn upgrade(
         }
     }
     let ticket = params.ticket.ok_or(ApiError::Unauthorized)?;
+    // A forged ticket costs an UPDATE: failed redemptions share the address's budget of
+    // failed authentications.
+    let peer = peer.map(|axum::Extension(p)| p);
+    let failures = core.auth_cache.failures();
+    if let Some(wait) = failures.peer_blocked(peer) {
+        return Err(ApiError::TooManyRequests {
+            code: "too_many_failed_authentications",
+            message: "too many requests with invalid credentials from this address".into(),
+            retry_after_secs: wait.as_secs().max(1),
+        });
+    }
     // Notices from here on reach the connection; a key revoked before is caught below (a
     // ticket outlives its key's revocation by up to its TTL).
     let controls = state.hub.controls();
-    let (user_id, key_hash) = super::tickets::redeem(&core.db, &ticket)
-        .await?
-        .ok_or(ApiError::Unauthorized)?;
+    let Some((user_id, key_hash)) = super::tickets::redeem(&core.db, &ticket).await? else {
+        failures.record(&crate::users::hash_key(&ticket), peer);
+        return Err(ApiError::Unauthorized);
+    };
     if let Some(h) = &key_hash
         && !super::control::key_is_live(&core.db, h).await
     {

@@ -84,3 +84,19 @@ fn row(
         ..Default::default()
     })
 }
+
+/// Published rows are kept 7 days (audits of what went out), then trimmed.
+pub const RETENTION: crate::housekeeping::Retention = crate::housekeeping::Retention {
+    table: "outbox",
+    trim: |db, _| {
+        Box::pin(async move {
+            use sea_orm::{ColumnTrait as _, QueryFilter as _};
+            let cutoff = Utc::now() - chrono::Duration::days(7);
+            Ok(entity::Entity::delete_many()
+                .filter(entity::Column::PublishedAt.lt(cutoff))
+                .exec(db)
+                .await?
+                .rows_affected)
+        })
+    },
+};

@@ -102,11 +102,16 @@ impl EmbeddedIndex {
                     // An index written by an earlier version: it is derived data, so
                     // it starts over; `conveyor search reindex` fills it from the rows.
                     Err(tantivy::TantivyError::SchemaError(_)) => {
+                        let aside = dir.with_extension(format!(
+                            "old-schema-{}",
+                            chrono::Utc::now().timestamp()
+                        ));
                         tracing::warn!(
                             dir = %dir.display(),
-                            "search index has an older schema; starting it over (run `conveyor search reindex` to fill it)"
+                            moved_to = %aside.display(),
+                            "search index has an older schema; moved aside and started over (run `conveyor search reindex` to fill it)"
                         );
-                        std::fs::remove_dir_all(dir).map_err(backend)?;
+                        std::fs::rename(dir, &aside).map_err(backend)?;
                         std::fs::create_dir_all(dir).map_err(backend)?;
                         let d = MmapDirectory::open(dir).map_err(backend)?;
                         Index::create(d, schema, Default::default()).map_err(backend)?
@@ -265,14 +270,22 @@ impl Inner {
                 ),
             )
             .map_err(backend)?;
-        let snippets = match &text {
-            Some(t) => {
-                let mut g =
-                    SnippetGenerator::create(&searcher, t.as_ref(), f.content).map_err(backend)?;
-                g.set_max_num_chars(HIGHLIGHT_CHARS);
-                Some(g)
-            }
-            None => None,
+        // Every word weighs the same: tantivy's own generator weighs a word by how rare it
+        // is in the whole index, and which fragment it picks would tell other tenants' words.
+        let snippets = if words.is_empty() {
+            None
+        } else {
+            let weights = words.iter().map(|w| (w.clone(), 1.0)).collect();
+            let tokenizer = searcher
+                .index()
+                .tokenizer_for_field(f.content)
+                .map_err(backend)?;
+            Some(SnippetGenerator::new(
+                weights,
+                tokenizer,
+                f.content,
+                HIGHLIGHT_CHARS,
+            ))
         };
         let mut hits = Vec::with_capacity(top.len());
         for (_, addr) in top {

@@ -142,6 +142,20 @@ pub async fn authenticate_hash(
 
 /// The user owning the active key with this hash, and when the key stops working (a
 /// rotated key), so a cache never trusts it longer.
+/// One query: `Some(expiry)` (itself `None` for a key without one) while the key of this
+/// hash lets its holder in, `None` once it is revoked or expired.
+pub async fn key_expiry(
+    db: &impl ConnectionTrait,
+    key_hash: &str,
+) -> Result<Option<Option<chrono::DateTime<Utc>>>, DbErr> {
+    Ok(entity::api_key::Entity::find()
+        .filter(entity::api_key::Column::KeyHash.eq(key_hash))
+        .one(db)
+        .await?
+        .filter(|k| keys::is_live(k, Utc::now()))
+        .map(|k| k.expires_at))
+}
+
 pub async fn authenticate_key(
     db: &impl ConnectionTrait,
     key_hash: &str,

@@ -1174,9 +1174,10 @@ async fn a_wave_of_results_commits_each_on_its_own_terms(backend: Backend) {
     // A stale message of the pipeline's first step (a repeat of a step that committed:
     // no fence row stops it, the task's state does) is dead-lettered: the task, now at
     // its second step, is not failed for it.
-    let handlers = (conveyor::domains::ai_tasks::DOMAIN.handlers)(&platform)
+    let handlers = (conveyor::domains::ai_tasks::DOMAIN.install)(&platform)
         .await
-        .unwrap();
+        .unwrap()
+        .handlers;
     let Some((queue, conveyor::consumer::Worker::Batch(handler))) = handlers
         .iter()
         .find(|(q, _)| q.key == claimed[2].kind.queue().key)

@@ -168,6 +168,22 @@ fn no_module_but_the_composition_root_names_the_app() {
     assert!(users.is_empty(), "modules importing app: {users:?}");
 }
 
+/// A platform module names no domain: only the registry (`domains`), the composition
+/// root (`app`) and the command line (`cli`) import `domains`.
+#[test]
+fn a_platform_module_names_no_domain() {
+    let graph = graph();
+    let naming: Vec<String> = graph
+        .iter()
+        .filter(|(m, _)| !["domains", "app", "cli"].contains(&m.as_str()))
+        .filter_map(|(m, deps)| deps.get("domains").map(|at| format!("{m} ({at})")))
+        .collect();
+    assert!(
+        naming.is_empty(),
+        "platform modules naming a domain: {naming:?}"
+    );
+}
+
 /// The compose file stays hardened (it cannot run here: no Docker engine): only the API
 /// port published (the management UI on loopback), no credential written in it, the
 /// image not running as root.

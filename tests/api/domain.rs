@@ -1,9 +1,11 @@
 //! A domain defined only here, registered through the same mechanism as the real ones
 //! (`Application::build_with(settings, &[.., &PROBE])`): one queue, one route, one live
-//! stream kind. `POST /v1/probes` writes a message through the outbox; the consumer marks
-//! the probe done and publishes its event; a WebSocket subscriber of the `probe` stream
-//! sees it. If this works, a new domain needs nothing outside its folder but the registry
-//! line (plus a migration and a config section when it stores and configures things).
+//! stream kind, built with the contract's required part only (name, group, queues,
+//! install) and the OpenAPI setter. `POST /v1/probes` writes a message through the
+//! outbox; the consumer marks the probe done and publishes its event; a WebSocket
+//! subscriber of the `probe` stream sees it. If this works, a new domain needs nothing
+//! outside its folder but the registry line (plus a migration and a config section when
+//! it stores and configures things).
 
 use std::collections::HashMap;
 use std::sync::{Arc, LazyLock, Mutex};
@@ -16,7 +18,7 @@ use axum::routing::post;
 use conveyor::api::{AuthUser, Core};
 use conveyor::broker::{DelaySpec, Envelope, QueueSpec, Target};
 use conveyor::consumer::{Context, Handler, HandlerError, Worker};
-use conveyor::domains::{Domain, Handlers, no_jobs, no_probes, no_streams};
+use conveyor::domains::{Domain, Installed};
 use conveyor::error::ApiError;
 use conveyor::live::{Event, Snapshot, Source};
 use conveyor::platform::Platform;
@@ -27,54 +29,27 @@ use serde_json::{Value, json};
 
 use crate::helpers::*;
 
-pub const PROBE_WORK: QueueSpec = QueueSpec {
-    key: "probe.work",
-    group: "probe",
-    default_prefetch: 4,
-    default_max_attempts: 3,
-    default_batch: 1,
-    default_linger_ms: 0,
-    default_in_flight: None,
-    purpose: "test domain work",
-};
+pub const PROBE_WORK: QueueSpec = QueueSpec::new("probe.work", "probe", "test domain work")
+    .prefetch(4)
+    .max_attempts(3);
 
-pub static PROBE: Domain = Domain {
-    name: "probe",
-    group: "probe",
-    queues: &[&PROBE_WORK],
-    delays: &[],
-    handlers: probe_handlers,
-    jobs: no_jobs,
-    routes: probe_routes,
-    openapi: <ProbeDoc as utoipa::OpenApi>::openapi,
-    gauges: &[],
-    panels: &[],
-    streams: probe_streams,
-    limits: &[],
-    settings: None,
-    probes: no_probes,
-};
+pub static PROBE: Domain = Domain::new("probe", "probe", &[&PROBE_WORK], probe_install)
+    .openapi(<ProbeDoc as utoipa::OpenApi>::openapi);
 
 /// The probes' store: id → (owner, done). In memory: the test domain has no table.
 static PROBES: LazyLock<Mutex<HashMap<String, (String, bool)>>> = LazyLock::new(Default::default);
 
-fn probe_handlers(_: &Platform) -> BoxFuture<'_, anyhow::Result<Handlers>> {
-    let handlers: Handlers = vec![(&PROBE_WORK, Worker::One(Arc::new(ProbeHandler)))];
-    async move { Ok(handlers) }.boxed()
-}
-
-fn probe_routes<'a>(
-    _: &'a Platform,
-    core: &'a Core,
-) -> BoxFuture<'a, anyhow::Result<axum::Router>> {
-    let router = axum::Router::new()
-        .route("/v1/probes", post(create))
-        .with_state(core.clone());
-    async move { Ok(router) }.boxed()
-}
-
-fn probe_streams(_: &conveyor::platform::Platform) -> Vec<Arc<dyn Source>> {
-    vec![Arc::new(ProbeStream)]
+fn probe_install(_: &Platform) -> BoxFuture<'_, anyhow::Result<Installed>> {
+    let installed = Installed::default()
+        .handler(&PROBE_WORK, Worker::One(Arc::new(ProbeHandler)))
+        .stream(Arc::new(ProbeStream))
+        .routes(|core: Core| {
+            let router = axum::Router::new()
+                .route("/v1/probes", post(create))
+                .with_state(core);
+            async move { Ok(router) }.boxed()
+        });
+    async move { Ok(installed) }.boxed()
 }
 
 #[derive(utoipa::OpenApi)]
@@ -176,16 +151,10 @@ impl Source for ProbeStream {
 }
 
 /// A domain whose queue nothing consumes: messages published there wait (for gauges).
-pub const IDLE_WORK: QueueSpec = QueueSpec {
-    key: "idle.work",
-    group: "idle",
-    default_prefetch: 1,
-    default_max_attempts: 1,
-    default_batch: 1,
-    default_linger_ms: 0,
-    default_in_flight: None,
-    purpose: "test queue without a consumer",
-};
+pub const IDLE_WORK: QueueSpec =
+    QueueSpec::new("idle.work", "idle", "test queue without a consumer")
+        .prefetch(1)
+        .max_attempts(1);
 
 /// A 30-minute business timer feeding the idle queue.
 pub const IDLE_TIMEOUT: DelaySpec = DelaySpec {
@@ -195,22 +164,9 @@ pub const IDLE_TIMEOUT: DelaySpec = DelaySpec {
     purpose: "test timer",
 };
 
-pub static IDLE: Domain = Domain {
-    name: "idle",
-    group: "idle",
-    queues: &[&IDLE_WORK],
-    delays: &[&IDLE_TIMEOUT],
-    handlers: idle_handlers,
-    jobs: no_jobs,
-    routes: idle_routes,
-    openapi: idle_doc,
-    gauges: &[],
-    panels: &[],
-    streams: no_streams,
-    limits: &[],
-    settings: None,
-    probes: no_probes,
-};
+/// Nothing but queues (no handler: messages wait) and a delay.
+pub static IDLE: Domain =
+    Domain::new("idle", "idle", &[&IDLE_WORK], idle_install).delays(&[&IDLE_TIMEOUT]);
 
 crate::on_every_backend!(a_domain_registered_from_outside_works_end_to_end);
 
@@ -300,16 +256,8 @@ async fn a_domain_registered_from_outside_works_end_to_end(backend: Backend) {
     env.cleanup(Some(&platform)).await;
 }
 
-fn idle_handlers(_: &Platform) -> BoxFuture<'_, anyhow::Result<Handlers>> {
-    async { Ok(Vec::new()) }.boxed()
-}
-
-fn idle_routes<'a>(_: &'a Platform, _: &'a Core) -> BoxFuture<'a, anyhow::Result<axum::Router>> {
-    async { Ok(axum::Router::new()) }.boxed()
-}
-
-fn idle_doc() -> utoipa::openapi::OpenApi {
-    utoipa::openapi::OpenApi::default()
+fn idle_install(_: &Platform) -> BoxFuture<'_, anyhow::Result<Installed>> {
+    async { Ok(Installed::default()) }.boxed()
 }
 
 /// Every queue a domain of the build declares has a handler among its own (a queue
@@ -321,9 +269,10 @@ async fn every_declared_queue_has_a_handler() {
     };
     let platform = env.platform().await;
     for domain in conveyor::domains::ALL {
-        let handled: Vec<&str> = (domain.handlers)(&platform)
+        let handled: Vec<&str> = (domain.install)(&platform)
             .await
             .unwrap()
+            .handlers
             .iter()
             .map(|(q, _)| q.key)
             .collect();

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use chrono::Utc;
 use conveyor::config::QueueOverride;
-use conveyor::domains::flash_sale::{OrderStatus, service::Sales, store};
+use conveyor::domains::flash_sale::{OrderStatus, store};
 use sea_orm::{ActiveModelTrait as _, ActiveValue::Set};
 use serde_json::{Value, json};
 
@@ -85,9 +85,23 @@ pub async fn order(app: &TestApp, key: &str, sale: &str) -> (u16, Value) {
     (r.status().as_u16(), r.json().await.unwrap_or(Value::Null))
 }
 
+/// Units left in the stock store, as the app's own stock store says (reconciliation is
+/// what reads it; the embedded stock lives only in the app's process).
 async fn remaining(app: &TestApp, sale: &str) -> Option<i64> {
-    let sales = Sales::of(&app.platform).await.unwrap();
-    sales.stock.remaining(sale).await.unwrap()
+    reconciled(app, sale).await["remaining"].as_i64()
+}
+
+async fn reconciled(app: &TestApp, sale: &str) -> Value {
+    let admin = app.admin().await;
+    let r = app
+        .client
+        .post(app.url(&format!("/v1/admin/flash-sales/{sale}/reconcile")))
+        .bearer_auth(admin)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    r.json().await.unwrap()
 }
 
 pub async fn status_of(app: &TestApp, order: &str) -> Option<OrderStatus> {
@@ -105,16 +119,7 @@ pub async fn wait_status(app: &TestApp, order: &str, want: OrderStatus) {
 }
 
 async fn drift(app: &TestApp, sale: &str) -> Option<i64> {
-    let s = store::get_sale(&app.platform.db, sale)
-        .await
-        .unwrap()
-        .unwrap();
-    let sales = Sales::of(&app.platform).await.unwrap();
-    sales
-        .reconcile(&app.platform.db, &s, false)
-        .await
-        .unwrap()
-        .drift
+    reconciled(app, sale).await["drift"].as_i64()
 }
 
 async fn a_stampede_never_oversells(backend: Backend) {
@@ -403,16 +408,30 @@ async fn payments_racing_the_deadline_never_leave_both(backend: Backend) {
 }
 
 async fn the_sweep_cancels_an_order_whose_timer_was_lost(backend: Backend) {
-    // An hour to pay: the timer will not fire during the test.
-    let Some((env, app)) = app(backend, "flash_sweep", 3_600_000).await else {
+    let Some(mut env) = TestEnv::new(backend, "flash_sweep").await else {
         return;
     };
+    // An hour to pay (the timer will not fire during the test); a sweep every 100 ms
+    // that takes orders as soon as their deadline passed.
+    env.settings.queues.insert(
+        "orders.payment-timeout".into(),
+        QueueOverride {
+            delay_ms: Some(3_600_000),
+            ..Default::default()
+        },
+    );
+    let section = env.settings.sections.get_mut("flash_sale").unwrap();
+    section["sweep_interval_ms"] = json!(100);
+    section["sweep_margin_ms"] = json!(0);
+    let app = spawn_app(&env).await;
+    app.start_consumers();
     let admin = admin(&app).await;
     let sale = sale(&app, &admin, 2, 1).await;
     let (_, key) = app.user("buyer", 0).await;
     let (_, b) = order(&app, &key, &sale).await;
     let id = b["order_id"].as_str().unwrap().to_owned();
     wait_status(&app, &id, OrderStatus::Unpaid).await;
+    assert_eq!(remaining(&app, &sale).await, Some(1));
     // As if its deadline passed long ago and its timer message was lost.
     let o = store::get_order(&app.platform.db, &id)
         .await
@@ -421,20 +440,15 @@ async fn the_sweep_cancels_an_order_whose_timer_was_lost(backend: Backend) {
     let mut stale: conveyor::domains::flash_sale::entity::order::ActiveModel = o.into();
     stale.pay_by = Set(Utc::now() - chrono::Duration::hours(2));
     stale.update(&app.platform.db).await.unwrap();
-    let sales = Sales::of(&app.platform).await.unwrap();
-    let n = conveyor::domains::flash_sale::jobs::sweep_once(&app.platform, &sales)
-        .await
-        .unwrap();
-    assert_eq!(n, 1);
-    assert_eq!(status_of(&app, &id).await, Some(OrderStatus::Canceled));
+    wait_status(&app, &id, OrderStatus::Canceled).await;
+    // Its unit came back, once, however many sweeps ran since.
+    wait_until(WAIT, "the unit back", || async {
+        remaining(&app, &sale).await == Some(2)
+    })
+    .await;
+    tokio::time::sleep(Duration::from_millis(250)).await; // a few more sweeps (100 ms)
     assert_eq!(remaining(&app, &sale).await, Some(2));
-    assert_eq!(
-        conveyor::domains::flash_sale::jobs::sweep_once(&app.platform, &sales)
-            .await
-            .unwrap(),
-        0,
-        "nothing left to sweep"
-    );
+    assert_eq!(drift(&app, &sale).await, Some(0));
     done(env, app).await;
 }
 

@@ -316,11 +316,13 @@ pub struct TestApp {
     pub platform: Platform,
     pub shutdown: CancellationToken,
     pub server: tokio::task::JoinHandle<anyhow::Result<()>>,
-    /// The domains the app was built with.
-    pub domains: Vec<&'static conveyor::domains::Domain>,
+    /// The app's installed consumers and jobs, which `start_consumers` runs.
+    workers: conveyor::app::InstalledWorkers,
     /// Consumers started beside the API (RabbitMQ backends): awaited by `stop`, so the
     /// clean-up that follows cannot race a subscription re-declaring its queue.
     consumers: std::sync::Mutex<Vec<tokio::task::JoinHandle<anyhow::Result<()>>>>,
+    /// The app's admin key, made on first use.
+    admin_key: tokio::sync::OnceCell<String>,
 }
 
 impl TestApp {
@@ -396,6 +398,7 @@ pub async fn spawn_app_with(
         .expect("app builds");
     let addr = app.addr();
     let platform = app.platform().clone();
+    let workers = app.workers();
     let shutdown = CancellationToken::new();
     let shutdown_of_app = shutdown.clone();
     // An app that stops on its own says why, in the failing test's output.
@@ -416,8 +419,9 @@ pub async fn spawn_app_with(
         platform,
         shutdown,
         server,
-        domains,
+        workers,
         consumers: Default::default(),
+        admin_key: Default::default(),
     }
 }
 
@@ -619,24 +623,25 @@ impl TestApp {
         if self.platform.settings.broker.kind != BrokerKind::Rabbitmq {
             return; // `serve` already runs them in-process
         }
-        let (p, token, domains) = (
-            self.platform.clone(),
-            self.shutdown.clone(),
-            self.domains.clone(),
-        );
-        let handle =
-            tokio::spawn(
-                async move { conveyor::app::run_workers(&p, &domains, None, token).await },
-            );
+        // The app's own installation (one set of services per process, as in
+        // production: the same in-memory search index, the same stock store).
+        let (workers, token) = (self.workers.clone(), self.shutdown.clone());
+        let handle = tokio::spawn(async move { workers.run(None, token).await });
         self.consumers.lock().expect("consumers").push(handle);
     }
 
     /// An admin's API key.
+    /// An admin's key (the same one for the app's life).
     pub async fn admin(&self) -> String {
-        conveyor::users::create(&self.platform.db, "root", 0, true)
+        self.admin_key
+            .get_or_init(|| async {
+                conveyor::users::create(&self.platform.db, "root", 0, true)
+                    .await
+                    .expect("admin")
+                    .1
+            })
             .await
-            .expect("admin")
-            .1
+            .clone()
     }
 
     /// Submits `body` as the owner of `key`; it must be accepted (202). Its task id.

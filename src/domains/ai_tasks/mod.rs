@@ -10,6 +10,7 @@
 //! `video_analysis` runs its steps as separate messages, each published only after
 //! the previous step committed.
 
+pub mod cli;
 pub mod entity;
 pub mod executor;
 pub mod handler;
@@ -32,93 +33,75 @@ use std::time::Duration;
 
 use futures::FutureExt as _;
 use futures::future::BoxFuture;
-use tokio_util::sync::CancellationToken;
 
 pub use handler::AiTaskHandler;
 pub use kinds::{Status, TaskKind};
 
-use super::{Domain, Handlers, no_probes};
-use crate::api::Core;
-use crate::consumer::{BatchHandler, Worker};
-use crate::live::Source;
+use super::{Domain, Installed};
+use crate::consumer::Worker;
 use crate::platform::Platform;
 use settings::AiSettings;
 
 /// The AI-task flow in the domain registry.
-pub const DOMAIN: Domain = Domain {
-    name: "ai_tasks",
-    group: "ai",
-    queues: queues::QUEUES,
-    delays: &[],
-    handlers,
-    jobs,
-    routes,
-    openapi: <routes::Doc as utoipa::OpenApi>::openapi,
-    gauges: metrics::GAUGES,
-    panels: ops::PANELS,
-    streams,
-    limits: limits::LIMITS,
-    settings: Some(settings::SECTION),
-    probes: no_probes,
-};
+pub const DOMAIN: Domain = Domain::new("ai_tasks", "ai", queues::QUEUES, install)
+    .settings(settings::SECTION)
+    .limits(limits::LIMITS)
+    .gauges(metrics::GAUGES)
+    .panels(ops::PANELS)
+    .openapi(<routes::Doc as utoipa::OpenApi>::openapi)
+    .cli(cli::CLI);
 
-fn handlers(platform: &Platform) -> BoxFuture<'_, anyhow::Result<Handlers>> {
-    async move {
-        let ai = Arc::new(AiSettings::from_settings(&platform.settings)?);
-        let tasks: Arc<dyn BatchHandler> = Arc::new(AiTaskHandler {
-            executor: executor::from_settings(&ai)?,
-            ai,
-            relay: platform.relay.clone(),
-            max_payload: platform.settings.broker.max_payload_bytes,
-            running_cap: crate::limits::declared::configured(&platform.settings, &limits::RUNNING),
-            overrides: Arc::default(),
-        });
-        Ok(queues::QUEUES
-            .iter()
-            .map(|q| (*q, Worker::Batch(tasks.clone())))
-            .collect())
-    }
-    .boxed()
-}
-
-fn jobs(
-    platform: &Platform,
-    shutdown: CancellationToken,
-) -> Vec<BoxFuture<'static, anyhow::Result<()>>> {
-    match AiSettings::from_settings(&platform.settings) {
-        Ok(ai) => vec![reaper::run(platform.clone(), Arc::new(ai), shutdown).boxed()],
-        Err(e) => vec![async move { Err(e.into()) }.boxed()],
-    }
-}
-
-fn routes<'a>(
-    platform: &'a Platform,
-    core: &'a Core,
-) -> BoxFuture<'a, anyhow::Result<axum::Router>> {
+fn install(platform: &Platform) -> BoxFuture<'_, anyhow::Result<Installed>> {
     async move {
         let s = &platform.settings;
+        let ai = Arc::new(AiSettings::from_settings(s)?);
+        let tasks = Arc::new(AiTaskHandler {
+            executor: executor::from_settings(&ai)?,
+            ai: ai.clone(),
+            relay: platform.relay.clone(),
+            max_payload: s.broker.max_payload_bytes,
+            running_cap: crate::limits::declared::configured(s, &limits::RUNNING),
+            overrides: Arc::default(),
+        });
+        let mut installed = Installed::default();
+        for queue in queues::QUEUES {
+            installed = installed.handler(queue, Worker::Batch(tasks.clone()));
+        }
+        let reaper = reaper::Reaper {
+            db: platform.db.clone(),
+            broker: platform.broker.clone(),
+            relay: platform.relay.clone(),
+            max_payload: s.broker.max_payload_bytes,
+            ai: ai.clone(),
+        };
         // The submission writers get a pool of their own, so each keeps to one server
         // connection: every batch size is its own prepared statement, and on the shared
-        // pool (which hands out idle connections in turn) every connection prepared
-        // every size.
-        let writers_db = platform.own_pool(s.database.group_commit_writers).await?;
-        let submitter = submitter::Submitter::start(
-            writers_db,
-            platform.broker.clone(),
-            platform.relay.clone(),
-            s.broker.max_payload_bytes,
-            s.database.group_commit_writers,
-            Duration::from_millis(s.database.group_commit_linger_ms),
-        );
-        Ok(routes::routes(routes::Tasks {
-            core: core.clone(),
-            ai: Arc::new(AiSettings::from_settings(s)?),
-            submitter,
-        }))
+        // pool (which hands out idle connections in turn) every connection prepared every
+        // size. Made only by a process that serves HTTP.
+        let writers = platform.own_pool_later(s.database.group_commit_writers);
+        let (broker, relay) = (platform.broker.clone(), platform.relay.clone());
+        let (max_payload, db) = (s.broker.max_payload_bytes, s.database.clone());
+        Ok(installed
+            .job(move |token| reaper.run(token).boxed())
+            .stream(Arc::new(stream::TaskStream))
+            .routes(move |core| {
+                async move {
+                    let submitter = submitter::Submitter::start(
+                        writers.await?,
+                        broker,
+                        relay,
+                        max_payload,
+                        db.group_commit_writers,
+                        Duration::from_millis(db.group_commit_linger_ms),
+                    );
+                    Ok(routes::routes(routes::Tasks {
+                        core,
+                        ai,
+                        submitter,
+                    }))
+                }
+                .boxed()
+            }))
     }
     .boxed()
-}
-
-fn streams(_: &Platform) -> Vec<Arc<dyn Source>> {
-    vec![Arc::new(stream::TaskStream)]
 }

@@ -12,7 +12,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::service::Sales;
 use super::store;
-use crate::platform::Platform;
+use crate::broker::Broker;
 use crate::telemetry::gauges::Gauge;
 
 /// Runs `round` every `every` until `shutdown`; a failed round is logged, not fatal.
@@ -38,16 +38,16 @@ where
 
 /// Cancels UNPAID orders past their deadline + `sweep_margin_ms`: a lost timer message
 /// can never leave an order open for ever. Returns how many it canceled.
-pub async fn sweep_once(platform: &Platform, sales: &Sales) -> anyhow::Result<usize> {
+pub async fn sweep_once(
+    db: &DatabaseConnection,
+    broker: &dyn Broker,
+    sales: &Sales,
+) -> anyhow::Result<usize> {
     let margin = chrono::Duration::milliseconds(sales.settings.sweep_margin_ms as i64);
-    let overdue = store::overdue(&platform.db, Utc::now() - margin, 500).await?;
+    let overdue = store::overdue(db, Utc::now() - margin, 500).await?;
     let mut canceled = 0;
     for order in overdue {
-        if sales
-            .expire(&platform.db, platform.broker.as_ref(), &order.id)
-            .await?
-            == Some(super::OrderStatus::Canceled)
-        {
+        if sales.expire(db, broker, &order.id).await? == Some(super::OrderStatus::Canceled) {
             canceled += 1;
         }
     }
@@ -61,10 +61,10 @@ pub async fn sweep_once(platform: &Platform, sales: &Sales) -> anyhow::Result<us
 }
 
 /// Warms and reconciles every running sale; drift is a gauge and a log line.
-pub async fn reconcile_once(platform: &Platform, sales: &Sales) -> anyhow::Result<()> {
-    for sale in store::running_sales(&platform.db).await? {
-        sales.warm(&platform.db, &sale).await?;
-        let r = sales.reconcile(&platform.db, &sale, false).await?;
+pub async fn reconcile_once(db: &DatabaseConnection, sales: &Sales) -> anyhow::Result<()> {
+    for sale in store::running_sales(db).await? {
+        sales.warm(db, &sale).await?;
+        let r = sales.reconcile(db, &sale, false).await?;
         let drift = r.drift.unwrap_or(0);
         metrics::gauge!("conveyor_flash_sale_drift_units", "sale" => sale.id.clone())
             .set(drift as f64);
@@ -79,41 +79,39 @@ pub async fn reconcile_once(platform: &Platform, sales: &Sales) -> anyhow::Resul
     Ok(())
 }
 
-pub fn start(
-    platform: &Platform,
+/// The sweep and the reconciliation, each on its own interval, until `shutdown`.
+pub async fn run(
+    db: DatabaseConnection,
+    broker: Arc<dyn Broker>,
+    sales: Arc<Sales>,
     shutdown: CancellationToken,
-) -> Vec<BoxFuture<'static, anyhow::Result<()>>> {
-    let p = platform.clone();
-    let job = async move {
-        let sales = Sales::of(&p).await?;
-        let sweep = {
-            let (p, s) = (p.clone(), sales.clone());
-            every(
-                "sweep",
-                Duration::from_millis(sales.settings.sweep_interval_ms),
-                shutdown.clone(),
-                move || {
-                    let (p, s) = (p.clone(), s.clone());
-                    Box::pin(async move { sweep_once(&p, &s).await.map(|_| ()) })
-                },
-            )
-        };
-        let reconcile = {
-            let (p, s) = (p.clone(), sales.clone());
-            every(
-                "reconcile",
-                Duration::from_millis(sales.settings.reconcile_interval_ms),
-                shutdown.clone(),
-                move || {
-                    let (p, s): (Platform, Arc<Sales>) = (p.clone(), s.clone());
-                    Box::pin(async move { reconcile_once(&p, &s).await })
-                },
-            )
-        };
-        let (a, b) = tokio::join!(sweep, reconcile);
-        a.and(b)
+) -> anyhow::Result<()> {
+    let sweep = {
+        let (db, broker, s) = (db.clone(), broker.clone(), sales.clone());
+        every(
+            "sweep",
+            Duration::from_millis(sales.settings.sweep_interval_ms),
+            shutdown.clone(),
+            move || {
+                let (db, broker, s) = (db.clone(), broker.clone(), s.clone());
+                Box::pin(async move { sweep_once(&db, broker.as_ref(), &s).await.map(|_| ()) })
+            },
+        )
     };
-    vec![Box::pin(job)]
+    let reconcile = {
+        let s = sales.clone();
+        every(
+            "reconcile",
+            Duration::from_millis(sales.settings.reconcile_interval_ms),
+            shutdown.clone(),
+            move || {
+                let (db, s) = (db.clone(), s.clone());
+                Box::pin(async move { reconcile_once(&db, &s).await })
+            },
+        )
+    };
+    let (a, b) = tokio::join!(sweep, reconcile);
+    a.and(b)
 }
 
 /// Orders by status, sampled at each scrape of `/metrics`.

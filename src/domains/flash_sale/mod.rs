@@ -13,6 +13,7 @@
 //! timers; reconciliation checks stock = units left + live orders. Buyers follow their
 //! orders on the `order` live stream.
 
+pub mod cli;
 pub mod entity;
 pub mod handler;
 pub mod jobs;
@@ -35,68 +36,51 @@ use futures::future::BoxFuture;
 
 pub use status::OrderStatus;
 
-use super::{Domain, Handlers, no_probes};
-use crate::api::Core;
-use crate::consumer::{Handler, Worker};
-use crate::live::Source;
+use super::{Domain, Installed};
+use crate::consumer::Worker;
 use crate::platform::Platform;
 use service::Sales;
 
 /// The flash-sale flow in the domain registry.
-pub const DOMAIN: Domain = Domain {
-    name: "flash_sale",
-    group: "orders",
-    queues: queues::QUEUES,
-    delays: queues::DELAYS,
-    handlers,
-    jobs: jobs::start,
-    routes,
-    openapi: <routes::Doc as utoipa::OpenApi>::openapi,
-    gauges: jobs::GAUGES,
-    panels: &[],
-    streams,
-    limits: limits::LIMITS,
-    settings: Some(settings::SECTION),
-    probes: no_probes,
-};
+pub const DOMAIN: Domain = Domain::new("flash_sale", "orders", queues::QUEUES, install)
+    .delays(queues::DELAYS)
+    .settings(settings::SECTION)
+    .limits(limits::LIMITS)
+    .gauges(jobs::GAUGES)
+    .openapi(<routes::Doc as utoipa::OpenApi>::openapi)
+    .cli(cli::CLI);
 
-fn handlers(platform: &Platform) -> BoxFuture<'_, anyhow::Result<Handlers>> {
+/// One `Sales` per process: the embedded stock must be the same map for the API and
+/// the in-process consumers.
+fn install(platform: &Platform) -> BoxFuture<'_, anyhow::Result<Installed>> {
     async move {
-        let sales = Sales::of(platform).await?;
-        let create: Arc<dyn Handler> = Arc::new(handler::CreateOrderHandler {
+        let sales = Arc::new(Sales::connect(&platform.settings, platform.broker.topology()).await?);
+        let create = Arc::new(handler::CreateOrderHandler {
             sales: sales.clone(),
             relay: platform.relay.clone(),
             max_payload: platform.settings.broker.max_payload_bytes,
         });
-        let expire: Arc<dyn Handler> = Arc::new(handler::ExpireOrderHandler { sales });
-        Ok(vec![
-            (&queues::ORDERS_CREATE, Worker::One(create)),
-            (&queues::ORDERS_EXPIRE, Worker::One(expire)),
-        ])
+        let expire = Arc::new(handler::ExpireOrderHandler {
+            sales: sales.clone(),
+        });
+        let (db, broker) = (platform.db.clone(), platform.broker.clone());
+        let (for_jobs, for_routes) = (sales.clone(), sales.clone());
+        let currency = sales.settings.currency.clone();
+        Ok(Installed::default()
+            .handler(&queues::ORDERS_CREATE, Worker::One(create))
+            .handler(&queues::ORDERS_EXPIRE, Worker::One(expire))
+            .job(move |token| jobs::run(db, broker, for_jobs, token).boxed())
+            .stream(Arc::new(stream::OrderStream { currency }))
+            .routes(move |core| {
+                let timeout =
+                    std::time::Duration::from_millis(for_routes.settings.publish_timeout_ms);
+                let state = routes::FlashSales {
+                    publisher: publisher::Publisher::start(core.broker.clone(), timeout),
+                    core,
+                    sales: for_routes,
+                };
+                async move { Ok(routes::routes(state)) }.boxed()
+            }))
     }
     .boxed()
-}
-
-fn routes<'a>(
-    platform: &'a Platform,
-    core: &'a Core,
-) -> BoxFuture<'a, anyhow::Result<axum::Router>> {
-    async move {
-        let sales = Sales::of(platform).await?;
-        let timeout = std::time::Duration::from_millis(sales.settings.publish_timeout_ms);
-        Ok(routes::routes(routes::FlashSales {
-            core: core.clone(),
-            publisher: publisher::Publisher::start(platform.broker.clone(), timeout),
-            sales,
-        }))
-    }
-    .boxed()
-}
-
-fn streams(platform: &Platform) -> Vec<Arc<dyn Source>> {
-    // A bad section stopped the start-up long before; the default only satisfies types.
-    let currency = settings::FlashSaleSettings::from_settings(&platform.settings)
-        .map(|s| s.currency)
-        .unwrap_or_default();
-    vec![Arc::new(stream::OrderStream { currency })]
 }

@@ -4,27 +4,19 @@ use std::time::Duration;
 
 use crate::broker::{DelaySpec, QueueSpec};
 
-pub const ORDERS_CREATE: QueueSpec = QueueSpec {
-    key: "orders.create",
-    group: "orders",
-    default_prefetch: 64,
-    default_max_attempts: 5,
-    default_batch: 1,
-    default_linger_ms: 0,
-    default_in_flight: None,
-    purpose: "flash-sale order rows written after the Redis stock check",
-};
+pub const ORDERS_CREATE: QueueSpec = QueueSpec::new(
+    "orders.create",
+    "orders",
+    "flash-sale order rows written after the Redis stock check",
+)
+.prefetch(64);
 
-pub const ORDERS_EXPIRE: QueueSpec = QueueSpec {
-    key: "orders.expire",
-    group: "orders",
-    default_prefetch: 64,
-    default_max_attempts: 5,
-    default_batch: 1,
-    default_linger_ms: 0,
-    default_in_flight: None,
-    purpose: "cancel unpaid orders and return their stock",
-};
+pub const ORDERS_EXPIRE: QueueSpec = QueueSpec::new(
+    "orders.expire",
+    "orders",
+    "cancel unpaid orders and return their stock",
+)
+.prefetch(64);
 
 /// 30 minutes unless `[queues."orders.payment-timeout"] delay_ms` says otherwise (tests
 /// use seconds); the queue's name carries the delay, so a changed delay is a new queue.

@@ -16,7 +16,6 @@ use super::stock::{EmbeddedStock, RedisStock, StockStore, Warm};
 use super::store::{self, Sale};
 use crate::broker::{Broker, Topology};
 use crate::config::{DedupeKind, Settings};
-use crate::platform::Platform;
 
 pub struct Sales {
     pub stock: Arc<dyn StockStore>,
@@ -26,14 +25,6 @@ pub struct Sales {
 }
 
 impl Sales {
-    /// This process's one `Sales` (the embedded stock must be the same map for the API
-    /// and the in-process consumers).
-    pub async fn of(platform: &Platform) -> anyhow::Result<Arc<Sales>> {
-        platform
-            .shared(|| Sales::connect(&platform.settings, platform.broker.topology()))
-            .await
-    }
-
     /// Connects the stock store the settings name (a new, empty one when embedded: only
     /// the process that serves sees its embedded stock).
     pub async fn connect(settings: &Settings, topology: &Topology) -> anyhow::Result<Sales> {

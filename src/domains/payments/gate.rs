@@ -13,10 +13,16 @@ use tokio::sync::Semaphore;
 /// How long a webhook waits for a permit before it is told to come back later.
 const WAIT: Duration = Duration::from_secs(2);
 
-/// All permits were taken for [`WAIT`]; the check did not run.
+/// Why a check did not give its answer.
 #[derive(Debug, thiserror::Error)]
-#[error("signature checks are busy; retry later")]
-pub struct Busy;
+pub enum Busy {
+    /// All permits were taken for [`WAIT`]; the check did not run.
+    #[error("signature checks are busy; retry later")]
+    Full,
+    /// The check panicked (a bug, not load): answered as an internal error.
+    #[error("a signature check failed unexpectedly")]
+    Panicked,
+}
 
 #[derive(Clone)]
 pub struct VerifyGate {
@@ -31,10 +37,11 @@ impl VerifyGate {
         }
     }
 
-    /// One permit per core: checks never take more than the machine's cores, however
-    /// many requests arrive.
+    /// Half the cores (at least one): checks never take the whole machine, however many
+    /// requests arrive, so the rest of the API keeps answering.
     pub fn per_core() -> Self {
-        Self::new(std::thread::available_parallelism().map_or(2, |n| n.get()))
+        let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
+        Self::new((cores / 2).max(1))
     }
 
     /// Runs `check` on the blocking pool under a permit.
@@ -44,14 +51,14 @@ impl VerifyGate {
     ) -> Result<T, Busy> {
         let permit = tokio::time::timeout(WAIT, self.permits.clone().acquire_owned())
             .await
-            .map_err(|_| Busy)?
-            .map_err(|_| Busy)?;
+            .map_err(|_| Busy::Full)?
+            .map_err(|_| Busy::Full)?;
         tokio::task::spawn_blocking(move || {
             let _permit = permit;
             check()
         })
         .await
-        .map_err(|_| Busy)
+        .map_err(|_| Busy::Panicked)
     }
 }
 

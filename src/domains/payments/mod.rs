@@ -5,74 +5,78 @@
 //! answered without waiting for the broker; the consumer that applies each event once
 //! (credits, a membership that stacks, the order's UNPAID → PAID, refunds that never drive a
 //! balance below zero silently and wait for their payment when they come first); the
-//! broker-down fallback that applies events in-process; the inbox gauges.
+//! broker-down fallback that applies events in-process; expiry of unpaid intents; the
+//! inbox gauges.
 //!
-//! Files: [`routes`] (HTTP), [`verify`] (signatures), [`store`] (inbox, payments, apply),
-//! [`recorder`] (webhooks' group commit), [`handler`] (the consumer), [`fallback`], [`gauges`], [`settings`] (`[payments]`),
-//! [`sign`] (what `conveyor payments sign` builds).
+//! The domain skeleton: [`queues`], [`messages`], [`settings`], [`limits`], [`entity`],
+//! [`store`] (intents, inbox, apply), [`service`] (the per-process service and its
+//! operations; [`accept`] for verified webhooks), [`routes`] (thin HTTP), [`handler`]
+//! (the consumer), [`jobs`], [`view`], [`metrics`], [`cli`]; and what only payments
+//! have: [`verify`] (signatures), [`gate`] (bounded checks), [`recorder`] (the webhooks'
+//! group commit), [`sign`] (test signing for `conveyor payments sign`).
 
+pub mod accept;
+pub mod cli;
 pub mod entity;
-pub mod expiry;
-pub mod fallback;
 pub mod gate;
-pub mod gauges;
 pub mod handler;
+pub mod jobs;
 pub mod limits;
+pub mod messages;
+pub mod metrics;
 pub mod queues;
 pub mod recorder;
 pub mod routes;
+pub mod service;
 pub mod settings;
 pub mod sign;
 pub mod store;
 pub mod verify;
+pub mod view;
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use futures::FutureExt as _;
 use futures::future::BoxFuture;
 
-use super::{Domain, Handlers, no_probes, no_streams};
-use crate::api::Core;
-use crate::consumer::{Handler, Worker};
+use super::{Domain, Installed};
+use crate::consumer::Worker;
 use crate::platform::Platform;
+use service::Payments;
 
-pub const DOMAIN: Domain = Domain {
-    name: "payments",
-    group: "payments",
-    queues: queues::QUEUES,
-    delays: &[],
-    handlers,
-    jobs: fallback::start,
-    routes,
-    openapi: <routes::Doc as utoipa::OpenApi>::openapi,
-    gauges: gauges::GAUGES,
-    panels: &[],
-    streams: no_streams,
-    limits: limits::LIMITS,
-    settings: Some(settings::SECTION),
-    probes: no_probes,
-};
+pub const DOMAIN: Domain = Domain::new("payments", "payments", queues::QUEUES, install)
+    .settings(settings::SECTION)
+    .limits(limits::LIMITS)
+    .gauges(metrics::GAUGES)
+    .openapi(<routes::Doc as utoipa::OpenApi>::openapi)
+    .cli(cli::CLI);
 
-fn handlers(platform: &Platform) -> BoxFuture<'_, anyhow::Result<Handlers>> {
-    let apply: Arc<dyn Handler> = Arc::new(handler::ApplyHandler {
-        platform: platform.clone(),
-    });
-    async move { Ok(vec![(&queues::PAYMENTS_APPLY, Worker::One(apply))]) }.boxed()
-}
-
-fn routes<'a>(
-    platform: &'a Platform,
-    core: &'a Core,
-) -> BoxFuture<'a, anyhow::Result<axum::Router>> {
+fn install(platform: &Platform) -> BoxFuture<'_, anyhow::Result<Installed>> {
     async move {
-        let settings = settings::PaymentSettings::from_settings(&platform.settings)?;
-        Ok(routes::routes(routes::Payments {
-            core: core.clone(),
-            keys: Arc::new(settings.keys()?),
-            recorder: recorder::start(platform),
-            gate: gate::VerifyGate::per_core(),
-            settings: Arc::new(settings),
-        }))
+        let payments = Arc::new(Payments::new(platform)?);
+        let db = &platform.settings.database;
+        let (writers, linger) = (
+            db.group_commit_writers,
+            Duration::from_millis(db.group_commit_linger_ms),
+        );
+        let apply = Arc::new(handler::ApplyHandler {
+            payments: payments.clone(),
+        });
+        let (fallback, expiry, routes) = (payments.clone(), payments.clone(), payments.clone());
+        Ok(Installed::default()
+            .handler(&queues::PAYMENTS_APPLY, Worker::One(apply))
+            .job(move |token| jobs::fallback::run(fallback, token).boxed())
+            .job(move |token| jobs::expiry::run(expiry, token).boxed())
+            .routes(move |core| {
+                let recorder = recorder::start(&routes, writers, linger);
+                let state = routes::PaymentsState {
+                    core,
+                    recorder,
+                    service: routes,
+                };
+                async move { Ok(routes::routes(state)) }.boxed()
+            }))
     }
     .boxed()
 }

@@ -9,10 +9,10 @@ use std::time::Duration;
 use async_trait::async_trait;
 use sea_orm::DatabaseConnection;
 
+use super::service::Payments;
 use super::store::{self, Incoming};
 use crate::db::group_commit::{Batch, GroupCommit};
 use crate::outbox::{OutboxError, Relay};
-use crate::platform::Platform;
 
 /// Most events per transaction.
 const BATCH: usize = 32;
@@ -25,21 +25,15 @@ pub struct Inbox {
     max_payload: usize,
 }
 
-/// Starts the recorder's writers (as many as the platform's group commit writers).
-pub fn start(platform: &Platform) -> Recorder {
-    let s = &platform.settings;
+/// Starts the recorder's writers: `writers` transactions at once, each waiting up to
+/// `linger` for more events (`database.group_commit_*`).
+pub fn start(payments: &Payments, writers: u32, linger: Duration) -> Recorder {
     let inbox = Inbox {
-        db: platform.db.clone(),
-        relay: platform.relay.clone(),
-        max_payload: s.broker.max_payload_bytes,
+        db: payments.db.clone(),
+        relay: payments.relay.clone(),
+        max_payload: payments.max_payload,
     };
-    GroupCommit::start(
-        inbox,
-        &platform.db,
-        s.database.group_commit_writers,
-        BATCH,
-        Duration::from_millis(s.database.group_commit_linger_ms),
-    )
+    GroupCommit::start(inbox, &payments.db, writers, BATCH, linger)
 }
 
 #[async_trait]

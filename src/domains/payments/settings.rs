@@ -124,6 +124,13 @@ impl PaymentSettings {
                 problem: "must be greater than 0".into(),
             });
         }
+        // 30 days at most: an unpaid intent older than that is not a payment in progress.
+        if s.intent_ttl_secs > 30 * 24 * 3600 {
+            return Err(ConfigError::Invalid {
+                key: "payments.intent_ttl_secs",
+                problem: "must be at most 30 days (2592000); 0 turns expiry off".into(),
+            });
+        }
         // A payment for a flash-sale order bills the order's price: both in one currency.
         let sales =
             crate::domains::flash_sale::settings::FlashSaleSettings::from_settings(settings)?;

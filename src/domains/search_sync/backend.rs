@@ -1,16 +1,17 @@
 //! This process's search backend: the configured index and the circuit breaker in front
-//! of it, made once per process and shared by the sync consumer, the search route and
-//! the readiness check.
+//! of it, opened once per process on first use ([`LazySearch`]) and shared by the sync
+//! consumer, the search route and the readiness check. On first use, because the
+//! embedded index is a directory one process holds: a consumer process of another group
+//! never opens it.
 
 use std::path::Path;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use anyhow::Context as _;
 
 use super::breaker::Breaker;
-use super::settings::{Backend, SearchSettings};
-use crate::platform::Platform;
+use super::settings::{Backend as Engine, SearchSettings};
 use crate::search::SearchIndex;
 use crate::search::elastic::ElasticIndex;
 use crate::search::embedded::EmbeddedIndex;
@@ -21,19 +22,49 @@ pub struct Search {
     pub settings: SearchSettings,
 }
 
-impl Search {
-    /// The process's one backend, opened on first use.
-    pub async fn of(platform: &Platform) -> anyhow::Result<Arc<Search>> {
-        platform
-            .shared(|| async { Search::open(SearchSettings::from_settings(&platform.settings)?) })
-            .await
+/// The process's one [`Search`], opened by whichever part uses it first.
+pub struct LazySearch {
+    settings: SearchSettings,
+    opened: Mutex<Option<Arc<Search>>>,
+}
+
+impl LazySearch {
+    pub fn new(settings: SearchSettings) -> Self {
+        LazySearch {
+            settings,
+            opened: Mutex::new(None),
+        }
     }
 
+    /// A backend opened already (a tool or a benchmark that holds its index).
+    pub fn opened(search: Arc<Search>) -> Self {
+        LazySearch {
+            settings: search.settings.clone(),
+            opened: Mutex::new(Some(search)),
+        }
+    }
+
+    /// The backend, opened now if nothing opened it yet.
+    pub fn get(&self) -> anyhow::Result<Arc<Search>> {
+        let mut opened = self
+            .opened
+            .lock()
+            .map_err(|_| anyhow::anyhow!("search backend lock poisoned"))?;
+        if let Some(search) = opened.as_ref() {
+            return Ok(search.clone());
+        }
+        let search = Arc::new(Search::open(self.settings.clone())?);
+        *opened = Some(search.clone());
+        Ok(search)
+    }
+}
+
+impl Search {
     /// Opens the configured index. Elasticsearch is not contacted yet (a process starts
     /// while the engine is down); the embedded index is opened (and locked) now.
     pub fn open(settings: SearchSettings) -> anyhow::Result<Search> {
         let index: Arc<dyn SearchIndex> = match settings.backend {
-            Backend::Embedded => {
+            Engine::Embedded => {
                 let dir = (!settings.path.is_empty()).then(|| Path::new(&settings.path));
                 Arc::new(EmbeddedIndex::open(dir).with_context(|| {
                     format!(
@@ -43,7 +74,7 @@ impl Search {
                     )
                 })?)
             }
-            Backend::Elasticsearch => Arc::new(ElasticIndex::new(
+            Engine::Elasticsearch => Arc::new(ElasticIndex::new(
                 &settings.url,
                 &settings.alias,
                 settings.refresh,

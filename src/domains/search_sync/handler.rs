@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 
-use super::backend::Search;
+use super::backend::LazySearch;
 use super::messages::SyncMessage;
 use super::store;
 use crate::broker::Envelope;
@@ -18,7 +18,7 @@ use crate::consumer::{BatchHandler, Context, HandlerError};
 use crate::search::{Op, Outcome};
 
 pub struct SyncHandler {
-    pub search: Arc<Search>,
+    pub search: Arc<LazySearch>,
 }
 
 #[async_trait]
@@ -76,7 +76,7 @@ impl SyncHandler {
         if messages.is_empty() {
             return Ok(HashMap::new());
         }
-        let search = &self.search;
+        let search = self.search.get().map_err(|e| format!("{e:#}"))?;
         if !search.breaker.allow() {
             return Err("search backend unavailable (circuit open)".into());
         }

@@ -13,6 +13,7 @@
 
 pub mod backend;
 pub mod breaker;
+pub mod cli;
 pub mod entity;
 pub mod handler;
 pub mod limits;
@@ -28,61 +29,51 @@ use std::sync::Arc;
 use futures::FutureExt as _;
 use futures::future::BoxFuture;
 
-use super::{Domain, Handlers, no_jobs, no_streams};
-use crate::api::Core;
+use super::{Domain, Installed};
 use crate::api::health::Probe;
 use crate::consumer::Worker;
 use crate::platform::Platform;
-use backend::Search;
+use backend::LazySearch;
+use settings::SearchSettings;
 
-pub const DOMAIN: Domain = Domain {
-    name: "search_sync",
-    group: "search",
-    queues: queues::QUEUES,
-    delays: &[],
-    handlers,
-    jobs: no_jobs,
-    routes,
-    openapi: <routes::Doc as utoipa::OpenApi>::openapi,
-    gauges: &[],
-    panels: &[],
-    streams: no_streams,
-    limits: limits::LIMITS,
-    settings: Some(settings::SECTION),
-    probes,
-};
+pub const DOMAIN: Domain = Domain::new("search_sync", "search", queues::QUEUES, install)
+    .settings(settings::SECTION)
+    .limits(limits::LIMITS)
+    .openapi(<routes::Doc as utoipa::OpenApi>::openapi)
+    .cli(cli::CLI);
 
-fn handlers(platform: &Platform) -> BoxFuture<'_, anyhow::Result<Handlers>> {
+/// The backend is opened by the first part that uses it (see [`backend`]).
+fn install(platform: &Platform) -> BoxFuture<'_, anyhow::Result<Installed>> {
     async move {
-        let search = Search::of(platform).await?;
-        let sync = Arc::new(handler::SyncHandler { search });
-        Ok(vec![(&queues::SEARCH_SYNC, Worker::Batch(sync))])
-    }
-    .boxed()
-}
-
-fn routes<'a>(
-    platform: &'a Platform,
-    core: &'a Core,
-) -> BoxFuture<'a, anyhow::Result<axum::Router>> {
-    async move {
-        Ok(routes::routes(routes::Materials {
-            core: core.clone(),
-            search: Search::of(platform).await?,
-        }))
-    }
-    .boxed()
-}
-
-/// The search backend, reported by `/readyz` and `/metrics` but not required: the API
-/// takes work while search is away (only searches answer 503 meanwhile).
-fn probes(platform: &Platform) -> BoxFuture<'_, anyhow::Result<Vec<Probe>>> {
-    async move {
-        let search = Search::of(platform).await?;
-        Ok(vec![Probe::optional("search", move || {
-            let search = search.clone();
-            async move { search.index.ping().await.map_err(|e| e.to_string()) }.boxed()
-        })])
+        let search = Arc::new(LazySearch::new(SearchSettings::from_settings(
+            &platform.settings,
+        )?));
+        let sync = Arc::new(handler::SyncHandler {
+            search: search.clone(),
+        });
+        let (for_routes, for_probe) = (search.clone(), search);
+        // Reported by `/readyz` and `/metrics` but not required: the API takes work while
+        // search is away (only searches answer 503 meanwhile).
+        let probe = Probe::optional("search", move || {
+            let search = for_probe.clone();
+            async move {
+                let search = search.get().map_err(|e| format!("{e:#}"))?;
+                search.index.ping().await.map_err(|e| e.to_string())
+            }
+            .boxed()
+        });
+        Ok(Installed::default()
+            .handler(&queues::SEARCH_SYNC, Worker::Batch(sync))
+            .probe(probe)
+            .routes(move |core| {
+                async move {
+                    Ok(routes::routes(routes::Materials {
+                        core,
+                        search: for_routes.get()?,
+                    }))
+                }
+                .boxed()
+            }))
     }
     .boxed()
 }

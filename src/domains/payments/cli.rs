@@ -5,11 +5,37 @@
 use std::collections::BTreeMap;
 
 use anyhow::{Context as _, bail};
-use clap::{Subcommand, ValueEnum};
+use clap::{CommandFactory as _, FromArgMatches as _, Parser, Subcommand, ValueEnum};
+use futures::future::BoxFuture;
 
+use super::settings::PaymentSettings;
+use super::sign::{self, RsaSigner};
 use crate::config::Settings;
-use crate::domains::payments::settings::PaymentSettings;
-use crate::domains::payments::sign::{self, RsaSigner};
+use crate::domains::{Cli, CliContext};
+
+/// `conveyor payments …`, mounted by the registry.
+pub const CLI: Cli = Cli {
+    command: PaymentsArgs::command,
+    run,
+};
+
+/// Payment helpers: sign a provider event with the configured test keys.
+#[derive(Debug, Parser)]
+#[command(name = "payments")]
+pub struct PaymentsArgs {
+    #[command(subcommand)]
+    pub command: PaymentsCommand,
+}
+
+fn run<'a>(
+    context: &'a CliContext,
+    matches: &'a clap::ArgMatches,
+) -> BoxFuture<'a, anyhow::Result<()>> {
+    Box::pin(async move {
+        let args = PaymentsArgs::from_arg_matches(matches)?;
+        sign_event(&context.settings, args.command)
+    })
+}
 
 #[derive(Debug, Subcommand)]
 pub enum PaymentsCommand {
@@ -44,7 +70,7 @@ pub enum Provider {
     Wechat,
 }
 
-pub fn run(settings: &Settings, cmd: PaymentsCommand) -> anyhow::Result<()> {
+fn sign_event(settings: &Settings, cmd: PaymentsCommand) -> anyhow::Result<()> {
     let PaymentsCommand::Sign {
         provider,
         file,

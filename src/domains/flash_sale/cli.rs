@@ -4,11 +4,36 @@
 
 use anyhow::Context as _;
 use chrono::{DateTime, Utc};
-use clap::Subcommand;
+use clap::{CommandFactory as _, FromArgMatches as _, Parser, Subcommand};
+use futures::future::BoxFuture;
 
-use crate::config::Settings;
-use crate::domains::flash_sale::service::Sales;
-use crate::domains::flash_sale::store::{self, NewSale};
+use super::service::Sales;
+use super::store::{self, NewSale};
+use crate::domains::{Cli, CliContext};
+
+/// `conveyor flash-sales …`, mounted by the registry.
+pub const CLI: Cli = Cli {
+    command: FlashSalesArgs::command,
+    run,
+};
+
+/// Create, show, list and reconcile flash sales (database and stock store directly).
+#[derive(Debug, Parser)]
+#[command(name = "flash-sales")]
+pub struct FlashSalesArgs {
+    #[command(subcommand)]
+    pub command: FlashSalesCommand,
+}
+
+fn run<'a>(
+    context: &'a CliContext,
+    matches: &'a clap::ArgMatches,
+) -> BoxFuture<'a, anyhow::Result<()>> {
+    Box::pin(async move {
+        let args = FlashSalesArgs::from_arg_matches(matches)?;
+        execute(context, args.command).await
+    })
+}
 
 #[derive(Debug, Subcommand)]
 pub enum FlashSalesCommand {
@@ -48,10 +73,10 @@ pub enum FlashSalesCommand {
     },
 }
 
-pub async fn run(settings: &Settings, cmd: FlashSalesCommand) -> anyhow::Result<()> {
+async fn execute(context: &CliContext, cmd: FlashSalesCommand) -> anyhow::Result<()> {
+    let settings = &context.settings;
     let db = crate::db::open(&settings.database).await?;
-    let topology = crate::app::topology(settings, crate::domains::ALL);
-    let sales = Sales::connect(settings, &topology).await?;
+    let sales = Sales::connect(settings, &context.topology).await?;
     let print = |v: serde_json::Value| -> anyhow::Result<()> {
         println!("{}", serde_json::to_string_pretty(&v)?);
         Ok(())

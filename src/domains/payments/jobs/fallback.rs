@@ -5,47 +5,31 @@
 //! transition of its inbox row, so when the broker returns and the relay publishes the
 //! apply messages, the consumer finds them applied and acknowledges them.
 
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use chrono::Utc;
-use futures::future::BoxFuture;
 use tokio_util::sync::CancellationToken;
 
-use super::handler;
-use super::settings::PaymentSettings;
-use super::store;
-use crate::platform::Platform;
+use crate::domains::payments::service::Payments;
+use crate::domains::payments::store;
 
 /// How often the broker is pinged, and how long a ping may take.
 const TICK: Duration = Duration::from_secs(1);
 /// Events per round while the broker is down.
 const BATCH: u64 = 100;
 
-pub fn start(
-    platform: &Platform,
-    shutdown: CancellationToken,
-) -> Vec<BoxFuture<'static, anyhow::Result<()>>> {
-    let expiry = super::expiry::start(platform, shutdown.clone());
-    let platform = platform.clone();
-    vec![
-        expiry,
-        Box::pin(async move {
-            let settings = PaymentSettings::from_settings(&platform.settings)?;
-            if settings.fallback_after_secs == 0 {
-                return Ok(());
-            }
-            run(
-                platform,
-                Duration::from_secs(settings.fallback_after_secs),
-                shutdown,
-            )
-            .await;
-            Ok(())
-        }),
-    ]
+/// Runs until `shutdown` (at once if `payments.fallback_after_secs` is 0).
+pub async fn run(payments: Arc<Payments>, shutdown: CancellationToken) -> anyhow::Result<()> {
+    let after = payments.settings.fallback_after_secs;
+    if after == 0 {
+        return Ok(());
+    }
+    watch(payments, Duration::from_secs(after), shutdown).await;
+    Ok(())
 }
 
-async fn run(platform: Platform, after: Duration, shutdown: CancellationToken) {
+async fn watch(payments: Arc<Payments>, after: Duration, shutdown: CancellationToken) {
     let mut down_since: Option<Instant> = None;
     metrics::gauge!("conveyor_payments_fallback_active").set(0.0);
     loop {
@@ -54,7 +38,7 @@ async fn run(platform: Platform, after: Duration, shutdown: CancellationToken) {
             _ = tokio::time::sleep(TICK) => {}
         }
         let up = matches!(
-            tokio::time::timeout(TICK, platform.broker.ping()).await,
+            tokio::time::timeout(TICK, payments.broker.ping()).await,
             Ok(Ok(()))
         );
         if up {
@@ -69,16 +53,16 @@ async fn run(platform: Platform, after: Duration, shutdown: CancellationToken) {
             continue;
         }
         metrics::gauge!("conveyor_payments_fallback_active").set(1.0);
-        if let Err(e) = round(&platform).await {
+        if let Err(e) = round(&payments).await {
             tracing::warn!(error = %e, "payment fallback round failed");
         }
     }
 }
 
 /// Applies what the inbox holds (received before this tick began).
-async fn round(platform: &Platform) -> anyhow::Result<()> {
+async fn round(payments: &Payments) -> anyhow::Result<()> {
     let before = Utc::now() - chrono::Duration::from_std(TICK).unwrap_or_default();
-    let ids = store::unapplied(&platform.db, before, BATCH).await?;
+    let ids = store::unapplied(&payments.db, before, BATCH).await?;
     if ids.is_empty() {
         return Ok(());
     }
@@ -89,7 +73,7 @@ async fn round(platform: &Platform) -> anyhow::Result<()> {
     for id in ids {
         // One event that fails (a deadlock victim, a bad row) must not hold up the rest:
         // it stays RECEIVED for the next round or the consumer.
-        match handler::apply(platform, id).await {
+        match payments.apply(id).await {
             Ok(_) => metrics::counter!("conveyor_payments_fallback_applied_total").increment(1),
             Err(e) => {
                 tracing::warn!(event = id, error = %e, "fallback could not apply a payment event")

@@ -2,14 +2,40 @@
 //! progress bar while the API and the sync keep running, then moves the alias.
 
 use anyhow::Context as _;
-use clap::Subcommand;
+use clap::{CommandFactory as _, FromArgMatches as _, Parser, Subcommand};
+use futures::future::BoxFuture;
 use indicatif::{ProgressBar, ProgressStyle};
 
+use super::backend::Search;
+use super::reindex;
+use super::settings::SearchSettings;
 use crate::config::Settings;
 use crate::db;
-use crate::domains::search_sync::backend::Search;
-use crate::domains::search_sync::reindex;
-use crate::domains::search_sync::settings::SearchSettings;
+use crate::domains::{Cli, CliContext};
+
+/// `conveyor search …`, mounted by the registry.
+pub const CLI: Cli = Cli {
+    command: SearchArgs::command,
+    run,
+};
+
+/// Search index operations.
+#[derive(Debug, Parser)]
+#[command(name = "search")]
+pub struct SearchArgs {
+    #[command(subcommand)]
+    pub command: SearchCommand,
+}
+
+fn run<'a>(
+    context: &'a CliContext,
+    matches: &'a clap::ArgMatches,
+) -> BoxFuture<'a, anyhow::Result<()>> {
+    Box::pin(async move {
+        let args = SearchArgs::from_arg_matches(matches)?;
+        reindex_all(&context.settings, args.command).await
+    })
+}
 
 #[derive(Debug, Subcommand)]
 pub enum SearchCommand {
@@ -23,7 +49,7 @@ pub enum SearchCommand {
     },
 }
 
-pub async fn run(settings: &Settings, cmd: SearchCommand) -> anyhow::Result<()> {
+async fn reindex_all(settings: &Settings, cmd: SearchCommand) -> anyhow::Result<()> {
     let SearchCommand::Reindex { batch } = cmd;
     let search = Search::open(SearchSettings::from_settings(settings)?)?;
     let conn = db::connect(&settings.database).await?;

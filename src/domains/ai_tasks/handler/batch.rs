@@ -1,0 +1,243 @@
+//! A batch of step messages: parsed, their tasks loaded, the fair-share rule applied,
+//! the leases claimed, the steps run concurrently and committed in waves.
+
+use super::*;
+use crate::domains::ai_tasks::kinds::Status;
+use std::collections::HashMap;
+
+use chrono::Utc;
+use futures::future::{BoxFuture, OptionFuture};
+use futures::stream::FuturesUnordered;
+
+use crate::broker::Envelope;
+use crate::consumer::answers::{Answer, Answers};
+use crate::consumer::{Context, HandlerError};
+use crate::domains::ai_tasks::messages::{RunStep, publish_events};
+use crate::domains::ai_tasks::store::{self, StepClaim, Task};
+
+/// A step message whose task is waiting for that step.
+pub(super) struct Candidate {
+    pub(super) index: usize,
+    pub(super) run: RunStep,
+    pub(super) task: Task,
+    pub(super) step: &'static str,
+}
+
+/// A claimed step whose executor answered.
+pub(super) struct Ran {
+    pub(super) index: usize,
+    pub(super) run: RunStep,
+    pub(super) task: Task,
+    pub(super) step: &'static str,
+    pub(super) output: serde_json::Value,
+    pub(super) previous: serde_json::Value,
+}
+
+impl AiTaskHandler {
+    /// Runs a batch of step messages (one message is a batch of one): tasks loaded in
+    /// one query, the fair-share rule checked with one count, the leases claimed in one
+    /// transaction, the steps run concurrently, and their results committed in waves:
+    /// whatever finished while the previous commit ran goes in the next transaction, and
+    /// those messages are answered then (the runtime acks them while the others still
+    /// run). A slow step never holds back a quick one's result or ack; a result that
+    /// cannot be committed with the others is committed alone.
+    pub(super) async fn handle_many(
+        &self,
+        ctx: &Context,
+        messages: &[Envelope],
+        answers: &Answers,
+    ) {
+        // Answers known before any step runs are given at once: failures, and done for a
+        // message with nothing to commit (finished or canceled task, a step already done,
+        // a lease held elsewhere).
+        let mut known: Vec<Option<Result<(), HandlerError>>> =
+            messages.iter().map(|_| None).collect();
+        let loaded = match self.candidates(ctx, messages, &mut known).await {
+            Ok(c) => self.fair_share(ctx, c, &mut known).await,
+            Err(e) => Err(e),
+        };
+        for (i, a) in known.into_iter().enumerate() {
+            if let Some(a) = a {
+                answers.give(i, a);
+            }
+        }
+        let candidates = match loaded {
+            Ok(c) => c,
+            Err(e) => return answers.give_rest(|| Err(transient(format!("loading tasks: {e}")))),
+        };
+        let stale = Utc::now() - chrono::Duration::milliseconds(self.ai.stale_after_ms as i64);
+        let wanted: Vec<StepClaim<'_>> = candidates
+            .iter()
+            .map(|c| StepClaim {
+                id: &c.task.id,
+                step_index: c.run.step,
+                step: c.step,
+            })
+            .collect();
+        let claimed = match store::claim_many(&ctx.db, &wanted, stale).await {
+            Ok(c) => c,
+            Err(e) => return answers.give_rest(|| Err(transient(&e))),
+        };
+        publish_events(
+            ctx.broker.as_ref(),
+            &claimed.iter().map(|(_, ev)| ev.clone()).collect::<Vec<_>>(),
+        )
+        .await;
+        let mut claimed: HashMap<String, Task> = claimed
+            .into_iter()
+            .map(|(t, _)| (t.id.clone(), t))
+            .collect();
+        let mut running = FuturesUnordered::new();
+        for c in candidates {
+            match claimed.remove(&c.task.id) {
+                Some(task) => running.push(self.run_step(ctx, c, task)),
+                // Another consumer holds a live lease; if it dies the reaper re-drives.
+                None => answers.give(c.index, Ok(())),
+            }
+        }
+        // Commit in waves while the other steps keep running; each wave's messages are
+        // answered when it commits.
+        let mut finished: Vec<Ran> = Vec::new();
+        let mut committing: Option<BoxFuture<'_, Vec<Answer>>> = None;
+        loop {
+            if committing.is_none() && !finished.is_empty() {
+                committing = Some(self.commit(ctx, std::mem::take(&mut finished)).boxed());
+            }
+            tokio::select! {
+                Some(done) = running.next(), if !running.is_empty() => {
+                    let mut take = |done: Result<Option<Ran>, Answer>| match done {
+                        Ok(Some(ran)) => finished.push(ran),
+                        Ok(None) => {}
+                        Err((i, answer)) => answers.give(i, answer),
+                    };
+                    take(done);
+                    while let Some(Some(more)) = running.next().now_or_never() {
+                        take(more);
+                    }
+                }
+                Some(out) = OptionFuture::from(committing.as_mut()), if committing.is_some() => {
+                    for (i, r) in out {
+                        answers.give(i, r);
+                    }
+                    committing = None;
+                }
+                else => break,
+            }
+        }
+    }
+
+    /// Parses the messages and loads their tasks: the ones whose task waits for the
+    /// message's step. Bad payloads and unknown tasks are answered permanent; finished
+    /// tasks and steps that already committed (duplicates) are answered done.
+    pub(super) async fn candidates(
+        &self,
+        ctx: &Context,
+        messages: &[Envelope],
+        answers: &mut [Option<Result<(), HandlerError>>],
+    ) -> Result<Vec<Candidate>, sea_orm::DbErr> {
+        let mut runs = Vec::with_capacity(messages.len());
+        for (i, m) in messages.iter().enumerate() {
+            match serde_json::from_value::<RunStep>(m.payload.clone()) {
+                Ok(run) => runs.push((i, run)),
+                Err(e) => {
+                    answers[i] = Some(Err(HandlerError::permanent(format!(
+                        "bad run-step payload: {e}"
+                    ))))
+                }
+            }
+        }
+        let ids: Vec<&str> = runs.iter().map(|(_, r)| r.task_id.as_str()).collect();
+        let mut tasks: HashMap<String, Task> = store::get_many(&ctx.db, &ids)
+            .await?
+            .into_iter()
+            .map(|t| (t.id.clone(), t))
+            .collect();
+        let mut out = Vec::with_capacity(runs.len());
+        for (i, run) in runs {
+            // A second message for a task already in this batch is its duplicate.
+            let Some(task) = tasks.remove(&run.task_id) else {
+                let known = out.iter().any(|c: &Candidate| c.task.id == run.task_id);
+                answers[i] = Some(if known {
+                    Ok(())
+                } else {
+                    Err(HandlerError::permanent(format!(
+                        "task {} does not exist",
+                        run.task_id
+                    )))
+                });
+                continue;
+            };
+            // The chaos harness's message that kills its consumer every time.
+            #[cfg(feature = "failpoints")]
+            if task.prompt.starts_with("chaos:crash") {
+                crate::crash_point!("ai::crash_marked");
+            }
+            if task.status.is_terminal() || task.step_index != run.step {
+                // Finished, canceled, or a duplicate of a step that already committed.
+                answers[i] = Some(Ok(()));
+                continue;
+            }
+            let step = task
+                .kind
+                .steps()
+                .get(run.step as usize)
+                .copied()
+                .unwrap_or("generate");
+            out.push(Candidate {
+                index: i,
+                run,
+                task,
+                step,
+            });
+        }
+        Ok(out)
+    }
+
+    /// Fair share: a tenant already running its share waits (not a failure), so its
+    /// backlog cannot take every worker from the others. Counted once for the batch's
+    /// tenants; the batch's own claims count toward their share.
+    pub(super) async fn fair_share(
+        &self,
+        ctx: &Context,
+        candidates: Vec<Candidate>,
+        answers: &mut [Option<Result<(), HandlerError>>],
+    ) -> Result<Vec<Candidate>, sea_orm::DbErr> {
+        let mut caps: HashMap<String, u32> = HashMap::new();
+        for c in &candidates {
+            if c.task.status != Status::Processing && !caps.contains_key(&c.task.user_id) {
+                let cap = self
+                    .overrides
+                    .get(&ctx.db, &c.task.user_id)
+                    .await
+                    .value(&crate::domains::ai_tasks::limits::RUNNING, self.running_cap);
+                caps.insert(c.task.user_id.clone(), cap);
+            }
+        }
+        caps.retain(|_, cap| *cap > 0);
+        if caps.is_empty() {
+            return Ok(candidates);
+        }
+        let users: Vec<&str> = caps.keys().map(String::as_str).collect();
+        let mut running = store::running_by_user(&ctx.db, &users).await?;
+        let mut admitted = Vec::with_capacity(candidates.len());
+        for c in candidates {
+            let cap = match caps.get(&c.task.user_id) {
+                Some(cap) if c.task.status != Status::Processing => *cap,
+                _ => {
+                    admitted.push(c);
+                    continue;
+                }
+            };
+            let n = running.entry(c.task.user_id.clone()).or_default();
+            if *n >= u64::from(cap) {
+                answers[c.index] = Some(Err(HandlerError::Deferred(format!(
+                    "tenant already runs {n} tasks (limits.tasks_running {cap})"
+                ))));
+            } else {
+                *n += 1;
+                admitted.push(c);
+            }
+        }
+        Ok(admitted)
+    }
+}

@@ -1,0 +1,94 @@
+//! A wave of results committed in one transaction (each alone if that fails), then
+//! their events published.
+
+use super::*;
+
+use sea_orm::TransactionTrait;
+
+use crate::consumer::Context;
+use crate::consumer::answers::Answer;
+use crate::domains::ai_tasks::messages::{TaskEvent, publish_events};
+use crate::domains::ai_tasks::store::{self, StepResult, Task};
+
+impl AiTaskHandler {
+    /// Commits the results of `wave` in one transaction, then publishes their events. If
+    /// the transaction fails, each result is committed alone, so one bad row does not
+    /// fail its neighbours.
+    pub(super) async fn commit(&self, ctx: &Context, wave: Vec<Ran>) -> Vec<Answer> {
+        // The provider was paid for, nothing is committed yet.
+        crate::crash_point!("ai::before_commit");
+        let (committed, answers) = match self.commit_together(ctx, &wave).await {
+            Ok(c) => (c, wave.iter().map(|r| (r.index, Ok(()))).collect()),
+            Err(e) if wave.len() == 1 => return vec![(wave[0].index, Err(transient(&e)))],
+            Err(e) => {
+                tracing::warn!(size = wave.len(), error = %e, "committing a wave of results failed; committing them one by one");
+                let mut committed = Vec::new();
+                let mut answers = Vec::with_capacity(wave.len());
+                for ran in &wave {
+                    let one = self.commit_together(ctx, std::slice::from_ref(ran)).await;
+                    answers.push((
+                        ran.index,
+                        one.map(|c| committed.extend(c)).map_err(transient),
+                    ));
+                }
+                (committed, answers)
+            }
+        };
+        self.after_commit(ctx, &committed).await;
+        answers
+    }
+
+    /// One transaction for `wave`: each step's result (the task's next step through the
+    /// outbox, or its success with credits and material). The committed tasks, their
+    /// events, and whether each was the last step.
+    pub(super) async fn commit_together(
+        &self,
+        ctx: &Context,
+        wave: &[Ran],
+    ) -> Result<Vec<(Task, TaskEvent, bool)>, store::StoreError> {
+        let txn = ctx.db.begin().await?;
+        let results: Vec<StepResult<'_>> = wave
+            .iter()
+            .map(|ran| {
+                let last = ran.run.step as usize + 1 >= ran.task.kind.steps().len();
+                StepResult {
+                    task: &ran.task,
+                    step: ran.step,
+                    result: if last {
+                        final_result(ran)
+                    } else {
+                        let mut all = ran.previous.as_object().cloned().unwrap_or_default();
+                        all.insert(ran.step.to_owned(), ran.output.clone());
+                        serde_json::Value::Object(all)
+                    },
+                    last,
+                }
+            })
+            .collect();
+        let applied = store::commit_steps(&txn, &results, self.max_payload).await?;
+        let mut committed = Vec::with_capacity(wave.len());
+        // `None`: fenced out (canceled meanwhile, or re-driven to a newer attempt): the
+        // result is discarded, the message done all the same.
+        for (r, a) in results.iter().zip(applied) {
+            if let Some((now, ev)) = a {
+                committed.push((now, ev, r.last));
+            }
+        }
+        txn.commit().await?;
+        Ok(committed)
+    }
+
+    pub(super) async fn after_commit(&self, ctx: &Context, committed: &[(Task, TaskEvent, bool)]) {
+        if committed.is_empty() {
+            return;
+        }
+        for (now, _, last) in committed {
+            if *last {
+                crate::domains::ai_tasks::metrics::finished(now);
+            }
+        }
+        self.relay.notify();
+        let events: Vec<TaskEvent> = committed.iter().map(|(_, ev, _)| ev.clone()).collect();
+        publish_events(ctx.broker.as_ref(), &events).await;
+    }
+}

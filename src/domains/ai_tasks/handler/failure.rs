@@ -1,0 +1,95 @@
+//! A step that failed: retried, or failed with its refund; and the failure text a
+//! tenant may read.
+
+use super::*;
+
+use crate::broker::{DeadReason, Envelope};
+use crate::consumer::{Context, Fate, HandlerError};
+use crate::domains::ai_tasks::kinds::Status;
+use crate::domains::ai_tasks::messages::{RunStep, publish_events};
+use crate::domains::ai_tasks::store::{self, Change, Guard};
+
+impl AiTaskHandler {
+    /// Records a failed step: RETRYING, or FAILED with its refund.
+    pub(super) async fn failed(
+        &self,
+        ctx: &Context,
+        msg: &Envelope,
+        fate: &Fate,
+    ) -> Result<(), HandlerError> {
+        let Ok(run) = serde_json::from_value::<RunStep>(msg.payload.clone()) else {
+            return Ok(());
+        };
+        let event = match fate {
+            Fate::Retry {
+                error,
+                next_attempt,
+            } => {
+                let error = &public_error(&run.task_id, error);
+                let g = Guard::status(&[Status::Processing]).at_step(run.step);
+                let change = Change {
+                    status: Some(Status::Retrying),
+                    release_lease: true,
+                    error: Some(error.clone()),
+                    message: Some(format!("retrying (attempt {next_attempt}): {error}")),
+                    ..Default::default()
+                };
+                store::apply_now(&ctx.db, &run.task_id, &g, change)
+                    .await
+                    .map_err(transient)?
+            }
+            Fate::DeadLetter { error, reason } => {
+                let error = &match reason {
+                    DeadReason::CrashLoop => {
+                        "crash_loop: this task kept stopping its worker and was set aside"
+                            .to_owned()
+                    }
+                    DeadReason::Exhausted => {
+                        format!("retries_exhausted: {}", public_error(&run.task_id, error))
+                    }
+                    _ => public_error(&run.task_id, error),
+                };
+                // Only while the task is still at this message's step: a stale repeat of
+                // a step that already committed (no fence row stops it any more, the
+                // task's state does) must not fail a task that has moved on.
+                let g = Guard::status(&Status::ACTIVE).at_step(run.step);
+                store::finish_unsuccessfully(
+                    &ctx.db,
+                    &run.task_id,
+                    &g,
+                    Status::Failed,
+                    Some(error.clone()),
+                )
+                .await
+                .map_err(transient)?
+            }
+        };
+        if let Some((_, ev)) = event {
+            publish_events(ctx.broker.as_ref(), &[ev]).await;
+        }
+        Ok(())
+    }
+}
+
+/// Failure classes a tenant may read, as the handler words them; anything else (a
+/// database error, a panic's text, a broker error) is internal: logged with the task id,
+/// shown as `internal_error`.
+pub(super) const PUBLIC_CODES: [&str; 3] = [
+    "provider_unavailable:",
+    "provider_rejected:",
+    "deadline_exceeded:",
+];
+
+/// What a tenant reads of a failure (`tasks.error`, event messages): a stable code and a
+/// short message, never internal detail.
+pub(super) fn public_error(task_id: &str, raw: &str) -> String {
+    if PUBLIC_CODES.iter().any(|c| raw.starts_with(c)) {
+        return raw.to_owned();
+    }
+    tracing::warn!(
+        task_id,
+        error = raw,
+        "task step failed (detail kept from the tenant)"
+    );
+    format!("internal_error: the platform could not run this step (task {task_id})")
+}

@@ -1,0 +1,96 @@
+//! The consumer side, a batch of step messages at a time: claim the tasks' leases, run
+//! the steps with heartbeats and progress, and commit the results (in waves, with the
+//! tasks' own state: a step commits only while the message's attempt holds it, so a
+//! repeated message finds its step done and changes nothing).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use futures::{FutureExt as _, StreamExt as _};
+
+use super::executor::Executor;
+use super::kinds::TaskKind;
+use crate::broker::Envelope;
+use crate::consumer::answers::{self, Answers};
+use crate::consumer::{BatchHandler, Context, Fate, Fencing, HandlerError};
+use crate::domains::ai_tasks::settings::AiSettings;
+use crate::outbox::Relay;
+
+pub struct AiTaskHandler {
+    pub ai: Arc<AiSettings>,
+    pub executor: Arc<dyn Executor>,
+    pub relay: Relay,
+    pub max_payload: usize,
+    /// For the fair-share rule at claim time (`limits.tasks_running`, per-user overrides).
+    /// `limits.tasks_running` as configured (overrides per user on top).
+    pub running_cap: u32,
+    pub overrides: Arc<crate::limits::overrides::Cache>,
+}
+
+/// Minimum spacing of stored progress events of one task.
+const PROGRESS_EVERY: Duration = Duration::from_millis(200);
+/// No progress is stored for a step that ends sooner than this after its start (its end
+/// is written anyway): a quick step costs no progress writes.
+const FIRST_PROGRESS_AFTER: Duration = Duration::from_millis(20);
+
+fn transient(e: impl std::fmt::Display) -> HandlerError {
+    HandlerError::transient(e)
+}
+
+mod batch;
+mod commit;
+mod failure;
+mod step;
+#[cfg(test)]
+mod tests;
+
+use batch::*;
+use step::*;
+
+impl AiTaskHandler {
+    fn deadline(&self, kind: TaskKind) -> Duration {
+        Duration::from_secs(
+            self.ai
+                .kinds
+                .get(kind.as_str())
+                .map(|k| k.deadline_secs)
+                .unwrap_or(60),
+        )
+    }
+}
+
+#[async_trait]
+impl BatchHandler for AiTaskHandler {
+    async fn handle_batch(
+        &self,
+        ctx: &Context,
+        messages: &[Envelope],
+    ) -> Vec<Result<(), HandlerError>> {
+        answers::collect(self, ctx, messages)
+            .await
+            .into_iter()
+            .map(|a| a.unwrap_or_else(|| Err(transient("step left unanswered"))))
+            .collect()
+    }
+
+    async fn handle_streaming(&self, ctx: &Context, messages: &[Envelope], answers: &Answers) {
+        self.handle_many(ctx, messages, answers).await
+    }
+
+    async fn on_failure(
+        &self,
+        ctx: &Context,
+        msg: &Envelope,
+        fate: &Fate,
+    ) -> Result<(), HandlerError> {
+        self.failed(ctx, msg, fate).await
+    }
+
+    /// A step commits only while the message's attempt holds the task at that step
+    /// (`store::commit_steps`), so a repeated message finds its step done (or the task
+    /// finished) and is answered done with no effect.
+    fn fencing(&self) -> Fencing {
+        Fencing::HandlerState
+    }
+}

@@ -1,0 +1,216 @@
+//! One claimed step: run by the executor under its deadline, with its heartbeat and
+//! its progress reporter polled beside it.
+
+use super::*;
+use crate::domains::ai_tasks::kinds::Status;
+use std::time::Duration;
+
+use chrono::Utc;
+use sea_orm::sea_query::Expr;
+use sea_orm::{ColumnTrait, DatabaseConnection, EntityTrait, QueryFilter};
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+use crate::consumer::answers::Answer;
+use crate::consumer::{Context, HandlerError};
+use crate::domains::ai_tasks::entity::task;
+use crate::domains::ai_tasks::executor::{ExecError, Job};
+use crate::domains::ai_tasks::messages::publish_events;
+use crate::domains::ai_tasks::store::{self, Change, Guard, Task};
+
+impl AiTaskHandler {
+    /// Keeps the lease fresh; cancels `stop` when the task is no longer ours (canceled,
+    /// or re-driven to another attempt).
+    /// Runs until `stop`; polled beside the step (not spawned: a quick step costs no task).
+    pub(super) async fn heartbeat(
+        &self,
+        db: &DatabaseConnection,
+        id: &str,
+        attempt: i32,
+        stop: &CancellationToken,
+    ) {
+        let every = Duration::from_millis(self.ai.heartbeat_ms);
+        loop {
+            tokio::select! {
+                _ = stop.cancelled() => return,
+                _ = tokio::time::sleep(every) => {}
+            }
+            let beat = task::Entity::update_many()
+                .col_expr(task::Column::HeartbeatAt, Expr::value(Utc::now()))
+                .filter(task::Column::Id.eq(id))
+                .filter(task::Column::Attempt.eq(attempt))
+                .filter(store::status_among(&[Status::Processing]))
+                .exec(db)
+                .await;
+            match beat {
+                Ok(r) if r.rows_affected == 0 => {
+                    tracing::info!(task = %id, attempt, "task no longer ours (canceled or re-driven); stopping");
+                    stop.cancel();
+                    return;
+                }
+                Ok(_) => {}
+                Err(e) => tracing::warn!(task = %id, error = %e, "heartbeat failed"),
+            }
+        }
+    }
+
+    /// Runs one claimed step with its heartbeat and progress reporter. `Ok(None)` when
+    /// the task stopped being ours (canceled, re-driven); `Err` answers the message.
+    pub(super) async fn run_step(
+        &self,
+        ctx: &Context,
+        c: Candidate,
+        t: Task,
+    ) -> Result<Option<Ran>, Answer> {
+        let Candidate {
+            index, run, step, ..
+        } = c;
+        let fail = |e: HandlerError| Err((index, Err(e)));
+        let kind = t.kind;
+        let steps = kind.steps();
+        let attempt = t.attempt;
+        let stop = CancellationToken::new();
+        let (tx, rx) = mpsc::unbounded_channel::<(i32, Option<String>)>();
+        let previous: serde_json::Value = t
+            .result
+            .as_deref()
+            .and_then(|r| serde_json::from_str(r).ok())
+            .unwrap_or_default();
+        let params: serde_json::Value = serde_json::from_str(&t.params).unwrap_or_default();
+        let job = Job {
+            task_id: &t.id,
+            kind,
+            step,
+            step_index: run.step as usize,
+            prompt: &t.prompt,
+            params: &params,
+            attempt,
+            previous: &previous,
+        };
+        // The step, its heartbeat and its progress reporter in this one future: if it is
+        // dropped (consumer killed, shutdown), the heartbeat stops with it and the lease
+        // goes stale for the reaper. Both end when the step does (`stop`).
+        let step_run = async {
+            let outcome =
+                tokio::time::timeout(self.deadline(kind), self.executor.run(&job, &tx, &stop))
+                    .await;
+            stop.cancel();
+            outcome
+        };
+        let progress = report_progress(
+            ctx,
+            &t.id,
+            attempt,
+            run.step,
+            step,
+            steps.len() as i32,
+            rx,
+            &stop,
+        );
+        let (outcome, (), ()) = tokio::join!(
+            step_run,
+            self.heartbeat(&ctx.db, &t.id, attempt, &stop),
+            progress
+        );
+
+        // The provider's own words (its URL, a slice of its answer) go to the log with
+        // the task id; the tenant reads a stable code (see `public_error`).
+        let output = match outcome {
+            Err(_) => {
+                return fail(HandlerError::transient(format!(
+                    "deadline_exceeded: {step} took longer than its {} s deadline",
+                    self.deadline(kind).as_secs()
+                )));
+            }
+            Ok(Err(ExecError::Canceled)) => return Err((index, Ok(()))),
+            Ok(Err(ExecError::Transient(e))) => {
+                tracing::warn!(task_id = %t.id, attempt, step, error = %e, "provider failed");
+                return fail(HandlerError::Transient(format!(
+                    "provider_unavailable: the provider failed or timed out ({step}, attempt {attempt})"
+                )));
+            }
+            Ok(Err(ExecError::Permanent(e))) => {
+                tracing::warn!(task_id = %t.id, attempt, step, error = %e, "provider refused");
+                return fail(HandlerError::Permanent(format!(
+                    "provider_rejected: the provider refused this request ({step})"
+                )));
+            }
+            Ok(Ok(v)) => v,
+        };
+        Ok(Some(Ran {
+            index,
+            run,
+            task: t,
+            step,
+            output,
+            previous,
+        }))
+    }
+}
+
+/// The stored result of a task whose last step produced `ran.output`: the output itself
+/// for one-step kinds; every step's output and the last text for pipelines.
+pub(super) fn final_result(ran: &Ran) -> serde_json::Value {
+    if ran.task.kind.steps().len() > 1 {
+        let mut all = ran.previous.as_object().cloned().unwrap_or_default();
+        all.insert(ran.step.to_owned(), ran.output.clone());
+        all.insert(
+            "text".into(),
+            ran.output.get("text").cloned().unwrap_or_default(),
+        );
+        serde_json::Value::Object(all)
+    } else {
+        ran.output.clone()
+    }
+}
+
+/// Writes a step's progress while it runs, at most every [`PROGRESS_EVERY`]: ticks in
+/// between are coalesced (latest wins), a progress bar needs no more and the database
+/// less. The first write waits [`FIRST_PROGRESS_AFTER`] from the step's start, so a step
+/// that ends sooner writes no progress at all; once the step ended (or the task is no
+/// longer ours) nothing more is written: the step's own end records its state.
+#[allow(clippy::too_many_arguments)]
+async fn report_progress(
+    ctx: &Context,
+    id: &str,
+    attempt: i32,
+    step_index: i32,
+    step: &'static str,
+    steps: i32,
+    mut rx: mpsc::UnboundedReceiver<(i32, Option<String>)>,
+    ended: &CancellationToken,
+) {
+    let mut next_write = tokio::time::Instant::now() + FIRST_PROGRESS_AFTER;
+    loop {
+        let (mut pct, mut message) = tokio::select! {
+            got = rx.recv() => match got {
+                Some(tick) => tick,
+                None => return,
+            },
+            _ = ended.cancelled() => return,
+        };
+        if tokio::time::Instant::now() < next_write {
+            tokio::select! {
+                _ = tokio::time::sleep_until(next_write) => {}
+                _ = ended.cancelled() => return,
+            }
+        }
+        while let Ok((p, m)) = rx.try_recv() {
+            (pct, message) = (p, m);
+        }
+        if ended.is_cancelled() {
+            return;
+        }
+        next_write = tokio::time::Instant::now() + PROGRESS_EVERY;
+        let g = Guard::holder(attempt).at_step(step_index);
+        let change = Change {
+            progress: Some(((step_index * 100 + pct) / steps).min(99)),
+            step: Some(step.to_owned()),
+            message,
+            ..Default::default()
+        };
+        if let Ok(Some((_, ev))) = store::apply_now(&ctx.db, id, &g, change).await {
+            publish_events(ctx.broker.as_ref(), &[ev]).await;
+        }
+    }
+}

@@ -1,0 +1,127 @@
+//! Credits at the end of a task (consumed, refunded) and the ways a task ends without
+//! succeeding: a cancel (with its refund policy) or a failure.
+
+#[allow(unused_imports)]
+use super::*;
+use sea_orm::{
+    ConnectionTrait, DatabaseConnection, DbErr, EntityTrait, QuerySelect, TransactionTrait,
+};
+
+use crate::domains::ai_tasks::entity::task;
+use crate::domains::ai_tasks::kinds::Status;
+use crate::domains::ai_tasks::messages::TaskEvent;
+use crate::users::credits;
+
+/// Books the terminal credit effect of a transition (in its transaction): the
+/// reservation is consumed on SUCCESS and refunded on FAILED or CANCELED. The ledger's
+/// unique effect key makes a second booking fail instead of moving credits twice.
+pub async fn settle_credits(txn: &impl ConnectionTrait, t: &Task) -> Result<(), DbErr> {
+    if t.cost == 0 {
+        return Ok(());
+    }
+    match t.status {
+        Status::Success => credits::consume(txn, &t.user_id, &format!("consume:{}", t.id)).await,
+        Status::Failed | Status::Canceled => {
+            credits::refund(txn, &t.user_id, t.cost, &format!("refund:{}", t.id)).await
+        }
+        _ => Ok(()),
+    }
+}
+
+/// What a task canceled in state `t` (read before the cancel) gets back: all of it if it
+/// never started; else the share of its steps not started, plus `started_percent` of the
+/// share of the step it was running. A step nobody holds a lease on (between pipeline
+/// steps, or waiting to retry) counts as not started.
+pub fn cancel_refund(t: &Task, started_percent: u8) -> i64 {
+    if t.started_at.is_none() {
+        return t.cost;
+    }
+    let steps = t.kind.steps().len().max(1) as i64;
+    let at = i64::from(t.step_index).clamp(0, steps);
+    let running = t.status == Status::Processing && t.heartbeat_at.is_some() && at < steps;
+    let not_started = steps - at - i64::from(running);
+    let percent = if running {
+        i64::from(started_percent)
+    } else {
+        0
+    };
+    let share = t.cost * (not_started * 100 + percent) / (steps * 100);
+    share.clamp(0, t.cost)
+}
+
+/// Cancels a task that is PENDING, RETRYING or PROCESSING: CANCELED, the refund of the
+/// cancel policy ([`cancel_refund`]; the rest is kept as consumed), and, when an admin
+/// cancels someone else's task, an audit record, all in one transaction. The task, its
+/// event and the refund; `None` if it had ended already.
+pub async fn cancel(
+    db: &DatabaseConnection,
+    id: &str,
+    started_percent: u8,
+    admin: Option<&str>,
+) -> Result<Option<(Task, TaskEvent, i64)>, DbErr> {
+    let txn = db.begin().await?;
+    // The state the refund is decided from, held until the commit: the cancel clears the
+    // lease, and a consumer must not claim the next step in between.
+    let Some(before) = task::Entity::find_by_id(id.to_owned())
+        .lock(sea_orm::sea_query::LockType::Update)
+        .one(&txn)
+        .await?
+    else {
+        return Ok(None);
+    };
+    let guard = Guard::status(&[Status::Pending, Status::Retrying, Status::Processing]);
+    let change = Change {
+        status: Some(Status::Canceled),
+        error: Some("canceled".into()),
+        message: Some("canceled".into()),
+        ..Default::default()
+    };
+    let Some((t, ev)) = apply(&txn, id, &guard, change).await? else {
+        return Ok(None);
+    };
+    let refund = cancel_refund(&before, started_percent);
+    if refund > 0 {
+        credits::refund(&txn, &t.user_id, refund, &format!("refund:{}", t.id)).await?;
+    }
+    if refund < t.cost {
+        credits::consume(&txn, &t.user_id, &format!("consume:{}", t.id)).await?;
+    }
+    if let Some(actor) = admin {
+        crate::users::audit::record(
+            &txn,
+            actor,
+            "task.cancel",
+            &format!("task:{}", t.id),
+            serde_json::json!({ "owner": t.user_id, "cost": t.cost, "refunded": refund }),
+        )
+        .await?;
+    }
+    txn.commit().await?;
+    crate::domains::ai_tasks::metrics::ended(&t, refund);
+    Ok(Some((t, ev, refund)))
+}
+
+/// Moves a task to a terminal failure state (FAILED or CANCELED) from `from`, refunding.
+pub async fn finish_unsuccessfully(
+    db: &DatabaseConnection,
+    id: &str,
+    guard: &Guard<'_>,
+    status: Status,
+    error: Option<String>,
+) -> Result<Option<(Task, TaskEvent)>, DbErr> {
+    let txn = db.begin().await?;
+    let message = error.clone();
+    let change = Change {
+        status: Some(status),
+        error,
+        message,
+        ..Default::default()
+    };
+    let Some((t, ev)) = apply(&txn, id, guard, change).await? else {
+        return Ok(None);
+    };
+    settle_credits(&txn, &t).await?;
+    txn.commit().await?;
+    crate::domains::ai_tasks::metrics::finished(&t);
+    Ok(Some((t, ev)))
+}

@@ -1,0 +1,200 @@
+//! A wave of step results committed together: results, next steps, events, credits,
+//! materials and their search-sync messages, each in one statement where it can.
+
+#[allow(unused_imports)]
+use super::*;
+use chrono::Utc;
+use sea_orm::{ConnectionTrait, DbErr, EntityTrait};
+
+use crate::broker::{Envelope, Target};
+use crate::domains::ai_tasks::entity::{event, task};
+use crate::domains::ai_tasks::kinds::{Status, TaskKind};
+use crate::domains::ai_tasks::messages::TaskEvent;
+use crate::domains::search_sync;
+use crate::outbox::{self};
+use crate::users::credits;
+
+/// One step's result to commit: the task as claimed (its attempt fences the write), the
+/// step's name, and what to store: the final result after the last step, every step's
+/// output so far after the others.
+pub struct StepResult<'a> {
+    pub task: &'a Task,
+    pub step: &'a str,
+    pub result: serde_json::Value,
+    pub last: bool,
+}
+
+/// Commits a wave of step results in `txn`: one conditional update per task (each holds
+/// its own result; it applies only while the attempt still holds the step), then, as one
+/// insert each for the whole wave, their events, the ledger rows that consume the
+/// finished tasks' reservations, their materials with their `search.sync` messages, and
+/// the outbox rows of the next steps. Per result, in order: the task as it is now and its
+/// event, or `None` when it was fenced (canceled meanwhile, re-driven to a newer attempt).
+pub async fn commit_steps(
+    txn: &impl ConnectionTrait,
+    results: &[StepResult<'_>],
+    max_payload: usize,
+) -> Result<Vec<Option<(Task, TaskEvent)>>, StoreError> {
+    let applied =
+        if txn.get_database_backend() == sea_orm::DatabaseBackend::Postgres && results.len() > 1 {
+            update_steps_pg(txn, results).await?
+        } else {
+            update_steps(txn, results).await?
+        };
+    let done = || {
+        results
+            .iter()
+            .zip(&applied)
+            .filter_map(|(r, a)| a.as_ref().map(|(t, _)| (r, t)))
+    };
+    let events: Vec<_> = applied
+        .iter()
+        .flatten()
+        .map(|(_, ev)| event_row(ev))
+        .collect();
+    if !events.is_empty() {
+        event::Entity::insert_many(events)
+            .exec_without_returning(txn)
+            .await?;
+    }
+    let consumed: Vec<credits::Entry<'_>> = done()
+        .filter(|(r, t)| r.last && t.cost != 0)
+        .map(|(_, t)| (t.user_id.clone(), 0, "consume", format!("consume:{}", t.id)))
+        .collect();
+    credits::book_many(txn, &consumed).await?;
+    let materials: Vec<search_sync::store::NewMaterial> = done()
+        .filter(|(r, _)| r.last)
+        .map(|(r, t)| search_sync::store::NewMaterial {
+            user_id: t.user_id.clone(),
+            task_id: t.id.clone(),
+            kind: t.kind.as_str().to_owned(),
+            title: t.prompt.clone(),
+            content: material_content(t.kind, &r.result),
+        })
+        .collect();
+    search_sync::store::create_many(txn, materials).await?;
+    // The next steps are published only once this transaction committed (outbox).
+    let next: Vec<(Target, Envelope)> = done()
+        .filter(|(r, _)| !r.last)
+        .map(|(_, t)| (Target::Queue(t.kind.queue()), run_message(t, t.step_index)))
+        .collect();
+    outbox::enqueue_many(txn, &next, max_payload).await?;
+    Ok(applied)
+}
+
+/// What a step's end writes: (status, progress, event message).
+fn step_end(r: &StepResult<'_>) -> (Status, i32, String) {
+    if r.last {
+        (Status::Success, 100, "done".to_owned())
+    } else {
+        let steps = Ord::max(r.task.kind.steps().len() as i32, 1);
+        (
+            Status::Processing,
+            (r.task.step_index + 1) * 100 / steps,
+            format!("{} done", r.step),
+        )
+    }
+}
+
+/// The task updates of a wave, one conditional update per task.
+async fn update_steps(
+    txn: &impl ConnectionTrait,
+    results: &[StepResult<'_>],
+) -> Result<Vec<Option<(Task, TaskEvent)>>, DbErr> {
+    let mut applied = Vec::with_capacity(results.len());
+    for r in results {
+        let (status, progress, message) = step_end(r);
+        let change = Change {
+            status: r.last.then_some(status),
+            progress: Some(progress),
+            step_index: Some(r.task.step_index + 1),
+            // A terminal status clears the lease itself.
+            release_lease: !r.last,
+            result: Some(r.result.to_string()),
+            message: Some(message),
+            ..Default::default()
+        };
+        let guard = Guard::holder(r.task.attempt).at_step(r.task.step_index);
+        applied.push(change_row(txn, &r.task.id, &guard, change).await?);
+    }
+    Ok(applied)
+}
+
+/// [`update_steps`] as one statement on PostgreSQL: `UPDATE … FROM (VALUES …)` with each
+/// task's guard (attempt, step) and values in its row, `RETURNING` the tasks it changed.
+async fn update_steps_pg(
+    txn: &impl ConnectionTrait,
+    results: &[StepResult<'_>],
+) -> Result<Vec<Option<(Task, TaskEvent)>>, DbErr> {
+    use sea_orm::{Statement, Value};
+    let now = Utc::now();
+    let mut values: Vec<Value> = vec![now.into()];
+    let mut rows = Vec::with_capacity(results.len());
+    let mut messages = std::collections::HashMap::with_capacity(results.len());
+    for r in results {
+        let (status, progress, message) = step_end(r);
+        let n = values.len();
+        rows.push(format!(
+            "(${}::text, ${}::int, ${}::int, ${}::text, ${}::int, ${}::text, ${}::bool)",
+            n + 1,
+            n + 2,
+            n + 3,
+            n + 4,
+            n + 5,
+            n + 6,
+            n + 7
+        ));
+        values.extend([
+            r.task.id.clone().into(),
+            r.task.attempt.into(),
+            r.task.step_index.into(),
+            sea_orm::ActiveEnum::to_value(&status).into(),
+            progress.into(),
+            r.result.to_string().into(),
+            r.last.into(),
+        ]);
+        messages.insert(r.task.id.as_str(), message);
+    }
+    let processing = status_among_sql("t.status", &[Status::Processing]);
+    let sql = format!(
+        "UPDATE tasks AS t SET seq = t.seq + 1, updated_at = $1, status = v.status, \
+         progress = v.progress, step_index = t.step_index + 1, result = v.result, \
+         heartbeat_at = NULL, finished_at = CASE WHEN v.last THEN $1 ELSE t.finished_at END \
+         FROM (VALUES {}) AS v(id, attempt, step_index, status, progress, result, last) \
+         WHERE t.id = v.id AND t.attempt = v.attempt AND t.step_index = v.step_index \
+         AND {processing} RETURNING t.*",
+        rows.join(", ")
+    );
+    let changed = task::Entity::find()
+        .from_raw_sql(Statement::from_sql_and_values(
+            sea_orm::DatabaseBackend::Postgres,
+            sql,
+            values,
+        ))
+        .all(txn)
+        .await?;
+    let mut changed: std::collections::HashMap<String, Task> =
+        changed.into_iter().map(|t| (t.id.clone(), t)).collect();
+    Ok(results
+        .iter()
+        .map(|r| {
+            changed.remove(&r.task.id).map(|t| {
+                let ev = event_of(&t, messages.remove(r.task.id.as_str()));
+                (t, ev)
+            })
+        })
+        .collect())
+}
+
+/// What a finished task's material holds: the text for text kinds, the result otherwise.
+fn material_content(kind: TaskKind, result: &serde_json::Value) -> String {
+    if kind.is_text() {
+        result
+            .get("text")
+            .and_then(|v| v.as_str())
+            .map(str::to_owned)
+            .unwrap_or_else(|| result.to_string())
+    } else {
+        result.to_string()
+    }
+}

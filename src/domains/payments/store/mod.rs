@@ -1,0 +1,55 @@
+//! The queries of the payments flow. An event is applied by one conditional transition
+//! of its inbox row (`RECEIVED → APPLIED`) in the same transaction as its effect, so
+//! whoever applies it — the consumer, a redelivery, the broker-down fallback — applies it
+//! once. Every apply then locks its payment's row, so a payment's events are applied one
+//! at a time: the payment's own `CREATED → PAID` transition makes a second paid event
+//! grant nothing, and a refund that arrives before its payment waits (`WAITING`) until the
+//! paid event, which puts it back in line in its own transaction.
+
+mod apply;
+mod inbox;
+mod intents;
+
+pub use apply::{Applied, apply};
+pub use inbox::{Incoming, backlog, receive, record, record_many, unapplied};
+pub use intents::{NewPayment, count_open, create, events_of, expire_unpaid, get};
+
+pub use super::entity::event::Model as Event;
+pub use super::entity::payment::Model as Payment;
+
+pub const CREATED: &str = "CREATED";
+/// A CREATED intent nobody paid within `payments.intent_ttl_secs`: no longer counted as
+/// open. A payment that still arrives for it is granted as for CREATED (the money came).
+pub const EXPIRED: &str = "EXPIRED";
+pub const PAID: &str = "PAID";
+pub const REFUNDED: &str = "REFUNDED";
+/// Money received for a flash-sale order that was canceled first (or paid by another
+/// payment): nothing was delivered, the money goes back.
+pub const REFUND_DUE: &str = "REFUND_DUE";
+/// The inbox's event id column is this long.
+pub const MAX_EVENT_ID: usize = 128;
+pub(super) const RECEIVED: &str = "RECEIVED";
+pub(super) const WAITING: &str = "WAITING";
+pub(super) const APPLIED: &str = "APPLIED";
+
+/// What a provider event says happened.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    Paid,
+    /// A refund of this many minor units.
+    Refund(i64),
+    /// A refund notice that carries the total refunded so far (Alipay's `refund_fee`):
+    /// refunds up to that total, so notices applied in any order, or twice, give back
+    /// exactly the total.
+    RefundTotal(i64),
+}
+
+impl Kind {
+    pub(super) fn as_str(self) -> &'static str {
+        match self {
+            Kind::Paid => "paid",
+            Kind::Refund(_) => "refund",
+            Kind::RefundTotal(_) => "refund_total",
+        }
+    }
+}
