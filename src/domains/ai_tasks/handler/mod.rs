@@ -3,6 +3,13 @@
 //! tasks' own state: a step commits only while the message's attempt holds it, so a
 //! repeated message finds its step done and changes nothing).
 
+mod batch;
+mod commit;
+mod failure;
+mod step;
+#[cfg(test)]
+mod tests;
+
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -37,13 +44,6 @@ const FIRST_PROGRESS_AFTER: Duration = Duration::from_millis(20);
 fn transient(e: impl std::fmt::Display) -> HandlerError {
     HandlerError::transient(e)
 }
-
-mod batch;
-mod commit;
-mod failure;
-mod step;
-#[cfg(test)]
-mod tests;
 
 use batch::*;
 use step::*;

@@ -3,6 +3,15 @@
 //! stale attempt cannot write; it appends an event with the next sequence number in the
 //! same transaction, and credits move with the transition that causes them.
 
+mod claims;
+mod queries;
+mod settle;
+mod steps;
+mod submit;
+#[cfg(test)]
+mod tests;
+mod transitions;
+
 use sea_orm::DbErr;
 use sea_orm::sea_query::ExprTrait as _;
 
@@ -33,15 +42,6 @@ impl From<search_sync::store::StoreError> for StoreError {
         }
     }
 }
-
-mod claims;
-mod queries;
-mod settle;
-mod steps;
-mod submit;
-#[cfg(test)]
-mod tests;
-mod transitions;
 
 pub use claims::*;
 pub use queries::*;
