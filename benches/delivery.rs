@@ -40,10 +40,13 @@ use async_trait::async_trait;
 use common::cpu::{Ticks, cpu_ticks, ms_per};
 use common::lapin::now_us;
 use common::up;
+use conveyor::broker::settings::BrokerKind;
+use conveyor::broker::settings::QueueOverride;
 use conveyor::broker::{Envelope, Outgoing, Target};
-use conveyor::config::{BrokerKind, DedupeKind, QueueOverride, Settings};
 use conveyor::consumer::{BatchHandler, Context, Handler, HandlerError, Worker};
+use conveyor::dedupe::settings::DedupeKind;
 use conveyor::domains::ai_tasks::queues::AI_SHORT;
+use conveyor::settings::Settings;
 use sea_orm::{ConnectionTrait, Database};
 use tokio_util::sync::CancellationToken;
 
@@ -343,7 +346,7 @@ async fn main() -> anyhow::Result<()> {
         reports.push(raw_lapin("raw-lapin-cluster", &urls[0], true, n).await?);
         let on_cluster = |mut s: Settings| {
             s.broker.urls = urls.clone();
-            s.broker.queue_type = conveyor::config::QueueType::Quorum;
+            s.broker.queue_type = conveyor::broker::settings::QueueType::Quorum;
             s
         };
         for b in [1, batch] {

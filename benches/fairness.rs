@@ -14,7 +14,7 @@ mod common;
 use std::time::{Duration, Instant};
 
 use conveyor::app::Application;
-use conveyor::config::QueueOverride;
+use conveyor::broker::settings::QueueOverride;
 use conveyor::domains::ai_tasks::entity::task;
 use sea_orm::{ColumnTrait, EntityTrait, QueryFilter};
 use serde_json::json;

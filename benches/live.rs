@@ -21,8 +21,8 @@ use axum::extract::State;
 use axum::extract::ws::{Message as AxMessage, WebSocketUpgrade};
 use axum::routing::get;
 use conveyor::app::Application;
-use conveyor::config::Settings;
 use conveyor::domains::ai_tasks::messages::TaskEvent;
+use conveyor::settings::Settings;
 use futures::{SinkExt as _, StreamExt as _};
 use tokio::sync::{Mutex, broadcast};
 use tokio_tungstenite::tungstenite::Message;
@@ -369,7 +369,10 @@ async fn conveyor_run(
     let publisher = tokio::spawn(async move {
         while let Some(ev) = erx.recv().await {
             let _ = broker
-                .publish_events(vec![serde_json::to_vec(&ev.live()).unwrap()])
+                .publish_events(
+                    conveyor::live::EVENTS.name,
+                    vec![serde_json::to_vec(&ev.live()).unwrap()],
+                )
                 .await;
         }
     });

@@ -35,7 +35,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use conveyor::app::Application;
-use conveyor::config::{BrokerKind, DedupeKind, Settings};
+use conveyor::broker::settings::BrokerKind;
+use conveyor::dedupe::settings::DedupeKind;
+use conveyor::settings::Settings;
 use sea_orm::{ColumnTrait, ConnectionTrait, Database, EntityTrait, PaginatorTrait, QueryFilter};
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
@@ -139,7 +141,7 @@ async fn load(
 async fn teardown(settings: &Settings) {
     if settings.broker.kind == BrokerKind::Rabbitmq {
         let topology = conveyor::app::topology(settings, conveyor::domains::ALL);
-        if let Ok(b) = conveyor::broker::connect(settings, topology).await {
+        if let Ok(b) = conveyor::broker::connect(&settings.broker, topology).await {
             let _ = b.teardown().await;
             b.close().await;
         }
@@ -310,7 +312,7 @@ async fn end_to_end(name: &str, mut settings: Settings, total: usize, consumers:
     // handler calls in flight.
     settings.queues.insert(
         "ai.short".into(),
-        conveyor::config::QueueOverride {
+        conveyor::broker::settings::QueueOverride {
             prefetch: knob("BENCH_AI_PREFETCH"),
             batch: knob("BENCH_AI_BATCH"),
             linger_ms: knob("BENCH_AI_LINGER_MS"),

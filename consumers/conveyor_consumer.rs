@@ -13,7 +13,8 @@ async fn main() -> ExitCode {
         );
         return ExitCode::from(2);
     };
-    let settings = match conveyor::config::Settings::load(None) {
+    let sections = conveyor::app::sections(conveyor::domains::ALL);
+    let settings = match conveyor::settings::Settings::load(None, &sections) {
         Ok(s) => s,
         Err(e) => {
             eprintln!("error: {e}");

@@ -17,9 +17,11 @@ use utoipa::OpenApi as _;
 use crate::api::health::Probe;
 use crate::api::{self, Core};
 use crate::broker::Topology;
-use crate::config::{BrokerKind, Section, Settings};
+use crate::broker::settings::BrokerKind;
 use crate::domains::{self, Domain, Handlers, Installed, Job, Routes};
 use crate::housekeeping::Retention;
+use crate::settings::Section;
+use crate::settings::Settings;
 use crate::telemetry::gauges::{self, Gauge};
 use crate::{account, consumer, dead_letters, live, ops};
 
@@ -35,7 +37,7 @@ pub fn topology(settings: &Settings, domains: &[&Domain]) -> Topology {
         .iter()
         .flat_map(|d| d.delays.iter().copied())
         .collect();
-    Topology::new(settings, &queues, &delays)
+    Topology::new(&settings.broker, &settings.queues, &queues, &delays)
 }
 
 /// The consumer groups of `domains`, for `conveyor consume <group>`.
@@ -78,14 +80,14 @@ pub async fn install(
 }
 
 /// The housekeeping rules of this build: the platform's tables and the domains'.
-pub fn retention(domains: &[&'static Domain]) -> Vec<Retention> {
+pub fn retention(settings: &Settings, domains: &[&'static Domain]) -> Vec<Retention> {
     [
         crate::api::idempotency::RETENTION,
         crate::outbox::RETENTION,
         live::tickets::RETENTION,
     ]
     .into_iter()
-    .chain(consumer::RETENTION.iter().copied())
+    .chain(consumer::retention(settings.consumer.fence_retention_days))
     .chain(domains.iter().flat_map(|d| d.retention.iter().copied()))
     .collect()
 }
@@ -103,7 +105,8 @@ pub async fn run_workers(
         .into_iter()
         .map(|(d, i)| (d, i.handlers, i.jobs))
         .collect();
-    serve_workers(platform, workers, retention(domains), groups, shutdown).await
+    let rules = retention(&platform.settings, domains);
+    serve_workers(platform, workers, rules, groups, shutdown).await
 }
 
 /// What one domain runs in a worker process: its handlers and its jobs.
@@ -158,7 +161,6 @@ async fn serve_workers(
     });
     tasks.spawn(crate::housekeeping::run(
         platform.db.clone(),
-        platform.settings.clone(),
         rules,
         shutdown.clone(),
     ));
@@ -244,9 +246,10 @@ impl Application {
             .await
             .with_context(|| format!("binding {bind} (server.host, server.port)"))?;
         let addr = listener.local_addr()?;
-        let hub = live::Hub::start(platform.broker.clone())
+        let bus = crate::bus::Bus::start(platform.broker.as_ref())
             .await
-            .context("listening to live events")?;
+            .context("listening to the bus")?;
+        let hub = live::Hub::start(&bus);
         let mut served = Vec::new();
         let mut workers = Vec::new();
         for (domain, parts) in install(&platform, domains).await? {
@@ -255,7 +258,7 @@ impl Application {
         }
         let workers = InstalledWorkers {
             platform: platform.clone(),
-            rules: retention(domains).into(),
+            rules: retention(&platform.settings, domains).into(),
             slot: Arc::new(std::sync::Mutex::new(Some(workers))),
         };
         Ok(Application {
@@ -360,7 +363,8 @@ async fn compose(
     shutdown: CancellationToken,
 ) -> anyhow::Result<Router> {
     let core = Core {
-        settings: platform.settings.clone(),
+        server: Arc::new(platform.settings.server.clone()),
+        auth: platform.settings.auth.clone(),
         db: platform.db.clone(),
         broker: platform.broker.clone(),
         dedupe: platform.dedupe.clone(),
@@ -369,7 +373,8 @@ async fn compose(
             platform.settings.auth.failed_per_minute,
         )),
         limits: crate::limits::Limits::connect(
-            &platform.settings,
+            &platform.settings.dedupe,
+            &platform.settings.limits,
             platform.db.clone(),
             limits(domains),
         )
@@ -379,14 +384,12 @@ async fn compose(
     };
     // A revoked key's cached identity goes at once, on every instance.
     {
-        let (mut controls, cache) = (hub.controls(), core.auth_cache.clone());
+        let notices = hub.bus().subscribe(&crate::users::notices::KEY_NOTICES);
+        let (mut controls, cache) = (notices, core.auth_cache.clone());
         tokio::spawn(async move {
             loop {
                 match controls.recv().await {
-                    Ok(c) => match c.as_ref() {
-                        live::Control::KeyRevoked { key_hash }
-                        | live::Control::KeyChanged { key_hash } => cache.forget(key_hash),
-                    },
+                    Ok(notice) => cache.forget(notice.key_hash()),
                     // Missed notices: forget everything rather than trust a revoked key.
                     Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => cache.clear(),
                     Err(tokio::sync::broadcast::error::RecvError::Closed) => return,
@@ -423,7 +426,7 @@ async fn compose(
             ),
         },
         &platform.settings.ops,
-        hub.reports(),
+        hub.bus().subscribe(&crate::telemetry::report::REPORTS),
         core.shutdown.clone(),
     );
     let mut doc = api::openapi::ApiDoc::openapi();
@@ -436,11 +439,12 @@ async fn compose(
         .merge(account::routes(core.clone()))
         .merge(live::routes(live::Live {
             core: core.clone(),
+            settings: Arc::new(platform.settings.live.clone()),
             hub,
             sources,
         }))
         .merge(dead_letters::routes::routes(
-            dead_letters::routes::DeadLetters::new(core.clone()),
+            dead_letters::routes::DeadLetters::new(core.clone(), &platform.settings.dead_letters),
         ))
         .merge(ops::routes::routes(ops::routes::Ops {
             core: core.clone(),
@@ -465,5 +469,5 @@ async fn compose(
         doc.merge((domain.openapi)());
     }
     let router = router.merge(api::openapi::routes(doc));
-    Ok(api::layered(router, &platform.settings))
+    Ok(api::layered(router, &platform.settings.server))
 }

@@ -7,14 +7,12 @@
 //! table. Several processes may run it: deletes are idempotent.
 
 use std::collections::BTreeMap;
-use std::sync::Arc;
 use std::time::Duration;
 
+use chrono::{DateTime, Utc};
 use futures::future::BoxFuture;
 use sea_orm::{DatabaseConnection, DbErr};
 use tokio_util::sync::CancellationToken;
-
-use crate::config::Settings;
 
 const EVERY: Duration = Duration::from_secs(3600);
 
@@ -23,18 +21,20 @@ const EVERY: Duration = Duration::from_secs(3600);
 pub struct Retention {
     /// For logs and the round's report.
     pub table: &'static str,
-    /// Deletes the rows old enough to go; how many went.
-    pub trim: for<'a> fn(&'a DatabaseConnection, &'a Settings) -> BoxFuture<'a, Result<u64, DbErr>>,
+    /// Rows older than this go (by the table's own clock column).
+    pub keep: Duration,
+    /// Deletes the rows older than the cutoff; how many went.
+    pub trim:
+        for<'a> fn(&'a DatabaseConnection, DateTime<Utc>) -> BoxFuture<'a, Result<u64, DbErr>>,
 }
 
 pub async fn run(
     db: DatabaseConnection,
-    settings: Arc<Settings>,
     rules: Vec<Retention>,
     shutdown: CancellationToken,
 ) -> anyhow::Result<()> {
     loop {
-        if let Err(e) = once(&db, &settings, &rules).await {
+        if let Err(e) = once(&db, &rules).await {
             tracing::warn!(error = %e, "housekeeping round failed");
         }
         tokio::select! {
@@ -47,12 +47,15 @@ pub async fn run(
 /// One round: rows deleted, per table.
 pub async fn once(
     db: &DatabaseConnection,
-    settings: &Settings,
     rules: &[Retention],
 ) -> Result<BTreeMap<&'static str, u64>, DbErr> {
     let mut trimmed = BTreeMap::new();
     for rule in rules {
-        trimmed.insert(rule.table, (rule.trim)(db, settings).await?);
+        let keep = chrono::Duration::from_std(rule.keep).unwrap_or(chrono::Duration::MAX);
+        let cutoff = Utc::now()
+            .checked_sub_signed(keep)
+            .unwrap_or(DateTime::<Utc>::MIN_UTC);
+        trimmed.insert(rule.table, (rule.trim)(db, cutoff).await?);
     }
     if trimmed.values().any(|n| *n > 0) {
         tracing::info!(?trimmed, "housekeeping trimmed old rows");

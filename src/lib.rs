@@ -54,6 +54,7 @@ pub mod account;
 pub mod api;
 pub mod app;
 pub mod broker;
+pub mod bus;
 pub mod cli;
 pub mod client;
 pub mod config;
@@ -70,6 +71,7 @@ pub mod ops;
 pub mod outbox;
 pub mod platform;
 pub mod search;
+pub mod settings;
 
 /// A fail point (`--features failpoints` only): with `FAILPOINTS=<name>=1%return` the
 /// process aborts there one time in a hundred, as a crash at that spot would. Compiled to

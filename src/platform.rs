@@ -9,11 +9,11 @@ use anyhow::Context as _;
 use sea_orm::DatabaseConnection;
 
 use crate::broker::{self, Broker, Topology};
-use crate::config::Settings;
 use crate::consumer::{Deps, Fence};
 use crate::db;
 use crate::dedupe::{self, DedupeStore};
 use crate::outbox::Relay;
+use crate::settings::Settings;
 use crate::tally::Tally;
 
 /// The connected backends of one process.
@@ -37,7 +37,7 @@ impl Platform {
         // /metrics would otherwise go nowhere.
         crate::telemetry::metrics();
         let db = db::open(&settings.database).await?;
-        let broker = broker::connect(&settings, topology).await?;
+        let broker = broker::connect(&settings.broker, topology).await?;
         broker
             .declare()
             .await

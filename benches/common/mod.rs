@@ -34,7 +34,7 @@ pub async fn up(addr: &str) -> bool {
 /// A bench run's stack: settings for RabbitMQ + Redis under a namespace of its own and a
 /// PostgreSQL database of its own (created here, dropped by [`Stack::teardown`]).
 pub struct Stack {
-    pub settings: conveyor::config::Settings,
+    pub settings: conveyor::settings::Settings,
     admin: sea_orm::DatabaseConnection,
     db_name: String,
     _dir: tempfile::TempDir,
@@ -53,14 +53,14 @@ impl Stack {
         }
         let name = format!("bench{bench}{}", std::process::id()).replace('_', "");
         let dir = tempfile::tempdir().unwrap();
-        let mut s = conveyor::config::Settings::load_from(
+        let mut s = conveyor::settings::Settings::load_from(
             std::path::Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/config")),
             "local",
             std::env::vars(),
         )
         .unwrap();
-        s.broker.kind = conveyor::config::BrokerKind::Rabbitmq;
-        s.dedupe.kind = conveyor::config::DedupeKind::Redis;
+        s.broker.kind = conveyor::broker::settings::BrokerKind::Rabbitmq;
+        s.dedupe.kind = conveyor::dedupe::settings::DedupeKind::Redis;
         // The platform's throughput, not one tenant's budget.
         s.limits =
             conveyor::limits::declared::unlimited(&conveyor::app::limits(conveyor::domains::ALL));
@@ -91,7 +91,7 @@ impl Stack {
         use sea_orm::ConnectionTrait as _;
         let s = &self.settings;
         let topology = conveyor::app::topology(s, conveyor::domains::ALL);
-        if let Ok(b) = conveyor::broker::connect(s, topology).await {
+        if let Ok(b) = conveyor::broker::connect(&s.broker, topology).await {
             let _ = b.teardown().await;
             b.close().await;
         }

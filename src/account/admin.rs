@@ -110,7 +110,7 @@ pub async fn rotate_key(
     Admin(admin): Admin,
     Path((user_id, key_id)): Path<(String, String)>,
 ) -> Result<(StatusCode, Json<RotatedView>), ApiError> {
-    let overlap = std::time::Duration::from_secs(core.settings.auth.key_rotation_overlap_secs);
+    let overlap = std::time::Duration::from_secs(core.auth.key_rotation_overlap_secs);
     let (new, key, old) = keys::rotate(
         &core.db,
         Some(&core.broker),

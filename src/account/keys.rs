@@ -10,8 +10,8 @@ use serde_json::json;
 
 use crate::broker::Broker;
 use crate::limits::Overrides;
-use crate::live::control::{self, Control};
 use crate::users::keys::{self, KeyInfo};
+use crate::users::notices::{KeyNotice, announce};
 use crate::users::{audit, entity::user};
 
 /// What an administration call can fail on.
@@ -81,7 +81,7 @@ pub async fn revoke(
     if let Some(b) = broker {
         announce(
             b.as_ref(),
-            Control::KeyRevoked {
+            KeyNotice::KeyRevoked {
                 key_hash: key.key_hash.clone(),
             },
         )
@@ -91,11 +91,6 @@ pub async fn revoke(
 }
 
 /// Announces a key's change; a failure is logged (the caches' TTL still bounds it).
-async fn announce(broker: &dyn Broker, change: Control) {
-    if let Err(e) = control::publish(broker, change).await {
-        tracing::warn!(error = %e, "announcing a key change failed; instances see it within the auth cache's TTL");
-    }
-}
 
 /// Rotates the key: (the new key's info, the new key, the old key's info with its end).
 pub async fn rotate(
@@ -120,7 +115,7 @@ pub async fn rotate(
     .await?;
     txn.commit().await?;
     if let Some(b) = broker {
-        announce(b.as_ref(), Control::KeyChanged { key_hash: old_hash }).await;
+        announce(b.as_ref(), KeyNotice::KeyChanged { key_hash: old_hash }).await;
     }
     Ok((new, key, old))
 }

@@ -102,7 +102,7 @@ async fn probe<E: std::fmt::Display>(f: impl Future<Output = Result<(), E>>) -> 
 pub async fn readyz(State(state): State<Health>, headers: HeaderMap) -> impl IntoResponse {
     let core = &state.core;
     // Why a dependency failed (hosts, error text) is for operators only.
-    let detail = is_operator(&core.settings.server.ops_token, &headers);
+    let detail = is_operator(&core.server.ops_token, &headers);
     let (db, broker, dedupe, extra) = tokio::join!(
         probe(crate::db::ping(&core.db)),
         probe(core.broker.ping()),
@@ -178,7 +178,7 @@ pub async fn metrics(
     headers: HeaderMap,
 ) -> Result<impl IntoResponse, ApiError> {
     let core = &state.core;
-    let token = &core.settings.server.ops_token;
+    let token = &core.server.ops_token;
     if !token.is_empty() && !is_operator(token, &headers) {
         return Err(ApiError::Unauthorized);
     }

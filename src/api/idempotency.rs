@@ -221,10 +221,6 @@ pub async fn purge_older_than(
 /// Keys are kept 48 hours (clients are promised at least 24), then trimmed.
 pub const RETENTION: crate::housekeeping::Retention = crate::housekeeping::Retention {
     table: "idempotency_keys",
-    trim: |db, _| {
-        Box::pin(purge_older_than(
-            db,
-            Utc::now() - chrono::Duration::hours(48),
-        ))
-    },
+    keep: std::time::Duration::from_secs(48 * 3600),
+    trim: |db, cutoff| Box::pin(purge_older_than(db, cutoff)),
 };

@@ -16,6 +16,7 @@ pub mod openapi;
 pub mod page;
 pub mod query;
 pub mod server;
+pub mod settings;
 pub mod state;
 
 use std::time::Duration;
@@ -29,8 +30,8 @@ use tower_http::catch_panic::CatchPanicLayer;
 use tower_http::request_id::{MakeRequestUuid, PropagateRequestIdLayer, SetRequestIdLayer};
 use tower_http::trace::TraceLayer;
 
-use crate::config::Settings;
 use crate::error::ApiError;
+use settings::ServerSettings;
 
 pub use auth::{Admin, AuthUser, CallerKey};
 pub use json::ApiJson;
@@ -40,9 +41,9 @@ pub use state::Core;
 
 /// Wraps the composed routes: unknown paths answer a JSON 404, and every request gets
 /// an id, a trace span, the body limit, the timeout and panic protection.
-pub fn layered(routes: Router, settings: &Settings) -> Router {
-    let timeout = settings.request_timeout();
-    let body_limit = settings.server.body_limit_bytes;
+pub fn layered(routes: Router, server: &ServerSettings) -> Router {
+    let timeout = server.request_timeout();
+    let body_limit = server.body_limit_bytes;
     routes
         .fallback(|| async { ApiError::NotFound("route") })
         .layer(DefaultBodyLimit::max(body_limit))

@@ -18,7 +18,7 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use super::auth_failures::Peer;
-use crate::config::ServerSettings;
+use crate::api::settings::ServerSettings;
 
 /// One of `server.max_connections`, held by the connection and by anything that outlives
 /// its HTTP exchange (an upgraded WebSocket).

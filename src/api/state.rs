@@ -9,15 +9,17 @@ use sea_orm::DatabaseConnection;
 use tokio_util::sync::CancellationToken;
 
 use super::auth::AuthCache;
+use super::settings::{AuthSettings, ServerSettings};
 use crate::broker::Broker;
-use crate::config::Settings;
 use crate::dedupe::DedupeStore;
 use crate::limits::Limits;
 use crate::outbox::Relay;
 
 #[derive(Clone)]
 pub struct Core {
-    pub settings: Arc<Settings>,
+    /// `[server]` and `[auth]`: the HTTP kit's own settings.
+    pub server: Arc<ServerSettings>,
+    pub auth: AuthSettings,
     pub db: DatabaseConnection,
     pub broker: Arc<dyn Broker>,
     pub dedupe: Arc<dyn DedupeStore>,

@@ -8,6 +8,7 @@ pub mod embedded;
 pub mod envelope;
 mod nodes;
 pub mod rabbitmq;
+pub mod settings;
 pub mod topology;
 
 use std::sync::Arc;
@@ -16,9 +17,16 @@ use std::time::Duration;
 use async_trait::async_trait;
 
 pub use envelope::{Envelope, EnvelopeError, Failure};
+
+/// One message of the fan-out: its topic and its body.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FanOut {
+    pub topic: String,
+    pub body: Vec<u8>,
+}
 pub use topology::{DelaySpec, QueueSpec, ResolvedQueue, Target, Topology};
 
-use crate::config::{BrokerKind, Settings};
+use settings::{BrokerKind, BrokerSettings};
 
 #[derive(Debug, thiserror::Error)]
 pub enum BrokerError {
@@ -110,6 +118,12 @@ impl Outgoing {
 pub trait Broker: Send + Sync + 'static {
     fn topology(&self) -> &Topology;
 
+    /// The largest message body it takes (`broker.max_payload_bytes`): envelopes carry
+    /// ids and parameters, never blobs.
+    fn max_payload(&self) -> usize {
+        self.topology().max_payload_bytes
+    }
+
     /// Declares every exchange and queue of the topology; harmless to repeat.
     async fn declare(&self) -> Result<(), BrokerError>;
 
@@ -118,15 +132,17 @@ pub trait Broker: Send + Sync + 'static {
     /// some messages of the batch may have been published (consumers deduplicate).
     async fn publish_batch(&self, messages: &[Outgoing]) -> Result<(), BrokerError>;
 
-    /// Publishes progress events to every API instance (fan-out), in order, as one batch
-    /// (one confirm wait however many). Best effort: events are also stored, so a lost
-    /// one is recovered from the store on resume.
-    async fn publish_events(&self, bodies: Vec<Vec<u8>>) -> Result<(), BrokerError>;
+    /// Publishes messages of one `topic` to every process listening (the fan-out that
+    /// carries the bus: live events, control notices, process reports), in order, as one
+    /// batch (one confirm wait however many). Best effort: what rides it is stored or
+    /// sent again, so a lost message is recovered elsewhere. See [`crate::bus`].
+    async fn publish_events(&self, topic: &str, bodies: Vec<Vec<u8>>) -> Result<(), BrokerError>;
 
-    /// This process's share of the event fan-out: every event published by any process
-    /// (RabbitMQ: an exclusive auto-delete queue bound to `<ns>.events`, re-bound after a
-    /// reconnect). The stream ends only when the receiver is dropped.
-    async fn subscribe_events(&self) -> Result<tokio::sync::mpsc::Receiver<Vec<u8>>, BrokerError>;
+    /// This process's share of the fan-out: every message published by any process, with
+    /// its topic (RabbitMQ: an exclusive auto-delete queue bound to `<ns>.events`, the
+    /// topic in the routing key, re-bound after a reconnect). The stream ends only when
+    /// the receiver is dropped.
+    async fn subscribe_events(&self) -> Result<tokio::sync::mpsc::Receiver<FanOut>, BrokerError>;
 
     /// Starts consuming a work queue with its configured prefetch. The subscription
     /// reconnects by itself; deliveries come until it is cancelled.
@@ -291,12 +307,13 @@ impl Drop for Delivery {
 }
 
 /// Connects the configured broker and declares the topology.
-pub async fn connect(settings: &Settings, topology: Topology) -> anyhow::Result<Arc<dyn Broker>> {
-    let broker: Arc<dyn Broker> = match settings.broker.kind {
-        BrokerKind::Rabbitmq => Arc::new(rabbitmq::RabbitBroker::new(&settings.broker, topology)),
-        BrokerKind::Embedded => {
-            Arc::new(embedded::EmbeddedBroker::open(&settings.broker, topology).await?)
-        }
+pub async fn connect(
+    settings: &BrokerSettings,
+    topology: Topology,
+) -> anyhow::Result<Arc<dyn Broker>> {
+    let broker: Arc<dyn Broker> = match settings.kind {
+        BrokerKind::Rabbitmq => Arc::new(rabbitmq::RabbitBroker::new(settings, topology)),
+        BrokerKind::Embedded => Arc::new(embedded::EmbeddedBroker::open(settings, topology).await?),
     };
     Ok(broker)
 }

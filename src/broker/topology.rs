@@ -17,7 +17,11 @@ use std::time::Duration;
 
 use std::collections::BTreeMap;
 
-use crate::config::{QueueOverride, QueueType, Settings};
+use crate::broker::settings::QueueOverride;
+
+use crate::broker::settings::QueueType;
+
+use super::settings::BrokerSettings;
 
 /// A work queue consumers subscribe to.
 #[derive(Debug, PartialEq, Eq, Hash)]
@@ -138,6 +142,8 @@ pub struct ResolvedDelay {
 pub struct Topology {
     pub namespace: String,
     pub queue_type: QueueType,
+    /// `broker.max_payload_bytes`.
+    pub max_payload_bytes: usize,
     tiers: Vec<Duration>,
     overrides: BTreeMap<String, QueueOverride>,
     /// Every queue and delay this build knows (declared or not), for parsing targets.
@@ -152,31 +158,33 @@ pub struct Topology {
 impl Topology {
     /// Every queue and delay given, declared and routable.
     pub fn new(
-        settings: &Settings,
+        settings: &BrokerSettings,
+        overrides: &BTreeMap<String, QueueOverride>,
         queues: &[&'static QueueSpec],
         delays: &[&'static DelaySpec],
     ) -> Self {
-        Self::declaring_only(settings, queues, delays, queues)
+        Self::declaring_only(settings, overrides, queues, delays, queues)
     }
 
     /// Knows `queues` and `delays`, but declares (makes routable) only `declared` and the
     /// delays feeding them: how tests produce an unroutable message.
     pub fn declaring_only(
-        settings: &Settings,
+        settings: &BrokerSettings,
+        overrides: &BTreeMap<String, QueueOverride>,
         queues: &[&'static QueueSpec],
         delays: &[&'static DelaySpec],
         declared: &[&'static QueueSpec],
     ) -> Self {
         let mut t = Topology {
-            namespace: settings.broker.namespace.clone(),
-            queue_type: settings.broker.queue_type,
+            namespace: settings.namespace.clone(),
+            queue_type: settings.queue_type,
+            max_payload_bytes: settings.max_payload_bytes,
             tiers: settings
-                .broker
                 .retry_tiers_ms
                 .iter()
                 .map(|ms| Duration::from_millis(*ms))
                 .collect(),
-            overrides: settings.queues.clone(),
+            overrides: overrides.clone(),
             known_queues: queues.to_vec(),
             known_delays: delays.to_vec(),
             queues: Vec::new(),
@@ -423,9 +431,15 @@ mod tests {
     };
 
     fn topology() -> Topology {
-        let s =
-            Settings::load_from(std::path::Path::new("/nonexistent"), "none", Vec::new()).unwrap();
-        Topology::new(&s, &[&SHORT, &EXPIRE], &[&TIMEOUT])
+        let layers = crate::config::layered(
+            std::path::Path::new("/nonexistent"),
+            "none",
+            Vec::new(),
+            &[],
+        )
+        .unwrap();
+        let broker: BrokerSettings = layers.get("broker").unwrap();
+        Topology::new(&broker, &BTreeMap::new(), &[&SHORT, &EXPIRE], &[&TIMEOUT])
     }
 
     #[test]

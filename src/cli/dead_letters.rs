@@ -5,8 +5,8 @@
 use anyhow::Context as _;
 use clap::Subcommand;
 
-use crate::config::Settings;
 use crate::dead_letters::{self, DeadLetter, Filter, OperateError, Status};
+use crate::settings::Settings;
 
 #[derive(Debug, Subcommand)]
 pub enum DeadLettersCommand {

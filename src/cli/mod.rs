@@ -8,7 +8,8 @@ use clap::{Args, CommandFactory as _, FromArgMatches as _, Parser, Subcommand};
 use tokio_util::sync::CancellationToken;
 
 use crate::app::{self, Application};
-use crate::config::{BrokerKind, Settings};
+use crate::broker::settings::BrokerKind;
+use crate::settings::Settings;
 use crate::{db, domains, shutdown, telemetry};
 
 #[derive(Debug, Parser)]
@@ -110,9 +111,9 @@ pub async fn main() -> Result<(), CliError> {
 
 /// The settings of `env`, with every section and limit key checked.
 fn load(env: &str) -> Result<Settings, CliError> {
-    let settings = Settings::load(Some(env))?;
+    let settings = Settings::load(Some(env), &app::sections(domains::ALL))?;
     settings.check_sections(&app::sections(domains::ALL))?;
-    crate::limits::declared::check(&settings, &app::limits(domains::ALL))?;
+    crate::limits::declared::check(&settings.limits, &app::limits(domains::ALL))?;
     Ok(settings)
 }
 

@@ -4,8 +4,8 @@
 
 use clap::Subcommand;
 
-use crate::config::Settings;
 use crate::consumer::concurrency;
+use crate::settings::Settings;
 
 #[derive(Debug, Subcommand)]
 pub enum QueuesCommand {

@@ -7,8 +7,9 @@ use anyhow::Context as _;
 use clap::{Args, Subcommand};
 
 use crate::account::keys as admin;
-use crate::config::{BrokerKind, Settings};
+use crate::broker::settings::BrokerKind;
 use crate::limits::Overrides;
+use crate::settings::Settings;
 use crate::{app, db, domains, users};
 
 const ACTOR: &str = "cli";
@@ -80,7 +81,7 @@ async fn announcer(
 ) -> anyhow::Result<Option<std::sync::Arc<dyn crate::broker::Broker>>> {
     Ok(match settings.broker.kind {
         BrokerKind::Rabbitmq => Some(
-            crate::broker::connect(settings, app::topology(settings, domains::ALL))
+            crate::broker::connect(&settings.broker, app::topology(settings, domains::ALL))
                 .await
                 .context("connecting to RabbitMQ to announce the key change")?,
         ),
@@ -183,7 +184,7 @@ pub async fn run(settings: &Settings, cmd: UsersCommand) -> anyhow::Result<()> {
                 "limit", "configured", "effective"
             );
             for l in &declared {
-                let configured = crate::limits::declared::configured(settings, l);
+                let configured = crate::limits::declared::configured(&settings.limits, l);
                 let effective = o.value(l, configured);
                 let mark = if o.0.contains_key(l.key) { "*" } else { " " };
                 println!(

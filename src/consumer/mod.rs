@@ -21,6 +21,7 @@ pub mod fence;
 pub mod fence_entity;
 pub mod process;
 pub mod run;
+pub mod settings;
 mod settle;
 
 use std::sync::Arc;
@@ -228,38 +229,39 @@ impl Deps {
     }
 }
 
-/// The processed-message fence and the crash-loop counters are kept
-/// `consumer.fence_retention_days` (longer than any redelivery or replay window, see
+/// The processed-message fence and the crash-loop counters are kept `days`
+/// (`consumer.fence_retention_days`: longer than any redelivery or replay window, see
 /// config/base.toml), then trimmed.
-pub const RETENTION: &[crate::housekeeping::Retention] = &[
-    crate::housekeeping::Retention {
-        table: "processed_messages",
-        trim: |db, settings| {
-            Box::pin(async move {
-                use sea_orm::{ColumnTrait as _, EntityTrait as _, QueryFilter as _};
-                let days = i64::from(settings.consumer.fence_retention_days);
-                let cutoff = chrono::Utc::now() - chrono::Duration::days(days);
-                Ok(fence_entity::Entity::delete_many()
-                    .filter(fence_entity::Column::ProcessedAt.lt(cutoff))
-                    .exec(db)
-                    .await?
-                    .rows_affected)
-            })
+pub fn retention(days: u32) -> [crate::housekeeping::Retention; 2] {
+    let keep = Duration::from_secs(u64::from(days) * 24 * 3600);
+    [
+        crate::housekeeping::Retention {
+            table: "processed_messages",
+            keep,
+            trim: |db, cutoff| {
+                Box::pin(async move {
+                    use sea_orm::{ColumnTrait as _, EntityTrait as _, QueryFilter as _};
+                    Ok(fence_entity::Entity::delete_many()
+                        .filter(fence_entity::Column::ProcessedAt.lt(cutoff))
+                        .exec(db)
+                        .await?
+                        .rows_affected)
+                })
+            },
         },
-    },
-    crate::housekeeping::Retention {
-        table: "message_deaths",
-        trim: |db, settings| {
-            Box::pin(async move {
-                use sea_orm::{ColumnTrait as _, EntityTrait as _, QueryFilter as _};
-                let days = i64::from(settings.consumer.fence_retention_days);
-                let cutoff = chrono::Utc::now() - chrono::Duration::days(days);
-                Ok(deaths::entity::Entity::delete_many()
-                    .filter(deaths::entity::Column::UpdatedAt.lt(cutoff))
-                    .exec(db)
-                    .await?
-                    .rows_affected)
-            })
+        crate::housekeeping::Retention {
+            table: "message_deaths",
+            keep,
+            trim: |db, cutoff| {
+                Box::pin(async move {
+                    use sea_orm::{ColumnTrait as _, EntityTrait as _, QueryFilter as _};
+                    Ok(deaths::entity::Entity::delete_many()
+                        .filter(deaths::entity::Column::UpdatedAt.lt(cutoff))
+                        .exec(db)
+                        .await?
+                        .rows_affected)
+                })
+            },
         },
-    },
-];
+    ]
+}

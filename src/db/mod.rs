@@ -2,6 +2,7 @@
 //! SQLite (embedded), MySQL/MariaDB and PostgreSQL: one set of entities and migrations.
 
 pub mod group_commit;
+pub mod settings;
 
 use std::path::Path;
 use std::time::Duration;
@@ -14,7 +15,7 @@ use sea_orm::{
     DatabaseTransaction, DbErr, IsolationLevel, TransactionTrait,
 };
 
-use crate::config::DatabaseSettings;
+use crate::db::settings::DatabaseSettings;
 
 pub use sea_orm::DatabaseConnection as Db;
 

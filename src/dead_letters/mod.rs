@@ -9,6 +9,7 @@ pub mod gauge;
 pub mod keeper;
 pub mod operate;
 pub mod routes;
+pub mod settings;
 
 use chrono::Utc;
 use sea_orm::sea_query::{Expr, OnConflict};

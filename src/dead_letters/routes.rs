@@ -17,6 +17,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use utoipa::{IntoParams, ToSchema};
 
+use super::settings::DeadLetterSettings;
 use super::{Action, DeadLetter, Filter, OperateError, Operated, Status};
 use crate::api::openapi::ErrorBody;
 use crate::api::{Admin, ApiQuery, Core};
@@ -30,8 +31,8 @@ pub struct DeadLetters {
 }
 
 impl DeadLetters {
-    pub fn new(core: Core) -> Self {
-        let per_second = core.settings.dead_letters.replay_per_second;
+    pub fn new(core: Core, settings: &DeadLetterSettings) -> Self {
+        let per_second = settings.replay_per_second;
         DeadLetters {
             core,
             replay_limiter: Arc::new(super::operate::replay_limiter(per_second)),
@@ -278,7 +279,7 @@ pub(crate) async fn replay(
         state.broker.topology(),
         id,
         &format!("user:{}", user.id),
-        state.settings.broker.max_payload_bytes,
+        state.broker.max_payload(),
     )
     .await
     .map_err(operate_error)?;
@@ -376,14 +377,8 @@ pub(crate) async fn replay_filter(
             // Paced like single replays, waiting rather than refusing: the caller asked
             // for this slice.
             replay_limiter.until_ready().await;
-            let done = super::replay(
-                &state.db,
-                topology,
-                *id,
-                &actor,
-                state.settings.broker.max_payload_bytes,
-            )
-            .await;
+            let done =
+                super::replay(&state.db, topology, *id, &actor, state.broker.max_payload()).await;
             match done {
                 Ok(o) if !o.already => replayed.push(*id),
                 Ok(_) => {}

@@ -10,13 +10,16 @@
 
 pub mod embedded;
 pub mod redis;
+pub mod settings;
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
 
-use crate::config::{DedupeKind, DedupeSettings};
+use crate::dedupe::settings::DedupeKind;
+
+use crate::dedupe::settings::DedupeSettings;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Claim {

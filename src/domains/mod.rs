@@ -26,13 +26,14 @@ use tokio_util::sync::CancellationToken;
 use crate::api::Core;
 use crate::api::health::Probe;
 use crate::broker::{DelaySpec, QueueSpec, Topology};
-use crate::config::{Section, Settings};
 use crate::consumer::Worker;
 use crate::housekeeping::Retention;
 use crate::limits::Limit;
 use crate::live::Source;
 use crate::ops::Panel;
 use crate::platform::Platform;
+use crate::settings::Section;
+use crate::settings::Settings;
 use crate::telemetry::gauges::Gauge;
 
 /// The consumers that one process runs: (queue, handler).

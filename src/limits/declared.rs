@@ -6,7 +6,7 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use crate::config::{ConfigError, Settings};
+use crate::config::ConfigError;
 
 /// A per-tenant limit; 0 turns it off.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -33,17 +33,13 @@ pub struct RateLimit {
 pub const MAX_VALUE: u32 = 1_000_000;
 
 /// The limit's configured value: `[limits]`, else its declared default.
-pub fn configured(settings: &Settings, limit: &Limit) -> u32 {
-    settings
-        .limits
-        .get(limit.key)
-        .copied()
-        .unwrap_or(limit.default)
+pub fn configured(limits: &BTreeMap<String, u32>, limit: &Limit) -> u32 {
+    limits.get(limit.key).copied().unwrap_or(limit.default)
 }
 
 /// `[limits]` names only declared limits, each at most [`MAX_VALUE`].
-pub fn check(settings: &Settings, declared: &[Limit]) -> Result<(), ConfigError> {
-    for (key, value) in &settings.limits {
+pub fn check(limits: &BTreeMap<String, u32>, declared: &[Limit]) -> Result<(), ConfigError> {
+    for (key, value) in limits {
         if !declared.iter().any(|l| l.key == key) {
             let known: Vec<&str> = declared.iter().map(|l| l.key).collect();
             return Err(ConfigError::Invalid {
@@ -79,22 +75,16 @@ mod tests {
 
     #[test]
     fn configured_values_override_defaults_and_unknown_keys_are_refused() {
-        let mut s = Settings::load_from(
-            std::path::Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/config")),
-            "local",
-            Vec::new(),
-        )
-        .unwrap();
-        s.limits.clear();
-        assert_eq!(configured(&s, &A), 5);
-        s.limits.insert("a_per_sec".into(), 9);
-        assert_eq!(configured(&s, &A), 9);
-        assert!(check(&s, &[A]).is_ok());
-        s.limits.insert("typo".into(), 1);
-        let err = check(&s, &[A]).unwrap_err().to_string();
+        let mut limits = BTreeMap::new();
+        assert_eq!(configured(&limits, &A), 5);
+        limits.insert("a_per_sec".into(), 9);
+        assert_eq!(configured(&limits, &A), 9);
+        assert!(check(&limits, &[A]).is_ok());
+        limits.insert("typo".into(), 1);
+        let err = check(&limits, &[A]).unwrap_err().to_string();
         assert!(err.contains("typo") && err.contains("a_per_sec"), "{err}");
-        s.limits.remove("typo");
-        s.limits.insert("a_per_sec".into(), MAX_VALUE + 1);
-        assert!(check(&s, &[A]).is_err());
+        limits.remove("typo");
+        limits.insert("a_per_sec".into(), MAX_VALUE + 1);
+        assert!(check(&limits, &[A]).is_err());
     }
 }

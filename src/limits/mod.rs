@@ -17,7 +17,8 @@ use std::sync::Arc;
 
 use sea_orm::DatabaseConnection;
 
-use crate::config::{DedupeKind, Settings};
+use crate::dedupe::settings::{DedupeKind, DedupeSettings};
+
 use crate::error::ApiError;
 pub use declared::{Limit, MAX_VALUE, RateLimit};
 pub use overrides::Overrides;
@@ -53,13 +54,14 @@ impl Limits {
     /// Rates in Redis when the dedupe store is Redis (so every instance shares them),
     /// else in this process.
     pub async fn connect(
-        settings: &Settings,
+        dedupe: &DedupeSettings,
+        configured: &BTreeMap<String, u32>,
         db: DatabaseConnection,
         declared: Vec<Limit>,
     ) -> anyhow::Result<Self> {
-        let rates: Box<dyn RateStore> = match settings.dedupe.kind {
+        let rates: Box<dyn RateStore> = match dedupe.kind {
             DedupeKind::Redis => Box::new(
-                rate::RedisRates::connect(&settings.dedupe.url, &settings.dedupe.key_prefix)
+                rate::RedisRates::connect(&dedupe.url, &dedupe.key_prefix)
                     .await
                     .map_err(|e| anyhow::anyhow!("limits: connecting to Redis: {e}"))?,
             ),
@@ -67,7 +69,7 @@ impl Limits {
         };
         let configured = declared
             .iter()
-            .map(|l| (l.key, declared::configured(settings, l)))
+            .map(|l| (l.key, declared::configured(configured, l)))
             .collect();
         Ok(Limits {
             inner: Arc::new(Inner {

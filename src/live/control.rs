@@ -1,37 +1,11 @@
-//! Control notices every API instance acts on at once (a revoked key: drop its cached
-//! identity, close its streams), carried on the same broker fan-out as live events, so
-//! they reach every instance within the fan-out's latency rather than a cache's TTL.
+//! What ends a live stream that its API key opened: a [`KeyNotice`] on the bus, a lookup
+//! where a notice may have been missed, and [`KeyWatch`]'s periodic look.
 
-use serde::{Deserialize, Serialize};
+use crate::users::notices::KeyNotice;
 
-use crate::broker::{Broker, BrokerError};
-use crate::telemetry::report::ProcessReport;
-
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Control {
-    /// The key with this hash no longer works: forget it, close what it opened.
-    KeyRevoked { key_hash: String },
-    /// The key with this hash changed (rotated: it now expires): forget its cached
-    /// identity, so the next request reads the change.
-    KeyChanged { key_hash: String },
-}
-
-/// On the wire: `{"control": {...}}`, told apart from events by that first key.
-#[derive(Serialize, Deserialize)]
-pub(crate) struct Wire {
-    pub control: Control,
-}
-
-/// The prefix every control message starts with (checked before decoding anything).
-pub(crate) const PREFIX: &[u8] = b"{\"control\"";
-
-/// Whether `control` ends what was opened with the key of this hash.
-pub fn ends(control: &Control, key_hash: Option<&str>) -> bool {
-    match control {
-        Control::KeyRevoked { key_hash: revoked } => key_hash == Some(revoked.as_str()),
-        Control::KeyChanged { .. } => false,
-    }
+/// Whether `notice` ends what was opened with the key of this hash.
+pub fn ends(notice: &KeyNotice, key_hash: Option<&str>) -> bool {
+    notice.ends(key_hash)
 }
 
 /// Whether the key with this hash still lets its holder in (re-checked where a notice
@@ -112,28 +86,4 @@ impl KeyWatch {
             }
         }
     }
-}
-
-/// Tells every API instance (this one included).
-pub async fn publish(broker: &dyn Broker, control: Control) -> Result<(), BrokerError> {
-    let body =
-        serde_json::to_vec(&Wire { control }).map_err(|e| BrokerError::Protocol(e.to_string()))?;
-    broker.publish_events(vec![body]).await
-}
-
-/// A process's report for the ops board, on the same fan-out: `{"report": {...}}`. Kept
-/// apart from [`Control`]: every open stream watches control notices, none needs reports.
-#[derive(Serialize, Deserialize)]
-pub(crate) struct ReportWire {
-    pub report: ProcessReport,
-}
-
-/// The prefix every report starts with.
-pub(crate) const REPORT_PREFIX: &[u8] = b"{\"report\"";
-
-/// Sends this process's report to every API instance's board.
-pub async fn publish_report(broker: &dyn Broker, report: ProcessReport) -> Result<(), BrokerError> {
-    let body = serde_json::to_vec(&ReportWire { report })
-        .map_err(|e| BrokerError::Protocol(e.to_string()))?;
-    broker.publish_events(vec![body]).await
 }

@@ -61,15 +61,18 @@ pub async fn publish(broker: &dyn Broker, events: &[Event]) {
         many => serde_json::to_vec(many),
     };
     let Ok(body) = body else { return };
-    if let Err(e) = broker.publish_events(vec![body]).await {
+    if let Err(e) = broker.publish_events(EVENTS.name, vec![body]).await {
         tracing::debug!(error = %e, "live events not published (they are stored)");
     }
 }
 
+/// The topic live events travel on: one event, or a batch, per message.
+pub const EVENTS: crate::bus::Topic<Body> = crate::bus::Topic::new("events", 4096);
+
 /// An events message: one event, or a batch.
 #[derive(Deserialize)]
 #[serde(untagged)]
-pub(crate) enum Body {
+pub enum Body {
     Many(Vec<Event>),
     One(Event),
 }

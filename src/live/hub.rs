@@ -1,23 +1,18 @@
-//! One listener per API instance, fanning live events out to its connections.
+//! One listener per API instance, fanning live events out to its connections: the bus's
+//! [`EVENTS`] topic, decoded only while a connection of this instance watches, each event
+//! framed once for all of them.
 
 use std::sync::Arc;
 
 use tokio::sync::broadcast;
 
-use super::control::{Control, PREFIX, REPORT_PREFIX, ReportWire, Wire};
-use super::event::{Body, Shared};
-use crate::broker::Broker;
-use crate::telemetry::report::ProcessReport;
-
-/// Events waiting for the slowest connection of this instance; beyond it, a
-/// connection is told it lagged and re-reads the store.
-const BACKLOG: usize = 4096;
+use super::event::{Body, EVENTS, Shared};
+use crate::bus::Bus;
 
 #[derive(Clone)]
 pub struct Hub {
     tx: broadcast::Sender<Arc<Shared>>,
-    controls: broadcast::Sender<Arc<Control>>,
-    reports: broadcast::Sender<Arc<ProcessReport>>,
+    bus: Bus,
 }
 
 impl std::fmt::Debug for Hub {
@@ -29,65 +24,34 @@ impl std::fmt::Debug for Hub {
 }
 
 impl Hub {
-    /// Starts listening to the broker's event fan-out; returns once listening, so no
-    /// event published after the server starts serving can miss this instance.
-    pub async fn start(broker: Arc<dyn Broker>) -> Result<Self, crate::broker::BrokerError> {
-        let (tx, _) = broadcast::channel(BACKLOG);
-        let (controls, _) = broadcast::channel(64);
-        let (reports, _) = broadcast::channel(256);
-        let hub = Hub {
-            tx: tx.clone(),
-            controls: controls.clone(),
-            reports: reports.clone(),
-        };
-        let mut rx = broker.subscribe_events().await?;
-        tokio::spawn(async move {
-            while let Some(body) = rx.recv().await {
-                if body.starts_with(REPORT_PREFIX) {
-                    match serde_json::from_slice::<ReportWire>(&body) {
-                        // Nobody listening (a hub without a board) is fine.
-                        Ok(w) => drop(reports.send(Arc::new(w.report))),
-                        Err(e) => tracing::warn!(error = %e, "ignored an unknown report"),
-                    }
-                    continue;
-                }
-                if body.starts_with(PREFIX) {
-                    match serde_json::from_slice::<Wire>(&body) {
-                        Ok(w) => {
-                            let _ = controls.send(Arc::new(w.control));
-                        }
-                        Err(e) => tracing::warn!(error = %e, "ignored an unknown control notice"),
-                    }
-                    continue;
-                }
-                // Nobody watching on this instance: skip decoding and framing.
-                if tx.receiver_count() == 0 {
-                    continue;
-                }
-                match serde_json::from_slice::<Body>(&body) {
-                    Ok(Body::One(event)) => send(&tx, event),
-                    Ok(Body::Many(events)) => events.into_iter().for_each(|e| send(&tx, e)),
-                    Err(e) => {
-                        tracing::debug!(error = %e, "ignored a message that is not a live event")
-                    }
-                }
+    /// Takes this instance's live events from `bus`.
+    pub fn start(bus: &Bus) -> Self {
+        let (tx, _) = broadcast::channel(EVENTS.backlog);
+        let events = tx.clone();
+        bus.on(&EVENTS, move |body| {
+            // Nobody watching on this instance: skip decoding and framing.
+            if events.receiver_count() == 0 {
+                return;
+            }
+            match serde_json::from_slice::<Body>(body) {
+                Ok(Body::One(event)) => send(&events, event),
+                Ok(Body::Many(batch)) => batch.into_iter().for_each(|e| send(&events, e)),
+                Err(e) => tracing::debug!(error = %e, "ignored a message that is not a live event"),
             }
         });
-        Ok(hub)
+        Hub {
+            tx,
+            bus: bus.clone(),
+        }
     }
 
     pub fn subscribe(&self) -> broadcast::Receiver<Arc<Shared>> {
         self.tx.subscribe()
     }
 
-    /// The worker processes' reports, for the ops board.
-    pub fn reports(&self) -> broadcast::Receiver<Arc<ProcessReport>> {
-        self.reports.subscribe()
-    }
-
-    /// Control notices (see [`Control`]), from every instance.
-    pub fn controls(&self) -> broadcast::Receiver<Arc<Control>> {
-        self.controls.subscribe()
+    /// The bus the hub listens on (streams also watch key notices on it).
+    pub fn bus(&self) -> &Bus {
+        &self.bus
     }
 }
 

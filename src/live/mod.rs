@@ -12,6 +12,7 @@ pub mod control;
 pub mod event;
 pub mod follow;
 pub mod hub;
+pub mod settings;
 pub mod source;
 pub mod sse;
 pub mod tickets;
@@ -24,8 +25,7 @@ use axum::routing::{get, post};
 use crate::api::Core;
 use crate::limits::{Limit, RateLimit};
 
-pub use control::Control;
-pub use event::{Event, Shared, publish};
+pub use event::{EVENTS, Event, Shared, publish};
 pub use hub::Hub;
 pub use source::{Snapshot, Source, Sources};
 
@@ -78,6 +78,8 @@ pub const TASK_STREAM: &str = "task";
 #[derive(Clone, FromRef)]
 pub struct Live {
     pub core: Core,
+    /// `[live]`.
+    pub settings: std::sync::Arc<settings::LiveSettings>,
     pub hub: Hub,
     pub sources: Sources,
 }

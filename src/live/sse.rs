@@ -116,7 +116,10 @@ async fn follow(
     let permit = super::open_stream(&state.core.limits, &user.id).await?;
     // Attach to the live fan-out before reading the store: nothing falls in between.
     let mut live = state.hub.subscribe();
-    let mut controls = state.hub.controls();
+    let mut controls = state
+        .hub
+        .bus()
+        .subscribe(&crate::users::notices::KEY_NOTICES);
     let db = state.core.db.clone();
     // A key revoked between the authentication and the subscription above.
     if !super::control::key_is_live(&db, &key_hash).await {
@@ -130,7 +133,7 @@ async fn follow(
         })?;
     let (tx, rx) = mpsc::channel::<SseEvent>(64);
     let shutdown = state.core.shutdown.clone();
-    let every = Duration::from_secs(state.core.settings.live.key_check_secs);
+    let every = Duration::from_secs(state.settings.key_check_secs);
     let mut watch = super::control::KeyWatch::start(&db, Some(key_hash.clone()), every).await;
     tokio::spawn(async move {
         let _permit = permit;

@@ -10,7 +10,6 @@ use rand::RngCore as _;
 use sea_orm::sea_query::Expr;
 use sea_orm::{ActiveValue::Set, ColumnTrait, ConnectionTrait, DbErr, EntityTrait, QueryFilter};
 
-use crate::api::Core;
 use crate::api::openapi::ErrorBody;
 use crate::api::{AuthUser, CallerKey};
 use crate::error::ApiError;
@@ -50,15 +49,16 @@ pub struct TicketView {
     (status = 401, description = "Missing or invalid API key", body = ErrorBody),
     (status = 429, description = "`rate_limited`: tickets per minute of this account (`Retry-After`)", body = ErrorBody)))]
 pub async fn issue(
-    State(state): State<Core>,
+    State(live): State<super::Live>,
     AuthUser(user): AuthUser,
     CallerKey(key_hash): CallerKey,
 ) -> Result<(StatusCode, Json<TicketView>), ApiError> {
+    let state = &live.core;
     state.limits.take(&super::TICKETS, &user.id).await?;
     let mut bytes = [0u8; 24];
     rand::rng().fill_bytes(&mut bytes);
     let ticket = format!("wst_{}", hex::encode(bytes));
-    let ttl = state.settings.live.ticket_ttl_secs;
+    let ttl = live.settings.ticket_ttl_secs;
     entity::Entity::insert(entity::ActiveModel {
         ticket_hash: Set(hash_key(&ticket)),
         user_id: Set(user.id),
@@ -104,9 +104,9 @@ pub async fn redeem(
 /// Tickets live a minute and work once: trimmed an hour after they expired.
 pub const RETENTION: crate::housekeeping::Retention = crate::housekeeping::Retention {
     table: "ws_tickets",
-    trim: |db, _| {
+    keep: std::time::Duration::from_secs(3600),
+    trim: |db, cutoff| {
         Box::pin(async move {
-            let cutoff = Utc::now() - chrono::Duration::hours(1);
             Ok(entity::Entity::delete_many()
                 .filter(entity::Column::ExpiresAt.lt(cutoff))
                 .exec(db)

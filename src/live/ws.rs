@@ -62,13 +62,7 @@ pub async fn upgrade(
     let core = &state.core;
     if let Some(origin) = headers.get(axum::http::header::ORIGIN) {
         let origin = origin.to_str().unwrap_or_default();
-        if !core
-            .settings
-            .live
-            .allowed_origins
-            .iter()
-            .any(|o| o == origin)
-        {
+        if !state.settings.allowed_origins.iter().any(|o| o == origin) {
             return Err(ApiError::Forbidden);
         }
     }
@@ -86,7 +80,10 @@ pub async fn upgrade(
     }
     // Notices from here on reach the connection; a key revoked before is caught below (a
     // ticket outlives its key's revocation by up to its TTL).
-    let controls = state.hub.controls();
+    let controls = state
+        .hub
+        .bus()
+        .subscribe(&crate::users::notices::KEY_NOTICES);
     let Some((user_id, key_hash)) = super::tickets::redeem(&core.db, &ticket).await? else {
         failures.record(&crate::users::hash_key(&ticket), peer);
         return Err(ApiError::Unauthorized);
@@ -101,7 +98,7 @@ pub async fn upgrade(
         .await?
         .ok_or(ApiError::Unauthorized)?;
     let permit = super::open_stream(&core.limits, &user.id).await?;
-    let live = &core.settings.live;
+    let live = &state.settings;
     let ws = ws
         .max_message_size(live.max_message_bytes)
         .max_frame_size(live.max_message_bytes)
@@ -173,9 +170,9 @@ impl Connection {
     async fn run(
         mut self,
         socket: WebSocket,
-        mut controls: tokio::sync::broadcast::Receiver<Arc<super::Control>>,
+        mut controls: tokio::sync::broadcast::Receiver<Arc<crate::users::notices::KeyNotice>>,
     ) {
-        let live = self.state.core.settings.live.clone();
+        let live = self.state.settings.clone();
         let send_timeout = Duration::from_millis(live.send_timeout_ms);
         let idle = Duration::from_millis(live.idle_timeout_ms);
         let (mut sink, mut stream) = socket.split();
@@ -318,7 +315,7 @@ impl Connection {
             // the subscription limit.
             None => {
                 if !ev.terminal
-                    && self.subs.len() < self.state.core.settings.live.max_subscriptions
+                    && self.subs.len() < self.state.settings.max_subscriptions
                     && let Some(source) = self.state.sources.get(&ev.stream)
                 {
                     self.subs
@@ -392,8 +389,7 @@ impl Connection {
         after_seq: Option<i64>,
     ) -> Vec<Message> {
         let of = Some((stream.as_str(), id.as_str()));
-        if !self.subs.contains_key(&id)
-            && self.subs.len() >= self.state.core.settings.live.max_subscriptions
+        if !self.subs.contains_key(&id) && self.subs.len() >= self.state.settings.max_subscriptions
         {
             return vec![error_frame(
                 "too_many_subscriptions",

@@ -19,8 +19,10 @@ use sea_orm::{
 use super::entity;
 use super::notify::{self, Notice};
 use super::snapshot::{AlertView, AlertsView, QueueRow, Snapshot};
-use crate::config::{AlertReceiver, AlertSettings, OpsSettings};
 use crate::dedupe::{Claim, DedupeStore};
+use crate::ops::settings::AlertReceiver;
+use crate::ops::settings::AlertSettings;
+use crate::ops::settings::OpsSettings;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 enum Rule {

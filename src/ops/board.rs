@@ -18,7 +18,7 @@ use super::alerts::Alerts;
 use super::panel::Panel;
 use super::snapshot::{AlertsView, DeadLetterSummary, Point, QueueRow, Snapshot};
 use crate::broker::Broker;
-use crate::config::OpsSettings;
+use crate::ops::settings::OpsSettings;
 use crate::telemetry::report::ProcessReport;
 
 /// A process's last two reports: their difference is its rate.

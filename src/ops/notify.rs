@@ -7,7 +7,9 @@ use std::time::Duration;
 
 use serde::Serialize;
 
-use crate::config::{AlertFormat as Format, AlertReceiver as Receiver};
+use crate::ops::settings::AlertFormat as Format;
+
+use crate::ops::settings::AlertReceiver as Receiver;
 use serde_json::{Value, json};
 
 /// One notice: an episode that fired or resolved.

@@ -1,6 +1,6 @@
 //! Every process that runs workers (an API instance's relay, `conveyor consume`) tells
 //! the API instances what it consumes and counted, every `ops.sample_interval_ms`, on
-//! the control fan-out. A report lost to a broker outage costs one rate sample.
+//! the bus. A report lost to a broker outage costs one rate sample.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -8,9 +8,8 @@ use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 
 use crate::broker::Broker;
-use crate::live;
 use crate::tally::Tally;
-use crate::telemetry::report::{ProcessReport, process_name};
+use crate::telemetry::report::{ProcessReport, REPORTS, process_name};
 
 pub async fn run(
     broker: Arc<dyn Broker>,
@@ -27,7 +26,7 @@ pub async fn run(
             _ = tick.tick() => {}
         }
         let report = ProcessReport::now(&process, &tally);
-        if let Err(e) = live::control::publish_report(broker.as_ref(), report).await {
+        if let Err(e) = crate::bus::publish(broker.as_ref(), &REPORTS, &[report]).await {
             tracing::debug!(error = %e, "ops report not sent");
         }
     }

@@ -3,6 +3,7 @@
 
 pub mod entity;
 pub mod relay;
+pub mod settings;
 
 use chrono::Utc;
 use sea_orm::{ActiveValue::Set, ConnectionTrait, EntityTrait};
@@ -88,10 +89,10 @@ fn row(
 /// Published rows are kept 7 days (audits of what went out), then trimmed.
 pub const RETENTION: crate::housekeeping::Retention = crate::housekeeping::Retention {
     table: "outbox",
-    trim: |db, _| {
+    keep: std::time::Duration::from_secs(7 * 24 * 3600),
+    trim: |db, cutoff| {
         Box::pin(async move {
             use sea_orm::{ColumnTrait as _, QueryFilter as _};
-            let cutoff = Utc::now() - chrono::Duration::days(7);
             Ok(entity::Entity::delete_many()
                 .filter(entity::Column::PublishedAt.lt(cutoff))
                 .exec(db)

@@ -18,7 +18,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::entity::{self, Column};
 use crate::broker::{Broker, BrokerError, Outgoing, Target};
-use crate::config::OutboxSettings;
+use crate::outbox::settings::OutboxSettings;
 use crate::tally::{Tally, What};
 
 #[derive(Clone)]

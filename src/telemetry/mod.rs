@@ -4,6 +4,7 @@
 
 pub mod gauges;
 pub mod report;
+pub mod settings;
 
 use std::io::IsTerminal as _;
 use std::sync::OnceLock;
@@ -14,7 +15,9 @@ use tracing_subscriber::fmt::writer::EitherWriter;
 use tracing_subscriber::layer::SubscriberExt as _;
 use tracing_subscriber::util::SubscriberInitExt as _;
 
-use crate::config::{LogFormat, LogSettings};
+use crate::telemetry::settings::LogFormat;
+
+use crate::telemetry::settings::LogSettings;
 
 /// Where logs go.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -1,12 +1,16 @@
 //! What a process tells the API instances every few seconds about its queues: which it
 //! consumes and with what prefetch, and its [`tally`](crate::tally) totals. Published on
-//! the control fan-out by `ops::reporter`; the ops board turns the totals of every live
+//! the bus topic [`REPORTS`] by `ops::reporter`; the ops board turns the totals of every live
 //! process into per-queue rates, consumer counts and concurrency.
 
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
+use crate::bus::Topic;
 use crate::tally::{Tally, What};
+
+/// The topic process reports travel on.
+pub const REPORTS: Topic<ProcessReport> = Topic::new("reports", 256);
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ProcessReport {

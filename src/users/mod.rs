@@ -6,6 +6,7 @@ pub mod credits;
 pub mod entity;
 pub mod keys;
 pub mod membership;
+pub mod notices;
 
 use chrono::Utc;
 use rand::RngCore as _;

@@ -1223,7 +1223,7 @@ async fn a_burst_runs_in_batches_with_each_task_booked_once(backend: Backend) {
     };
     env.settings.queues.insert(
         "ai.short".into(),
-        conveyor::config::QueueOverride {
+        conveyor::broker::settings::QueueOverride {
             batch: Some(16),
             linger_ms: Some(20),
             ..Default::default()

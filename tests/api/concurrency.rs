@@ -4,8 +4,8 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use conveyor::broker::settings::QueueOverride;
 use conveyor::broker::{Envelope, Target};
-use conveyor::config::QueueOverride;
 use conveyor::domains::ai_tasks::queues::AI_SHORT;
 use serde_json::json;
 

@@ -220,12 +220,13 @@ async fn unroutable_publish_is_an_error(backend: Backend) {
     };
     // Declare only ai.short: nothing is bound for ai.long.
     let topology = Topology::declaring_only(
-        &env.settings,
+        &env.settings.broker,
+        &env.settings.queues,
         conveyor::domains::ai_tasks::queues::QUEUES,
         &[],
         &[&AI_SHORT],
     );
-    let broker = conveyor::broker::connect(&env.settings, topology)
+    let broker = conveyor::broker::connect(&env.settings.broker, topology)
         .await
         .unwrap();
     broker.declare().await.unwrap();

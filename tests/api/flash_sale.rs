@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use chrono::Utc;
-use conveyor::config::QueueOverride;
+use conveyor::broker::settings::QueueOverride;
 use conveyor::domains::flash_sale::{OrderStatus, store};
 use sea_orm::{ActiveModelTrait as _, ActiveValue::Set};
 use serde_json::{Value, json};

@@ -15,8 +15,11 @@ use std::time::{Duration, Instant};
 use async_trait::async_trait;
 use conveyor::app::{Application, Platform};
 use conveyor::broker::Envelope;
-use conveyor::config::{BrokerKind, DedupeKind, QueueOverride, Settings};
+use conveyor::broker::settings::BrokerKind;
+use conveyor::broker::settings::QueueOverride;
 use conveyor::consumer::{Context, Handler, HandlerError};
+use conveyor::dedupe::settings::DedupeKind;
+use conveyor::settings::Settings;
 use sea_orm::{ConnectionTrait, Database};
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
@@ -275,7 +278,7 @@ async fn remove_resources(
         settings.broker.url = amqp_url();
         settings.broker.urls.clear();
         let topology = conveyor::app::topology(&settings, conveyor::domains::ALL);
-        if let Ok(b) = conveyor::broker::connect(&settings, topology).await {
+        if let Ok(b) = conveyor::broker::connect(&settings.broker, topology).await {
             let _ = b.teardown().await;
             b.close().await;
         }

@@ -430,7 +430,10 @@ async fn a_slow_reader_is_closed_and_does_not_delay_a_fast_one() {
                 at: chrono::Utc::now(),
             };
             broker
-                .publish_events(vec![serde_json::to_vec(&ev.live()).unwrap()])
+                .publish_events(
+                    conveyor::live::EVENTS.name,
+                    vec![serde_json::to_vec(&ev.live()).unwrap()],
+                )
                 .await
                 .unwrap();
             // Paced (20,000/s) so readers keep up with the fan-out instead of lagging.

@@ -221,9 +221,9 @@ async fn alerts_fire_once_to_a_webhook_and_resolve_when_the_backlog_drains() {
     let (url, got) = receiver().await;
     env.settings.ops.sample_interval_ms = 200;
     env.settings.ops.link = "http://ops.example/ops".into();
-    env.settings.ops.receivers = vec![conveyor::config::AlertReceiver {
+    env.settings.ops.receivers = vec![conveyor::ops::settings::AlertReceiver {
         url,
-        format: conveyor::config::AlertFormat::Generic,
+        format: conveyor::ops::settings::AlertFormat::Generic,
     }];
     let a = &mut env.settings.ops.alerts;
     a.backlog_factor = 2.0;

@@ -241,8 +241,8 @@ async fn housekeeping_trims_only_old_rows(backend: Backend) {
         .await
         .unwrap();
     }
-    let rules = conveyor::app::retention(conveyor::domains::ALL);
-    let trimmed = conveyor::housekeeping::once(&platform.db, &env.settings, &rules)
+    let rules = conveyor::app::retention(&env.settings, conveyor::domains::ALL);
+    let trimmed = conveyor::housekeeping::once(&platform.db, &rules)
         .await
         .unwrap();
     for table in [

@@ -1020,7 +1020,7 @@ async fn an_order_is_paid_by_its_payment_and_a_late_one_is_refund_due(backend: B
     with_secret(&mut env);
     env.settings.queues.insert(
         "orders.payment-timeout".into(),
-        conveyor::config::QueueOverride {
+        conveyor::broker::settings::QueueOverride {
             delay_ms: Some(3000),
             ..Default::default()
         },

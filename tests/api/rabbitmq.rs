@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use conveyor::broker::Target;
-use conveyor::config::QueueType;
+use conveyor::broker::settings::QueueType;
 use conveyor::domains::ai_tasks::queues::AI_SHORT;
 use serde_json::{Value, json};
 
@@ -255,7 +255,7 @@ async fn connections_move_to_the_next_node_when_theirs_goes() {
     let mut heard = false;
     for _ in 0..50 {
         broker
-            .publish_events(vec![b"{\"ping\":1}".to_vec()])
+            .publish_events("ping", vec![b"{\"ping\":1}".to_vec()])
             .await
             .ok();
         if tokio::time::timeout(Duration::from_millis(200), events.recv())

@@ -368,14 +368,16 @@ impl Stack {
 
     /// The deployment's broker, as its processes see it.
     async fn broker(&self) -> Option<std::sync::Arc<dyn conveyor::broker::Broker>> {
-        let settings = conveyor::config::Settings::load_from(
+        let settings = conveyor::settings::Settings::load_from(
             std::path::Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/config")),
             "local",
             self.env.clone(),
         )
         .unwrap();
         let topology = conveyor::app::topology(&settings, conveyor::domains::ALL);
-        conveyor::broker::connect(&settings, topology).await.ok()
+        conveyor::broker::connect(&settings.broker, topology)
+            .await
+            .ok()
     }
 
     /// Messages left in the namespace's dead-letter queues, after giving the keeper up

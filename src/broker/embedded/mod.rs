@@ -21,7 +21,7 @@ use sea_orm::{ConnectionTrait, DatabaseConnection, Statement, Value};
 use tokio::sync::{Notify, Semaphore, mpsc, oneshot};
 
 use super::topology::Topology;
-use super::{Broker, BrokerError, Outgoing, QueueSpec, Subscription};
+use super::{Broker, BrokerError, FanOut, Outgoing, QueueSpec, Subscription};
 use subscription::EmbeddedSubscription;
 
 /// Most statements one writer transaction takes.
@@ -39,7 +39,7 @@ pub(super) struct Inner {
     next_id: Mutex<i64>,
     db: DatabaseConnection,
     /// Progress events: in-process fan-out.
-    events: tokio::sync::broadcast::Sender<Vec<u8>>,
+    events: tokio::sync::broadcast::Sender<FanOut>,
 }
 
 #[derive(Debug)]
@@ -164,15 +164,18 @@ impl Broker for EmbeddedBroker {
         Ok(())
     }
 
-    async fn publish_events(&self, bodies: Vec<Vec<u8>>) -> Result<(), BrokerError> {
+    async fn publish_events(&self, topic: &str, bodies: Vec<Vec<u8>>) -> Result<(), BrokerError> {
         for body in bodies {
-            // No subscriber is not an error: events are stored as well.
-            let _ = self.inner.events.send(body);
+            // No subscriber is not an error: what rides the fan-out is stored as well.
+            let _ = self.inner.events.send(FanOut {
+                topic: topic.to_owned(),
+                body,
+            });
         }
         Ok(())
     }
 
-    async fn subscribe_events(&self) -> Result<mpsc::Receiver<Vec<u8>>, BrokerError> {
+    async fn subscribe_events(&self) -> Result<mpsc::Receiver<FanOut>, BrokerError> {
         let mut events = self.inner.events.subscribe();
         let (tx, rx) = mpsc::channel(1024);
         tokio::spawn(async move {

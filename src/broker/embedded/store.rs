@@ -20,8 +20,8 @@ use super::Op;
 use super::WRITER_BATCH;
 use super::store_err;
 use crate::broker::BrokerError;
+use crate::broker::settings::BrokerSettings;
 use crate::broker::topology::Topology;
-use crate::config::BrokerSettings;
 
 impl EmbeddedBroker {
     /// Opens (or creates) the broker file and loads every stored message.

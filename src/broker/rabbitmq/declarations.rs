@@ -13,8 +13,8 @@ use super::err;
 use super::publish::long_str;
 use super::publish::ms;
 use crate::broker::BrokerError;
+use crate::broker::settings::QueueType;
 use crate::broker::topology::Topology;
-use crate::config::QueueType;
 
 /// Declares the whole topology on a short-lived channel. Idempotent; a queue whose
 /// arguments changed fails with PRECONDITION_FAILED, which names the queue.

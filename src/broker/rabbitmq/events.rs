@@ -7,7 +7,7 @@ use lapin::types::FieldTable;
 
 use super::Inner;
 use super::err;
-use crate::broker::BrokerError;
+use crate::broker::{BrokerError, FanOut};
 
 /// Binds a server-named exclusive queue to the events exchange and starts consuming it.
 pub(super) async fn bind_events(inner: &Inner) -> Result<(Channel, lapin::Consumer), BrokerError> {
@@ -59,11 +59,15 @@ async fn bind_events_on(
 /// Forwards events until the receiver goes away (Ok) or the channel fails (Err).
 pub(super) async fn forward_events(
     (ch, mut consumer): (Channel, lapin::Consumer),
-    tx: &tokio::sync::mpsc::Sender<Vec<u8>>,
+    tx: &tokio::sync::mpsc::Sender<FanOut>,
 ) -> Result<(), BrokerError> {
     while let Some(d) = consumer.next().await {
         let d = d.map_err(err)?;
-        if tx.send(d.data).await.is_err() {
+        let message = FanOut {
+            topic: d.routing_key.to_string(),
+            body: d.data,
+        };
+        if tx.send(message).await.is_err() {
             let _ = ch.close(200, "listener gone".into()).await;
             return Ok(());
         }

@@ -22,7 +22,7 @@ use tokio::sync::Mutex;
 use super::nodes::Nodes;
 use super::topology::Topology;
 use super::{Broker, BrokerError, Outgoing, QueueSpec, Subscription};
-use crate::config::BrokerSettings;
+use crate::broker::settings::BrokerSettings;
 use declarations::declare;
 use events::bind_events;
 use events::forward_events;
@@ -123,7 +123,7 @@ impl Broker for RabbitBroker {
         self.inner.publish_all(items).await
     }
 
-    async fn publish_events(&self, bodies: Vec<Vec<u8>>) -> Result<(), BrokerError> {
+    async fn publish_events(&self, topic: &str, bodies: Vec<Vec<u8>>) -> Result<(), BrokerError> {
         if bodies.is_empty() {
             return Ok(());
         }
@@ -133,7 +133,8 @@ impl Broker for RabbitBroker {
             .map(|body| Publish {
                 mandatory: false,
                 exchange: exchange.clone(),
-                routing_key: String::new(),
+                // A fanout exchange ignores the key for routing and hands it over.
+                routing_key: topic.to_owned(),
                 message_id: String::new(),
                 body,
                 headers: None,
@@ -142,7 +143,9 @@ impl Broker for RabbitBroker {
         self.inner.publish_all(items).await
     }
 
-    async fn subscribe_events(&self) -> Result<tokio::sync::mpsc::Receiver<Vec<u8>>, BrokerError> {
+    async fn subscribe_events(
+        &self,
+    ) -> Result<tokio::sync::mpsc::Receiver<crate::broker::FanOut>, BrokerError> {
         let (tx, rx) = tokio::sync::mpsc::channel(1024);
         let inner = self.inner.clone();
         // Bound before returning: events published from now on reach this listener.

@@ -4,8 +4,8 @@
 use clap::{Args, CommandFactory as _, FromArgMatches as _, Parser, Subcommand};
 use futures::future::BoxFuture;
 
-use crate::config::Settings;
 use crate::domains::{Cli, CliContext};
+use crate::settings::Settings;
 
 pub const CLI: Cli = Cli {
     command: TasksCli::command,

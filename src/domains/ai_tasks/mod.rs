@@ -60,7 +60,7 @@ fn install(platform: &Platform) -> BoxFuture<'_, anyhow::Result<Installed>> {
             ai: ai.clone(),
             relay: platform.relay.clone(),
             max_payload: s.broker.max_payload_bytes,
-            running_cap: crate::limits::declared::configured(s, &limits::RUNNING),
+            running_cap: crate::limits::declared::configured(&s.limits, &limits::RUNNING),
             overrides: Arc::default(),
         });
         let mut installed = Installed::default();

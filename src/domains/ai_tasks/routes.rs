@@ -191,7 +191,7 @@ pub(crate) async fn submit(
         return Ok(with_location(202, body));
     };
     // With one, the stored answer commits in the task's own transaction.
-    let max_payload = state.core.settings.broker.max_payload_bytes;
+    let max_payload = state.core.broker.max_payload();
     let request = json!({ "kind": kind.as_str(), "prompt": new.prompt, "params": new.params });
     let done = idempotency::once(&state.core.db, &user.id, &key, &request, async |txn| {
         let (task, event) = store::submit(txn, &new, max_payload)

@@ -1,14 +1,18 @@
 //! `[ai]`: the AI-task flow's settings section, read from the configuration's domain
-//! sections ([`crate::config::Settings::section`]) and checked at start-up.
+//! sections ([`crate::settings::Settings::section`]) and checked at start-up.
 
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use crate::config::{ConfigError, Section, Settings};
+use crate::config::ConfigError;
+
+use crate::settings::Section;
+
+use crate::settings::Settings;
 
 /// The section in the domain registry.
-pub const SECTION: Section = Section { key: "ai", check };
+pub const SECTION: Section = Section::new("ai", check);
 
 fn check(settings: &Settings) -> Result<(), ConfigError> {
     AiSettings::from_settings(settings).map(|_| ())

@@ -407,7 +407,7 @@ pub(crate) async fn order(
     )
     .with_id(order_id.clone())
     .with_correlation_id(order_id.clone());
-    let max_payload = state.core.settings.broker.max_payload_bytes;
+    let max_payload = state.core.broker.max_payload();
     let outgoing = Outgoing::new(Target::Queue(&ORDERS_CREATE), &message, max_payload)
         .map_err(|e| ApiError::Internal(e.into()))?;
     if let Err(why) = state.publisher.publish(outgoing).await {

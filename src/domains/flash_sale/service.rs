@@ -15,7 +15,8 @@ use super::settings::FlashSaleSettings;
 use super::stock::{EmbeddedStock, RedisStock, StockStore, Warm};
 use super::store::{self, Sale};
 use crate::broker::{Broker, Topology};
-use crate::config::{DedupeKind, Settings};
+use crate::dedupe::settings::DedupeKind;
+use crate::settings::Settings;
 
 pub struct Sales {
     pub stock: Arc<dyn StockStore>,

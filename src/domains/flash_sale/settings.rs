@@ -2,12 +2,13 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::config::{ConfigError, Section, Settings};
+use crate::config::ConfigError;
 
-pub const SECTION: Section = Section {
-    key: "flash_sale",
-    check,
-};
+use crate::settings::Section;
+
+use crate::settings::Settings;
+
+pub const SECTION: Section = Section::new("flash_sale", check);
 
 fn check(settings: &Settings) -> Result<(), ConfigError> {
     FlashSaleSettings::from_settings(settings).map(|_| ())

@@ -10,8 +10,8 @@ use futures::future::BoxFuture;
 
 use super::settings::PaymentSettings;
 use super::sign::{self, RsaSigner};
-use crate::config::Settings;
 use crate::domains::{Cli, CliContext};
+use crate::settings::Settings;
 
 /// `conveyor payments …`, mounted by the registry.
 pub const CLI: Cli = Cli {

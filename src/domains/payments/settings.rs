@@ -6,12 +6,14 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use super::verify::RsaPublicKey;
-use crate::config::{ConfigError, Section, Settings};
+use crate::config::ConfigError;
+use crate::settings::Section;
+use crate::settings::Settings;
 
-pub const SECTION: Section = Section {
-    key: "payments",
-    check,
-};
+pub const SECTION: Section = Section::new("payments", check).lists(&[
+    // A secret list keeps its empty items: they are refused below, never guessed at.
+    crate::config::ListKey::secret("payments.hmac_secrets"),
+]);
 
 /// At start-up: the section, and its keys (a bad key stops the process).
 fn check(settings: &Settings) -> Result<(), ConfigError> {

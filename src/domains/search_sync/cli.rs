@@ -9,9 +9,9 @@ use indicatif::{ProgressBar, ProgressStyle};
 use super::backend::Search;
 use super::reindex;
 use super::settings::SearchSettings;
-use crate::config::Settings;
 use crate::db;
 use crate::domains::{Cli, CliContext};
+use crate::settings::Settings;
 
 /// `conveyor search …`, mounted by the registry.
 pub const CLI: Cli = Cli {

@@ -2,12 +2,14 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::config::{ConfigError, Section, Settings};
+use crate::config::ConfigError;
 
-pub const SECTION: Section = Section {
-    key: "search",
-    check: |s| SearchSettings::from_settings(s).map(|_| ()),
-};
+use crate::settings::Section;
+
+use crate::settings::Settings;
+
+pub const SECTION: Section =
+    Section::new("search", |s| SearchSettings::from_settings(s).map(|_| ()));
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
