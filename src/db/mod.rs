@@ -30,7 +30,7 @@ const PING_IF_IDLE_FOR: Duration = Duration::from_secs(30);
 /// (planner switches for the one statement shape its user runs, so they reach nothing
 /// else), with `db`'s connect options, acquire timeout and idle ping; elsewhere `db`
 /// itself. Lazy: it connects on first use. The settings travel as startup options,
-/// which a pooler in front of PostgreSQL must forward (README).
+/// which a pooler in front of PostgreSQL must forward (docs/operations/running.md).
 pub fn own_sessions(
     db: &DatabaseConnection,
     settings: &[(&str, &str)],

@@ -46,7 +46,7 @@ pub struct Params {
 #[utoipa::path(get, path = "/v1/ws", tag = "live",
     params(("ticket" = String, Query, description = "From `POST /v1/ws-tickets`")),
     responses(
-        (status = 101, description = "WebSocket: JSON text frames; see the README's frame tables"),
+        (status = 101, description = "WebSocket: JSON text frames; see docs/api/live.md for the frames"),
         (status = 400, description = "Not a WebSocket upgrade request", body = String),
         (status = 401, description = "Missing, forged, expired or reused ticket", body = ErrorBody),
         (status = 403, description = "`Origin` outside `live.allowed_origins`", body = ErrorBody),

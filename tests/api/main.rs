@@ -12,6 +12,7 @@ mod cli;
 mod concurrency;
 mod dead_letters;
 mod delivery;
+mod docs;
 mod domain;
 mod executor;
 mod flash_sale;
