@@ -28,6 +28,24 @@ pub struct Tally {
     /// Whether a reporter runs for this tally (one per platform, however many times the
     /// workers are started on it).
     reporting: AtomicBool,
+    /// Deliveries handed to a handler and not settled yet, per queue.
+    busy: Mutex<BTreeMap<&'static str, u64>>,
+}
+
+/// `n` deliveries of a queue being handled; dropping it says they were settled.
+pub struct Busy {
+    tally: std::sync::Arc<Tally>,
+    queue: &'static str,
+    n: u64,
+}
+
+impl Drop for Busy {
+    fn drop(&mut self) {
+        let mut busy = self.tally.busy.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(b) = busy.get_mut(self.queue) {
+            *b = b.saturating_sub(self.n);
+        }
+    }
 }
 
 impl Tally {
@@ -56,6 +74,24 @@ impl Tally {
     pub fn consumed(&self) -> Vec<(&'static str, u16)> {
         let c = self.consuming.lock().unwrap_or_else(|p| p.into_inner());
         c.iter().map(|(k, v)| (*k, *v)).collect()
+    }
+
+    /// `n` deliveries of `queue` handed to a handler, until the guard drops.
+    pub fn busy(self: &std::sync::Arc<Self>, queue: &'static str, n: u64) -> Busy {
+        let mut busy = self.busy.lock().unwrap_or_else(|p| p.into_inner());
+        *busy.entry(queue).or_default() += n;
+        Busy {
+            tally: self.clone(),
+            queue,
+            n,
+        }
+    }
+
+    /// Deliveries of `queue` being handled here now (what a queue's depth does not show:
+    /// they left the broker's ready count and are not settled yet).
+    pub fn in_flight(&self, queue: &str) -> u64 {
+        let busy = self.busy.lock().unwrap_or_else(|p| p.into_inner());
+        busy.get(queue).copied().unwrap_or(0)
     }
 
     /// True for the first caller only: it runs the reporter.

@@ -49,7 +49,10 @@ pub async fn serve(
                     delivery = sub.next() => {
                         let Some(delivery) = delivery else { break };
                         let (deps, handler) = (deps.clone(), handler.clone());
+                        // Counted from receipt to settlement (see `Tally::in_flight`).
+                        let busy = deps.tally.busy(queue.key, 1);
                         in_flight.spawn(async move {
+                            let _busy = busy;
                             let outcome = process_one(&deps, handler.as_ref(), delivery).await;
                             tracing::debug!(?outcome, "settled");
                         });
@@ -96,7 +99,9 @@ pub async fn serve(
                 };
                 let batch = gather(sub.as_mut(), first, max, linger, &shutdown).await;
                 let (deps, handler) = (deps.clone(), handler.clone());
+                let busy = deps.tally.busy(queue.key, batch.len() as u64);
                 in_flight.spawn(async move {
+                    let _busy = busy;
                     let outcomes = process_batch(&deps, handler.as_ref(), batch).await;
                     tracing::debug!(?outcomes, "batch settled");
                     drop(slot);

@@ -11,6 +11,7 @@
 pub mod control;
 pub mod event;
 pub mod follow;
+pub mod frames;
 pub mod hub;
 pub mod settings;
 pub mod source;

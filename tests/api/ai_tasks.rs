@@ -9,6 +9,7 @@ use conveyor::users::entity::ledger;
 use sea_orm::{ColumnTrait, EntityTrait, PaginatorTrait, QueryFilter, QueryOrder};
 use serde_json::{Value, json};
 
+use crate::helpers::tasks;
 use crate::helpers::{Backend, TestApp, TestEnv, done, spawn_app};
 use crate::on_every_backend;
 
@@ -72,12 +73,12 @@ async fn a_task_runs_to_success_and_consumes_its_credits(backend: Backend) {
         return;
     };
     let (user, key) = app.user("ada", 100).await;
-    let r = app
-        .submit(
-            &key,
-            json!({ "kind": "copywriting", "prompt": "spring sale on sneakers" }),
-        )
-        .await;
+    let r = tasks::submit(
+        &app,
+        &key,
+        json!({ "kind": "copywriting", "prompt": "spring sale on sneakers" }),
+    )
+    .await;
     assert_eq!(r.status(), 202);
     let location = r.headers()["location"].to_str().unwrap().to_owned();
     let body: Value = r.json().await.unwrap();
@@ -86,7 +87,7 @@ async fn a_task_runs_to_success_and_consumes_its_credits(backend: Backend) {
     assert_eq!(location, format!("/v1/tasks/{id}"));
     assert_eq!(app.credits(&user.id).await, 99, "reserved at submit");
 
-    let t = app.wait_status(&key, &id, "SUCCESS").await;
+    let t = tasks::wait_status(&app, &key, &id, "SUCCESS").await;
     assert_eq!(t["progress"], 100);
     assert!(
         t["result"]["text"]
@@ -135,12 +136,12 @@ async fn every_kind_succeeds_and_pipeline_steps_run_in_order(backend: Backend) {
     let (user, key) = app.user("ada", 1000).await;
     let mut ids = Vec::new();
     for kind in ["copywriting", "image", "video", "model3d", "video_analysis"] {
-        let r = app
-            .submit(
-                &key,
-                json!({ "kind": kind, "prompt": format!("a {kind} about tea") }),
-            )
-            .await;
+        let r = tasks::submit(
+            &app,
+            &key,
+            json!({ "kind": kind, "prompt": format!("a {kind} about tea") }),
+        )
+        .await;
         assert_eq!(r.status(), 202, "{kind}");
         ids.push((
             kind,
@@ -151,7 +152,7 @@ async fn every_kind_succeeds_and_pipeline_steps_run_in_order(backend: Backend) {
         ));
     }
     for (kind, id) in &ids {
-        let t = app.wait_status(&key, id, "SUCCESS").await;
+        let t = tasks::wait_status(&app, &key, id, "SUCCESS").await;
         if *kind == "image" || *kind == "video" || *kind == "model3d" {
             assert!(
                 t["result"]["url"].as_str().unwrap().starts_with("https://"),
@@ -179,7 +180,7 @@ async fn every_kind_succeeds_and_pipeline_steps_run_in_order(backend: Backend) {
             "build_knowledge_entry"
         ]
     );
-    let t = app.task(&key, pipeline).await;
+    let t = tasks::task(&app, &key, pipeline).await;
     for step in [
         "extract_audio",
         "transcribe",
@@ -229,7 +230,7 @@ async fn bad_submissions_get_clear_errors(backend: Backend) {
         ),
     ];
     for (body, status, field) in cases {
-        let r = app.submit(&key, body.clone()).await;
+        let r = tasks::submit(&app, &key, body.clone()).await;
         assert_eq!(r.status(), status, "{body}");
         let err: Value = r.json().await.unwrap();
         assert_eq!(err["error"]["field"], field, "{body} → {err}");
@@ -273,9 +274,7 @@ async fn bad_submissions_get_clear_errors(backend: Backend) {
         .await
         .unwrap();
     assert_eq!(r.status(), 401);
-    let r = app
-        .submit(&key, json!({ "kind": "image", "prompt": "x" }))
-        .await;
+    let r = tasks::submit(&app, &key, json!({ "kind": "image", "prompt": "x" })).await;
     let r2 = app
         .client
         .post(app.url("/v1/tasks"))
@@ -301,9 +300,7 @@ async fn insufficient_credits_is_402(backend: Backend) {
         return;
     };
     let (user, key) = app.user("ada", 3).await;
-    let r = app
-        .submit(&key, json!({ "kind": "image", "prompt": "x" }))
-        .await;
+    let r = tasks::submit(&app, &key, json!({ "kind": "image", "prompt": "x" })).await;
     assert_eq!(r.status(), 402);
     let err: Value = r.json().await.unwrap();
     assert_eq!(err["error"]["balance"], 3);
@@ -371,12 +368,15 @@ async fn other_users_tasks_are_invisible(backend: Backend) {
     };
     let (_, alice) = app.user("alice", 100).await;
     let (_, bob) = app.user("bob", 100).await;
-    let id = app
-        .submit(&alice, json!({ "kind": "copywriting", "prompt": "x" }))
-        .await
-        .json::<Value>()
-        .await
-        .unwrap()["id"]
+    let id = tasks::submit(
+        &app,
+        &alice,
+        json!({ "kind": "copywriting", "prompt": "x" }),
+    )
+    .await
+    .json::<Value>()
+    .await
+    .unwrap()["id"]
         .as_str()
         .unwrap()
         .to_owned();
@@ -429,9 +429,12 @@ async fn listing_pages_newest_first(backend: Backend) {
     let mut ids = Vec::new();
     for i in 0..5 {
         let kind = if i % 2 == 0 { "copywriting" } else { "image" };
-        let r = app
-            .submit(&key, json!({ "kind": kind, "prompt": format!("p{i}") }))
-            .await;
+        let r = tasks::submit(
+            &app,
+            &key,
+            json!({ "kind": kind, "prompt": format!("p{i}") }),
+        )
+        .await;
         ids.push(
             r.json::<Value>().await.unwrap()["id"]
                 .as_str()
@@ -501,14 +504,13 @@ async fn a_transient_failure_retries_then_succeeds(backend: Backend) {
         return;
     };
     let (user, key) = app.user("ada", 100).await;
-    let r = app
-        .submit(&key, json!({ "kind": "copywriting", "prompt": "x", "params": { "simulate": { "fail_transient_attempts": 1 } } }))
+    let r = tasks::submit(&app, &key, json!({ "kind": "copywriting", "prompt": "x", "params": { "simulate": { "fail_transient_attempts": 1 } } }))
         .await;
     let id = r.json::<Value>().await.unwrap()["id"]
         .as_str()
         .unwrap()
         .to_owned();
-    let t = app.wait_status(&key, &id, "SUCCESS").await;
+    let t = tasks::wait_status(&app, &key, &id, "SUCCESS").await;
     assert_eq!(t["attempts"], 2);
     let statuses: Vec<_> = events(&app, &id)
         .await
@@ -528,14 +530,13 @@ async fn exhausted_retries_fail_with_exactly_one_refund(backend: Backend) {
         return;
     };
     let (user, key) = app.user("ada", 100).await;
-    let r = app
-        .submit(&key, json!({ "kind": "copywriting", "prompt": "x", "params": { "simulate": { "fail_transient_attempts": 99 } } }))
+    let r = tasks::submit(&app, &key, json!({ "kind": "copywriting", "prompt": "x", "params": { "simulate": { "fail_transient_attempts": 99 } } }))
         .await;
     let id = r.json::<Value>().await.unwrap()["id"]
         .as_str()
         .unwrap()
         .to_owned();
-    let t = app.wait_status(&key, &id, "FAILED").await;
+    let t = tasks::wait_status(&app, &key, &id, "FAILED").await;
     // A stable code and a short message; the provider's own words stay in the log.
     let error = t["error"].as_str().unwrap();
     assert!(
@@ -544,7 +545,9 @@ async fn exhausted_retries_fail_with_exactly_one_refund(backend: Backend) {
     );
     assert!(!error.contains("simulated"), "{t}");
     assert_eq!(t["attempts"], 3);
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    // The refund rides the outbox; settled, it has landed.
+    app.drain(&conveyor::domains::ai_tasks::queues::AI_SHORT)
+        .await;
     assert_eq!(app.credits(&user.id).await, 100, "refunded");
     let refunds = ledger_of(&app, &user.id)
         .await
@@ -563,14 +566,13 @@ async fn a_permanent_failure_dead_letters_and_refunds(backend: Backend) {
         return;
     };
     let (user, key) = app.user("ada", 100).await;
-    let r = app
-        .submit(&key, json!({ "kind": "image", "prompt": "x", "params": { "simulate": { "fail_permanent": true } } }))
+    let r = tasks::submit(&app, &key, json!({ "kind": "image", "prompt": "x", "params": { "simulate": { "fail_permanent": true } } }))
         .await;
     let id = r.json::<Value>().await.unwrap()["id"]
         .as_str()
         .unwrap()
         .to_owned();
-    let t = app.wait_status(&key, &id, "FAILED").await;
+    let t = tasks::wait_status(&app, &key, &id, "FAILED").await;
     assert!(
         t["error"]
             .as_str()
@@ -590,12 +592,17 @@ async fn cancel_stops_a_running_task_and_refunds(backend: Backend) {
         return;
     };
     let (user, key) = app.user("ada", 100).await;
-    let r = app.submit(&key, json!({ "kind": "image", "prompt": "x", "params": { "simulate": { "step_ms": 4000 } } })).await;
+    let r = tasks::submit(
+        &app,
+        &key,
+        json!({ "kind": "image", "prompt": "x", "params": { "simulate": { "step_ms": 4000 } } }),
+    )
+    .await;
     let id = r.json::<Value>().await.unwrap()["id"]
         .as_str()
         .unwrap()
         .to_owned();
-    app.wait_status(&key, &id, "PROCESSING").await;
+    tasks::wait_status(&app, &key, &id, "PROCESSING").await;
     let r = app
         .client
         .post(app.url(&format!("/v1/tasks/{id}/cancel")))
@@ -607,8 +614,10 @@ async fn cancel_stops_a_running_task_and_refunds(backend: Backend) {
     assert_eq!(r.json::<Value>().await.unwrap()["status"], "CANCELED");
     // Started: its one step's provider call is spent (cancel_refund_started_percent 0).
     assert_eq!(app.credits(&user.id).await, 96, "kept as consumed");
-    tokio::time::sleep(Duration::from_millis(800)).await;
-    let t = app.task(&key, &id).await;
+    // The running attempt notices the cancel at its next step and settles.
+    app.drain(&conveyor::domains::ai_tasks::queues::AI_SHORT)
+        .await;
+    let t = tasks::task(&app, &key, &id).await;
     assert_eq!(
         t["status"], "CANCELED",
         "the running attempt stopped and wrote nothing"
@@ -657,7 +666,11 @@ async fn cancel_refunds_follow_the_policy(backend: Backend) {
         let body =
             json!({ "kind": kind, "prompt": "x", "params": { "simulate": { "step_ms": 5000 } } });
         async {
-            app.submit(&key, body).await.json::<Value>().await.unwrap()["id"]
+            tasks::submit(&app, &key, body)
+                .await
+                .json::<Value>()
+                .await
+                .unwrap()["id"]
                 .as_str()
                 .unwrap()
                 .to_owned()
@@ -677,7 +690,7 @@ async fn cancel_refunds_follow_the_policy(backend: Backend) {
     app.start_consumers();
     // A 4-step pipeline (cost 10) at its first step: 3 steps back and half of the first.
     let id = submit("video_analysis").await;
-    app.wait_status(&key, &id, "PROCESSING").await;
+    tasks::wait_status(&app, &key, &id, "PROCESSING").await;
     cancel(id.clone(), key.clone()).await;
     assert_eq!(
         app.credits(&user.id).await,
@@ -689,7 +702,7 @@ async fn cancel_refunds_follow_the_policy(backend: Backend) {
         .await
         .unwrap();
     let image = submit("image").await;
-    app.wait_status(&key, &image, "PROCESSING").await;
+    tasks::wait_status(&app, &key, &image, "PROCESSING").await;
     cancel(image.clone(), root).await;
     assert_eq!(app.credits(&user.id).await, 998 - 4 + 2);
     let trail = conveyor::users::audit::of(&app.platform.db, &format!("task:{image}"))
@@ -913,7 +926,8 @@ async fn a_killed_consumer_leaves_a_task_that_finishes_once(backend: Backend) {
         "a second attempt finished it (attempt {})",
         done.attempt
     );
-    tokio::time::sleep(Duration::from_millis(500)).await;
+    // Settled: a lost attempt writing late would have written by now.
+    crate::helpers::drain(&platform, &conveyor::domains::ai_tasks::queues::AI_SHORT).await;
     let materials = material::Entity::find()
         .filter(material::Column::TaskId.eq(id.as_str()))
         .count(&platform.db)
@@ -937,8 +951,7 @@ async fn terminal_states_never_change(backend: Backend) {
         return;
     };
     let (user, key) = app.user("ada", 100).await;
-    let id = app
-        .submit(&key, json!({ "kind": "copywriting", "prompt": "x" }))
+    let id = tasks::submit(&app, &key, json!({ "kind": "copywriting", "prompt": "x" }))
         .await
         .json::<Value>()
         .await
@@ -946,7 +959,7 @@ async fn terminal_states_never_change(backend: Backend) {
         .as_str()
         .unwrap()
         .to_owned();
-    let before = app.wait_status(&key, &id, "SUCCESS").await;
+    let before = tasks::wait_status(&app, &key, &id, "SUCCESS").await;
     let db = &app.platform.db;
     // Forbidden transitions are refused by their guards.
     let to_failed = store::finish_unsuccessfully(
@@ -996,8 +1009,10 @@ async fn terminal_states_never_change(backend: Backend) {
         )
         .await
         .unwrap();
-    tokio::time::sleep(Duration::from_millis(500)).await;
-    let after = app.task(&key, &id).await;
+    // Settled: had the duplicate run done anything, it would show now.
+    app.drain(&conveyor::domains::ai_tasks::queues::AI_SHORT)
+        .await;
+    let after = tasks::task(&app, &key, &id).await;
     assert_eq!(before["updated_at"], after["updated_at"]);
     assert_eq!(after["status"], "SUCCESS");
     assert_eq!(app.credits(&user.id).await, 99);
@@ -1029,19 +1044,18 @@ async fn failure_injection_is_refused_when_off() {
     env.settings.sections.get_mut("ai").unwrap()["allow_failure_injection"] = json!(false);
     let app = spawn_app(&env).await;
     let (_, key) = app.user("ada", 100).await;
-    let r = app
-        .submit(&key, json!({ "kind": "copywriting", "prompt": "x", "params": { "simulate": { "step_ms": 60000 } } }))
+    let r = tasks::submit(&app, &key, json!({ "kind": "copywriting", "prompt": "x", "params": { "simulate": { "step_ms": 60000 } } }))
         .await;
     assert_eq!(r.status(), 422);
     let err: Value = r.json().await.unwrap();
     assert_eq!(err["error"]["field"], "params.simulate", "{err}");
     // Other params are the tenant's own business.
-    let r = app
-        .submit(
-            &key,
-            json!({ "kind": "copywriting", "prompt": "x", "params": { "tone": "warm" } }),
-        )
-        .await;
+    let r = tasks::submit(
+        &app,
+        &key,
+        json!({ "kind": "copywriting", "prompt": "x", "params": { "tone": "warm" } }),
+    )
+    .await;
     assert_eq!(r.status(), 202);
     let platform = app.stop().await;
     env.cleanup(Some(&platform)).await;
@@ -1232,9 +1246,9 @@ async fn a_burst_runs_in_batches_with_each_task_booked_once(backend: Backend) {
     let app = spawn_app(&env).await;
     app.start_consumers();
     let (user, key) = app.user("burst", 1000).await;
-    let ids = app.copywriting_burst(&key, 40, "burst").await;
+    let ids = tasks::copywriting_burst(&app, &key, 40, "burst").await;
     for id in &ids {
-        let t = app.wait_status(&key, id, "SUCCESS").await;
+        let t = tasks::wait_status(&app, &key, id, "SUCCESS").await;
         assert_eq!(t["attempts"], 1, "{t}");
         assert!(
             store::material_of(&app.platform.db, id)

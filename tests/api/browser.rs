@@ -13,6 +13,7 @@ use std::time::{Duration, Instant};
 use fantoccini::{Client, ClientBuilder, Locator};
 use serde_json::{Value, json};
 
+use crate::helpers::tasks;
 use crate::helpers::{Backend, TestEnv, done, spawn_app, wait_until};
 
 const CHROMIUM: &str = "/usr/bin/chromium";
@@ -186,8 +187,8 @@ async fn the_console_shows_a_burst_draining_and_replays_a_dead_letter_by_click()
     shot(&c, "1-signed-in.png").await;
 
     // A burst, and a task that fails for good (its dead letter is replayed below).
-    let ids = app.copywriting_burst(&user, 40, "burst").await;
-    let doomed = app.submit_id(&user, failing("doomed")).await;
+    let ids = tasks::copywriting_burst(&app, &user, 40, "burst").await;
+    let doomed = tasks::submit_id(&app, &user, failing("doomed")).await;
     let risen = wait_text(&c, &format!("{row} .ready"), "the burst to show", |t| {
         number(t).is_some_and(|n| n >= 20)
     })
@@ -197,9 +198,9 @@ async fn the_console_shows_a_burst_draining_and_replays_a_dead_letter_by_click()
     // Consumers drain it.
     app.start_consumers();
     for id in &ids {
-        app.wait_status(&user, id, "SUCCESS").await;
+        tasks::wait_status(&app, &user, id, "SUCCESS").await;
     }
-    app.wait_status(&user, &doomed, "FAILED").await;
+    tasks::wait_status(&app, &user, &doomed, "FAILED").await;
     wait_text(&c, &format!("{row} .ready"), "the queue to drain", |t| {
         number(t) == Some(0)
     })
@@ -242,8 +243,8 @@ async fn the_console_shows_a_burst_draining_and_replays_a_dead_letter_by_click()
     shot(&c, "5-replayed.png").await;
 
     // Another one, replayed by filter: counted first (a confirm), then sent at the pace.
-    let again = app.submit_id(&user, failing("doomed again")).await;
-    app.wait_status(&user, &again, "FAILED").await;
+    let again = tasks::submit_id(&app, &user, failing("doomed again")).await;
+    tasks::wait_status(&app, &user, &again, "FAILED").await;
     wait_text(&c, "#dl-waiting", "the second dead letter", |t| {
         number(t) == Some(1)
     })

@@ -6,6 +6,7 @@ use std::process::{Child, Command, Stdio};
 use sea_orm::{ColumnTrait as _, EntityTrait as _, QueryFilter as _};
 use std::time::{Duration, Instant};
 
+use crate::helpers::tasks;
 use crate::helpers::{Backend, TestEnv};
 
 const BIN: &str = env!("CARGO_BIN_EXE_conveyor");
@@ -844,13 +845,13 @@ async fn a_consumer_killed_mid_work_is_recovered_in_seconds() {
     let n = 60;
     let run_ms = 2000;
     for i in 0..n {
-        let r = app
-            .submit(
-                &key,
-                serde_json::json!({ "kind": "copywriting", "prompt": format!("task {i}"),
+        let r = tasks::submit(
+            &app,
+            &key,
+            serde_json::json!({ "kind": "copywriting", "prompt": format!("task {i}"),
                                     "params": { "simulate": { "step_ms": run_ms } } }),
-            )
-            .await;
+        )
+        .await;
         assert_eq!(r.status(), 202);
     }
     use conveyor::domains::ai_tasks::entity::task;

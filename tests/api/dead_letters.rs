@@ -12,6 +12,7 @@ use conveyor::users::entity::ledger;
 use sea_orm::{ColumnTrait, EntityTrait, QueryFilter};
 use serde_json::{Value, json};
 
+use crate::helpers::tasks;
 use crate::helpers::{Backend, Recorder, TestEnv, spawn_app, start_consumer, wait_until};
 use crate::on_every_backend;
 
@@ -142,7 +143,8 @@ async fn a_replay_goes_back_to_its_queue_once_and_reopens_if_it_dies_again(backe
         .map(|a| (a.action.as_str(), a.actor.as_str()))
         .collect();
     assert_eq!(trail, [("replay", "test:ops"), ("replay", "test:ops")]);
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    // Settled: a second effect of the replay would show now.
+    crate::helpers::drain(&platform, &AI_SHORT).await;
     assert_eq!(rec.effects_of(&msg.id), 1, "one effect");
 
     token.cancel();
@@ -228,14 +230,13 @@ async fn the_admin_api_lists_replays_and_discards(backend: Backend) {
     app.start_consumers();
     let (user, key) = app.user("ada", 100).await;
     let admin = app.admin().await;
-    let r = app
-        .submit(&key, json!({ "kind": "image", "prompt": "x", "params": { "simulate": { "fail_permanent": true } } }))
+    let r = tasks::submit(&app, &key, json!({ "kind": "image", "prompt": "x", "params": { "simulate": { "fail_permanent": true } } }))
         .await;
     let task_id = r.json::<Value>().await.unwrap()["id"]
         .as_str()
         .unwrap()
         .to_owned();
-    app.wait_status(&key, &task_id, "FAILED").await;
+    tasks::wait_status(&app, &key, &task_id, "FAILED").await;
     wait_until(WAIT, "the dead letter", || async {
         dead(&app.platform, "dead").await.len() == 1
     })

@@ -98,7 +98,8 @@ async fn transient_failure_is_retried_after_its_tier_delay(backend: Backend) {
     );
     assert_eq!(rec.calls(), 3);
     assert_eq!(rec.attempts.lock().unwrap()[&msg.id], 2);
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    // Settled: a duplicate delivery would have been handled by now.
+    crate::helpers::drain(&platform, &AI_SHORT).await;
     assert_eq!(rec.effects_of(&msg.id), 1, "no duplicate after success");
     token.cancel();
     consumer.await.unwrap().unwrap();
@@ -188,7 +189,8 @@ async fn permanent_error_skips_retries(backend: Backend) {
     assert_eq!(dead[0].message_id, msg.id);
     assert_eq!(dead[0].reason, "permanent");
     assert_eq!(dead[0].attempts, 1);
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    // Settled: a retry would have been handled by now.
+    crate::helpers::drain(&platform, &AI_SHORT).await;
     assert_eq!(rec.calls(), 1, "no retry");
     token.cancel();
     consumer.await.unwrap().unwrap();
@@ -269,7 +271,8 @@ async fn unsettled_message_is_redelivered_and_takes_effect_once(backend: Backend
         rec.effects_of(&msg.id) == 1
     })
     .await;
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    // Settled: a second effect of the redelivery would show now.
+    crate::helpers::drain(&second, &AI_SHORT).await;
     assert_eq!(rec.effects_of(&msg.id), 1);
     token.cancel();
     consumer.await.unwrap().unwrap();
@@ -351,7 +354,8 @@ async fn graceful_shutdown_finishes_in_flight_work(backend: Backend) {
     // Nothing handed back: a new consumer finds no work.
     let rec2 = Arc::new(Recorder::default());
     let (token2, consumer2) = start_consumer(&platform, &rec2);
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    // The new consumer has had its chance at the queue.
+    crate::helpers::drain(&platform, &AI_SHORT).await;
     assert_eq!(rec2.calls(), 0);
     assert_eq!(platform.broker.depth(&work).await.unwrap(), 0);
     token2.cancel();

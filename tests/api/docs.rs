@@ -53,11 +53,18 @@ fn every_relative_link_resolves() {
             }
             let resolved = file.parent().unwrap().join(target);
             if !resolved.exists() {
-                broken.push(format!("{}: {link}", file.strip_prefix(root()).unwrap().display()));
+                broken.push(format!(
+                    "{}: {link}",
+                    file.strip_prefix(root()).unwrap().display()
+                ));
             }
         }
     }
-    assert!(broken.is_empty(), "links to nothing:\n{}", broken.join("\n"));
+    assert!(
+        broken.is_empty(),
+        "links to nothing:\n{}",
+        broken.join("\n")
+    );
 }
 
 /// Every leaf key of a TOML document, dotted (`server.port`, `ai.kinds.image.cost`).

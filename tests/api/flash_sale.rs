@@ -255,7 +255,9 @@ async fn an_unpaid_order_is_canceled_once_and_its_unit_returns(backend: Backend)
         )
         .await
         .unwrap();
-    tokio::time::sleep(Duration::from_millis(1000)).await;
+    // Settled: a second return of the unit would show now.
+    app.drain(&conveyor::domains::flash_sale::queues::ORDERS_EXPIRE)
+        .await;
     assert_eq!(remaining(&app, &sale).await, Some(3), "returned once");
     let s = store::get_sale(&app.platform.db, &sale)
         .await
@@ -303,7 +305,9 @@ async fn a_paid_order_stays_paid_and_a_late_payment_is_recorded(backend: Backend
     );
     // b is left unpaid: canceled; a survives its timer.
     wait_status(&app, b, OrderStatus::Canceled).await;
-    tokio::time::sleep(Duration::from_millis(500)).await;
+    // Settled: a's timer has fired and found it paid.
+    app.drain(&conveyor::domains::flash_sale::queues::ORDERS_EXPIRE)
+        .await;
     assert_eq!(status_of(&app, a).await, Some(OrderStatus::Paid));
     let late = mark_paid(&app, &admin, b, "pay-2").await;
     assert_eq!(late["outcome"], "paid_after_cancel");
@@ -375,7 +379,8 @@ async fn payments_racing_the_deadline_never_leave_both(backend: Backend) {
         outcomes.push(p.await.unwrap());
     }
     // Let the remaining timers fire.
-    tokio::time::sleep(Duration::from_millis(2500)).await;
+    app.drain(&conveyor::domains::flash_sale::queues::ORDERS_EXPIRE)
+        .await;
     let mut paid = 0;
     for (id, outcome) in ids.iter().zip(&outcomes) {
         let o = store::get_order(&app.platform.db, id)

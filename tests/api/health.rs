@@ -4,6 +4,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 
+use crate::helpers::tasks;
 use crate::helpers::{Backend, TestEnv, spawn_app, spawn_app_with};
 use crate::on_every_backend;
 
@@ -45,12 +46,12 @@ async fn ready_when_every_dependency_answers(backend: Backend) {
 
     // Recorded before the first scrape, so the recorder exists from startup.
     let (_, key) = app.user("metrics", 100).await;
-    let r = app
-        .submit(
-            &key,
-            serde_json::json!({"kind": "copywriting", "prompt": "p"}),
-        )
-        .await;
+    let r = tasks::submit(
+        &app,
+        &key,
+        serde_json::json!({"kind": "copywriting", "prompt": "p"}),
+    )
+    .await;
     assert_eq!(r.status(), 202);
     let text = app.metrics(None).await;
     for metric in [
@@ -209,9 +210,12 @@ async fn metrics_show_waiting_work(backend: Backend) {
     // Without consumers (RabbitMQ: they are separate processes) a task stays PENDING.
     let (_, key) = app.user("gauges", 100).await;
     if backend.is_real() {
-        let r = app
-            .submit(&key, serde_json::json!({"kind": "image", "prompt": "p"}))
-            .await;
+        let r = tasks::submit(
+            &app,
+            &key,
+            serde_json::json!({"kind": "image", "prompt": "p"}),
+        )
+        .await;
         assert_eq!(r.status(), 202);
     }
 
@@ -259,17 +263,17 @@ async fn alert_rules_name_only_exported_metrics() {
     let app = spawn_app(&env).await;
     // One task through the whole flow, so every counter has been touched.
     let (_, key) = app.user("alerts", 100).await;
-    let r = app
-        .submit(
-            &key,
-            serde_json::json!({"kind": "copywriting", "prompt": "p"}),
-        )
-        .await;
+    let r = tasks::submit(
+        &app,
+        &key,
+        serde_json::json!({"kind": "copywriting", "prompt": "p"}),
+    )
+    .await;
     let id = r.json::<Value>().await.unwrap()["id"]
         .as_str()
         .unwrap()
         .to_owned();
-    app.wait_status(&key, &id, "SUCCESS").await;
+    tasks::wait_status(&app, &key, &id, "SUCCESS").await;
     let text = app.metrics(None).await;
     let rules = include_str!("../../deploy/prometheus/alerts.yml");
     let mut named = Vec::new();

@@ -7,6 +7,7 @@ use futures::StreamExt as _;
 use serde_json::{Value, json};
 use tokio_tungstenite::tungstenite::Message;
 
+use crate::helpers::tasks;
 use crate::helpers::{Backend, TestApp, TestEnv, done, spawn_app};
 use crate::on_every_backend;
 
@@ -25,8 +26,8 @@ on_every_backend!(
 
 async fn submit_ms(app: &TestApp, key: &str) -> (u16, f64, Value, Option<String>) {
     let t = Instant::now();
-    let r = app
-        .submit(
+    let r = tasks::submit(
+&app,
             key,
             json!({ "kind": "copywriting", "prompt": "x", "params": { "simulate": { "step_ms": 10 } } }),
         )
@@ -206,8 +207,8 @@ async fn the_in_flight_cap_holds_under_50_concurrent_submits(backend: Backend) {
         .await
         .unwrap();
     assert_eq!(r.status(), 200);
-    assert_eq!(app.submit(&key, body.clone()).await.status(), 202);
-    assert_eq!(app.submit(&key, body).await.status(), 429);
+    assert_eq!(tasks::submit(&app, &key, body.clone()).await.status(), 202);
+    assert_eq!(tasks::submit(&app, &key, body).await.status(), 429);
     done(env, app).await;
 }
 
@@ -249,12 +250,15 @@ async fn a_revoked_key_stops_everywhere_within_a_second_and_its_streams_close(ba
     assert_eq!(me_status(other, &key).await, 200);
     let mut ws = crate::live::connect(other, &key).await;
     crate::live::send(&mut ws, json!({ "op": "subscribe", "all": true })).await;
-    let id = app
-        .submit(&key, json!({ "kind": "image", "prompt": "x", "params": { "simulate": { "step_ms": 20000 } } }))
-        .await
-        .json::<Value>()
-        .await
-        .unwrap()["id"]
+    let id = tasks::submit(
+        &app,
+        &key,
+        json!({ "kind": "image", "prompt": "x", "params": { "simulate": { "step_ms": 20000 } } }),
+    )
+    .await
+    .json::<Value>()
+    .await
+    .unwrap()["id"]
         .as_str()
         .unwrap()
         .to_owned();
@@ -483,12 +487,15 @@ async fn tickets_are_rate_limited_and_the_101st_stream_is_refused(backend: Backe
             "ticket {n}"
         );
     }
-    let id = app
-        .submit(&key, json!({ "kind": "image", "prompt": "x", "params": { "simulate": { "step_ms": 20000 } } }))
-        .await
-        .json::<Value>()
-        .await
-        .unwrap()["id"]
+    let id = tasks::submit(
+        &app,
+        &key,
+        json!({ "kind": "image", "prompt": "x", "params": { "simulate": { "step_ms": 20000 } } }),
+    )
+    .await
+    .json::<Value>()
+    .await
+    .unwrap()["id"]
         .as_str()
         .unwrap()
         .to_owned();
@@ -539,7 +546,7 @@ async fn a_tenant_beyond_its_running_share_waits_while_another_is_served(backend
         json!({ "kind": "image", "prompt": "x", "params": { "simulate": { "step_ms": 1500 } } });
     let mut backlog = Vec::new();
     for _ in 0..6 {
-        let r = app.submit(&big_key, body.clone()).await;
+        let r = tasks::submit(&app, &big_key, body.clone()).await;
         assert_eq!(r.status(), 202);
         backlog.push(
             r.json::<Value>().await.unwrap()["id"]
@@ -548,16 +555,33 @@ async fn a_tenant_beyond_its_running_share_waits_while_another_is_served(backend
                 .to_owned(),
         );
     }
-    tokio::time::sleep(Duration::from_millis(300)).await;
-    let small = app
-        .submit(
-            &small_key,
-            json!({ "kind": "image", "prompt": "x", "params": { "simulate": { "step_ms": 200 } } }),
-        )
-        .await
-        .json::<Value>()
-        .await
-        .unwrap()["id"]
+    // The big tenant has claimed its share before the small one arrives.
+    crate::helpers::wait_until(
+        Duration::from_secs(10),
+        "the big tenant at its share",
+        || async {
+            conveyor::domains::ai_tasks::store::running_by_user(
+                &app.platform.db,
+                &[big.id.as_str()],
+            )
+            .await
+            .unwrap()
+            .get(&big.id)
+            .copied()
+            .unwrap_or(0)
+                == 2
+        },
+    )
+    .await;
+    let small = tasks::submit(
+        &app,
+        &small_key,
+        json!({ "kind": "image", "prompt": "x", "params": { "simulate": { "step_ms": 200 } } }),
+    )
+    .await
+    .json::<Value>()
+    .await
+    .unwrap()["id"]
         .as_str()
         .unwrap()
         .to_owned();
@@ -576,7 +600,7 @@ async fn a_tenant_beyond_its_running_share_waits_while_another_is_served(backend
         .copied()
         .unwrap_or(0);
         most_running = most_running.max(running);
-        let s = app.task(&small_key, &small).await;
+        let s = tasks::task(&app, &small_key, &small).await;
         if s["status"] == "SUCCESS" {
             break;
         }
@@ -589,7 +613,7 @@ async fn a_tenant_beyond_its_running_share_waits_while_another_is_served(backend
     let small_took = started.elapsed();
     let mut left = 0;
     for id in &backlog {
-        if app.task(&big_key, id).await["status"] != "SUCCESS" {
+        if tasks::task(&app, &big_key, id).await["status"] != "SUCCESS" {
             left += 1;
         }
     }
@@ -603,7 +627,7 @@ async fn a_tenant_beyond_its_running_share_waits_while_another_is_served(backend
     );
     // Every backlog task ends, each in one attempt (a deferral is not a failure).
     for id in &backlog {
-        let t = app.wait_status(&big_key, id, "SUCCESS").await;
+        let t = tasks::wait_status(&app, &big_key, id, "SUCCESS").await;
         assert_eq!(t["attempts"], 1, "{t}");
     }
     eprintln!(
@@ -626,12 +650,15 @@ async fn streams_end_when_their_key_expires_or_is_revoked_unannounced(backend: B
     let root = app.admin().await;
     let (user, key) = app.user("streamer", 100).await;
     let kid = key_id(&app, &root, &user.id).await;
-    let id = app
-        .submit(&key, json!({ "kind": "image", "prompt": "x", "params": { "simulate": { "step_ms": 20000 } } }))
-        .await
-        .json::<Value>()
-        .await
-        .unwrap()["id"]
+    let id = tasks::submit(
+        &app,
+        &key,
+        json!({ "kind": "image", "prompt": "x", "params": { "simulate": { "step_ms": 20000 } } }),
+    )
+    .await
+    .json::<Value>()
+    .await
+    .unwrap()["id"]
         .as_str()
         .unwrap()
         .to_owned();

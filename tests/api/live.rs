@@ -7,6 +7,7 @@ use serde_json::{Value, json};
 use tokio_tungstenite::tungstenite::Message;
 use tokio_tungstenite::tungstenite::client::IntoClientRequest as _;
 
+use crate::helpers::tasks;
 use crate::helpers::{Backend, TestApp, TestEnv, done, spawn_app};
 use crate::on_every_backend;
 
@@ -67,7 +68,12 @@ pub async fn next(ws: &mut Ws) -> Value {
 }
 
 async fn submit(app: &TestApp, key: &str, step_ms: u64) -> String {
-    let r = app.submit(key, json!({ "kind": "image", "prompt": "x", "params": { "simulate": { "step_ms": step_ms } } })).await;
+    let r = tasks::submit(
+        &app,
+        key,
+        json!({ "kind": "image", "prompt": "x", "params": { "simulate": { "step_ms": step_ms } } }),
+    )
+    .await;
     assert_eq!(r.status(), 202);
     r.json::<Value>().await.unwrap()["id"]
         .as_str()
@@ -112,7 +118,7 @@ async fn snapshot_then_events_then_terminal(backend: Backend) {
         }
     }
     assert!(saw_progress);
-    let t = app.task(&key, &id).await;
+    let t = tasks::task(&app, &key, &id).await;
     assert_eq!(t["status"], "SUCCESS");
     done(env, app).await;
 }
@@ -131,7 +137,7 @@ async fn resume_after_a_disconnect_has_no_gap_and_no_duplicate(backend: Backend)
     assert_eq!(first["type"], "event");
     seqs.push(first["seq"].as_i64().unwrap());
     drop(ws); // the page closes
-    app.wait_status(&key, &id, "SUCCESS").await;
+    tasks::wait_status(&app, &key, &id, "SUCCESS").await;
 
     let mut ws = connect(&app, &key).await;
     send(
@@ -253,7 +259,7 @@ async fn another_users_task_gets_an_error_frame(backend: Backend) {
     // Nothing of alice's task arrives, even with "all my tasks".
     send(&mut ws, json!({ "op": "subscribe", "all": true })).await;
     assert_eq!(next(&mut ws).await["type"], "subscribed");
-    app.wait_status(&alice, &id, "SUCCESS").await;
+    tasks::wait_status(&app, &alice, &id, "SUCCESS").await;
     let quiet = tokio::time::timeout(Duration::from_millis(500), ws.next()).await;
     assert!(
         quiet.is_err() || matches!(quiet, Ok(Some(Ok(Message::Ping(_))))),
@@ -280,7 +286,7 @@ async fn sse_resumes_from_last_event_id(backend: Backend) {
     };
     let (_, key) = app.user("ada", 100).await;
     let id = submit(&app, &key, 300).await;
-    app.wait_status(&key, &id, "SUCCESS").await;
+    tasks::wait_status(&app, &key, &id, "SUCCESS").await;
     let r = app
         .client
         .get(app.url(&format!("/v1/tasks/{id}/events")))

@@ -3,6 +3,7 @@
 
 use serde_json::{Value, json};
 
+use crate::helpers::tasks;
 use crate::helpers::{Backend, TestEnv, spawn_app};
 use crate::on_every_backend;
 
@@ -95,9 +96,12 @@ async fn every_documented_id_route_hides_other_users_resources(backend: Backend)
     let app = spawn_app(&env).await;
     let (_, owner) = app.user("owner", 100).await;
     let (_, other) = app.user("other", 100).await;
-    let r = app
-        .submit(&owner, json!({ "kind": "copywriting", "prompt": "mine" }))
-        .await;
+    let r = tasks::submit(
+        &app,
+        &owner,
+        json!({ "kind": "copywriting", "prompt": "mine" }),
+    )
+    .await;
     let task_id = r.json::<Value>().await.unwrap()["id"]
         .as_str()
         .unwrap()

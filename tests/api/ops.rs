@@ -9,6 +9,7 @@ use axum::Json;
 use axum::routing::post;
 use serde_json::{Value, json};
 
+use crate::helpers::tasks;
 use crate::helpers::{Backend, TestApp, TestEnv, done, spawn_app, wait_until};
 
 crate::on_every_backend!(the_board_shows_queues_rates_and_panels);
@@ -95,9 +96,9 @@ async fn the_board_shows_queues_rates_and_panels(backend: Backend) {
     .unwrap();
     assert_eq!(r.status(), 404);
 
-    let ids = app.copywriting_burst(&user, 20, "board").await;
+    let ids = tasks::copywriting_burst(&app, &user, 20, "board").await;
     for id in &ids {
-        app.wait_status(&user, id, "SUCCESS").await;
+        tasks::wait_status(&app, &user, id, "SUCCESS").await;
     }
     // The consumers' reports arrive: ai.short has a consumer with its prefetch, and the
     // history holds the publishing and consuming of the burst.
@@ -233,7 +234,7 @@ async fn alerts_fire_once_to_a_webhook_and_resolve_when_the_backlog_drains() {
     let app = spawn_app(&env).await;
     let admin = app.admin().await;
     let (_, user) = app.user("alice", 100).await;
-    let ids = app.copywriting_burst(&user, 6, "alert").await;
+    let ids = tasks::copywriting_burst(&app, &user, 6, "alert").await;
     wait_until(Duration::from_secs(20), "both alerts notified", || {
         let got = got.clone();
         async move {
@@ -268,7 +269,7 @@ async fn alerts_fire_once_to_a_webhook_and_resolve_when_the_backlog_drains() {
 
     app.start_consumers();
     for id in &ids {
-        app.wait_status(&user, id, "SUCCESS").await;
+        tasks::wait_status(&app, &user, id, "SUCCESS").await;
     }
     wait_until(Duration::from_secs(20), "both alerts resolved", || {
         let got = got.clone();

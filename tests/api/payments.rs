@@ -205,7 +205,9 @@ async fn a_webhook_delivered_twenty_times_grants_once(backend: Backend) {
     )
     .await;
     assert_eq!(status, 200);
-    tokio::time::sleep(Duration::from_millis(1500)).await;
+    // Settled, not slept on: a second grant would have been applied by now.
+    app.drain(&conveyor::domains::payments::queues::PAYMENTS_APPLY)
+        .await;
     assert_eq!(app.credits(&user.id).await, 105, "granted once");
     let seen: Value = app
         .client
@@ -303,7 +305,9 @@ async fn bad_webhooks_are_refused_with_their_reason(backend: Backend) {
         .await
         .unwrap();
     assert_eq!(r.status(), 404);
-    tokio::time::sleep(Duration::from_millis(500)).await;
+    // Settled, not slept on: a second grant would have been applied by now.
+    app.drain(&conveyor::domains::payments::queues::PAYMENTS_APPLY)
+        .await;
     assert_eq!(app.credits(&user.id).await, 0, "nothing granted");
     let platform = app.stop().await;
     env.cleanup(Some(&platform)).await;
@@ -550,7 +554,9 @@ async fn an_alipay_notify_grants_once_and_refuses_forgeries(backend: Backend) {
         post_alipay(&app, &alipay.notify(&closed)).await,
         (200, "success".into())
     );
-    tokio::time::sleep(Duration::from_millis(1000)).await;
+    // Settled, not slept on: a second grant would have been applied by now.
+    app.drain(&conveyor::domains::payments::queues::PAYMENTS_APPLY)
+        .await;
     assert_eq!(app.credits(&user.id).await, 100, "granted once");
     // Refunds: Alipay's refund_fee is the total refunded so far. Half, then all (the
     // trade closes); each notify twice, and the first again after the second.
@@ -756,7 +762,9 @@ async fn a_wechat_notification_grants_once_and_refuses_forgeries(backend: Backen
     assert_eq!(post_wechat(&app, &cheap, &cheap_headers).await.0, 400);
     let (other, other_headers) = wechat.notify("EV-3", &tx(990, "m9"));
     assert_eq!(post_wechat(&app, &other, &other_headers).await.0, 400);
-    tokio::time::sleep(Duration::from_millis(1000)).await;
+    // Settled, not slept on: a second grant would have been applied by now.
+    app.drain(&conveyor::domains::payments::queues::PAYMENTS_APPLY)
+        .await;
     assert_eq!(app.credits(&user.id).await, 100, "granted once");
     // A partial refund (REFUND.SUCCESS, no appid in its resource), delivered twice.
     let refund = json!({ "mchid": "m1", "out_trade_no": payment["out_trade_no"],
@@ -773,7 +781,9 @@ async fn a_wechat_notification_grants_once_and_refuses_forgeries(backend: Backen
     // The same refund (R1) in a notification with a new id: recorded once, by refund.
     let (again, again_headers) = wechat.notify_as("EV-R1-resent", "REFUND.SUCCESS", &refund);
     assert_eq!(post_wechat(&app, &again, &again_headers).await.0, 200);
-    tokio::time::sleep(Duration::from_millis(500)).await;
+    // Settled, not slept on: a second grant would have been applied by now.
+    app.drain(&conveyor::domains::payments::queues::PAYMENTS_APPLY)
+        .await;
     assert_eq!(app.credits(&user.id).await, 90, "a tenth back, once");
     let platform = app.stop().await;
     env.cleanup(Some(&platform)).await;
@@ -936,7 +946,9 @@ async fn refunds_take_back_once_and_record_a_shortfall(backend: Backend) {
     assert_eq!(app.credits(&user.id).await, 50);
     // The same refund re-sent under a new notification id is the same refund.
     send_refund(&app, "r-1-again", "payment.refunded", "r-1", &payment, 495).await;
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    // Settled, not slept on: a second grant would have been applied by now.
+    app.drain(&conveyor::domains::payments::queues::PAYMENTS_APPLY)
+        .await;
     let same = wait_payment(&app, &key, &payment, "PAID").await;
     assert_eq!(same["refunded_amount"], 495, "one refund, applied once");
     assert_eq!(app.credits(&user.id).await, 50);
@@ -1191,36 +1203,8 @@ async fn the_fallback_grants_while_the_broker_is_down() {
         .await;
         proxy.up();
         // The relay publishes the apply message; the consumer finds it applied.
-        wait_until(Duration::from_secs(60), "the outbox drained", || async {
-            use conveyor::outbox::entity::{Column, Entity};
-            use sea_orm::{ColumnTrait as _, PaginatorTrait as _, QueryFilter as _};
-            Entity::find()
-                .filter(Column::PublishedAt.is_null())
-                .count(&app.platform.db)
-                .await
-                .unwrap()
-                == 0
-        })
-        .await;
-        let queue = app
-            .platform
-            .broker
-            .topology()
-            .queue(&conveyor::domains::payments::queues::PAYMENTS_APPLY)
-            .name;
-        wait_until(
-            Duration::from_secs(30),
-            "the apply message consumed",
-            || async {
-                app.platform
-                    .broker
-                    .depth(&queue)
-                    .await
-                    .is_ok_and(|d| d == 0)
-            },
-        )
-        .await;
-        tokio::time::sleep(Duration::from_millis(1000)).await;
+        app.drain(&conveyor::domains::payments::queues::PAYMENTS_APPLY)
+            .await;
         assert_eq!(app.credits(&user.id).await, 100, "granted once");
         let p = wait_payment(&app, &key, &payment, "PAID").await;
         assert_eq!(p["events"].as_array().unwrap().len(), 1);

@@ -15,6 +15,7 @@ use conveyor::search::elastic::ElasticIndex;
 use sea_orm::TransactionTrait;
 use serde_json::{Value, json};
 
+use crate::helpers::tasks;
 use crate::helpers::{Backend, Proxy, TestApp, TestEnv, opensearch, spawn_app, wait_until};
 use crate::on_every_backend;
 
@@ -156,16 +157,16 @@ async fn materials_reach_the_index_and_owners_see_only_their_own(backend: Backen
     let (_bob, bob_key) = app.user("bob", 100).await;
 
     // A finished task becomes a material titled by its prompt, searchable by its owner.
-    let r = app
-        .submit(
-            &ada_key,
-            json!({ "kind": "copywriting", "prompt": "春季新品 launch for Lantern tea\nmore detail" }),
-        )
-        .await;
+    let r = tasks::submit(
+        &app,
+        &ada_key,
+        json!({ "kind": "copywriting", "prompt": "春季新品 launch for Lantern tea\nmore detail" }),
+    )
+    .await;
     assert_eq!(r.status(), 202);
     let task: Value = r.json().await.unwrap();
     let task_id = task["id"].as_str().unwrap().to_owned();
-    app.wait_status(&ada_key, &task_id, "SUCCESS").await;
+    tasks::wait_status(&app, &ada_key, &task_id, "SUCCESS").await;
     let list = app.get_json(&ada_key, "/v1/materials").await;
     let items = list["items"].as_array().unwrap();
     assert_eq!(items.len(), 1, "{list}");
@@ -268,13 +269,8 @@ async fn materials_reach_the_index_and_owners_see_only_their_own(backend: Backen
         )
         .await
         .unwrap();
-    wait_until(
-        Duration::from_secs(10),
-        "the stale message handled",
-        || async { queue_depth(&app).await == 0 },
-    )
-    .await;
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    // Settled: the stale message has been weighed and dropped.
+    app.drain(&SEARCH_SYNC).await;
     let found = search(&app, &ada_key, "q=summer").await;
     assert_eq!(found["items"][0]["version"], 2, "{found}");
 

@@ -94,6 +94,7 @@ async fn connections_over_the_cap_are_closed_at_accept() {
     // first one is not back in its pool yet, and that must not be the one refused.
     drop(held.pop());
     drop(held.pop());
+    // The server sees the closes on its next read; no request can observe that sooner.
     tokio::time::sleep(Duration::from_millis(300)).await;
     let r = app.client.get(app.url("/healthz")).send().await.unwrap();
     assert_eq!(r.status(), 200, "a freed slot serves again");

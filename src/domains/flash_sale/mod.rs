@@ -16,6 +16,7 @@
 pub mod cli;
 pub mod entity;
 pub mod handler;
+pub mod intake;
 pub mod jobs;
 pub mod limits;
 pub mod messages;
@@ -28,6 +29,7 @@ pub mod status;
 pub mod stock;
 pub mod store;
 pub mod stream;
+pub mod view;
 
 use std::sync::Arc;
 

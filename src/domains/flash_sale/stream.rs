@@ -4,8 +4,8 @@ use async_trait::async_trait;
 use sea_orm::{DatabaseConnection, DbErr};
 
 use super::messages::{OrderEvent, STREAM};
-use super::routes::OrderView;
 use super::store;
+use super::view::OrderView;
 use crate::live::{Event, Snapshot, Source};
 
 pub struct OrderStream {

@@ -5,6 +5,9 @@
 //! request is one commit. tantivy is synchronous: requests run on the blocking pool,
 //! one writer at a time.
 
+#[cfg(test)]
+mod tests;
+
 use std::collections::HashMap;
 use std::path::Path;
 use std::sync::{Arc, Mutex};
@@ -21,7 +24,7 @@ use tantivy::schema::{
 use tantivy::snippet::SnippetGenerator;
 use tantivy::{Index, IndexReader, IndexWriter, Order, ReloadPolicy, TantivyDocument, Term};
 
-use super::{Hit, Hits, Op, Outcome, Query, Rebuild, SearchError, SearchIndex, cjk};
+use crate::search::{Hit, Hits, Op, Outcome, Query, Rebuild, SearchError, SearchIndex, cjk};
 
 /// Memory the single indexing thread may buffer before it flushes a segment.
 const WRITER_BYTES: usize = 32_000_000;
@@ -377,51 +380,5 @@ impl Rebuild for InPlace {
 
     async fn swap(self: Box<Self>) -> Result<Vec<String>, SearchError> {
         Ok(Vec::new())
-    }
-}
-
-#[cfg(test)]
-#[allow(clippy::unwrap_used)]
-mod tests {
-    //! What only the embedded index has; the behaviour every backend shares is tested in
-    //! tests/api/search.rs.
-    use super::*;
-    use crate::search::Doc;
-
-    #[tokio::test]
-    async fn it_survives_a_reopen_and_takes_any_typed_text() {
-        let dir = tempfile::tempdir().unwrap();
-        let idx = EmbeddedIndex::open(Some(dir.path())).unwrap();
-        let doc = Doc {
-            id: "a1".into(),
-            owner: "ada".into(),
-            kind: "copywriting".into(),
-            title: "春季新品".into(),
-            content: "green tea 绿茶".into(),
-            tags: Vec::new(),
-            created_at: DateTime::from_timestamp_millis(0).unwrap(),
-            version: 1,
-        };
-        assert_eq!(
-            idx.bulk(vec![Op::Index(doc)]).await.unwrap(),
-            [Outcome::Done]
-        );
-        drop(idx);
-        let idx = EmbeddedIndex::open(Some(dir.path())).unwrap();
-        let query = |text: &str| Query {
-            owner: "ada".into(),
-            text: text.into(),
-            kind: None,
-            offset: 0,
-            limit: 10,
-        };
-        assert_eq!(idx.search(&query("绿茶")).await.unwrap().total, 1);
-        // Query syntax is words: `AND` is a stop word as in the cjk analyzer, `(` nothing,
-        // `title:` the word "title", `id:*` the word "id".
-        assert_eq!(idx.search(&query("tea AND (")).await.unwrap().total, 1);
-        assert_eq!(idx.search(&query("title:")).await.unwrap().total, 0);
-        assert_eq!(idx.search(&query("id:*")).await.unwrap().total, 0);
-        assert_eq!(idx.search(&query("owner:ada")).await.unwrap().total, 0);
-        assert_eq!(idx.search(&query("((( ")).await.unwrap().total, 0);
     }
 }

@@ -7,6 +7,9 @@
 //! version as an external version: the engine itself refuses a write that is not newer
 //! (a 409 per item: stale), and a delete leaves a versioned tombstone.
 
+mod answers;
+mod rebuild;
+
 use async_trait::async_trait;
 use elasticsearch::http::response::Response;
 use elasticsearch::http::transport::Transport;
@@ -18,7 +21,10 @@ use elasticsearch::params::Refresh;
 use elasticsearch::{BulkParts, Elasticsearch, SearchParts};
 use serde_json::{Value, json};
 
-use super::{Hit, Hits, Op, Outcome, Query, Rebuild, SearchError, SearchIndex};
+use crate::search::{Hits, Op, Outcome, Query, Rebuild, SearchError, SearchIndex};
+use answers::hit;
+use answers::outcome;
+use rebuild::ElasticRebuild;
 
 pub struct ElasticIndex {
     client: Elasticsearch,
@@ -30,12 +36,12 @@ pub struct ElasticIndex {
     ensured: tokio::sync::OnceCell<()>,
 }
 
-fn unavailable(e: impl std::fmt::Display) -> SearchError {
+pub(super) fn unavailable(e: impl std::fmt::Display) -> SearchError {
     SearchError::Unavailable(e.to_string())
 }
 
 /// A non-2xx answer as an error: 5xx and 429 are worth retrying, the rest is not.
-async fn check(r: Response) -> Result<Value, SearchError> {
+pub(super) async fn check(r: Response) -> Result<Value, SearchError> {
     let status = r.status_code();
     let body: Value = r.json().await.map_err(unavailable)?;
     if status.is_success() {
@@ -237,49 +243,6 @@ impl ElasticIndex {
 }
 
 /// One bulk item's answer.
-fn outcome(item: &Value) -> Outcome {
-    let Some(result) = item.as_object().and_then(|o| o.values().next()) else {
-        return Outcome::Failed {
-            transient: true,
-            reason: "no answer for the item".into(),
-        };
-    };
-    let status = result["status"].as_u64().unwrap_or(0);
-    match status {
-        200..=299 => Outcome::Done,
-        // A delete of a document never indexed still records its version.
-        404 if item.get("delete").is_some() => Outcome::Done,
-        409 => Outcome::Stale,
-        _ => Outcome::Failed {
-            transient: status == 429 || status >= 500,
-            reason: result["error"].to_string(),
-        },
-    }
-}
-
-fn hit(h: &Value) -> Hit {
-    let s = &h["_source"];
-    let text = |v: &Value| v.as_str().unwrap_or_default().to_owned();
-    Hit {
-        id: text(&h["_id"]),
-        kind: text(&s["kind"]),
-        title: text(&s["title"]),
-        tags: s["tags"]
-            .as_array()
-            .map(|t| {
-                t.iter()
-                    .filter_map(|v| v.as_str().map(str::to_owned))
-                    .collect()
-            })
-            .unwrap_or_default(),
-        created_at: s["created_at"]
-            .as_i64()
-            .and_then(chrono::DateTime::from_timestamp_millis)
-            .unwrap_or_default(),
-        version: s["version"].as_i64().unwrap_or_default(),
-        highlight: text(&h["highlight"]["content"][0]),
-    }
-}
 
 #[async_trait]
 impl SearchIndex for ElasticIndex {
@@ -370,43 +333,5 @@ impl SearchIndex for ElasticIndex {
             },
             name,
         }))
-    }
-}
-
-/// A rebuild into `name`, made live by one `_aliases` request.
-struct ElasticRebuild {
-    index: ElasticIndex,
-    name: String,
-}
-
-#[async_trait]
-impl Rebuild for ElasticRebuild {
-    fn target(&self) -> &str {
-        &self.name
-    }
-
-    async fn bulk(&self, ops: Vec<Op>) -> Result<Vec<Outcome>, SearchError> {
-        self.index.bulk_into(&self.name, ops).await
-    }
-
-    async fn swap(self: Box<Self>) -> Result<Vec<String>, SearchError> {
-        let old = self.index.live_indices().await?;
-        let mut actions: Vec<Value> = old
-            .iter()
-            .map(|i| json!({ "remove": { "index": i, "alias": self.index.alias } }))
-            .collect();
-        actions.push(json!({ "add": { "index": self.name, "alias": self.index.alias } }));
-        let r = self
-            .index
-            .client
-            .indices()
-            .update_aliases()
-            .body(json!({ "actions": actions }))
-            .send()
-            .await
-            .map_err(unavailable)?;
-        check(r).await?;
-        self.index.delete_indices(&old).await?;
-        Ok(old)
     }
 }

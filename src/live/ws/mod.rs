@@ -17,6 +17,8 @@
 //! progress coalesced; one that cannot take a frame within `live.send_timeout_ms` is
 //! closed. It never slows other connections: each reads the instance's fan-out on its own.
 
+mod follows;
+
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -28,14 +30,14 @@ use axum::response::Response;
 use futures::{SinkExt as _, StreamExt as _};
 use sea_orm::EntityTrait as _;
 use serde::Deserialize;
-use serde_json::{Value, json};
 use tokio::sync::broadcast::error::RecvError;
 
-use super::follow::{Follow, FollowError, Opening};
-use super::{Live, Shared, TASK_STREAM};
 use crate::api::openapi::ErrorBody;
 use crate::error::ApiError;
+use crate::live::follow::Follow;
+use crate::live::{Live, Shared};
 use crate::users::User;
+use follows::error_frame;
 
 #[derive(Debug, Deserialize)]
 pub struct Params {
@@ -241,7 +243,7 @@ impl Connection {
                         }
                     }
                     Some(Ok(Message::Binary(_))) => {
-                        let frame = error_frame("unsupported", "send JSON text frames", None);
+                        let frame = error_frame("unsupported", "send JSON text frames".into(), None);
                         if send(&mut sink, frame, send_timeout).await { Flow::Continue } else { Flow::Close(1008, "too slow") }
                     }
                     Some(Ok(_)) => {
@@ -277,191 +279,6 @@ impl Connection {
         }));
         let _ = tokio::time::timeout(send_timeout, sink.send(frame)).await;
     }
-
-    /// Keeps a live event if this connection wants it (latest per thing wins).
-    fn offer(&mut self, shared: Arc<Shared>) {
-        let ev = &shared.event;
-        let wanted = match self.subs.get(&ev.id) {
-            Some(f) => ev.seq > f.last && ev.stream == f.stream,
-            None => self.all && ev.owner == self.user.id,
-        };
-        if wanted {
-            self.pending.insert(shared);
-        }
-    }
-
-    /// The fan-out ran ahead of this connection: re-read the latest stored event of
-    /// every followed thing instead.
-    async fn resync(&mut self) {
-        for f in self.subs.values() {
-            if let Ok(mut evs) = f.missed(&self.state.core.db).await
-                && let Some(e) = evs.pop()
-            {
-                self.pending.insert(Shared::new(e));
-            }
-        }
-    }
-
-    /// Appends the frames for one event, updating the subscription it belongs to.
-    fn frames_for(&mut self, shared: &Shared, frames: &mut Vec<Message>) {
-        let ev = &shared.event;
-        match self.subs.get_mut(&ev.id) {
-            Some(f) => {
-                if !f.accept(ev) {
-                    return;
-                }
-            }
-            // A thing seen through the `all` subscription: followed from now on, within
-            // the subscription limit.
-            None => {
-                if !ev.terminal
-                    && self.subs.len() < self.state.settings.max_subscriptions
-                    && let Some(source) = self.state.sources.get(&ev.stream)
-                {
-                    self.subs
-                        .insert(ev.id.clone(), Follow::from_event(source.clone(), ev));
-                }
-            }
-        }
-        frames.push(Message::Text(shared.frame.clone()));
-        if ev.terminal {
-            self.subs.remove(&ev.id);
-            frames.push(about(
-                &ev.stream,
-                &ev.id,
-                json!({ "type": "unsubscribed", "reason": "terminal" }),
-            ));
-        }
-    }
-
-    async fn command(&mut self, text: &str) -> Vec<Message> {
-        #[derive(Deserialize)]
-        #[serde(deny_unknown_fields)]
-        struct Command {
-            op: String,
-            stream: Option<String>,
-            id: Option<String>,
-            /// Short for `"stream":"task","id":…`.
-            task_id: Option<String>,
-            after_seq: Option<i64>,
-            all: Option<bool>,
-        }
-        const USAGE: &str = "expected {\"op\":\"subscribe\"|\"unsubscribe\",\"stream\":…,\"id\":…} or {\"op\":\"subscribe\",\"all\":true}";
-        let cmd: Command = match serde_json::from_str(text) {
-            Ok(c) => c,
-            Err(e) => return vec![error_frame("invalid_command", &e.to_string(), None)],
-        };
-        let target = match (cmd.stream, cmd.id, cmd.task_id) {
-            (None, None, Some(id)) => Some((TASK_STREAM.to_owned(), id)),
-            (Some(stream), Some(id), None) => Some((stream, id)),
-            (None, None, None) => None,
-            _ => return vec![error_frame("invalid_command", USAGE, None)],
-        };
-        match (cmd.op.as_str(), target, cmd.all) {
-            ("subscribe", None, Some(true)) => {
-                self.all = true;
-                vec![json_frame(json!({ "type": "subscribed", "all": true }))]
-            }
-            ("subscribe", Some((stream, id)), _) => self.subscribe(stream, id, cmd.after_seq).await,
-            ("unsubscribe", Some((stream, id)), _) => {
-                self.subs.remove(&id);
-                self.pending.remove(&id);
-                vec![about(
-                    &stream,
-                    &id,
-                    json!({ "type": "unsubscribed", "reason": "requested" }),
-                )]
-            }
-            ("unsubscribe", None, Some(true)) => {
-                self.all = false;
-                vec![json_frame(
-                    json!({ "type": "unsubscribed", "all": true, "reason": "requested" }),
-                )]
-            }
-            _ => vec![error_frame("invalid_command", USAGE, None)],
-        }
-    }
-
-    async fn subscribe(
-        &mut self,
-        stream: String,
-        id: String,
-        after_seq: Option<i64>,
-    ) -> Vec<Message> {
-        let of = Some((stream.as_str(), id.as_str()));
-        if !self.subs.contains_key(&id) && self.subs.len() >= self.state.settings.max_subscriptions
-        {
-            return vec![error_frame(
-                "too_many_subscriptions",
-                "unsubscribe from something first",
-                of,
-            )];
-        }
-        let Some(source) = self.state.sources.get(&stream).cloned() else {
-            let kinds = self.state.sources.kinds().join(", ");
-            return vec![error_frame(
-                "unknown_stream",
-                &format!("streams: {kinds}"),
-                of,
-            )];
-        };
-        let db = self.state.core.db.clone();
-        let (follow, opening, over) =
-            match Follow::start(source, &db, &self.user, &id, after_seq).await {
-                Ok(started) => started,
-                Err(FollowError::NotFound) => {
-                    return vec![error_frame("not_found", &format!("{stream} not found"), of)];
-                }
-                Err(FollowError::Store(e)) => {
-                    tracing::warn!(error = %e, "subscription lookup failed");
-                    return vec![error_frame("unavailable", "try again", of)];
-                }
-            };
-        let mut frames = Vec::new();
-        match opening {
-            Opening::Snapshot(s) => {
-                let mut body = json!({ "type": "snapshot", "seq": s.seq });
-                body[stream.as_str()] = s.view;
-                frames.push(about(&stream, &id, body));
-            }
-            Opening::Events(evs) => {
-                frames.extend(evs.iter().map(|e| json_frame(e.frame_json())));
-            }
-        }
-        // Events that arrived while the store was read are at or below the follow's
-        // last sequence number: dropped.
-        self.pending.remove(&id);
-        if over {
-            frames.push(about(
-                &stream,
-                &id,
-                json!({ "type": "unsubscribed", "reason": "terminal" }),
-            ));
-        } else {
-            self.subs.insert(id, follow);
-        }
-        frames
-    }
-}
-
-/// A frame about one thing: `body` plus `stream`, `id` and `<stream>_id`.
-fn about(stream: &str, id: &str, mut body: Value) -> Message {
-    body["stream"] = stream.into();
-    body["id"] = id.into();
-    body[format!("{stream}_id")] = id.into();
-    json_frame(body)
-}
-
-fn error_frame(code: &str, message: &str, of: Option<(&str, &str)>) -> Message {
-    let body = json!({ "type": "error", "code": code, "message": message });
-    match of {
-        Some((stream, id)) => about(stream, id, body),
-        None => json_frame(body),
-    }
-}
-
-fn json_frame(v: Value) -> Message {
-    Message::Text(v.to_string().into())
 }
 
 /// Sends one frame; false when the client did not take it in time.

@@ -12,16 +12,18 @@
 //! - a dead-letter queue `<ns>.<key>.dlq` (no DLX of its own: no cycle).
 //!
 //! Business delays (`<ns>.delay.<key>`) use the same mechanism with one fixed delay.
+//!
+//! Files: this one (specs and the table), [`render`] (the listing and the diagram).
 
-use std::time::Duration;
+mod render;
+#[cfg(test)]
+mod tests;
 
 use std::collections::BTreeMap;
+use std::time::Duration;
 
-use crate::broker::settings::QueueOverride;
-
-use crate::broker::settings::QueueType;
-
-use super::settings::BrokerSettings;
+use super::settings::{BrokerSettings, QueueOverride, QueueType};
+pub use render::human;
 
 /// A work queue consumers subscribe to.
 #[derive(Debug, PartialEq, Eq, Hash)]
@@ -310,177 +312,5 @@ impl Topology {
     /// retries: the first retry waits the shortest tier; later ones stay on the longest).
     pub fn retry_tier(&self, queue: &ResolvedQueue, next_attempt: u32) -> usize {
         (next_attempt.saturating_sub(1) as usize).min(queue.retry.len().saturating_sub(1))
-    }
-
-    /// A plain-text listing for `conveyor topology`.
-    pub fn describe(&self) -> String {
-        let mut out = format!(
-            "namespace {} ({:?} queues)\nexchanges: {} (direct), {} (direct), {} (direct), {} (fanout)\n\n",
-            self.namespace,
-            self.queue_type,
-            self.work_exchange(),
-            self.delay_exchange(),
-            self.dead_letter_exchange(),
-            self.events_exchange()
-        );
-        for q in &self.queues {
-            out.push_str(&format!(
-                "{}  [group {}] prefetch {} max attempts {}: {}\n  retry: {}\n  dead letters: {}\n",
-                q.name,
-                q.spec.group,
-                q.prefetch,
-                q.max_attempts,
-                q.spec.purpose,
-                q.retry
-                    .iter()
-                    .map(|(_, n)| n.as_str())
-                    .collect::<Vec<_>>()
-                    .join(", "),
-                q.dlq
-            ));
-        }
-        for d in &self.delays {
-            out.push_str(&format!(
-                "{}  waits {} then feeds {}: {}\n",
-                d.name,
-                human(d.delay),
-                self.queue(d.spec.target).name,
-                d.spec.purpose
-            ));
-        }
-        out
-    }
-
-    /// A Mermaid flowchart of exchanges, queues and dead-letter paths.
-    pub fn mermaid(&self) -> String {
-        let id = |s: &str| s.replace(['.', '-'], "_");
-        let work = self.work_exchange();
-        let delay = self.delay_exchange();
-        let dlx = self.dead_letter_exchange();
-        let mut out = String::from("flowchart LR\n");
-        out.push_str(&format!(
-            "  {}{{{{{work}}}}}\n  {}{{{{{delay}}}}}\n  {}{{{{{dlx}}}}}\n",
-            id(&work),
-            id(&delay),
-            id(&dlx)
-        ));
-        for q in &self.queues {
-            out.push_str(&format!(
-                "  {} --> {}[{}]\n",
-                id(&work),
-                id(&q.name),
-                q.name
-            ));
-            out.push_str(&format!(
-                "  {} -. reject/exhausted .-> {} --> {}[({})]\n",
-                id(&q.name),
-                id(&dlx),
-                id(&q.dlq),
-                q.dlq
-            ));
-            for (d, r) in &q.retry {
-                out.push_str(&format!(
-                    "  {} --> {}[{}] -. TTL {} .-> {}\n",
-                    id(&delay),
-                    id(r),
-                    r,
-                    human(*d),
-                    id(&q.name)
-                ));
-            }
-        }
-        for d in &self.delays {
-            let target = &self.queue(d.spec.target).name;
-            out.push_str(&format!(
-                "  {} --> {}[{}] -. TTL {} .-> {}\n",
-                id(&delay),
-                id(&d.name),
-                d.name,
-                human(d.delay),
-                id(target)
-            ));
-        }
-        out
-    }
-}
-
-/// `1500ms` → "1500ms", `5s` → "5s", `120s` → "2m", `30m` → "30m".
-pub fn human(d: Duration) -> String {
-    let ms = d.as_millis();
-    if ms.is_multiple_of(60_000) {
-        format!("{}m", ms / 60_000)
-    } else if ms.is_multiple_of(1000) {
-        format!("{}s", ms / 1000)
-    } else {
-        format!("{ms}ms")
-    }
-}
-
-#[cfg(test)]
-#[allow(clippy::unwrap_used)]
-mod tests {
-    use super::*;
-
-    const SHORT: QueueSpec = QueueSpec::new("t.short", "t", "test work").prefetch(8);
-    const EXPIRE: QueueSpec = QueueSpec::new("t.expire", "t", "test timers").prefetch(8);
-    const TIMEOUT: DelaySpec = DelaySpec {
-        key: "t.timeout",
-        delay: Duration::from_secs(30 * 60),
-        target: &EXPIRE,
-        purpose: "test delay",
-    };
-
-    fn topology() -> Topology {
-        let layers = crate::config::layered(
-            std::path::Path::new("/nonexistent"),
-            "none",
-            Vec::new(),
-            &[],
-        )
-        .unwrap();
-        let broker: BrokerSettings = layers.get("broker").unwrap();
-        Topology::new(&broker, &BTreeMap::new(), &[&SHORT, &EXPIRE], &[&TIMEOUT])
-    }
-
-    #[test]
-    fn names_derive_from_namespace() {
-        let t = topology();
-        let q = t.queue(&SHORT);
-        assert_eq!(q.name, "conveyor.t.short");
-        assert_eq!(q.dlq, "conveyor.t.short.dlq");
-        assert_eq!(q.retry[0].1, "conveyor.t.short.retry.1s");
-        assert_eq!(q.retry[3].1, "conveyor.t.short.retry.2m");
-        assert_eq!(t.delay(&TIMEOUT).name, "conveyor.delay.t.timeout.30m");
-    }
-
-    #[test]
-    fn retry_tiers_grow_then_stay_on_the_longest() {
-        let t = topology();
-        let q = t.queue(&SHORT);
-        assert_eq!(t.retry_tier(&q, 1), 0);
-        assert_eq!(t.retry_tier(&q, 2), 1);
-        assert_eq!(t.retry_tier(&q, 99), q.retry.len() - 1);
-    }
-
-    #[test]
-    fn targets_round_trip_through_their_keys() {
-        let t = topology();
-        for q in [&SHORT, &EXPIRE] {
-            assert_eq!(t.target(&Target::Queue(q).key()), Some(Target::Queue(q)));
-        }
-        let d = Target::Delay(&TIMEOUT);
-        assert_eq!(t.target(&d.key()), Some(d));
-        assert_eq!(t.target("nope"), None);
-        assert_eq!(t.groups(), vec!["t"]);
-    }
-
-    #[test]
-    fn mermaid_names_every_queue() {
-        let t = topology();
-        let m = t.mermaid();
-        for q in &t.queues {
-            assert!(m.contains(&q.dlq));
-        }
-        assert!(m.contains("conveyor.delay.t.timeout.30m"));
     }
 }

@@ -1,0 +1,208 @@
+//! What one connection follows: live events offered and framed, client commands,
+//! subscriptions opened with their snapshot or the stored events after a sequence number.
+
+use std::sync::Arc;
+
+use axum::extract::ws::Message;
+
+use super::Connection;
+use crate::live::Shared;
+use crate::live::follow::{Follow, FollowError, Opening};
+use crate::live::frames::{About, ClientCommand, ServerFrame};
+
+impl Connection {
+    /// Keeps a live event if this connection wants it (latest per thing wins).
+    pub(super) fn offer(&mut self, shared: Arc<Shared>) {
+        let ev = &shared.event;
+        let wanted = match self.subs.get(&ev.id) {
+            Some(f) => ev.seq > f.last && ev.stream == f.stream,
+            None => self.all && ev.owner == self.user.id,
+        };
+        if wanted {
+            self.pending.insert(shared);
+        }
+    }
+
+    /// The fan-out ran ahead of this connection: re-read the latest stored event of
+    /// every followed thing instead.
+    pub(super) async fn resync(&mut self) {
+        for f in self.subs.values() {
+            if let Ok(mut evs) = f.missed(&self.state.core.db).await
+                && let Some(e) = evs.pop()
+            {
+                self.pending.insert(Shared::new(e));
+            }
+        }
+    }
+
+    /// Appends the frames for one event, updating the subscription it belongs to.
+    pub(super) fn frames_for(&mut self, shared: &Shared, frames: &mut Vec<Message>) {
+        let ev = &shared.event;
+        match self.subs.get_mut(&ev.id) {
+            Some(f) => {
+                if !f.accept(ev) {
+                    return;
+                }
+            }
+            // A thing seen through the `all` subscription: followed from now on, within
+            // the subscription limit.
+            None => {
+                if !ev.terminal
+                    && self.subs.len() < self.state.settings.max_subscriptions
+                    && let Some(source) = self.state.sources.get(&ev.stream)
+                {
+                    self.subs
+                        .insert(ev.id.clone(), Follow::from_event(source.clone(), ev));
+                }
+            }
+        }
+        frames.push(Message::Text(shared.frame.clone()));
+        if ev.terminal {
+            self.subs.remove(&ev.id);
+            let about = About {
+                stream: &ev.stream,
+                id: &ev.id,
+            };
+            frames.push(
+                ServerFrame::Unsubscribed {
+                    about,
+                    reason: "terminal",
+                }
+                .message(),
+            );
+        }
+    }
+
+    pub(super) async fn command(&mut self, text: &str) -> Vec<Message> {
+        let command = match ClientCommand::parse(text) {
+            Ok(c) => c,
+            Err(why) => return vec![error_frame("invalid_command", why, None)],
+        };
+        match command {
+            ClientCommand::SubscribeAll => {
+                self.all = true;
+                vec![ServerFrame::SubscribedAll.message()]
+            }
+            ClientCommand::Subscribe {
+                stream,
+                id,
+                after_seq,
+            } => self.subscribe(stream, id, after_seq).await,
+            ClientCommand::Unsubscribe { stream, id } => {
+                self.subs.remove(&id);
+                self.pending.remove(&id);
+                let about = About {
+                    stream: &stream,
+                    id: &id,
+                };
+                vec![
+                    ServerFrame::Unsubscribed {
+                        about,
+                        reason: "requested",
+                    }
+                    .message(),
+                ]
+            }
+            ClientCommand::UnsubscribeAll => {
+                self.all = false;
+                vec![ServerFrame::UnsubscribedAll.message()]
+            }
+        }
+    }
+
+    async fn subscribe(
+        &mut self,
+        stream: String,
+        id: String,
+        after_seq: Option<i64>,
+    ) -> Vec<Message> {
+        let of = Some(About {
+            stream: &stream,
+            id: &id,
+        });
+        if !self.subs.contains_key(&id) && self.subs.len() >= self.state.settings.max_subscriptions
+        {
+            return vec![error_frame(
+                "too_many_subscriptions",
+                "unsubscribe from something first".into(),
+                of,
+            )];
+        }
+        let Some(source) = self.state.sources.get(&stream).cloned() else {
+            let kinds = self.state.sources.kinds().join(", ");
+            return vec![error_frame(
+                "unknown_stream",
+                format!("streams: {kinds}"),
+                of,
+            )];
+        };
+        let db = self.state.core.db.clone();
+        let (follow, opening, over) =
+            match Follow::start(source, &db, &self.user, &id, after_seq).await {
+                Ok(started) => started,
+                Err(FollowError::NotFound) => {
+                    return vec![error_frame("not_found", format!("{stream} not found"), of)];
+                }
+                Err(FollowError::Store(e)) => {
+                    tracing::warn!(error = %e, "subscription lookup failed");
+                    return vec![error_frame("unavailable", "try again".into(), of)];
+                }
+            };
+        let mut frames = Vec::new();
+        match opening {
+            Opening::Snapshot(s) => {
+                let about = About {
+                    stream: &stream,
+                    id: &id,
+                };
+                let view = s.view;
+                frames.push(
+                    ServerFrame::Snapshot {
+                        about,
+                        seq: s.seq,
+                        view,
+                    }
+                    .message(),
+                );
+            }
+            Opening::Events(evs) => {
+                frames.extend(
+                    evs.iter()
+                        .map(|e| Message::Text(e.frame_json().to_string().into())),
+                );
+            }
+        }
+        // Events that arrived while the store was read are at or below the follow's
+        // last sequence number: dropped.
+        self.pending.remove(&id);
+        if over {
+            let about = About {
+                stream: &stream,
+                id: &id,
+            };
+            frames.push(
+                ServerFrame::Unsubscribed {
+                    about,
+                    reason: "terminal",
+                }
+                .message(),
+            );
+        } else {
+            self.subs.insert(id, follow);
+        }
+        frames
+    }
+}
+
+pub(super) fn error_frame(
+    code: &'static str,
+    message: String,
+    about: Option<About<'_>>,
+) -> Message {
+    ServerFrame::Error {
+        code,
+        message,
+        about,
+    }
+    .message()
+}
