@@ -13,6 +13,7 @@
 //! the platform grows is a field here with its default, and no domain changes.
 
 pub mod ai_tasks;
+pub mod canary;
 pub mod flash_sale;
 pub mod payments;
 pub mod search_sync;
@@ -220,6 +221,7 @@ pub const ALL: &[&Domain] = &[
     &flash_sale::DOMAIN,
     &payments::DOMAIN,
     &search_sync::DOMAIN,
+    &canary::DOMAIN,
 ];
 
 /// No routes, so no OpenAPI entries.

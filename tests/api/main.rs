@@ -8,6 +8,7 @@ mod ai_tasks;
 mod architecture;
 mod batches;
 mod browser;
+mod canary;
 mod cli;
 mod concurrency;
 mod dead_letters;
