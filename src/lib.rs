@@ -8,7 +8,10 @@
 //!
 //! # Layout
 //!
-//! - [`config`]: layered settings (built-in `config/base.toml`, overlay, `CONVEYOR__*` env).
+//! - [`config`]: loading, layering (built-in `config/base.toml`, overlay, `CONVEYOR__*`
+//!   env) and masking; the section types live with the modules that read them.
+//! - [`settings`]: [`settings::Settings`], the platform's sections and the domains'
+//!   checked together at start-up.
 //! - [`telemetry`]: logging, the Prometheus recorder, gauges sampled at each scrape, the
 //!   report each process sends the ops board.
 //! - [`tally`]: per-queue totals (processed, dead-lettered, published) and consumers of
@@ -20,6 +23,8 @@
 //!   (the only place queue names live) and the RabbitMQ and embedded implementations.
 //! - [`dedupe`]: the claim/complete/release store (Redis or in-process).
 //! - [`outbox`]: writes messages inside the caller's transaction; the relay publishes them.
+//! - [`bus`]: the typed cluster bus over the broker's fan-out ([`bus::Topic`]: live
+//!   events, key notices, process reports, each on a topic of its own).
 //! - [`consumer`]: the consume loop, `process_one` and `process_batch` (single-message and
 //!   batch handlers: admission, handler, settlement), the processed-message fence.
 //! - [`dead_letters`]: dead letters recorded for operators; replay and discard (audited, paced), admin API.
@@ -32,7 +37,9 @@
 //!   with its embedded index (tantivy, with a CJK bigram tokenizer) and Elasticsearch
 //!   adapter.
 //! - [`platform`]: [`platform::Platform`], the connected backends of one process (no domain).
-//! - [`housekeeping`]: hourly trimming of idempotency keys and published outbox rows.
+//! - [`housekeeping`]: hourly trimming of the tables whose owners declare a
+//!   [`housekeeping::Retention`] (idempotency keys, published outbox rows, fences, the
+//!   domains' own).
 //! - [`api`]: the HTTP kit: core state, layers, extractors, pagination, idempotent POSTs,
 //!   health endpoints, the base of the OpenAPI document. Knows no route module above it.
 //! - [`account`]: the caller's own account (`GET /v1/me`, `GET /v1/me/ledger`).
@@ -43,10 +50,12 @@
 //!   `/ops` and its admin API.
 //! - [`domains`]: business flows, each a folder with its queues, messages, routes,
 //!   handlers, jobs, store and streams, and the registry [`domains::ALL`]: AI tasks,
-//!   flash-sale orders, payments, search sync (materials and their index).
+//!   flash-sale orders, payments, search sync (materials and their index), the canary
+//!   (a synthetic round trip).
 //! - [`error`]: `ApiError`, the JSON error answer of every route.
-//! - [`app`]: the composition root, the only module that names every domain: topology,
-//!   workers, the router and the OpenAPI document, the `Application` (the server).
+//! - [`app`]: the composition root, the only module that reads the registry: what it
+//!   declares ([`app::topology`], sections, limits, retention), the workers a process
+//!   runs, the router and the OpenAPI document, the `Application` (the server).
 //! - [`cli`]: the `conveyor` command line.
 //! - [`client`]: the CLI's API client (submit, watch with a progress bar).
 
