@@ -44,7 +44,8 @@ async fn a_running_consumer_follows_a_concurrency_change(backend: Backend) {
             .await
             .unwrap();
     }
-    // Two at a time, 50 ms each: about 40 a second.
+    // Two at a time, 50 ms each: about 40 a second. A fixed wait: what is measured is a
+    // rate over time, so the consumer must have run a while first.
     tokio::time::sleep(Duration::from_millis(300)).await;
     let slow = rate(&rec, Duration::from_secs(1)).await;
     assert!(slow <= 60, "prefetch 2 finished {slow} in a second");

@@ -263,8 +263,15 @@ async fn alerts_fire_once_to_a_webhook_and_resolve_when_the_backlog_drains() {
             "{fired}"
         );
     }
-    // Still firing a few samples later: notified once, not once per sample.
-    tokio::time::sleep(Duration::from_millis(800)).await;
+    // Still firing three samples later: notified once, not once per sample.
+    let seen = Mutex::new(std::collections::HashSet::new());
+    wait_until(Duration::from_secs(20), "three more samples", || async {
+        let at = app.get_json(&admin, "/v1/admin/ops").await["at"].to_string();
+        let mut seen = seen.lock().unwrap();
+        seen.insert(at);
+        seen.len() > 3
+    })
+    .await;
     assert_eq!(notices(&got, "backlog", "firing"), 1);
 
     app.start_consumers();

@@ -184,6 +184,8 @@ async fn consumers_resume_after_the_connection_drops() {
     publish_and_see_it_handled(platform.broker.as_ref(), &rec, "the first effect").await;
 
     proxy.down();
+    // The outage's length is the test's input: long enough for both connections to see
+    // it, not a wait for a condition.
     tokio::time::sleep(Duration::from_millis(500)).await;
     proxy.up();
 

@@ -399,7 +399,8 @@ async fn an_outage_of_the_engine_backs_up_and_drains_with_nothing_lost() {
     )
     .await;
     // Let batches cycle through the retry tiers for a while (what the drain below and
-    // its no-dead-letter check are about).
+    // its no-dead-letter check are about): the outage's length is the test's input,
+    // not a wait for a condition.
     tokio::time::sleep(Duration::from_secs(2)).await;
 
     proxy.up();

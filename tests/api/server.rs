@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 use tokio::net::TcpStream;
 
-use crate::helpers::{Backend, TestEnv, done, spawn_app};
+use crate::helpers::{Backend, TestEnv, done, spawn_app, wait_until};
 
 /// Reads until the server closes the connection (or `limit` passes): what it sent, and
 /// how long it took to close.
@@ -94,11 +94,18 @@ async fn connections_over_the_cap_are_closed_at_accept() {
     // first one is not back in its pool yet, and that must not be the one refused.
     drop(held.pop());
     drop(held.pop());
-    // The server sees the closes on its next read; no request can observe that sooner.
-    tokio::time::sleep(Duration::from_millis(300)).await;
-    let r = app.client.get(app.url("/healthz")).send().await.unwrap();
-    assert_eq!(r.status(), 200, "a freed slot serves again");
-    r.text().await.unwrap();
+    // The server sees the closes on its next read; until then a connection is refused.
+    wait_until(
+        Duration::from_secs(5),
+        "a freed slot to serve again",
+        || async {
+            match app.client.get(app.url("/healthz")).send().await {
+                Ok(r) => r.status() == 200 && r.text().await.is_ok(),
+                Err(_) => false,
+            }
+        },
+    )
+    .await;
     let text = app.metrics(None).await;
     assert!(
         text.lines().any(|l| l.starts_with("conveyor_http_connections_refused_total")
@@ -173,14 +180,18 @@ async fn websockets_count_against_the_connection_cap() {
     );
     // Closing a socket gives its slot back.
     drop(sockets.pop());
-    tokio::time::sleep(Duration::from_millis(300)).await;
-    let mut fifth = TcpStream::connect(app.addr).await.unwrap();
-    fifth
-        .write_all(b"GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
-        .await
-        .unwrap();
-    let (answer, _) = until_closed(&mut fifth, Duration::from_secs(3)).await;
-    assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+    wait_until(Duration::from_secs(5), "the slot back", || async {
+        let Ok(mut fifth) = TcpStream::connect(app.addr).await else {
+            return false;
+        };
+        let request = b"GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
+        if fifth.write_all(request).await.is_err() {
+            return false;
+        }
+        let (answer, _) = until_closed(&mut fifth, Duration::from_secs(3)).await;
+        answer.starts_with("HTTP/1.1 200")
+    })
+    .await;
     drop(sockets);
     done(env, app).await;
 }
