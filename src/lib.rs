@@ -40,8 +40,10 @@
 //! - [`housekeeping`]: hourly trimming of the tables whose owners declare a
 //!   [`housekeeping::Retention`] (idempotency keys, published outbox rows, fences, the
 //!   domains' own).
-//! - [`api`]: the HTTP kit: core state, layers, extractors, pagination, idempotent POSTs,
-//!   health endpoints, the base of the OpenAPI document. Knows no route module above it.
+//! - [`idempotency`]: idempotent POSTs: the `Idempotency-Key` header, the answer stored
+//!   with the effect in one transaction, replayed (or 422) on a repeat.
+//! - [`api`]: the HTTP kit: core state, layers, extractors, pagination, health
+//!   endpoints, the base of the OpenAPI document. Knows no route module above it.
 //! - [`account`]: the caller's own account (`GET /v1/me`, `GET /v1/me/ledger`).
 //! - [`live`]: live streams of any kind (a domain's [`live::Source`]) fanned out to
 //!   WebSocket and SSE subscribers, WebSocket tickets.
@@ -74,6 +76,7 @@ pub mod dedupe;
 pub mod domains;
 pub mod error;
 pub mod housekeeping;
+pub mod idempotency;
 pub mod limits;
 pub mod live;
 pub mod ops;

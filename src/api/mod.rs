@@ -10,7 +10,6 @@ pub mod auth;
 pub mod auth_failures;
 pub mod headers;
 pub mod health;
-pub mod idempotency;
 pub mod json;
 pub mod openapi;
 pub mod page;

@@ -80,7 +80,7 @@ pub async fn install(
 /// The housekeeping rules of this build: the platform's tables and the domains'.
 pub fn retention(settings: &Settings, domains: &[&'static Domain]) -> Vec<Retention> {
     [
-        crate::api::idempotency::RETENTION,
+        crate::idempotency::RETENTION,
         crate::outbox::RETENTION,
         live::tickets::RETENTION,
     ]

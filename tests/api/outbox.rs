@@ -185,7 +185,7 @@ async fn housekeeping_trims_only_old_rows(backend: Backend) {
     let mut old: entity::ActiveModel = rows[0].clone().into();
     old.published_at = Set(Some(chrono::Utc::now() - chrono::Duration::days(8)));
     old.update(&platform.db).await.unwrap();
-    let key = |k: &str, age: chrono::Duration| conveyor::api::idempotency::entity::ActiveModel {
+    let key = |k: &str, age: chrono::Duration| conveyor::idempotency::entity::ActiveModel {
         user_id: Set("u1".into()),
         key: Set(k.into()),
         request_hash: Set("h".into()),
@@ -261,7 +261,7 @@ async fn housekeeping_trims_only_old_rows(backend: Backend) {
     assert_eq!(fence.len(), 1);
     assert_eq!(fence[0].message_id, "fenced-yesterday");
     assert_eq!(entity::Entity::find().count(&platform.db).await.unwrap(), 2);
-    let left = conveyor::api::idempotency::entity::Entity::find()
+    let left = conveyor::idempotency::entity::Entity::find()
         .all(&platform.db)
         .await
         .unwrap();

@@ -16,11 +16,11 @@ use super::messages::publish_events;
 use super::store::{self, NewTask, StoreError, Task};
 use super::submitter::{Submitter, announce};
 pub use super::view::TaskView;
-use crate::api::idempotency::{self, IdempotencyKey, Once};
 use crate::api::openapi::ErrorBody;
 use crate::api::{ApiJson, ApiQuery, AuthUser, Core};
 use crate::domains::ai_tasks::settings::AiSettings;
 use crate::error::ApiError;
+use crate::idempotency::{self, IdempotencyKey, Once};
 
 /// The task routes' state.
 #[derive(Clone, FromRef)]

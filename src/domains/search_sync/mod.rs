@@ -23,6 +23,7 @@ pub mod reindex;
 pub mod routes;
 pub mod settings;
 pub mod store;
+pub mod view;
 
 use std::sync::Arc;
 

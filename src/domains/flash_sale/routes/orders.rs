@@ -8,7 +8,6 @@ use serde::Deserialize;
 use utoipa::IntoParams;
 
 use super::FlashSales;
-use crate::api::idempotency::IdempotencyKey;
 use crate::api::openapi::ErrorBody;
 use crate::api::{ApiQuery, AuthUser, Page};
 use crate::domains::flash_sale::OrderStatus;
@@ -17,6 +16,7 @@ use crate::domains::flash_sale::limits;
 use crate::domains::flash_sale::store;
 use crate::domains::flash_sale::view::{Accepted, OrderView};
 use crate::error::ApiError;
+use crate::idempotency::IdempotencyKey;
 
 /// `POST /v1/flash-sales/{id}/orders`: take one unit and queue the order.
 #[utoipa::path(post, path = "/v1/flash-sales/{id}/orders", tag = "flash sales", security(("api_key" = [])),
