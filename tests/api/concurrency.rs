@@ -4,9 +4,9 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use crate::helpers::WORK;
 use conveyor::broker::settings::QueueOverride;
 use conveyor::broker::{Envelope, Target};
-use conveyor::domains::ai_tasks::queues::AI_SHORT;
 use serde_json::json;
 
 use crate::helpers::{Backend, Recorder, TestEnv, start_consumer, wait_until};
@@ -26,7 +26,7 @@ async fn a_running_consumer_follows_a_concurrency_change(backend: Backend) {
     };
     env.settings.consumer.settings_poll_ms = 100;
     env.settings.queues.insert(
-        "ai.short".into(),
+        "core.work".into(),
         QueueOverride {
             prefetch: Some(2),
             ..Default::default()
@@ -40,7 +40,7 @@ async fn a_running_consumer_follows_a_concurrency_change(backend: Backend) {
         let msg = Envelope::new("test.work", json!({ "sleep_ms": 50, "n": i }));
         platform
             .broker
-            .publish(Target::Queue(&AI_SHORT), &msg)
+            .publish(Target::Queue(&WORK), &msg)
             .await
             .unwrap();
     }
@@ -51,11 +51,11 @@ async fn a_running_consumer_follows_a_concurrency_change(backend: Backend) {
     assert!(slow <= 60, "prefetch 2 finished {slow} in a second");
 
     let started = Instant::now();
-    conveyor::consumer::concurrency::set(&platform.db, "ai.short", 20, "test:ops")
+    conveyor::consumer::concurrency::set(&platform.db, "core.work", 20, "test:ops")
         .await
         .unwrap();
     wait_until(Duration::from_secs(5), "the consumer to follow", || async {
-        platform.tally.consumed() == [("ai.short", 20)]
+        platform.tally.consumed() == [("core.work", 20)]
     })
     .await;
     let followed = started.elapsed();
@@ -66,13 +66,13 @@ async fn a_running_consumer_follows_a_concurrency_change(backend: Backend) {
     );
     eprintln!("concurrency 2 -> 20 followed in {followed:?}: {slow}/s -> {fast}/s");
     // And down again, mid-stream (on RabbitMQ another consumer swap).
-    conveyor::consumer::concurrency::set(&platform.db, "ai.short", 4, "test:ops")
+    conveyor::consumer::concurrency::set(&platform.db, "core.work", 4, "test:ops")
         .await
         .unwrap();
     wait_until(
         Duration::from_secs(5),
         "the consumer to follow down",
-        || async { platform.tally.consumed() == [("ai.short", 4)] },
+        || async { platform.tally.consumed() == [("core.work", 4)] },
     )
     .await;
 

@@ -5,9 +5,9 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
+use crate::helpers::WORK;
 use conveyor::broker::{Envelope, Outgoing, Target};
 use conveyor::dead_letters::{self, OperateError};
-use conveyor::domains::ai_tasks::queues::AI_SHORT;
 use conveyor::users::entity::ledger;
 use sea_orm::{ColumnTrait, EntityTrait, QueryFilter};
 use serde_json::{Value, json};
@@ -26,8 +26,12 @@ on_every_backend!(
     the_admin_api_lists_replays_and_discards,
 );
 
-async fn dead(platform: &conveyor::app::Platform, status: &str) -> Vec<dead_letters::DeadLetter> {
-    dead_letters::list(&platform.db, Some("ai.short"), 10)
+async fn dead(
+    platform: &conveyor::app::Platform,
+    queue: &str,
+    status: &str,
+) -> Vec<dead_letters::DeadLetter> {
+    dead_letters::list(&platform.db, Some(queue), 10)
         .await
         .unwrap()
         .into_iter()
@@ -35,7 +39,7 @@ async fn dead(platform: &conveyor::app::Platform, status: &str) -> Vec<dead_lett
         .collect()
 }
 
-/// A consumer of ai.short whose dependency is broken, and a message it dead-lettered.
+/// A consumer of core.work whose dependency is broken, and a message it dead-lettered.
 async fn dead_while_broken(
     platform: &conveyor::app::Platform,
 ) -> (
@@ -50,11 +54,11 @@ async fn dead_while_broken(
     let msg = Envelope::new("test.work", json!({ "fail_while_broken": true }));
     platform
         .broker
-        .publish(Target::Queue(&AI_SHORT), &msg)
+        .publish(Target::Queue(&WORK), &msg)
         .await
         .unwrap();
     wait_until(WAIT, "the dead letter", || async {
-        dead(platform, "dead").await.len() == 1
+        dead(platform, "core.work", "dead").await.len() == 1
     })
     .await;
     (rec, token, consumer, msg)
@@ -72,7 +76,7 @@ async fn a_replay_goes_back_to_its_queue_once_and_reopens_if_it_dies_again(backe
     let platform = env.platform().await;
     let max = platform.settings.broker.max_payload_bytes;
     let (rec, token, consumer, msg) = dead_while_broken(&platform).await;
-    let letter = dead(&platform, "dead").await.remove(0);
+    let letter = dead(&platform, "core.work", "dead").await.remove(0);
     assert_eq!(letter.message_id, msg.id);
 
     // Replayed while the dependency is still broken: it dies again, and the same
@@ -88,12 +92,16 @@ async fn a_replay_goes_back_to_its_queue_once_and_reopens_if_it_dies_again(backe
     .unwrap();
     assert!(!first.already);
     assert_eq!(first.dead_letter.status, "replayed");
-    assert_eq!(relay(&platform).await, 1, "one message back to ai.short");
+    assert_eq!(relay(&platform).await, 1, "one message back to core.work");
     wait_until(WAIT, "the replayed message to die again", || async {
-        rec.calls() == 2 && dead(&platform, "dead").await.len() == 1
+        rec.calls() == 2 && dead(&platform, "core.work", "dead").await.len() == 1
     })
     .await;
-    assert_eq!(dead(&platform, "dead").await[0].id, letter.id, "same row");
+    assert_eq!(
+        dead(&platform, "core.work", "dead").await[0].id,
+        letter.id,
+        "same row"
+    );
 
     // Fixed: the replay takes effect, once.
     rec.broken.store(false, Ordering::SeqCst);
@@ -144,7 +152,7 @@ async fn a_replay_goes_back_to_its_queue_once_and_reopens_if_it_dies_again(backe
         .collect();
     assert_eq!(trail, [("replay", "test:ops"), ("replay", "test:ops")]);
     // Settled: a second effect of the replay would show now.
-    crate::helpers::drain(&platform, &AI_SHORT).await;
+    crate::helpers::drain(&platform, &WORK).await;
     assert_eq!(rec.effects_of(&msg.id), 1, "one effect");
 
     token.cancel();
@@ -160,16 +168,16 @@ async fn malformed_dead_letters_are_discarded_not_replayed(backend: Backend) {
     let rec = Arc::new(Recorder::default());
     let (token, consumer) = start_consumer(&platform, &rec);
     let raw = Outgoing {
-        target: Target::Queue(&AI_SHORT),
+        target: Target::Queue(&WORK),
         message_id: "raw".into(),
         body: b"{not an envelope".to_vec(),
     };
     platform.broker.publish_batch(&[raw]).await.unwrap();
     wait_until(WAIT, "the dead letter", || async {
-        dead(&platform, "dead").await.len() == 1
+        dead(&platform, "core.work", "dead").await.len() == 1
     })
     .await;
-    let id = dead(&platform, "dead").await[0].id;
+    let id = dead(&platform, "core.work", "dead").await[0].id;
 
     let replay = dead_letters::replay(
         &platform.db,
@@ -238,7 +246,7 @@ async fn the_admin_api_lists_replays_and_discards(backend: Backend) {
         .to_owned();
     tasks::wait_status(&app, &key, &task_id, "FAILED").await;
     wait_until(WAIT, "the dead letter", || async {
-        dead(&app.platform, "dead").await.len() == 1
+        dead(&app.platform, "ai.short", "dead").await.len() == 1
     })
     .await;
     let get = |path: String, key: String| {
@@ -379,8 +387,8 @@ impl conveyor::consumer::Handler for Refuses {
 /// dead-lettered (already recorded, not recorded twice) and records first what the broker
 /// dead-lettered on its own (here a foreign consumer's reject on RabbitMQ).
 async fn the_keeper_drains_dead_letter_queues_into_the_table(backend: crate::helpers::Backend) {
+    use crate::helpers::WORK;
     use conveyor::broker::{Envelope, Target};
-    use conveyor::domains::ai_tasks::queues::AI_SHORT;
     let Some(env) = crate::helpers::TestEnv::new(backend, "dlq_keeper").await else {
         return;
     };
@@ -389,10 +397,10 @@ async fn the_keeper_drains_dead_letter_queues_into_the_table(backend: crate::hel
     let ours = Envelope::new("test.work", serde_json::json!({}));
     platform
         .broker
-        .publish(Target::Queue(&AI_SHORT), &ours)
+        .publish(Target::Queue(&WORK), &ours)
         .await
         .unwrap();
-    let mut sub = platform.broker.subscribe(&AI_SHORT).await.unwrap();
+    let mut sub = platform.broker.subscribe(&WORK).await.unwrap();
     let d = tokio::time::timeout(Duration::from_secs(20), sub.next())
         .await
         .unwrap()
@@ -402,7 +410,7 @@ async fn the_keeper_drains_dead_letter_queues_into_the_table(backend: crate::hel
         conveyor::consumer::Outcome::DeadLettered(conveyor::broker::DeadReason::Permanent)
     );
     sub.cancel().await;
-    let resolved = platform.broker.topology().queue(&AI_SHORT);
+    let resolved = platform.broker.topology().queue(&WORK);
     let mut expected = 1;
     let foreign = Envelope::new("test.work", serde_json::json!({ "foreign": true }));
     if backend.is_real() {
@@ -410,7 +418,7 @@ async fn the_keeper_drains_dead_letter_queues_into_the_table(backend: crate::hel
         // dead-letters it by itself (x-death reason "rejected").
         platform
             .broker
-            .publish(Target::Queue(&AI_SHORT), &foreign)
+            .publish(Target::Queue(&WORK), &foreign)
             .await
             .unwrap();
         let conn = lapin::Connection::connect(
@@ -446,7 +454,7 @@ async fn the_keeper_drains_dead_letter_queues_into_the_table(backend: crate::hel
     })
     .await;
     let drained =
-        conveyor::dead_letters::keeper::drain(&platform.db, platform.broker.as_ref(), &AI_SHORT)
+        conveyor::dead_letters::keeper::drain(&platform.db, platform.broker.as_ref(), &WORK)
             .await
             .unwrap();
     assert_eq!(drained as u64, expected);
@@ -454,7 +462,7 @@ async fn the_keeper_drains_dead_letter_queues_into_the_table(backend: crate::hel
         platform.broker.depth(&resolved.dlq).await.unwrap() == 0
     })
     .await;
-    let rows = dead_letters::list(&platform.db, Some("ai.short"), 10)
+    let rows = dead_letters::list(&platform.db, Some("core.work"), 10)
         .await
         .unwrap();
     assert_eq!(rows.len() as u64, expected, "{rows:?}");
@@ -480,7 +488,7 @@ async fn a_letter_replayed_enough_times_and_dead_again_is_parked_as_needs_fix(ba
     let platform = env.platform().await;
     let max = platform.settings.broker.max_payload_bytes;
     let (rec, token, consumer, msg) = dead_while_broken(&platform).await;
-    let id = dead(&platform, "dead").await[0].id;
+    let id = dead(&platform, "core.work", "dead").await[0].id;
     // Replayed once and dead again: still `dead`; twice: parked.
     for (round, expect) in [(1, "dead"), (2, "needs_fix")] {
         dead_letters::replay(
@@ -494,10 +502,14 @@ async fn a_letter_replayed_enough_times_and_dead_again_is_parked_as_needs_fix(ba
         .unwrap();
         assert_eq!(relay(&platform).await, 1);
         wait_until(WAIT, "the replay to die again", || async {
-            rec.calls() == round + 1 && dead(&platform, expect).await.len() == 1
+            rec.calls() == round + 1 && dead(&platform, "core.work", expect).await.len() == 1
         })
         .await;
-        assert_eq!(dead(&platform, expect).await[0].id, id, "same row");
+        assert_eq!(
+            dead(&platform, "core.work", expect).await[0].id,
+            id,
+            "same row"
+        );
     }
     // Still waiting for an operator (the gauge's and the board's count), and replayable by
     // its id once fixed.

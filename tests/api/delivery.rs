@@ -4,12 +4,13 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use crate::helpers::WORK;
 use conveyor::broker::{BrokerError, Envelope, Outgoing, Target, Topology};
 use conveyor::consumer::{
     self, BatchHandler, Context, HandlerError, Outcome, process_batch, process_one,
 };
 use conveyor::dead_letters;
-use conveyor::domains::ai_tasks::queues::{AI_LONG, AI_SHORT};
+use conveyor::domains::ai_tasks::queues::AI_LONG;
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
@@ -40,14 +41,14 @@ async fn publish(platform: &conveyor::app::Platform, payload: serde_json::Value)
     let env = Envelope::new("test.work", payload);
     platform
         .broker
-        .publish(Target::Queue(&AI_SHORT), &env)
+        .publish(Target::Queue(&WORK), &env)
         .await
         .expect("publish");
     env
 }
 
 async fn dlq_depth(platform: &conveyor::app::Platform) -> u64 {
-    let dlq = platform.broker.topology().queue(&AI_SHORT).dlq;
+    let dlq = platform.broker.topology().queue(&WORK).dlq;
     platform.broker.depth(&dlq).await.expect("dlq depth")
 }
 
@@ -66,7 +67,7 @@ async fn publishes_consumes_and_acks(backend: Backend) {
     for id in &ids {
         assert_eq!(rec.effects_of(id), 1);
     }
-    let work = platform.broker.topology().queue(&AI_SHORT).name;
+    let work = platform.broker.topology().queue(&WORK).name;
     wait_until(WAIT, "empty work queue", || async {
         platform.broker.depth(&work).await.unwrap() == 0
     })
@@ -99,7 +100,7 @@ async fn transient_failure_is_retried_after_its_tier_delay(backend: Backend) {
     assert_eq!(rec.calls(), 3);
     assert_eq!(rec.attempts.lock().unwrap()[&msg.id], 2);
     // Settled: a duplicate delivery would have been handled by now.
-    crate::helpers::drain(&platform, &AI_SHORT).await;
+    crate::helpers::drain(&platform, &WORK).await;
     assert_eq!(rec.effects_of(&msg.id), 1, "no duplicate after success");
     token.cancel();
     consumer.await.unwrap().unwrap();
@@ -110,7 +111,7 @@ async fn exhausted_attempts_dead_letter_with_history(backend: Backend) {
     let Some(env) = TestEnv::new(backend, "exhausted_attempts_dead_letter").await else {
         return;
     };
-    let env = env.with_max_attempts("ai.short", 3);
+    let env = env.with_max_attempts("core.work", 3);
     let platform = env.platform().await;
     let rec = Arc::new(Recorder::default());
     let (token, consumer) = start_consumer(&platform, &rec);
@@ -119,7 +120,7 @@ async fn exhausted_attempts_dead_letter_with_history(backend: Backend) {
         dlq_depth(&platform).await == 1
     })
     .await;
-    let dead = dead_letters::list(&platform.db, Some("ai.short"), 10)
+    let dead = dead_letters::list(&platform.db, Some("core.work"), 10)
         .await
         .unwrap();
     assert_eq!(dead.len(), 1);
@@ -145,7 +146,7 @@ async fn malformed_message_goes_straight_to_the_dlq(backend: Backend) {
     let rec = Arc::new(Recorder::default());
     let (token, consumer) = start_consumer(&platform, &rec);
     let raw = Outgoing {
-        target: Target::Queue(&AI_SHORT),
+        target: Target::Queue(&WORK),
         message_id: "raw".into(),
         body: b"{not an envelope".to_vec(),
     };
@@ -154,7 +155,7 @@ async fn malformed_message_goes_straight_to_the_dlq(backend: Backend) {
         dlq_depth(&platform).await == 1
     })
     .await;
-    let dead = dead_letters::list(&platform.db, Some("ai.short"), 10)
+    let dead = dead_letters::list(&platform.db, Some("core.work"), 10)
         .await
         .unwrap();
     assert_eq!(dead.len(), 1);
@@ -183,14 +184,14 @@ async fn permanent_error_skips_retries(backend: Backend) {
         dlq_depth(&platform).await == 1
     })
     .await;
-    let dead = dead_letters::list(&platform.db, Some("ai.short"), 10)
+    let dead = dead_letters::list(&platform.db, Some("core.work"), 10)
         .await
         .unwrap();
     assert_eq!(dead[0].message_id, msg.id);
     assert_eq!(dead[0].reason, "permanent");
     assert_eq!(dead[0].attempts, 1);
     // Settled: a retry would have been handled by now.
-    crate::helpers::drain(&platform, &AI_SHORT).await;
+    crate::helpers::drain(&platform, &WORK).await;
     assert_eq!(rec.calls(), 1, "no retry");
     token.cancel();
     consumer.await.unwrap().unwrap();
@@ -220,13 +221,13 @@ async fn unroutable_publish_is_an_error(backend: Backend) {
     let Some(env) = TestEnv::new(backend, "unroutable_publish").await else {
         return;
     };
-    // Declare only ai.short: nothing is bound for ai.long.
+    // Declare only core.work: nothing is bound for ai.long.
     let topology = Topology::declaring_only(
         &env.settings.broker,
         &env.settings.queues,
         conveyor::domains::ai_tasks::queues::QUEUES,
         &[],
-        &[&AI_SHORT],
+        &[&WORK],
     );
     let broker = conveyor::broker::connect(&env.settings.broker, topology)
         .await
@@ -239,7 +240,7 @@ async fn unroutable_publish_is_an_error(backend: Backend) {
     assert!(matches!(err, BrokerError::Unroutable { .. }), "{err:?}");
     // The routable queue still works on the same connection.
     broker
-        .publish(Target::Queue(&AI_SHORT), &Envelope::new("k", json!({})))
+        .publish(Target::Queue(&WORK), &Envelope::new("k", json!({})))
         .await
         .unwrap();
     let _ = broker.teardown().await;
@@ -253,7 +254,7 @@ async fn unsettled_message_is_redelivered_and_takes_effect_once(backend: Backend
     };
     let first = env.platform().await;
     let msg = publish(&first, json!({})).await;
-    let mut sub = first.broker.subscribe(&AI_SHORT).await.unwrap();
+    let mut sub = first.broker.subscribe(&WORK).await.unwrap();
     let delivery = tokio::time::timeout(WAIT, sub.next())
         .await
         .unwrap()
@@ -272,7 +273,7 @@ async fn unsettled_message_is_redelivered_and_takes_effect_once(backend: Backend
     })
     .await;
     // Settled: a second effect of the redelivery would show now.
-    crate::helpers::drain(&second, &AI_SHORT).await;
+    crate::helpers::drain(&second, &WORK).await;
     assert_eq!(rec.effects_of(&msg.id), 1);
     token.cancel();
     consumer.await.unwrap().unwrap();
@@ -291,11 +292,11 @@ async fn same_message_id_takes_effect_once(backend: Backend) {
     for _ in 0..2 {
         platform
             .broker
-            .publish(Target::Queue(&AI_SHORT), &msg)
+            .publish(Target::Queue(&WORK), &msg)
             .await
             .unwrap();
     }
-    let mut sub = platform.broker.subscribe(&AI_SHORT).await.unwrap();
+    let mut sub = platform.broker.subscribe(&WORK).await.unwrap();
     let d = tokio::time::timeout(WAIT, sub.next())
         .await
         .unwrap()
@@ -311,7 +312,7 @@ async fn same_message_id_takes_effect_once(backend: Backend) {
     platform.dedupe.forget(&msg.id).await.unwrap();
     platform
         .broker
-        .publish(Target::Queue(&AI_SHORT), &msg)
+        .publish(Target::Queue(&WORK), &msg)
         .await
         .unwrap();
     let d = tokio::time::timeout(WAIT, sub.next())
@@ -350,12 +351,12 @@ async fn graceful_shutdown_finishes_in_flight_work(backend: Backend) {
     for id in &ids {
         assert_eq!(rec.effects_of(id), 1, "in-flight work finished before exit");
     }
-    let work = platform.broker.topology().queue(&AI_SHORT).name;
+    let work = platform.broker.topology().queue(&WORK).name;
     // Nothing handed back: a new consumer finds no work.
     let rec2 = Arc::new(Recorder::default());
     let (token2, consumer2) = start_consumer(&platform, &rec2);
     // The new consumer has had its chance at the queue.
-    crate::helpers::drain(&platform, &AI_SHORT).await;
+    crate::helpers::drain(&platform, &WORK).await;
     assert_eq!(rec2.calls(), 0);
     assert_eq!(platform.broker.depth(&work).await.unwrap(), 0);
     token2.cancel();
@@ -396,7 +397,7 @@ async fn unfinished_work_is_handed_back_at_shutdown(backend: Backend) {
     let quick = Arc::new(FastForward(rec2.clone()));
     let consumer2 = tokio::spawn(consumer::run(
         other.consumer_deps(),
-        &AI_SHORT,
+        &WORK,
         quick,
         token2.clone(),
     ));
@@ -447,7 +448,7 @@ async fn redeclaring_the_topology_is_harmless(backend: Backend) {
         let again = env.platform().await;
         again.broker.close().await;
     }
-    let work = platform.broker.topology().queue(&AI_SHORT).name;
+    let work = platform.broker.topology().queue(&WORK).name;
     assert_eq!(
         platform.broker.depth(&work).await.unwrap(),
         1,
@@ -509,13 +510,13 @@ async fn a_batch_settles_each_message_on_its_own(backend: Backend) {
     platform
         .broker
         .publish_batch(&[Outgoing {
-            target: Target::Queue(&AI_SHORT),
+            target: Target::Queue(&WORK),
             message_id: "junk".into(),
             body: b"not an envelope".to_vec(),
         }])
         .await
         .unwrap();
-    let mut sub = platform.broker.subscribe(&AI_SHORT).await.unwrap();
+    let mut sub = platform.broker.subscribe(&WORK).await.unwrap();
     let mut batch = Vec::new();
     while batch.len() < 5 {
         batch.push(
@@ -553,7 +554,7 @@ async fn a_batch_settles_each_message_on_its_own(backend: Backend) {
     for env in [&ok1, &ok2] {
         platform
             .broker
-            .publish(Target::Queue(&AI_SHORT), env)
+            .publish(Target::Queue(&WORK), env)
             .await
             .unwrap();
     }
@@ -581,7 +582,7 @@ async fn a_batch_settles_each_message_on_its_own(backend: Backend) {
         [busy.id.clone()],
         "only the retry ran"
     );
-    let dead = dead_letters::list(&platform.db, Some("ai.short"), 10)
+    let dead = dead_letters::list(&platform.db, Some("core.work"), 10)
         .await
         .unwrap();
     assert_eq!(dead.len(), 2, "{dead:?}");
@@ -612,7 +613,7 @@ async fn a_running_handler_keeps_its_claim_and_a_dead_ones_claim_lapses(backend:
     let deps = platform.consumer_deps();
     let lease = deps.lease;
     let msg = publish(&platform, json!({})).await;
-    let mut sub = platform.broker.subscribe(&AI_SHORT).await.unwrap();
+    let mut sub = platform.broker.subscribe(&WORK).await.unwrap();
     let d = tokio::time::timeout(WAIT, sub.next())
         .await
         .unwrap()
@@ -676,7 +677,7 @@ async fn a_message_that_keeps_killing_its_consumer_is_quarantined(backend: Backe
     let platform = env.platform().await;
     let deps = platform.consumer_deps();
     let poison = publish(&platform, json!({ "poison": true })).await;
-    let mut sub = platform.broker.subscribe(&AI_SHORT).await.unwrap();
+    let mut sub = platform.broker.subscribe(&WORK).await.unwrap();
     let mut outcomes = Vec::new();
     let mut deliveries = 0;
     loop {
@@ -717,7 +718,7 @@ async fn a_message_that_keeps_killing_its_consumer_is_quarantined(backend: Backe
         .filter(|o| matches!(o, Outcome::Unsettled(_)))
         .count();
     assert_eq!(killed, 3, "three deaths, then quarantined: {outcomes:?}");
-    let dead = dead_letters::list(&platform.db, Some("ai.short"), 10)
+    let dead = dead_letters::list(&platform.db, Some("core.work"), 10)
         .await
         .unwrap();
     assert_eq!(dead.len(), 1);

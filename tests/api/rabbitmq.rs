@@ -4,9 +4,9 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::helpers::WORK;
 use conveyor::broker::Target;
 use conveyor::broker::settings::QueueType;
-use conveyor::domains::ai_tasks::queues::AI_SHORT;
 use serde_json::{Value, json};
 
 use crate::helpers::{Backend, Proxy, Recorder, TestEnv, start_consumer};
@@ -76,7 +76,7 @@ async fn declared_arguments_match_the_topology() {
         let expected = t.queues.iter().map(|q| 2 + q.retry.len()).sum::<usize>() + t.delays.len();
         assert_eq!(queues.len(), expected, "every queue declared: {queues:?}");
 
-        let work = t.queue(&AI_SHORT);
+        let work = t.queue(&WORK);
         let kind = if queue_type == QueueType::Quorum {
             "quorum"
         } else {
@@ -132,7 +132,7 @@ async fn declared_arguments_match_the_topology() {
     }
 }
 
-/// Publishes a message to ai.short (trying again every 100 ms while the publisher
+/// Publishes a message to core.work (trying again every 100 ms while the publisher
 /// reconnects; it must go out within 5 s) and waits for the consumer's one effect of it.
 /// The wait allows for a consumer that first tries a dead connection (each broker step
 /// is bounded by 10 s) and backs off; a timeout says where the message stands.
@@ -144,7 +144,7 @@ async fn publish_and_see_it_handled(
     let msg = conveyor::broker::Envelope::new("t", json!({}));
     let mut published = false;
     for _ in 0..50 {
-        if broker.publish(Target::Queue(&AI_SHORT), &msg).await.is_ok() {
+        if broker.publish(Target::Queue(&WORK), &msg).await.is_ok() {
             published = true;
             break;
         }
@@ -154,7 +154,7 @@ async fn publish_and_see_it_handled(
     let deadline = std::time::Instant::now() + Duration::from_secs(40);
     while rec.effects_of(&msg.id) != 1 {
         if std::time::Instant::now() > deadline {
-            let queue = &broker.topology().queue(&AI_SHORT).name;
+            let queue = &broker.topology().queue(&WORK).name;
             panic!(
                 "no effect within 40 s: {what}; connections on {:?}, {:?} waiting in {queue}",
                 broker.nodes().await,
@@ -225,7 +225,7 @@ async fn connections_move_to_the_next_node_when_theirs_goes() {
         .map(|p| format!("amqp://guest:guest@127.0.0.1:{}/%2f", p.port))
         .collect();
     env.settings.server.ops_token = "ops-secret-0123456789".into();
-    let app = crate::helpers::spawn_app(&env).await;
+    let app = crate::helpers::spawn_app_with(&env, &[&crate::helpers::CORE]).await;
     let broker = app.platform.broker.clone();
     let ops = Some("ops-secret-0123456789");
     let rec = Arc::new(Recorder::default());

@@ -1,7 +1,6 @@
 //! Failing and canceling: retries, exactly one refund, dead letters, cancel while
 //! running and the cancel-refund policy.
 
-
 use super::*;
 use crate::on_every_backend;
 

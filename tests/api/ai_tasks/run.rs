@@ -1,7 +1,6 @@
 //! Running: success and its consumption, every kind and pipeline steps in order, a
 //! killed consumer, terminal states, waves and bursts of results.
 
-
 use super::*;
 use crate::on_every_backend;
 

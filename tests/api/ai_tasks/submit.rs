@@ -1,7 +1,6 @@
 //! Submitting: validation, credits (402, a batch reserving what each balance covers),
 //! idempotent twins, visibility and listing.
 
-
 use super::*;
 use crate::on_every_backend;
 

@@ -105,16 +105,19 @@ impl TestEnv {
         self
     }
 
+    /// A platform declaring the queues of every domain of the build and the
+    /// delivery-core tests' queue ([`super::WORK`]).
     pub async fn platform(&self) -> Platform {
-        conveyor::app::platform(self.settings.clone())
-            .await
-            .expect("platform connects")
+        self.platform_with(&[]).await
     }
 
-    /// A platform declaring the queues of every domain of the build plus `extra`.
+    /// A platform declaring the queues of every domain of the build, the delivery-core
+    /// tests' queue and those of `extra`.
     pub async fn platform_with(&self, extra: &[&'static conveyor::domains::Domain]) -> Platform {
+        let core: &[&'static conveyor::domains::Domain] = &[&super::CORE];
         let domains: Vec<_> = conveyor::domains::ALL
             .iter()
+            .chain(core)
             .chain(extra)
             .copied()
             .collect();

@@ -7,10 +7,23 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use conveyor::app::Platform;
-use conveyor::broker::Envelope;
+use conveyor::broker::{Envelope, QueueSpec};
 use conveyor::consumer::{Context, Handler, HandlerError};
+use conveyor::domains::{Domain, Installed};
+use futures::FutureExt as _;
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
+
+/// The delivery-core tests' queue: no business handler behind it, so what a test sees is
+/// the runtime's doing (prefetch as `ai.short`'s, 5 attempts, the test tiers).
+pub const WORK: QueueSpec =
+    QueueSpec::new("core.work", "core", "the delivery-core tests' queue").prefetch(128);
+
+/// The domain that declares [`WORK`] on every test platform ([`super::TestEnv::platform`]);
+/// tests run their own consumers of it ([`start_consumer`]).
+pub static CORE: Domain = Domain::new("core", "core", &[&WORK], |_| {
+    async { Ok(Installed::default()) }.boxed()
+});
 
 /// Records what a [`TestHandler`] did.
 #[derive(Default)]
@@ -87,7 +100,7 @@ impl Handler for TestHandler {
     }
 }
 
-/// Runs a [`TestHandler`] consumer on `ai.short`; cancel the token to stop it.
+/// Runs a [`TestHandler`] consumer on [`WORK`]; cancel the token to stop it.
 pub fn start_consumer(
     platform: &Platform,
     rec: &Arc<Recorder>,
@@ -98,7 +111,7 @@ pub fn start_consumer(
     let token = CancellationToken::new();
     let handle = tokio::spawn(conveyor::consumer::run(
         platform.consumer_deps(),
-        &conveyor::domains::ai_tasks::queues::AI_SHORT,
+        &WORK,
         Arc::new(TestHandler(rec.clone())),
         token.clone(),
     ));

@@ -1,12 +1,9 @@
 //! Alipay's notify: RSA2-signed forms, granted once, forgeries refused.
 
-
 use super::*;
 use crate::on_every_backend;
 
-on_every_backend!(
-    an_alipay_notify_grants_once_and_refuses_forgeries,
-);
+on_every_backend!(an_alipay_notify_grants_once_and_refuses_forgeries,);
 
 pub(super) struct Alipay {
     pub(super) pair: aws_lc_rs::signature::RsaKeyPair,

@@ -1,7 +1,6 @@
 //! The HMAC scheme: granted once however often delivered, refusals with their reason,
 //! forgeries and amplification refused, the broker's outages ridden out.
 
-
 use super::*;
 use crate::on_every_backend;
 

@@ -1,7 +1,6 @@
 //! Payments and what they pay for: flash-sale orders, late payments for expired intents,
 //! and the ledger they leave.
 
-
 use super::*;
 use crate::on_every_backend;
 

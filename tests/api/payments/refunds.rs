@@ -1,7 +1,6 @@
 //! Memberships and refunds: renewals stack, refunds take back once (a shortfall is
 //! recorded), a refund before its payment waits for it.
 
-
 use super::*;
 use crate::on_every_backend;
 

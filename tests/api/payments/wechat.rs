@@ -1,12 +1,9 @@
 //! WeChat Pay's notifications: signed and AES-GCM sealed, granted once, forgeries refused.
 
-
 use super::*;
 use crate::on_every_backend;
 
-on_every_backend!(
-    a_wechat_notification_grants_once_and_refuses_forgeries,
-);
+on_every_backend!(a_wechat_notification_grants_once_and_refuses_forgeries,);
 
 pub(super) struct Wechat {
     pub(super) pair: aws_lc_rs::signature::RsaKeyPair,
@@ -31,7 +28,11 @@ impl Wechat {
     }
 
     /// A payment notification for `transaction` (encrypted) with its signed headers.
-    pub(super) fn notify(&self, id: &str, transaction: &Value) -> (String, [(&'static str, String); 4]) {
+    pub(super) fn notify(
+        &self,
+        id: &str,
+        transaction: &Value,
+    ) -> (String, [(&'static str, String); 4]) {
         self.notify_as(id, "TRANSACTION.SUCCESS", transaction)
     }
 
