@@ -5,6 +5,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context as _;
+use axum::Router;
 use tokio_util::sync::CancellationToken;
 
 use super::compose::Served;
@@ -93,6 +94,19 @@ impl Application {
 
     pub fn platform(&self) -> &Platform {
         &self.platform
+    }
+
+    /// The composed router alone, serving nothing and running no workers: for tests that
+    /// drive requests through it (`tower::ServiceExt::oneshot`) without a socket.
+    pub async fn into_router(self, shutdown: CancellationToken) -> anyhow::Result<Router> {
+        compose(
+            &self.platform,
+            &self.domains,
+            self.served,
+            self.hub,
+            shutdown,
+        )
+        .await
     }
 
     /// Serves until `shutdown`: in-flight requests get `server.shutdown_grace_ms`, then

@@ -1,11 +1,13 @@
 //! Submitting: validation, credits (402, a batch reserving what each balance covers),
 //! idempotent twins, visibility and listing.
 
+use axum::http::Method;
+
 use super::*;
+use crate::helpers::Direct;
 use crate::on_every_backend;
 
 on_every_backend!(
-    bad_submissions_get_clear_errors,
     insufficient_credits_is_402,
     a_batch_reserves_what_each_balance_covers,
     concurrent_identical_submissions_create_one_task,
@@ -13,11 +15,20 @@ on_every_backend!(
     listing_pages_newest_first,
 );
 
-async fn bad_submissions_get_clear_errors(backend: Backend) {
-    let Some((env, app)) = app(backend, "bad_submissions").await else {
+/// The refusal matrix, straight through the router (it depends on no backend).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bad_submissions_get_clear_errors() {
+    let Some(env) = TestEnv::new(Backend::Embedded, "bad_submissions").await else {
         return;
     };
-    let (user, key) = app.user("ada", 100).await;
+    let app = Direct::new(&env).await;
+    let (user, key) = conveyor::users::create(&app.platform.db, "ada", 100, false)
+        .await
+        .unwrap();
+    let submit = async |body: String, headers: &[(&str, &str)]| {
+        app.call(Method::POST, "/v1/tasks", Some(&key), body, headers)
+            .await
+    };
     let cases = [
         (json!({ "kind": "hologram", "prompt": "x" }), 422, "kind"),
         (json!({ "kind": "image", "prompt": "   " }), 422, "prompt"),
@@ -50,69 +61,44 @@ async fn bad_submissions_get_clear_errors(backend: Backend) {
         ),
     ];
     for (body, status, field) in cases {
-        let r = tasks::submit(&app, &key, body.clone()).await;
-        assert_eq!(r.status(), status, "{body}");
-        let err: Value = r.json().await.unwrap();
+        let (got, err) = submit(body.to_string(), &[]).await;
+        assert_eq!(got, status, "{body}");
         assert_eq!(err["error"]["field"], field, "{body} → {err}");
     }
-    let r = app
-        .client
-        .post(app.url("/v1/tasks"))
-        .bearer_auth(&key)
-        .header("content-type", "application/json")
-        .body("{not json")
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(r.status(), 400);
-    assert_eq!(
-        r.json::<Value>().await.unwrap()["error"]["code"],
-        "malformed_json"
+    let (status, err) = submit("{not json".into(), &[]).await;
+    assert_eq!(status, 400);
+    assert_eq!(err["error"]["code"], "malformed_json");
+    let huge = format!(
+        "{{\"kind\":\"image\",\"prompt\":\"{}\"}}",
+        "x".repeat(300_000)
     );
-    // A fresh client: the server closes a connection whose body it refused.
-    let r = reqwest::Client::new()
-        .post(app.url("/v1/tasks"))
-        .bearer_auth(&key)
-        .header("content-type", "application/json")
-        .body(format!(
-            "{{\"kind\":\"image\",\"prompt\":\"{}\"}}",
-            "x".repeat(300_000)
-        ))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(r.status(), 413);
-    assert_eq!(
-        r.json::<Value>().await.unwrap()["error"]["code"],
-        "payload_too_large"
-    );
-    let r = app
-        .client
-        .post(app.url("/v1/tasks"))
-        .json(&json!({ "kind": "image", "prompt": "x" }))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(r.status(), 401);
-    let r = tasks::submit(&app, &key, json!({ "kind": "image", "prompt": "x" })).await;
-    let r2 = app
-        .client
-        .post(app.url("/v1/tasks"))
-        .bearer_auth(&key)
-        .header("idempotency-key", "x".repeat(200))
-        .json(&json!({ "kind": "image", "prompt": "x" }))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(r.status(), 202);
-    assert_eq!(r2.status(), 400, "oversized Idempotency-Key");
+    let (status, err) = submit(huge, &[]).await;
+    assert_eq!(status, 413);
+    assert_eq!(err["error"]["code"], "payload_too_large");
+    let valid = json!({ "kind": "image", "prompt": "x" }).to_string();
+    let (status, _) = app
+        .call(Method::POST, "/v1/tasks", None, valid.clone(), &[])
+        .await;
+    assert_eq!(status, 401);
+    let (status, _) = submit(valid.clone(), &[]).await;
+    assert_eq!(status, 202);
+    let oversized = "x".repeat(200);
+    let (status, _) = submit(valid, &[("idempotency-key", &oversized)]).await;
+    assert_eq!(status, 400, "oversized Idempotency-Key");
     assert_eq!(
         task::Entity::find().count(&app.platform.db).await.unwrap(),
         1,
         "nothing else was created"
     );
-    assert_eq!(app.credits(&user.id).await, 96);
-    done(env, app).await;
+    let balance = conveyor::users::entity::user::Entity::find_by_id(user.id.clone())
+        .one(&app.platform.db)
+        .await
+        .unwrap()
+        .unwrap()
+        .credits;
+    assert_eq!(balance, 96);
+    let platform = app.stop().await;
+    env.cleanup(Some(&platform)).await;
 }
 
 async fn insufficient_credits_is_402(backend: Backend) {

@@ -9,6 +9,7 @@
 //! tasks' own helpers (free functions: the shared app knows no domain).
 
 mod app;
+pub mod direct;
 mod env;
 mod handler;
 mod proxy;
@@ -16,6 +17,7 @@ mod services;
 pub mod tasks;
 
 pub use app::*;
+pub use direct::Direct;
 pub use env::*;
 pub use handler::*;
 pub use proxy::*;
