@@ -9,6 +9,8 @@
 mod apply;
 mod inbox;
 mod intents;
+#[cfg(test)]
+mod tests;
 
 pub use apply::{Applied, apply};
 pub use inbox::{Incoming, backlog, receive, record, record_many, unapplied};

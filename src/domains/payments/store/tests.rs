@@ -1,0 +1,146 @@
+//! The payment rules on an in-memory SQLite database: refunds take credits back in
+//! proportion (the last one takes the rest), totals applied in any order give back the
+//! total once, spent credits become a shortfall, a refund before its payment waits.
+
+use sea_orm::{DatabaseConnection, EntityTrait as _, TransactionTrait as _};
+
+use super::*;
+use crate::users::entity::user;
+
+const MAX: usize = 1 << 20;
+
+async fn db() -> DatabaseConnection {
+    let db = crate::db::connect_url("sqlite::memory:", 1).await.unwrap();
+    crate::db::migrate(&db).await.unwrap();
+    db
+}
+
+/// A user with no credits and a paid-for pack of 100 credits at 990.
+async fn pack(db: &DatabaseConnection) -> (String, Payment) {
+    let (u, _) = crate::users::create(db, "payer", 0, false).await.unwrap();
+    let new = NewPayment {
+        product: "credits_100".into(),
+        credits: 100,
+        membership_months: 0,
+        order_id: None,
+        amount: 990,
+        currency: "CNY".into(),
+    };
+    let p = create(db, &u.id, new).await.unwrap();
+    (u.id, p)
+}
+
+/// Receives event `id` of `kind` for payment `p` and applies it.
+async fn apply_event(db: &DatabaseConnection, p: &Payment, id: &str, kind: Kind) -> Applied {
+    let txn = db.begin().await.unwrap();
+    let row = receive(&txn, "hmac", id, &p.id, kind)
+        .await
+        .unwrap()
+        .unwrap();
+    txn.commit().await.unwrap();
+    apply(db, row, MAX).await.unwrap()
+}
+
+async fn balance(db: &DatabaseConnection, user_id: &str) -> i64 {
+    user::Entity::find_by_id(user_id.to_owned())
+        .one(db)
+        .await
+        .unwrap()
+        .unwrap()
+        .credits
+}
+
+fn taken(applied: &Applied) -> (i64, i64) {
+    match applied {
+        Applied::Refunded {
+            credits, shortfall, ..
+        } => (*credits, *shortfall),
+        other => panic!("not a refund: {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn partial_refunds_take_back_in_proportion_and_the_last_takes_the_rest() {
+    let db = db().await;
+    let (user, p) = pack(&db).await;
+    assert!(matches!(
+        apply_event(&db, &p, "paid", Kind::Paid).await,
+        Applied::Granted { credits: 100, .. }
+    ));
+    // A third of 990, three times: 33, 33 (66 of 100 by then), and the rest, 34.
+    let mut back = Vec::new();
+    for n in 1..=3 {
+        back.push(taken(&apply_event(&db, &p, &format!("r{n}"), Kind::Refund(330)).await).0);
+    }
+    assert_eq!(back, [33, 33, 34]);
+    assert_eq!(balance(&db, &user).await, 0);
+    let after = get(&db, &p.id).await.unwrap().unwrap();
+    assert_eq!(
+        (
+            after.status.as_str(),
+            after.refunded_amount,
+            after.refunded_credits
+        ),
+        (REFUNDED, 990, 100)
+    );
+    assert_eq!(
+        apply_event(&db, &p, "r4", Kind::Refund(1)).await,
+        Applied::NothingLeft
+    );
+}
+
+#[tokio::test]
+async fn refund_totals_in_any_order_give_back_the_total_once() {
+    let db = db().await;
+    let (user, p) = pack(&db).await;
+    apply_event(&db, &p, "paid", Kind::Paid).await;
+    // The later notice (total 660) first, then the earlier one (total 330): 66 back.
+    assert_eq!(
+        taken(&apply_event(&db, &p, "t2", Kind::RefundTotal(660)).await),
+        (66, 0)
+    );
+    assert_eq!(
+        apply_event(&db, &p, "t1", Kind::RefundTotal(330)).await,
+        Applied::NothingLeft
+    );
+    assert_eq!(balance(&db, &user).await, 34);
+}
+
+#[tokio::test]
+async fn a_refund_of_spent_credits_records_a_shortfall() {
+    let db = db().await;
+    let (user, p) = pack(&db).await;
+    apply_event(&db, &p, "paid", Kind::Paid).await;
+    let txn = db.begin().await.unwrap();
+    crate::users::credits::reserve(&txn, &user, 80)
+        .await
+        .unwrap()
+        .unwrap();
+    txn.commit().await.unwrap();
+    assert_eq!(balance(&db, &user).await, 20);
+    // A full refund owes 100; 20 are left to take.
+    assert_eq!(
+        taken(&apply_event(&db, &p, "r", Kind::Refund(990)).await),
+        (20, 80)
+    );
+    assert_eq!(balance(&db, &user).await, 0);
+    assert_eq!(get(&db, &p.id).await.unwrap().unwrap().shortfall, 80);
+}
+
+#[tokio::test]
+async fn a_refund_before_its_payment_waits_then_follows_it() {
+    let db = db().await;
+    let (user, p) = pack(&db).await;
+    let txn = db.begin().await.unwrap();
+    let refund = receive(&txn, "hmac", "early", &p.id, Kind::Refund(495))
+        .await
+        .unwrap()
+        .unwrap();
+    txn.commit().await.unwrap();
+    assert_eq!(apply(&db, refund, MAX).await.unwrap(), Applied::Waiting);
+    apply_event(&db, &p, "paid", Kind::Paid).await;
+    // The paid event put the refund back in line; applied, it takes back half.
+    assert_eq!(taken(&apply(&db, refund, MAX).await.unwrap()), (50, 0));
+    assert_eq!(balance(&db, &user).await, 50);
+    assert_eq!(apply(&db, refund, MAX).await.unwrap(), Applied::Before);
+}
