@@ -24,9 +24,12 @@ pub struct Retention {
     /// Rows older than this go (by the table's own clock column).
     pub keep: Duration,
     /// Deletes the rows older than the cutoff; how many went.
-    pub trim:
-        for<'a> fn(&'a DatabaseConnection, DateTime<Utc>) -> BoxFuture<'a, Result<u64, DbErr>>,
+    pub trim: Trim,
 }
+
+/// Deletes a table's rows older than the cutoff; how many went.
+pub type Trim =
+    for<'a> fn(&'a DatabaseConnection, DateTime<Utc>) -> BoxFuture<'a, Result<u64, DbErr>>;
 
 pub async fn run(
     db: DatabaseConnection,

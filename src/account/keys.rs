@@ -90,8 +90,6 @@ pub async fn revoke(
     Ok(key.into())
 }
 
-/// Announces a key's change; a failure is logged (the caches' TTL still bounds it).
-
 /// Rotates the key: (the new key's info, the new key, the old key's info with its end).
 pub async fn rotate(
     db: &DatabaseConnection,

@@ -67,7 +67,7 @@ pub(super) async fn admit_many(
     let claimed = futures::future::join_all(pending.into_iter().map(|p| async move {
         match p {
             Ok((a, claim)) => claimed(a, claim).await,
-            Err(settled) => Claimed::Settled(settled),
+            Err(settled) => Claimed::Settled(*settled),
         }
     }))
     .await;
@@ -93,7 +93,9 @@ pub(super) async fn admit_many(
 
 /// Decodes the body; dead-letters a malformed one, quarantines one that keeps killing
 /// its consumers. The result is not claimed yet.
-async fn decode(deps: &Deps, delivery: Delivery) -> Result<Admitted, Admission> {
+/// The refusal is boxed: an [`Admission`] carries a whole delivery, and most decodes
+/// succeed.
+async fn decode(deps: &Deps, delivery: Delivery) -> Result<Admitted, Box<Admission>> {
     let queue = deps.broker.topology().queue(delivery.queue).clone();
     let envelope = match Envelope::decode(&delivery.body, deps.max_payload_bytes) {
         Ok(e) => e,
@@ -107,9 +109,9 @@ async fn decode(deps: &Deps, delivery: Delivery) -> Result<Admitted, Admission> 
             };
             tracing::warn!(queue = %queue.name, error = %e, "malformed message dead-lettered");
             let body = delivery.body.clone();
-            return Err(Admission::Settled(
+            return Err(Box::new(Admission::Settled(
                 dead_letter(deps, delivery, body, &id, "unknown", &[], info).await,
-            ));
+            )));
         }
     };
     let id = envelope.id.as_str();
@@ -123,7 +125,7 @@ async fn decode(deps: &Deps, delivery: Delivery) -> Result<Admitted, Admission> 
                     deaths,
                     "message keeps killing its consumers: quarantined"
                 );
-                return Err(Admission::Quarantine(
+                return Err(Box::new(Admission::Quarantine(
                     Admitted {
                         delivery,
                         queue,
@@ -131,7 +133,7 @@ async fn decode(deps: &Deps, delivery: Delivery) -> Result<Admitted, Admission> 
                         token: None,
                     },
                     deaths,
-                ));
+                )));
             }
             Ok(_) => {}
             // Counting is best effort; the message itself is not at risk.

@@ -579,7 +579,7 @@ async fn a_batch_settles_each_message_on_its_own(backend: Backend) {
     assert_eq!((retried, dupes), (1, 2), "{outcomes:?}");
     assert_eq!(
         handler.batches.lock().unwrap()[1],
-        [busy.id.clone()],
+        std::slice::from_ref(&busy.id),
         "only the retry ran"
     );
     let dead = dead_letters::list(&platform.db, Some("core.work"), 10)

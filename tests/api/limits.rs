@@ -27,7 +27,7 @@ on_every_backend!(
 async fn submit_ms(app: &TestApp, key: &str) -> (u16, f64, Value, Option<String>) {
     let t = Instant::now();
     let r = tasks::submit(
-&app,
+app,
             key,
             json!({ "kind": "copywriting", "prompt": "x", "params": { "simulate": { "step_ms": 10 } } }),
         )

@@ -69,7 +69,7 @@ pub async fn next(ws: &mut Ws) -> Value {
 
 async fn submit(app: &TestApp, key: &str, step_ms: u64) -> String {
     let r = tasks::submit(
-        &app,
+        app,
         key,
         json!({ "kind": "image", "prompt": "x", "params": { "simulate": { "step_ms": step_ms } } }),
     )

@@ -2,6 +2,9 @@
 //! proportion (the last one takes the rest), totals applied in any order give back the
 //! total once, spent credits become a shortfall, a refund before its payment waits.
 
+// Test code: a failed unwrap is a failed test.
+#![allow(clippy::unwrap_used)]
+
 use sea_orm::{DatabaseConnection, EntityTrait as _, TransactionTrait as _};
 
 use super::*;
