@@ -241,6 +241,7 @@ fn base_settings(dir: &std::path::Path, tag: &str) -> anyhow::Result<Settings> {
     s.broker.namespace = ns.clone();
     s.dedupe.key_prefix = ns;
     s.broker.embedded_path = dir.join(format!("{tag}-broker.sqlite"));
+    s.storage.root = dir.join(format!("{tag}-objects")).display().to_string();
     s.database.url = format!(
         "sqlite://{}?mode=rwc",
         dir.join(format!("{tag}.sqlite")).display()

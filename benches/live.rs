@@ -339,6 +339,7 @@ async fn conveyor_run(
     s.limits =
         conveyor::limits::declared::unlimited(&conveyor::app::limits(conveyor::domains::ALL));
     s.broker.embedded_path = dir.join(format!("{tag}-broker.sqlite"));
+    s.storage.root = dir.join(format!("{tag}-objects")).display().to_string();
     s.database.url = format!(
         "sqlite://{}?mode=rwc",
         dir.join(format!("{tag}.sqlite")).display()

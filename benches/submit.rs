@@ -522,6 +522,11 @@ async fn main() {
         s.broker.namespace = format!("bench{pid}{tag}");
         s.dedupe.key_prefix = s.broker.namespace.clone();
         s.broker.embedded_path = dir.path().join(format!("{tag}-broker.sqlite"));
+        s.storage.root = dir
+            .path()
+            .join(format!("{tag}-objects"))
+            .display()
+            .to_string();
         s.database.url = format!(
             "sqlite://{}?mode=rwc",
             dir.path().join(format!("{tag}.sqlite")).display()

@@ -36,6 +36,8 @@
 //! - [`search`]: the search backend seam (versioned bulk writes, owner-filtered search)
 //!   with its embedded index (tantivy, with a CJK bigram tokenizer) and Elasticsearch
 //!   adapter.
+//! - [`storage`]: media files in an object store (a local directory or S3-compatible):
+//!   checked keys, sniffed kinds, streamed writes, ranged reads, signed URLs.
 //! - [`platform`]: [`platform::Platform`], the connected backends of one process (no domain).
 //! - [`housekeeping`]: hourly trimming of the tables whose owners declare a
 //!   [`housekeeping::Retention`] (idempotency keys, published outbox rows, fences, the
@@ -98,6 +100,7 @@ macro_rules! crash_point {
     };
 }
 pub mod shutdown;
+pub mod storage;
 pub mod tally;
 pub mod telemetry;
 pub mod users;

@@ -14,6 +14,7 @@ use crate::db;
 use crate::dedupe::{self, DedupeStore};
 use crate::outbox::Relay;
 use crate::settings::Settings;
+use crate::storage::Storage;
 use crate::tally::Tally;
 
 /// The connected backends of one process.
@@ -27,6 +28,8 @@ pub struct Platform {
     pub fence: Fence,
     /// Per-queue totals and consumers of this platform, reported to the ops board.
     pub tally: Arc<Tally>,
+    /// Media files (uploads, generated outputs).
+    pub storage: Arc<Storage>,
 }
 
 impl Platform {
@@ -53,6 +56,7 @@ impl Platform {
             tally.clone(),
         );
         let fence = Fence::start(db.clone(), settings.consumer.fence_batch);
+        let storage = Storage::open(&settings.storage).context("opening the media store")?;
         Ok(Platform {
             settings: Arc::new(settings),
             db,
@@ -61,6 +65,7 @@ impl Platform {
             relay,
             fence,
             tally,
+            storage,
         })
     }
 

@@ -67,6 +67,7 @@ impl Stack {
         s.broker.namespace = name.clone();
         s.dedupe.key_prefix = name.clone();
         s.broker.embedded_path = dir.path().join("broker.sqlite");
+        s.storage.root = dir.path().join("objects").display().to_string();
         s.server.port = 0;
         s.log.level = "error".into();
         s.database.max_connections = 32;

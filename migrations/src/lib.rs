@@ -22,6 +22,7 @@ mod m20261204_000015_outbox_pending_partial;
 mod m20261204_000016_tasks_active_index;
 mod m20261205_000017_payment_intent_indexes;
 mod m20261205_000018_canary_pings;
+mod m20261206_000019_media;
 
 pub struct Migrator;
 
@@ -47,6 +48,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261204_000016_tasks_active_index::Migration),
             Box::new(m20261205_000017_payment_intent_indexes::Migration),
             Box::new(m20261205_000018_canary_pings::Migration),
+            Box::new(m20261206_000019_media::Migration),
         ]
     }
 }

@@ -21,6 +21,7 @@ use crate::dedupe::settings::DedupeSettings;
 use crate::live::settings::LiveSettings;
 use crate::ops::settings::OpsSettings;
 use crate::outbox::settings::OutboxSettings;
+use crate::storage::settings::StorageSettings;
 use crate::telemetry::settings::LogSettings;
 
 /// Every section. A top-level table that neither a platform module nor a domain claims
@@ -36,6 +37,7 @@ pub struct Settings {
     pub outbox: OutboxSettings,
     pub live: LiveSettings,
     pub dead_letters: DeadLetterSettings,
+    pub storage: StorageSettings,
     /// `[limits]`: per-tenant limits by key, each declared by the module that enforces
     /// it ([`crate::limits::declared`]); a key not set keeps its declared default.
     #[serde(default)]
@@ -128,6 +130,7 @@ impl Settings {
         self.dedupe.validate()?;
         self.live.validate()?;
         self.dead_letters.validate()?;
+        self.storage.validate()?;
         self.ops.validate()?;
         self.consumer.validate()?;
         self.outbox.validate()

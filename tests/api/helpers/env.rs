@@ -50,6 +50,8 @@ impl TestEnv {
         settings.broker.namespace = ns.clone();
         settings.dedupe.key_prefix = ns.clone();
         settings.broker.embedded_path = dir.path().join("broker.sqlite");
+        settings.storage.root = dir.path().join("objects").display().to_string();
+        settings.storage.url_secret = "test-url-secret-of-thirty-two-chars!".into();
         let mut database = None;
         match backend {
             Backend::Embedded => {

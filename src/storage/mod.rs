@@ -1,0 +1,163 @@
+//! Media storage: uploads and generated files in an object store, through the
+//! `object_store` crate's one API over a local directory (the embedded default,
+//! `./data/objects`) and S3-compatible services (AWS S3, Aliyun OSS, MinIO, R2,
+//! SeaweedFS). Messages and rows carry keys, never bytes.
+//!
+//! - [`key`]: `<tenant>/<purpose>/<id>.<ext>`, every part checked.
+//! - [`sniff`]: what a file is from its bytes; what each purpose accepts.
+//! - [`write`]: streamed writes (size, SHA-256 and kind on the way, bounded memory).
+//! - [`read`]: whole and ranged reads, heads, deletes, listings.
+//! - [`signing`]: the local store's HMAC-signed download URLs; S3 presigns its own.
+//! - [`range`]: the `Range` header of a download.
+//! - [`records`]: the `media_objects` rows and each tenant's bytes (`storage_usage`).
+//! - [`sweep`]: the collector (deleted, rejected, abandoned and orphaned bytes).
+//! - [`settings`]: `[storage]`.
+
+pub mod key;
+pub mod range;
+pub mod read;
+pub mod records;
+pub mod settings;
+pub mod signing;
+pub mod sniff;
+pub mod sweep;
+pub mod write;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Context as _;
+use chrono::{DateTime, Utc};
+use object_store::ObjectStore;
+use object_store::aws::{AmazonS3, AmazonS3Builder};
+use object_store::local::LocalFileSystem;
+use object_store::signer::Signer as _;
+
+pub use key::Key;
+use settings::{Backend, StorageSettings};
+use signing::UrlSigner;
+pub use write::{WriteError, Written};
+
+/// What the store said, for callers that branch on it.
+#[derive(Debug, thiserror::Error)]
+pub enum StorageError {
+    #[error("no such object")]
+    NotFound,
+    #[error(transparent)]
+    Key(#[from] key::KeyError),
+    #[error("object store: {0}")]
+    Store(object_store::Error),
+}
+
+impl From<object_store::Error> for StorageError {
+    fn from(e: object_store::Error) -> Self {
+        match e {
+            object_store::Error::NotFound { .. } => StorageError::NotFound,
+            e => StorageError::Store(e),
+        }
+    }
+}
+
+/// The process's object store.
+#[derive(Debug)]
+pub struct Storage {
+    store: Arc<dyn ObjectStore>,
+    /// The same store, for presigning (S3 only).
+    s3: Option<Arc<AmazonS3>>,
+    signer: UrlSigner,
+    pub settings: StorageSettings,
+}
+
+/// A URL a browser can use until `expires_at`.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct SignedUrl {
+    pub url: String,
+    pub expires_at: DateTime<Utc>,
+}
+
+impl Storage {
+    /// Opens the configured store (creating the local directory).
+    pub fn open(settings: &StorageSettings) -> anyhow::Result<Arc<Storage>> {
+        let (store, s3): (Arc<dyn ObjectStore>, _) = match settings.backend {
+            Backend::Local => {
+                std::fs::create_dir_all(&settings.root)
+                    .with_context(|| format!("creating storage.root {}", settings.root))?;
+                let fs = LocalFileSystem::new_with_prefix(&settings.root)
+                    .with_context(|| format!("opening storage.root {}", settings.root))?
+                    .with_automatic_cleanup(true);
+                (Arc::new(fs), None)
+            }
+            Backend::S3 => {
+                let mut b = AmazonS3Builder::new()
+                    .with_bucket_name(&settings.bucket)
+                    .with_region(&settings.region)
+                    .with_access_key_id(&settings.access_key_id)
+                    .with_secret_access_key(&settings.secret_access_key)
+                    .with_virtual_hosted_style_request(!settings.path_style)
+                    .with_allow_http(settings.allow_http);
+                if !settings.endpoint.is_empty() {
+                    b = b.with_endpoint(&settings.endpoint);
+                }
+                let s3 = Arc::new(b.build().context("configuring the S3 store")?);
+                (s3.clone() as Arc<dyn ObjectStore>, Some(s3))
+            }
+        };
+        if settings.url_secret.is_empty() && settings.backend == Backend::Local {
+            tracing::warn!(
+                "storage.url_secret is empty: download URLs are signed with a random key \
+                 and stop working when this process stops; set it when more than one \
+                 instance serves the API"
+            );
+        }
+        Ok(Arc::new(Storage {
+            store,
+            s3,
+            signer: UrlSigner::new(&settings.url_secret),
+            settings: settings.clone(),
+        }))
+    }
+
+    pub fn backend(&self) -> Backend {
+        self.settings.backend
+    }
+
+    /// Whether browsers upload straight to the bucket ([`Storage::upload_url`]).
+    pub fn presigns(&self) -> bool {
+        self.s3.is_some()
+    }
+
+    /// A download URL for `key`: presigned GET on S3, an HMAC-signed
+    /// `/v1/files/<key>?exp=&sig=` (relative: served by this API) on the local store.
+    pub async fn download_url(&self, key: &Key) -> Result<SignedUrl, StorageError> {
+        let ttl = Duration::from_secs(self.settings.url_ttl_secs);
+        let expires_at = Utc::now() + ttl;
+        let url = match &self.s3 {
+            Some(s3) => s3
+                .signed_url(object_store::signer::Method::GET, &key.path(), ttl)
+                .await?
+                .to_string(),
+            None => format!("/v1/files/{key}?{}", self.signer.query(key, expires_at)),
+        };
+        Ok(SignedUrl { url, expires_at })
+    }
+
+    /// A presigned PUT for a browser-to-bucket upload; `None` on the local store.
+    pub async fn upload_url(&self, key: &Key) -> Result<Option<SignedUrl>, StorageError> {
+        let Some(s3) = &self.s3 else {
+            return Ok(None);
+        };
+        let ttl = Duration::from_secs(self.settings.presign_ttl_secs);
+        let url = s3
+            .signed_url(object_store::signer::Method::PUT, &key.path(), ttl)
+            .await?;
+        Ok(Some(SignedUrl {
+            url: url.to_string(),
+            expires_at: Utc::now() + ttl,
+        }))
+    }
+
+    /// Checks a local download URL's signature and expiry.
+    pub fn verify_url(&self, key: &Key, exp: i64, sig: &str) -> Result<(), signing::UrlError> {
+        self.signer.verify(key, exp, sig, Utc::now())
+    }
+}

@@ -1,0 +1,341 @@
+//! What is stored, in the database: a `media_objects` row per file (owner, key, kind,
+//! size, checksum, dimensions, status) and each tenant's bytes ([`usage`]). Rows are
+//! written in the caller's transaction where an effect must happen with them (a task's
+//! generated files with its material), so a file is counted exactly once.
+
+pub mod entity;
+pub mod usage;
+
+use chrono::{DateTime, Utc};
+use sea_orm::sea_query::{Condition, Expr, OnConflict};
+use sea_orm::{
+    ActiveValue::Set, ColumnTrait as _, ConnectionTrait, DbErr, EntityTrait as _, QueryFilter as _,
+    QueryOrder as _, QuerySelect as _, TryIntoModel as _,
+};
+
+use super::key::Key;
+use super::write::Written;
+pub use entity::object::Model as Object;
+use entity::object::{ActiveModel, Column, Entity};
+
+pub const PENDING: &str = "PENDING";
+pub const READY: &str = "READY";
+pub const REJECTED: &str = "REJECTED";
+/// The purpose of files the platform generated (as opposed to uploads).
+pub const GENERATED: &str = "generated";
+
+/// What is known of a file's shape.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Dimensions {
+    pub width: Option<i32>,
+    pub height: Option<i32>,
+    pub duration_ms: Option<i64>,
+}
+
+/// A file a task generated, as its executor reports it (in the task's result JSON).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct GeneratedFile {
+    pub key: String,
+    pub size: u64,
+    pub content_type: String,
+    pub sha256: String,
+    #[serde(flatten)]
+    pub dimensions: Dimensions,
+}
+
+impl GeneratedFile {
+    pub fn new(written: &Written, dimensions: Dimensions) -> Self {
+        GeneratedFile {
+            key: written.key.to_string(),
+            size: written.size,
+            content_type: written.kind.content_type.to_owned(),
+            sha256: written.sha256.clone(),
+            dimensions,
+        }
+    }
+}
+
+/// A new upload, PENDING, holding `reserved` bytes of its owner's quota (already
+/// reserved by the caller with [`usage::reserve`]).
+pub async fn create_pending(
+    db: &impl ConnectionTrait,
+    user: &str,
+    purpose: &str,
+    key: Option<&Key>,
+    reserved: u64,
+    content_type: Option<&str>,
+) -> Result<Object, DbErr> {
+    let now = Utc::now();
+    let row = ActiveModel {
+        id: Set(uuid::Uuid::now_v7().to_string()),
+        user_id: Set(user.to_owned()),
+        purpose: Set(purpose.to_owned()),
+        status: Set(PENDING.to_owned()),
+        store_key: Set(key.map(ToString::to_string)),
+        size: Set(0),
+        reserved: Set(reserved as i64),
+        content_type: Set(content_type.map(str::to_owned)),
+        sha256: Set(None),
+        width: Set(None),
+        height: Set(None),
+        duration_ms: Set(None),
+        reason: Set(None),
+        task_id: Set(None),
+        created_at: Set(now),
+        updated_at: Set(now),
+        deleted_at: Set(None),
+        purge_at: Set(None),
+    };
+    Entity::insert(row.clone())
+        .exec_without_returning(db)
+        .await?;
+    row.try_into_model()
+}
+
+/// The upload is stored: READY with what the write measured; its reservation becomes
+/// its size (the difference goes back to the quota).
+pub async fn mark_ready(
+    db: &impl ConnectionTrait,
+    upload: &Object,
+    written: &Written,
+    dimensions: Dimensions,
+) -> Result<(), DbErr> {
+    let size = written.size as i64;
+    Entity::update_many()
+        .col_expr(Column::Status, Expr::value(READY))
+        .col_expr(Column::StoreKey, Expr::value(written.key.to_string()))
+        .col_expr(Column::Size, Expr::value(size))
+        .col_expr(Column::Reserved, Expr::value(size))
+        .col_expr(Column::ContentType, Expr::value(written.kind.content_type))
+        .col_expr(Column::Sha256, Expr::value(written.sha256.clone()))
+        .col_expr(Column::Width, Expr::value(dimensions.width))
+        .col_expr(Column::Height, Expr::value(dimensions.height))
+        .col_expr(Column::DurationMs, Expr::value(dimensions.duration_ms))
+        .col_expr(Column::UpdatedAt, Expr::value(Utc::now()))
+        .filter(Column::Id.eq(&upload.id))
+        .filter(Column::Status.eq(PENDING))
+        .exec(db)
+        .await?;
+    let over = upload.reserved - size;
+    if over > 0 {
+        usage::release(db, &upload.user_id, over).await?;
+    } else if over < 0 {
+        usage::add(db, &upload.user_id, -over).await?;
+    }
+    Ok(())
+}
+
+/// The upload was refused: REJECTED with `reason`, its reservation given back, its
+/// bytes (if any reached the store) removed by the collector at once.
+pub async fn mark_rejected(
+    db: &impl ConnectionTrait,
+    upload: &Object,
+    reason: &str,
+) -> Result<(), DbErr> {
+    let reason: String = reason.chars().take(500).collect();
+    let now = Utc::now();
+    Entity::update_many()
+        .col_expr(Column::Status, Expr::value(REJECTED))
+        .col_expr(Column::Reason, Expr::value(reason))
+        .col_expr(Column::Reserved, Expr::value(0i64))
+        .col_expr(Column::UpdatedAt, Expr::value(now))
+        .filter(Column::Id.eq(&upload.id))
+        .filter(Column::Status.eq(PENDING))
+        .exec(db)
+        .await?;
+    usage::release(db, &upload.user_id, upload.reserved).await
+}
+
+/// `user`'s file `id`, unless deleted. Another tenant's id reads as absent.
+pub async fn find(
+    db: &impl ConnectionTrait,
+    user: &str,
+    id: &str,
+) -> Result<Option<Object>, DbErr> {
+    Entity::find_by_id(id.to_owned())
+        .filter(Column::UserId.eq(user))
+        .filter(Column::DeletedAt.is_null())
+        .one(db)
+        .await
+}
+
+/// The live row holding `key`, if any.
+pub async fn by_key(db: &impl ConnectionTrait, key: &str) -> Result<Option<Object>, DbErr> {
+    Entity::find()
+        .filter(Column::StoreKey.eq(key))
+        .filter(Column::DeletedAt.is_null())
+        .one(db)
+        .await
+}
+
+/// Deletes `user`'s file `id`: invisible now, bytes removed after `grace`. `false`: no
+/// such file of theirs.
+pub async fn soft_delete(
+    db: &impl ConnectionTrait,
+    user: &str,
+    id: &str,
+    grace: chrono::Duration,
+) -> Result<bool, DbErr> {
+    let now = Utc::now();
+    let done = Entity::update_many()
+        .col_expr(Column::DeletedAt, Expr::value(now))
+        .col_expr(Column::PurgeAt, Expr::value(now + grace))
+        .col_expr(Column::UpdatedAt, Expr::value(now))
+        .filter(Column::Id.eq(id))
+        .filter(Column::UserId.eq(user))
+        .filter(Column::DeletedAt.is_null())
+        .exec(db)
+        .await?;
+    Ok(done.rows_affected == 1)
+}
+
+/// Records a task's generated files (READY) and counts them in its owner's usage, in
+/// the caller's transaction. A file recorded before (a redelivered commit) is skipped.
+pub async fn record_generated(
+    db: &impl ConnectionTrait,
+    user: &str,
+    task_id: &str,
+    files: &[GeneratedFile],
+) -> Result<(), DbErr> {
+    let now = Utc::now();
+    for f in files {
+        if by_key(db, &f.key).await?.is_some() {
+            continue;
+        }
+        let size = f.size as i64;
+        Entity::insert(ActiveModel {
+            id: Set(uuid::Uuid::now_v7().to_string()),
+            user_id: Set(user.to_owned()),
+            purpose: Set(GENERATED.to_owned()),
+            status: Set(READY.to_owned()),
+            store_key: Set(Some(f.key.clone())),
+            size: Set(size),
+            reserved: Set(size),
+            content_type: Set(Some(f.content_type.clone())),
+            sha256: Set(Some(f.sha256.clone())),
+            width: Set(f.dimensions.width),
+            height: Set(f.dimensions.height),
+            duration_ms: Set(f.dimensions.duration_ms),
+            reason: Set(None),
+            task_id: Set(Some(task_id.to_owned())),
+            created_at: Set(now),
+            updated_at: Set(now),
+            deleted_at: Set(None),
+            purge_at: Set(None),
+        })
+        .on_conflict(
+            OnConflict::column(Column::StoreKey)
+                .do_nothing_on([Column::StoreKey])
+                .to_owned(),
+        )
+        .exec_without_returning(db)
+        .await?;
+        usage::add(db, user, size).await?;
+    }
+    Ok(())
+}
+
+/// The live files `task_ids` generated.
+pub async fn of_tasks(
+    db: &impl ConnectionTrait,
+    task_ids: &[String],
+) -> Result<Vec<Object>, DbErr> {
+    if task_ids.is_empty() {
+        return Ok(Vec::new());
+    }
+    Entity::find()
+        .filter(Column::TaskId.is_in(task_ids.iter().cloned()))
+        .filter(Column::DeletedAt.is_null())
+        .order_by_asc(Column::Id)
+        .all(db)
+        .await
+}
+
+/// Deletes the files `task_id` generated (its material was deleted), bytes after `grace`.
+pub async fn delete_of_task(
+    db: &impl ConnectionTrait,
+    task_id: &str,
+    grace: chrono::Duration,
+) -> Result<(), DbErr> {
+    let now = Utc::now();
+    Entity::update_many()
+        .col_expr(Column::DeletedAt, Expr::value(now))
+        .col_expr(Column::PurgeAt, Expr::value(now + grace))
+        .filter(Column::TaskId.eq(task_id))
+        .filter(Column::DeletedAt.is_null())
+        .exec(db)
+        .await?;
+    Ok(())
+}
+
+/// Rows whose bytes are due to go: deleted past their grace, and REJECTED uploads.
+pub async fn due(
+    db: &impl ConnectionTrait,
+    now: DateTime<Utc>,
+    limit: u64,
+) -> Result<Vec<Object>, DbErr> {
+    Entity::find()
+        .filter(
+            Condition::any()
+                .add(Column::PurgeAt.lte(now))
+                .add(Column::Status.eq(REJECTED)),
+        )
+        .limit(limit)
+        .all(db)
+        .await
+}
+
+/// Uploads still PENDING since before `before`: abandoned.
+pub async fn abandoned(
+    db: &impl ConnectionTrait,
+    before: DateTime<Utc>,
+    limit: u64,
+) -> Result<Vec<Object>, DbErr> {
+    Entity::find()
+        .filter(Column::Status.eq(PENDING))
+        .filter(Column::CreatedAt.lt(before))
+        .limit(limit)
+        .all(db)
+        .await
+}
+
+/// Removes the row and gives its bytes back to the quota (its object is gone already).
+pub async fn purge(db: &impl ConnectionTrait, object: &Object) -> Result<(), DbErr> {
+    let done = Entity::delete_many()
+        .filter(Column::Id.eq(&object.id))
+        .exec(db)
+        .await?;
+    if done.rows_affected == 1 {
+        usage::release(db, &object.user_id, object.reserved).await?;
+    }
+    Ok(())
+}
+
+/// Whether any row (live or going) holds `key`: the orphan sweep leaves those alone.
+pub async fn key_known(db: &impl ConnectionTrait, key: &str) -> Result<bool, DbErr> {
+    Ok(Entity::find()
+        .filter(Column::StoreKey.eq(key))
+        .one(db)
+        .await?
+        .is_some())
+}
+
+/// Bytes held by every tenant (the `conveyor_storage_bytes` gauge). SUM of a BIGINT is
+/// NUMERIC on PostgreSQL and DECIMAL on MySQL: cast back to an integer each one reads.
+pub async fn bytes_stored(db: &impl ConnectionTrait) -> Result<i64, DbErr> {
+    let int = match db.get_database_backend() {
+        sea_orm::DatabaseBackend::MySql => "SIGNED",
+        _ => "BIGINT",
+    };
+    let sql = format!("SELECT CAST(COALESCE(SUM(bytes), 0) AS {int}) AS total FROM storage_usage");
+    let row = db
+        .query_one_raw(sea_orm::Statement::from_string(
+            db.get_database_backend(),
+            sql,
+        ))
+        .await?;
+    Ok(row
+        .map(|r| r.try_get::<i64>("", "total"))
+        .transpose()?
+        .unwrap_or(0))
+}

@@ -1,0 +1,76 @@
+//! The collector: removes the bytes of deleted files past their grace and of rejected
+//! uploads, gives abandoned PENDING uploads' reservations back, and removes objects no
+//! row knows (a crash between the write and the row, a failed task's output) once they
+//! are older than the grace. Every removal is logged and counted, never silent.
+
+use chrono::{DateTime, Utc};
+use futures::StreamExt as _;
+use sea_orm::DatabaseConnection;
+
+use super::Storage;
+use super::records;
+
+/// What one pass did.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+pub struct Swept {
+    /// Deleted or rejected files whose bytes and rows went.
+    pub removed: u64,
+    /// PENDING uploads given up on.
+    pub abandoned: u64,
+    /// Objects in the store that no row knew.
+    pub orphans: u64,
+    pub bytes_freed: u64,
+}
+
+/// Rows handled per pass and kind: a backlog drains over several passes.
+const BATCH: u64 = 500;
+
+/// One pass at `now`.
+pub async fn sweep(
+    db: &DatabaseConnection,
+    storage: &Storage,
+    now: DateTime<Utc>,
+) -> anyhow::Result<Swept> {
+    let mut swept = Swept::default();
+    for object in records::due(db, now, BATCH).await? {
+        if let Some(key) = &object.store_key {
+            storage.delete(key).await?;
+        }
+        records::purge(db, &object).await?;
+        swept.removed += 1;
+        swept.bytes_freed += object.size.max(0) as u64;
+    }
+    let ttl = chrono::Duration::seconds(storage.settings.pending_ttl_secs as i64);
+    for object in records::abandoned(db, now - ttl, BATCH).await? {
+        if let Some(key) = &object.store_key {
+            storage.delete(key).await?;
+        }
+        records::purge(db, &object).await?;
+        tracing::info!(upload = %object.id, user = %object.user_id, "an upload left PENDING was abandoned");
+        swept.abandoned += 1;
+    }
+    // Orphans: only objects older than the grace, so a write whose row is about to be
+    // committed is never taken for one.
+    let grace = chrono::Duration::seconds(storage.settings.delete_grace_secs as i64);
+    let mut listing = storage.list(None);
+    while let Some(listed) = listing.next().await {
+        let listed = listed?;
+        if listed.last_modified > now - grace || records::key_known(db, &listed.path).await? {
+            continue;
+        }
+        tracing::warn!(key = %listed.path, size = listed.size, "removing an object no row knows");
+        storage.delete(&listed.path).await?;
+        swept.orphans += 1;
+        swept.bytes_freed += listed.size;
+    }
+    metrics::counter!("conveyor_storage_removed_total", "why" => "deleted")
+        .increment(swept.removed);
+    metrics::counter!("conveyor_storage_removed_total", "why" => "abandoned")
+        .increment(swept.abandoned);
+    metrics::counter!("conveyor_storage_removed_total", "why" => "orphan").increment(swept.orphans);
+    metrics::counter!("conveyor_storage_bytes_freed_total").increment(swept.bytes_freed);
+    if swept != Swept::default() {
+        tracing::info!(?swept, "storage collector");
+    }
+    Ok(swept)
+}

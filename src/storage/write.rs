@@ -1,0 +1,141 @@
+//! Streamed writes: a body arrives in chunks and leaves in parts of `storage.part_bytes`
+//! (one part in flight at a time), so an upload of any size holds about two parts in
+//! memory. Size and SHA-256 are computed on the way; the first bytes decide the kind
+//! before anything is stored; crossing the size limit aborts the write.
+
+use bytes::Bytes;
+use futures::{Stream, StreamExt as _};
+use object_store::{ObjectStoreExt as _, WriteMultipart};
+use sha2::{Digest as _, Sha256};
+
+use super::key::Key;
+use super::sniff::{Kind, SNIFF_BYTES};
+use super::{Storage, StorageError};
+
+/// What was stored.
+#[derive(Debug, Clone)]
+pub struct Written {
+    pub key: Key,
+    pub size: u64,
+    /// Hex SHA-256 of the bytes.
+    pub sha256: String,
+    pub kind: Kind,
+}
+
+/// Why a streamed write stored nothing.
+#[derive(Debug, thiserror::Error)]
+pub enum WriteError {
+    /// The first bytes are not a kind the caller accepts (the reason says what they are).
+    #[error("{0}")]
+    Rejected(String),
+    /// More than `limit` bytes arrived.
+    #[error("the file is larger than {limit} bytes")]
+    TooLarge { limit: u64 },
+    /// Nothing arrived.
+    #[error("the file is empty")]
+    Empty,
+    /// The body failed (the client went away, a malformed multipart stream).
+    #[error("reading the upload: {0}")]
+    Source(String),
+    #[error(transparent)]
+    Store(#[from] StorageError),
+}
+
+impl Storage {
+    /// Streams `body` into the store: sniffs the first bytes with `accept`, names the
+    /// object with `key_for` once the kind is known, and stores at most `limit` bytes.
+    /// On any error the partial write is aborted and nothing stays behind.
+    pub async fn write_stream<S, E>(
+        &self,
+        mut body: S,
+        limit: u64,
+        accept: impl FnOnce(&[u8]) -> Result<Kind, String>,
+        key_for: impl FnOnce(Kind) -> Result<Key, StorageError>,
+    ) -> Result<Written, WriteError>
+    where
+        S: Stream<Item = Result<Bytes, E>> + Unpin,
+        E: std::fmt::Display,
+    {
+        // The head: enough bytes to know the kind (or the whole of a small body).
+        let mut head: Vec<u8> = Vec::with_capacity(SNIFF_BYTES);
+        let mut rest: Option<Bytes> = None;
+        while head.len() < SNIFF_BYTES {
+            match body.next().await {
+                Some(Ok(chunk)) => {
+                    let take = (SNIFF_BYTES - head.len()).min(chunk.len());
+                    head.extend_from_slice(&chunk[..take]);
+                    if take < chunk.len() {
+                        rest = Some(chunk.slice(take..));
+                    }
+                }
+                Some(Err(e)) => return Err(WriteError::Source(e.to_string())),
+                None => break,
+            }
+        }
+        if head.is_empty() {
+            return Err(WriteError::Empty);
+        }
+        let kind = accept(&head).map_err(WriteError::Rejected)?;
+        let key = key_for(kind)?;
+        let upload = self
+            .store
+            .put_multipart(&key.path())
+            .await
+            .map_err(StorageError::from)?;
+        let mut writer = WriteMultipart::new_with_chunk_size(upload, self.settings.part_bytes);
+        let mut hasher = Sha256::new();
+        let mut size = 0u64;
+        let result: Result<(), WriteError> = async {
+            let mut feed = |chunk: &[u8], writer: &mut WriteMultipart| {
+                size += chunk.len() as u64;
+                if size > limit {
+                    return Err(WriteError::TooLarge { limit });
+                }
+                hasher.update(chunk);
+                writer.write(chunk);
+                Ok(())
+            };
+            feed(&head, &mut writer)?;
+            if let Some(r) = rest.take() {
+                feed(&r, &mut writer)?;
+            }
+            while let Some(chunk) = body.next().await {
+                let chunk = chunk.map_err(|e| WriteError::Source(e.to_string()))?;
+                // One part uploading while the next fills: memory stays ~2 parts.
+                writer
+                    .wait_for_capacity(1)
+                    .await
+                    .map_err(StorageError::from)?;
+                feed(&chunk, &mut writer)?;
+            }
+            Ok(())
+        }
+        .await;
+        if let Err(e) = result {
+            if let Err(abort) = writer.abort().await {
+                tracing::warn!(key = %key, error = %abort, "aborting a failed write");
+            }
+            return Err(e);
+        }
+        writer.finish().await.map_err(StorageError::from)?;
+        Ok(Written {
+            key,
+            size,
+            sha256: hex::encode(hasher.finalize()),
+            kind,
+        })
+    }
+
+    /// Stores `bytes` whole (small files the platform makes itself).
+    pub async fn put(&self, key: &Key, bytes: Bytes, kind: Kind) -> Result<Written, StorageError> {
+        let size = bytes.len() as u64;
+        let sha256 = hex::encode(Sha256::digest(&bytes));
+        self.store.put(&key.path(), bytes.into()).await?;
+        Ok(Written {
+            key: key.clone(),
+            size,
+            sha256,
+            kind,
+        })
+    }
+}
