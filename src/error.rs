@@ -36,6 +36,10 @@ pub enum ApiError {
     Refused { code: &'static str, message: String },
     #[error("request body is larger than the server accepts (server.body_limit_bytes)")]
     TooLarge,
+    /// 413 with a reason (`file_too_large`, `storage_quota`): what was sent, or would be
+    /// stored, is more than a limit allows; nothing was stored.
+    #[error("{message}")]
+    TooLargeFor { code: &'static str, message: String },
     #[error("request took too long")]
     Timeout,
     /// 429 with `Retry-After`; `code` names the limit (`rate_limited`,
@@ -93,6 +97,7 @@ impl ApiError {
             ApiError::Conflict(_) => (StatusCode::CONFLICT, "conflict", None),
             ApiError::Refused { code, .. } => (StatusCode::CONFLICT, code, None),
             ApiError::TooLarge => (StatusCode::PAYLOAD_TOO_LARGE, "payload_too_large", None),
+            ApiError::TooLargeFor { code, .. } => (StatusCode::PAYLOAD_TOO_LARGE, code, None),
             ApiError::Timeout => (StatusCode::REQUEST_TIMEOUT, "timeout", None),
             ApiError::TooManyRequests { code, .. } => (StatusCode::TOO_MANY_REQUESTS, code, None),
             ApiError::Unavailable(_) | ApiError::RetryLater { .. } => {

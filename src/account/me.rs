@@ -21,6 +21,14 @@ pub struct MeView {
     pub created_at: chrono::DateTime<chrono::Utc>,
     /// `null` if the caller never had a membership.
     pub membership: Option<MembershipView>,
+    /// Bytes of stored files (uploads and generated) against the quota.
+    pub storage: StorageUse,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct StorageUse {
+    pub used_bytes: u64,
+    pub quota_bytes: u64,
 }
 
 #[derive(Debug, Serialize, ToSchema)]
@@ -45,6 +53,7 @@ pub async fn me(
         .await?
         .ok_or(ApiError::Unauthorized)?;
     let now = chrono::Utc::now();
+    let used_bytes = crate::storage::records::usage::used(&state.db, &user.id).await?;
     Ok(Json(MeView {
         id: user.id,
         name: user.name,
@@ -55,5 +64,9 @@ pub async fn me(
             until,
             active: until > now,
         }),
+        storage: StorageUse {
+            used_bytes,
+            quota_bytes: state.storage.settings.quota_bytes,
+        },
     }))
 }

@@ -21,7 +21,6 @@ pub mod state;
 use std::time::Duration;
 
 use axum::Router;
-use axum::error_handling::HandleErrorLayer;
 use axum::extract::DefaultBodyLimit;
 use axum::http::{Request, Response};
 use tower::ServiceBuilder;
@@ -40,9 +39,13 @@ pub use state::Core;
 
 /// Wraps the composed routes: unknown paths answer a JSON 404, and every request gets
 /// an id, a trace span, the body limit, the timeout and panic protection.
-pub fn layered(routes: Router, server: &ServerSettings) -> Router {
+///
+/// Requests under a `streaming` prefix (uploads, downloads) have no whole-request
+/// deadline: their bodies may take minutes, and the streams bound idleness instead.
+pub fn layered(routes: Router, server: &ServerSettings, streaming: Vec<&'static str>) -> Router {
     let timeout = server.request_timeout();
     let body_limit = server.body_limit_bytes;
+    let streaming: std::sync::Arc<[&'static str]> = streaming.into();
     routes
         .fallback(|| async { ApiError::NotFound("route") })
         .layer(DefaultBodyLimit::max(body_limit))
@@ -61,8 +64,18 @@ pub fn layered(routes: Router, server: &ServerSettings) -> Router {
                 )
                 .layer(PropagateRequestIdLayer::x_request_id())
                 .layer(CatchPanicLayer::custom(panic_response))
-                .layer(HandleErrorLayer::new(|_: tower::BoxError| async { ApiError::Timeout }))
-                .layer(tower::timeout::TimeoutLayer::new(timeout)),
+                .layer(axum::middleware::from_fn(move |req: Request<axum::body::Body>, next: axum::middleware::Next| {
+                    let streams = streaming.iter().any(|p| req.uri().path().starts_with(p));
+                    async move {
+                        if streams {
+                            return next.run(req).await;
+                        }
+                        match tokio::time::timeout(timeout, next.run(req)).await {
+                            Ok(resp) => resp,
+                            Err(_) => axum::response::IntoResponse::into_response(ApiError::Timeout),
+                        }
+                    }
+                })),
         )
         // Outermost: timeouts and panics answer with the headers too.
         .layer(axum::middleware::from_fn(headers::security_headers))

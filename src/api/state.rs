@@ -24,6 +24,8 @@ pub struct Core {
     pub broker: Arc<dyn Broker>,
     pub dedupe: Arc<dyn DedupeStore>,
     pub relay: Relay,
+    /// Media files: uploads, generated outputs, signed URLs.
+    pub storage: Arc<crate::storage::Storage>,
     pub auth_cache: Arc<AuthCache>,
     /// Per-tenant rates, in-flight cap, open streams.
     pub limits: Limits,

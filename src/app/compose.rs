@@ -39,6 +39,7 @@ pub(super) async fn compose(
         broker: platform.broker.clone(),
         dedupe: platform.dedupe.clone(),
         relay: platform.relay.clone(),
+        storage: platform.storage.clone(),
         auth_cache: Arc::new(api::auth::AuthCache::new(
             platform.settings.auth.failed_per_minute,
         )),
@@ -139,5 +140,6 @@ pub(super) async fn compose(
         doc.merge((domain.openapi)());
     }
     let router = router.merge(api::openapi::routes(doc));
-    Ok(api::layered(router, &platform.settings.server))
+    let streaming = domains.iter().flat_map(|d| d.streaming.iter().copied()).collect();
+    Ok(api::layered(router, &platform.settings.server, streaming))
 }

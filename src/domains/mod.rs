@@ -15,6 +15,7 @@
 pub mod ai_tasks;
 pub mod canary;
 pub mod flash_sale;
+pub mod media;
 pub mod payments;
 pub mod search_sync;
 
@@ -139,6 +140,9 @@ pub struct Domain {
     pub openapi: fn() -> utoipa::openapi::OpenApi,
     /// Its CLI subcommand, mounted as `conveyor <command>`.
     pub cli: Option<Cli>,
+    /// Path prefixes of routes that stream large bodies (uploads, downloads): no
+    /// whole-request deadline (`server.request_timeout_ms`); they bound idleness instead.
+    pub streaming: &'static [&'static str],
 }
 
 impl Domain {
@@ -162,6 +166,7 @@ impl Domain {
             retention: &[],
             openapi: no_openapi,
             cli: None,
+            streaming: &[],
         }
     }
 
@@ -204,6 +209,11 @@ impl Domain {
         self.cli = Some(cli);
         self
     }
+
+    pub const fn streaming(mut self, prefixes: &'static [&'static str]) -> Self {
+        self.streaming = prefixes;
+        self
+    }
 }
 
 impl std::fmt::Debug for Domain {
@@ -222,6 +232,7 @@ pub const ALL: &[&Domain] = &[
     &payments::DOMAIN,
     &search_sync::DOMAIN,
     &canary::DOMAIN,
+    &media::DOMAIN,
 ];
 
 /// No routes, so no OpenAPI entries.

@@ -10,6 +10,7 @@
 //! - [`signing`]: the local store's HMAC-signed download URLs; S3 presigns its own.
 //! - [`range`]: the `Range` header of a download.
 //! - [`records`]: the `media_objects` rows and each tenant's bytes (`storage_usage`).
+//! - [`view`]: a stored file as the API shows it (with a fresh signed URL).
 //! - [`sweep`]: the collector (deleted, rejected, abandoned and orphaned bytes).
 //! - [`settings`]: `[storage]`.
 
@@ -21,6 +22,7 @@ pub mod settings;
 pub mod signing;
 pub mod sniff;
 pub mod sweep;
+pub mod view;
 pub mod write;
 
 use std::sync::Arc;
@@ -31,6 +33,7 @@ use chrono::{DateTime, Utc};
 use object_store::ObjectStore;
 use object_store::aws::{AmazonS3, AmazonS3Builder};
 use object_store::local::LocalFileSystem;
+use object_store::prefix::PrefixStore;
 use object_store::signer::Signer as _;
 
 pub use key::Key;
@@ -64,6 +67,8 @@ pub struct Storage {
     store: Arc<dyn ObjectStore>,
     /// The same store, for presigning (S3 only).
     s3: Option<Arc<AmazonS3>>,
+    /// `storage.prefix`: `store` adds it; presigned paths must say it themselves.
+    prefix: String,
     signer: UrlSigner,
     pub settings: StorageSettings,
 }
@@ -102,6 +107,11 @@ impl Storage {
                 (s3.clone() as Arc<dyn ObjectStore>, Some(s3))
             }
         };
+        let store: Arc<dyn ObjectStore> = if settings.prefix.is_empty() {
+            store
+        } else {
+            Arc::new(PrefixStore::new(store, settings.prefix.as_str()))
+        };
         if settings.url_secret.is_empty() && settings.backend == Backend::Local {
             tracing::warn!(
                 "storage.url_secret is empty: download URLs are signed with a random key \
@@ -112,6 +122,7 @@ impl Storage {
         Ok(Arc::new(Storage {
             store,
             s3,
+            prefix: settings.prefix.clone(),
             signer: UrlSigner::new(&settings.url_secret),
             settings: settings.clone(),
         }))
@@ -133,7 +144,7 @@ impl Storage {
         let expires_at = Utc::now() + ttl;
         let url = match &self.s3 {
             Some(s3) => s3
-                .signed_url(object_store::signer::Method::GET, &key.path(), ttl)
+                .signed_url(object_store::signer::Method::GET, &self.full_path(key), ttl)
                 .await?
                 .to_string(),
             None => format!("/v1/files/{key}?{}", self.signer.query(key, expires_at)),
@@ -148,12 +159,21 @@ impl Storage {
         };
         let ttl = Duration::from_secs(self.settings.presign_ttl_secs);
         let url = s3
-            .signed_url(object_store::signer::Method::PUT, &key.path(), ttl)
+            .signed_url(object_store::signer::Method::PUT, &self.full_path(key), ttl)
             .await?;
         Ok(Some(SignedUrl {
             url: url.to_string(),
             expires_at: Utc::now() + ttl,
         }))
+    }
+
+    /// `key`'s path in the bucket, with `storage.prefix`.
+    fn full_path(&self, key: &Key) -> object_store::path::Path {
+        if self.prefix.is_empty() {
+            key.path()
+        } else {
+            object_store::path::Path::from(format!("{}/{key}", self.prefix))
+        }
     }
 
     /// Checks a local download URL's signature and expiry.

@@ -21,6 +21,9 @@ pub struct StorageSettings {
     pub backend: Backend,
     /// The local store's directory.
     pub root: String,
+    /// A folder inside the store that holds everything of this deployment (several
+    /// deployments, or test runs, sharing one bucket); empty: the store's top.
+    pub prefix: String,
     /// The S3 endpoint (`https://oss-cn-hangzhou.aliyuncs.com`, `http://127.0.0.1:8333`);
     /// empty: AWS's, from `region`.
     pub endpoint: String,
@@ -57,6 +60,16 @@ pub struct StorageSettings {
 }
 
 impl StorageSettings {
+    /// The largest upload of `purpose`.
+    pub fn max_bytes(&self, purpose: super::sniff::Purpose) -> u64 {
+        use super::sniff::Purpose;
+        match purpose {
+            Purpose::Image => self.max_image_bytes,
+            Purpose::Video => self.max_video_bytes,
+            Purpose::Audio => self.max_audio_bytes,
+        }
+    }
+
     /// What types cannot say, naming the key.
     pub fn validate(&self) -> Result<(), ConfigError> {
         let invalid = |key, problem: &str| {
@@ -78,6 +91,14 @@ impl StorageSettings {
                     "access_key_id and secret_access_key must be set with backend = \"s3\"",
                 );
             }
+        }
+        if !self.prefix.is_empty()
+            && !self
+                .prefix
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+        {
+            return invalid("storage.prefix", "may hold only letters, digits, '-' and '_'");
         }
         if !self.url_secret.is_empty() && self.url_secret.trim().len() < 32 {
             return invalid(

@@ -64,6 +64,31 @@ impl Purpose {
     }
 }
 
+/// The extension a key gets for a content type `purpose` accepts (a presigned upload
+/// declares its type; the bytes are checked against it at completion).
+pub fn extension_of(purpose: Purpose, content_type: &str) -> Option<&'static str> {
+    if !purpose.accepts().contains(&content_type) {
+        return None;
+    }
+    Some(match content_type {
+        "image/png" => "png",
+        "image/jpeg" => "jpg",
+        "image/webp" => "webp",
+        "image/gif" => "gif",
+        "video/mp4" => "mp4",
+        "video/quicktime" => "mov",
+        "video/webm" => "webm",
+        "video/x-matroska" => "mkv",
+        "audio/mpeg" => "mp3",
+        "audio/x-wav" => "wav",
+        "audio/ogg" => "ogg",
+        "audio/x-flac" => "flac",
+        "audio/m4a" => "m4a",
+        "audio/aac" => "aac",
+        _ => return None,
+    })
+}
+
 /// What `head` (a file's first bytes) is, if `infer` knows it.
 pub fn sniff(head: &[u8]) -> Option<Kind> {
     let t = infer::get(head)?;

@@ -12,6 +12,25 @@ use super::key::Key;
 use super::sniff::{Kind, SNIFF_BYTES};
 use super::{Storage, StorageError};
 
+/// A body that sends nothing for this long is given up on: uploads have no whole-request
+/// deadline (they may take many minutes), so a stalled client must not hold a write open.
+const IDLE: std::time::Duration = std::time::Duration::from_secs(60);
+
+/// The next chunk of `body`, or an error once it has been silent for [`IDLE`].
+async fn next_chunk<S, E>(body: &mut S) -> Option<Result<Bytes, WriteError>>
+where
+    S: Stream<Item = Result<Bytes, E>> + Unpin,
+    E: std::fmt::Display,
+{
+    match tokio::time::timeout(IDLE, body.next()).await {
+        Ok(item) => item.map(|r| r.map_err(|e| WriteError::Source(e.to_string()))),
+        Err(_) => Some(Err(WriteError::Source(format!(
+            "nothing arrived for {} s",
+            IDLE.as_secs()
+        )))),
+    }
+}
+
 /// What was stored.
 #[derive(Debug, Clone)]
 pub struct Written {
@@ -60,7 +79,7 @@ impl Storage {
         let mut head: Vec<u8> = Vec::with_capacity(SNIFF_BYTES);
         let mut rest: Option<Bytes> = None;
         while head.len() < SNIFF_BYTES {
-            match body.next().await {
+            match next_chunk(&mut body).await {
                 Some(Ok(chunk)) => {
                     let take = (SNIFF_BYTES - head.len()).min(chunk.len());
                     head.extend_from_slice(&chunk[..take]);
@@ -68,7 +87,7 @@ impl Storage {
                         rest = Some(chunk.slice(take..));
                     }
                 }
-                Some(Err(e)) => return Err(WriteError::Source(e.to_string())),
+                Some(Err(e)) => return Err(e),
                 None => break,
             }
         }
@@ -99,8 +118,8 @@ impl Storage {
             if let Some(r) = rest.take() {
                 feed(&r, &mut writer)?;
             }
-            while let Some(chunk) = body.next().await {
-                let chunk = chunk.map_err(|e| WriteError::Source(e.to_string()))?;
+            while let Some(chunk) = next_chunk(&mut body).await {
+                let chunk = chunk?;
                 // One part uploading while the next fills: memory stays ~2 parts.
                 writer
                     .wait_for_capacity(1)

@@ -21,6 +21,7 @@ mod health;
 mod helpers;
 mod limits;
 mod live;
+mod media;
 mod openapi;
 mod ops;
 mod outbox;

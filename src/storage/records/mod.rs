@@ -65,9 +65,23 @@ pub async fn create_pending(
     reserved: u64,
     content_type: Option<&str>,
 ) -> Result<Object, DbErr> {
+    let id = uuid::Uuid::now_v7().to_string();
+    create_pending_with_id(db, &id, user, purpose, key, reserved, content_type).await
+}
+
+/// [`create_pending`] with the id chosen by the caller (whose key names it).
+pub async fn create_pending_with_id(
+    db: &impl ConnectionTrait,
+    id: &str,
+    user: &str,
+    purpose: &str,
+    key: Option<&Key>,
+    reserved: u64,
+    content_type: Option<&str>,
+) -> Result<Object, DbErr> {
     let now = Utc::now();
     let row = ActiveModel {
-        id: Set(uuid::Uuid::now_v7().to_string()),
+        id: Set(id.to_owned()),
         user_id: Set(user.to_owned()),
         purpose: Set(purpose.to_owned()),
         status: Set(PENDING.to_owned()),
@@ -157,6 +171,25 @@ pub async fn find(
         .filter(Column::DeletedAt.is_null())
         .one(db)
         .await
+}
+
+/// `user`'s uploads (not generated files), newest first, before `cursor`.
+pub async fn list_uploads(
+    db: &impl ConnectionTrait,
+    user: &str,
+    cursor: Option<&str>,
+    limit: u64,
+) -> Result<Vec<Object>, DbErr> {
+    let mut q = Entity::find()
+        .filter(Column::UserId.eq(user))
+        .filter(Column::Purpose.ne(GENERATED))
+        .filter(Column::DeletedAt.is_null())
+        .order_by_desc(Column::Id)
+        .limit(limit);
+    if let Some(c) = cursor {
+        q = q.filter(Column::Id.lt(c));
+    }
+    q.all(db).await
 }
 
 /// The live row holding `key`, if any.

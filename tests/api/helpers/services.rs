@@ -99,3 +99,19 @@ pub async fn opensearch(test: &str) -> Option<String> {
     );
     None
 }
+
+/// The S3-compatible server (tools/seaweedfs): its endpoint, or `None` to skip (a
+/// failure when CONVEYOR_REQUIRE_SERVICES=1).
+pub async fn s3(test: &str) -> Option<String> {
+    let addr = std::env::var("CONVEYOR_TEST_S3_ADDR").unwrap_or_else(|_| "127.0.0.1:8333".into());
+    if reachable(&addr).await {
+        return Some(format!("http://{addr}"));
+    }
+    assert!(
+        !required(),
+        "{test}: the S3 server at {addr} is unreachable and CONVEYOR_REQUIRE_SERVICES=1 (tools/seaweedfs/start.sh)"
+    );
+    use std::io::Write as _;
+    let _ = writeln!(std::io::stderr(), "SKIPPED {test}: the S3 server at {addr} is unreachable");
+    None
+}

@@ -1,0 +1,110 @@
+//! `POST /v1/uploads/presign`: a browser uploads straight to the bucket (S3 stores
+//! only). The upload is recorded PENDING with its declared type and size, which are
+//! reserved from the quota now; `POST /v1/uploads/{id}/complete` checks the bytes.
+
+use axum::Json;
+use axum::extract::State;
+use axum::http::StatusCode;
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
+
+use super::upload::{over_quota, too_large};
+use super::{Media, store_error};
+use crate::api::openapi::ErrorBody;
+use crate::api::{ApiJson, AuthUser};
+use crate::domains::media::view::UploadView;
+use crate::error::ApiError;
+use crate::storage::Key;
+use crate::storage::records::{self, usage};
+use crate::storage::sniff::{self, Purpose};
+
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct PresignRequest {
+    /// `video`, `image` or `audio`.
+    purpose: String,
+    /// The file's content type, one the purpose accepts (checked against the bytes at
+    /// completion).
+    content_type: String,
+    /// The file's exact size in bytes (checked at completion).
+    size: u64,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub(crate) struct Presigned {
+    pub upload: UploadView,
+    /// `PUT` the bytes here, before `expires_at`, then call `complete`.
+    pub upload_url: String,
+    pub method: &'static str,
+    pub expires_at: DateTime<Utc>,
+}
+
+/// `POST /v1/uploads/presign`.
+#[utoipa::path(post, path = "/v1/uploads/presign", tag = "uploads", security(("api_key" = [])),
+    request_body = PresignRequest,
+    responses(
+        (status = 201, description = "A PENDING upload and the URL to PUT its bytes to", body = Presigned),
+        (status = 401, description = "Missing or invalid API key", body = ErrorBody),
+        (status = 409, description = "`presign_unavailable`: the store is local; use POST /v1/uploads", body = ErrorBody),
+        (status = 413, description = "`file_too_large` or `storage_quota`", body = ErrorBody),
+        (status = 422, description = "Bad purpose, content type or size (named in `field`)", body = ErrorBody)))]
+pub(crate) async fn create(
+    State(state): State<Media>,
+    AuthUser(user): AuthUser,
+    ApiJson(req): ApiJson<PresignRequest>,
+) -> Result<(StatusCode, Json<Presigned>), ApiError> {
+    let storage = &state.core.storage;
+    if !storage.presigns() {
+        return Err(ApiError::Refused {
+            code: "presign_unavailable",
+            message: "this deployment stores files locally: upload with POST /v1/uploads".into(),
+        });
+    }
+    let purpose = Purpose::parse(&req.purpose)
+        .ok_or_else(|| ApiError::invalid("purpose", "must be one of: video, image, audio"))?;
+    let ext = sniff::extension_of(purpose, &req.content_type).ok_or_else(|| {
+        ApiError::invalid(
+            "content_type",
+            format!("{} uploads take {}", purpose.as_str(), purpose.accepts().join(", ")),
+        )
+    })?;
+    if req.size == 0 {
+        return Err(ApiError::invalid("size", "must be greater than 0"));
+    }
+    let limit = storage.settings.max_bytes(purpose);
+    if req.size > limit {
+        return Err(too_large(purpose, limit));
+    }
+    let db = &state.core.db;
+    if !usage::reserve(db, &user.id, req.size, storage.settings.quota_bytes).await? {
+        return Err(over_quota(storage.settings.quota_bytes));
+    }
+    let id = uuid::Uuid::now_v7().to_string();
+    let key = Key::new(&user.id, purpose.as_str(), &id, ext).map_err(|e| ApiError::Internal(e.into()))?;
+    let row = records::create_pending_with_id(
+        db,
+        &id,
+        &user.id,
+        purpose.as_str(),
+        Some(&key),
+        req.size,
+        Some(&req.content_type),
+    )
+    .await?;
+    let url = storage
+        .upload_url(&key)
+        .await
+        .map_err(store_error)?
+        .ok_or_else(|| ApiError::Internal(anyhow::anyhow!("an S3 store gave no upload URL")))?;
+    let upload = UploadView::of(storage, row).await.map_err(store_error)?;
+    Ok((
+        StatusCode::CREATED,
+        Json(Presigned {
+            upload,
+            upload_url: url.url,
+            method: "PUT",
+            expires_at: url.expires_at,
+        }),
+    ))
+}

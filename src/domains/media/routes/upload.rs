@@ -1,0 +1,145 @@
+//! `POST /v1/uploads`: a streamed multipart upload. The `purpose` field comes first, then
+//! `file`; the bytes go to the store part by part (never whole in memory), sniffed,
+//! measured and checksummed on the way. The owner's quota is reserved before the first
+//! byte is stored: the request's length (or the purpose's limit, for a body of unknown
+//! length) is reserved, and the difference given back once the size is known.
+
+use axum::Json;
+use axum::extract::{Multipart, State};
+use axum::http::{HeaderMap, StatusCode};
+
+use super::{Media, store_error};
+use crate::api::AuthUser;
+use crate::api::openapi::ErrorBody;
+use crate::domains::media::view::UploadView;
+use crate::error::ApiError;
+use crate::storage::records::{self, Dimensions, usage};
+use crate::storage::sniff::{self, Purpose};
+use crate::storage::{Key, WriteError};
+
+/// Multipart framing around the file (boundaries, part headers): a request this much
+/// over the purpose's limit may still carry a file within it.
+const FRAMING: u64 = 64 * 1024;
+
+fn bad_multipart(e: impl std::fmt::Display) -> ApiError {
+    ApiError::bad_request("file", format!("malformed multipart body: {e}"))
+}
+
+/// The `multipart/form-data` body of an upload (documentation only: it is streamed).
+#[allow(dead_code)]
+#[derive(utoipa::ToSchema)]
+pub(crate) struct UploadForm {
+    /// `video`, `image` or `audio`; must come before `file`.
+    purpose: String,
+    /// The bytes. Their type is read from them, not from the file name or header.
+    #[schema(format = Binary)]
+    file: String,
+}
+
+/// `POST /v1/uploads` (`multipart/form-data`: `purpose`, then `file`).
+#[utoipa::path(post, path = "/v1/uploads", tag = "uploads", security(("api_key" = [])),
+    request_body(content = UploadForm, content_type = "multipart/form-data"),
+    responses(
+        (status = 201, description = "Stored: READY, with size, sniffed type, SHA-256 and a signed URL", body = UploadView),
+        (status = 400, description = "Malformed multipart body, or fields out of order", body = ErrorBody),
+        (status = 401, description = "Missing or invalid API key", body = ErrorBody),
+        (status = 413, description = "`file_too_large` (the purpose's limit) or `storage_quota` (the tenant's quota); nothing stored", body = ErrorBody),
+        (status = 422, description = "`unsupported_media_type` (the bytes are not a type the purpose takes: the upload is REJECTED), `empty_file`, or a bad `purpose`", body = ErrorBody)))]
+pub(crate) async fn create(
+    State(state): State<Media>,
+    AuthUser(user): AuthUser,
+    headers: HeaderMap,
+    mut multipart: Multipart,
+) -> Result<(StatusCode, Json<UploadView>), ApiError> {
+    let storage = &state.core.storage;
+    let db = &state.core.db;
+    let field = multipart
+        .next_field()
+        .await
+        .map_err(bad_multipart)?
+        .ok_or_else(|| ApiError::bad_request("purpose", "the body has no `purpose` field"))?;
+    if field.name() != Some("purpose") {
+        return Err(ApiError::bad_request(
+            "purpose",
+            "the `purpose` field must come first, before `file`",
+        ));
+    }
+    let text = field.text().await.map_err(bad_multipart)?;
+    let purpose = Purpose::parse(text.trim())
+        .ok_or_else(|| ApiError::invalid("purpose", "must be one of: video, image, audio"))?;
+    let field = multipart
+        .next_field()
+        .await
+        .map_err(bad_multipart)?
+        .filter(|f| f.name() == Some("file"))
+        .ok_or_else(|| ApiError::bad_request("file", "a `file` field must follow `purpose`"))?;
+
+    let limit = storage.settings.max_bytes(purpose);
+    let length = headers
+        .get(axum::http::header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<u64>().ok());
+    if length.is_some_and(|n| n > limit + FRAMING) {
+        return Err(too_large(purpose, limit));
+    }
+    let reserve = length.map_or(limit, |n| n.min(limit));
+    if !usage::reserve(db, &user.id, reserve, storage.settings.quota_bytes).await? {
+        metrics::counter!("conveyor_storage_uploads_total", "outcome" => "over_quota").increment(1);
+        return Err(over_quota(storage.settings.quota_bytes));
+    }
+    let row = records::create_pending(db, &user.id, purpose.as_str(), None, reserve, None).await?;
+    let written = storage
+        .write_stream(
+            field,
+            limit,
+            |head| sniff::check(purpose, head),
+            |kind| Ok(Key::new(&user.id, purpose.as_str(), &row.id, kind.extension)?),
+        )
+        .await;
+    let written = match written {
+        Ok(w) => w,
+        Err(e) => {
+            let (outcome, answer) = match &e {
+                WriteError::Rejected(why) => (
+                    "rejected",
+                    ApiError::Unprocessable {
+                        code: "unsupported_media_type",
+                        message: format!("upload {} REJECTED: {why}", row.id),
+                        field: Some("file".into()),
+                    },
+                ),
+                WriteError::TooLarge { .. } => ("too_large", too_large(purpose, limit)),
+                WriteError::Empty => ("empty", ApiError::invalid("file", "the file is empty")),
+                WriteError::Source(why) => ("aborted", bad_multipart(why)),
+                WriteError::Store(_) => ("failed", ApiError::Internal(anyhow::anyhow!("{e}"))),
+            };
+            records::mark_rejected(db, &row, &e.to_string()).await?;
+            metrics::counter!("conveyor_storage_uploads_total", "outcome" => outcome).increment(1);
+            return Err(answer);
+        }
+    };
+    records::mark_ready(db, &row, &written, Dimensions::default()).await?;
+    metrics::counter!("conveyor_storage_uploads_total", "outcome" => "ready").increment(1);
+    metrics::counter!("conveyor_storage_bytes_written_total").increment(written.size);
+    let row = records::find(db, &user.id, &row.id)
+        .await?
+        .ok_or(ApiError::NotFound("upload"))?;
+    let view = UploadView::of(storage, row).await.map_err(store_error)?;
+    Ok((StatusCode::CREATED, Json(view)))
+}
+
+pub(super) fn too_large(purpose: Purpose, limit: u64) -> ApiError {
+    ApiError::TooLargeFor {
+        code: "file_too_large",
+        message: format!("{} uploads are limited to {limit} bytes", purpose.as_str()),
+    }
+}
+
+pub(super) fn over_quota(quota: u64) -> ApiError {
+    ApiError::TooLargeFor {
+        code: "storage_quota",
+        message: format!(
+            "storing this would take you past your storage quota of {quota} bytes; delete files to make room"
+        ),
+    }
+}

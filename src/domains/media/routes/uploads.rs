@@ -1,0 +1,90 @@
+//! `GET /v1/uploads`, `GET /v1/uploads/{id}` and `DELETE /v1/uploads/{id}`.
+
+use axum::Json;
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+
+use super::{Media, store_error};
+use crate::api::{ApiQuery, AuthUser, Page};
+use crate::api::openapi::ErrorBody;
+use crate::domains::media::view::UploadView;
+use crate::error::ApiError;
+use crate::storage::records::{self, GENERATED};
+
+#[derive(Debug, serde::Deserialize, utoipa::IntoParams)]
+#[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
+pub(crate) struct ListQuery {
+    /// `next_cursor` of the previous page.
+    #[param(pattern = "^[0-9A-Za-z-]{1,64}$")]
+    cursor: Option<String>,
+    /// Page size, 1 to 100 (default 20).
+    #[param(minimum = 1, maximum = 100)]
+    limit: Option<u64>,
+}
+
+/// `GET /v1/uploads?cursor=&limit=`: the caller's uploads, newest first.
+#[utoipa::path(get, path = "/v1/uploads", tag = "uploads", security(("api_key" = [])),
+    params(ListQuery),
+    responses(
+        (status = 200, description = "The caller's uploads, newest first", body = Page<UploadView>),
+        (status = 400, description = "Bad limit or cursor (named in `field`)", body = ErrorBody),
+        (status = 401, description = "Missing or invalid API key", body = ErrorBody)))]
+pub(crate) async fn list(
+    State(state): State<Media>,
+    AuthUser(user): AuthUser,
+    ApiQuery(q): ApiQuery<ListQuery>,
+) -> Result<Json<Page<UploadView>>, ApiError> {
+    let limit = crate::api::page::limit(q.limit)?;
+    let cursor = crate::api::page::id_cursor(q.cursor.as_deref())?;
+    let rows = records::list_uploads(&state.core.db, &user.id, cursor, limit).await?;
+    let mut items = Vec::with_capacity(rows.len());
+    for row in rows {
+        items.push(UploadView::of(&state.core.storage, row).await.map_err(store_error)?);
+    }
+    Ok(Json(Page::new(items, limit, |u| u.id.clone())))
+}
+
+/// `GET /v1/uploads/{id}`: status, size, type, checksum and, once READY, a signed URL.
+#[utoipa::path(get, path = "/v1/uploads/{id}", tag = "uploads", security(("api_key" = [])),
+    params(("id" = String, Path, description = "Upload id")),
+    responses(
+        (status = 200, description = "The upload", body = UploadView),
+        (status = 401, description = "Missing or invalid API key", body = ErrorBody),
+        (status = 404, description = "No such upload of the caller's", body = ErrorBody)))]
+pub(crate) async fn read(
+    State(state): State<Media>,
+    AuthUser(user): AuthUser,
+    Path(id): Path<String>,
+) -> Result<Json<UploadView>, ApiError> {
+    let row = records::find(&state.core.db, &user.id, &id)
+        .await?
+        .filter(|o| o.purpose != GENERATED)
+        .ok_or(ApiError::NotFound("upload"))?;
+    Ok(Json(UploadView::of(&state.core.storage, row).await.map_err(store_error)?))
+}
+
+/// `DELETE /v1/uploads/{id}`: gone at once for the API (its URLs stop working); the
+/// bytes are removed after `storage.delete_grace_secs`, and the quota freed then.
+#[utoipa::path(delete, path = "/v1/uploads/{id}", tag = "uploads", security(("api_key" = [])),
+    params(("id" = String, Path, description = "Upload id")),
+    responses(
+        (status = 204, description = "Deleted"),
+        (status = 401, description = "Missing or invalid API key", body = ErrorBody),
+        (status = 404, description = "No such upload of the caller's", body = ErrorBody)))]
+pub(crate) async fn remove(
+    State(state): State<Media>,
+    AuthUser(user): AuthUser,
+    Path(id): Path<String>,
+) -> Result<StatusCode, ApiError> {
+    let db = &state.core.db;
+    let upload = records::find(db, &user.id, &id)
+        .await?
+        .filter(|o| o.purpose != GENERATED)
+        .ok_or(ApiError::NotFound("upload"))?;
+    let grace = chrono::Duration::seconds(state.core.storage.settings.delete_grace_secs as i64);
+    if !records::soft_delete(db, &user.id, &upload.id, grace).await? {
+        return Err(ApiError::NotFound("upload"));
+    }
+    Ok(StatusCode::NO_CONTENT)
+}
