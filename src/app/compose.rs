@@ -140,6 +140,9 @@ pub(super) async fn compose(
         doc.merge((domain.openapi)());
     }
     let router = router.merge(api::openapi::routes(doc));
-    let streaming = domains.iter().flat_map(|d| d.streaming.iter().copied()).collect();
+    let streaming = domains
+        .iter()
+        .flat_map(|d| d.streaming.iter().copied())
+        .collect();
     Ok(api::layered(router, &platform.settings.server, streaming))
 }

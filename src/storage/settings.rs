@@ -98,7 +98,10 @@ impl StorageSettings {
                 .bytes()
                 .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
         {
-            return invalid("storage.prefix", "may hold only letters, digits, '-' and '_'");
+            return invalid(
+                "storage.prefix",
+                "may hold only letters, digits, '-' and '_'",
+            );
         }
         if !self.url_secret.is_empty() && self.url_secret.trim().len() < 32 {
             return invalid(

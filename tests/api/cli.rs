@@ -772,7 +772,7 @@ async fn search_reindex_rebuilds_the_index_from_the_database() {
         ids.push(m.id);
     }
     txn.commit().await.unwrap();
-    store::delete(&platform.db, "ada", &ids[0])
+    store::delete(&platform.db, "ada", &ids[0], chrono::Duration::seconds(60))
         .await
         .unwrap()
         .unwrap();

@@ -86,6 +86,7 @@ async fn run(exec: &OpenAi, prompt: &str) -> Result<Value, ExecError> {
     let previous = Value::Null;
     let job = Job {
         task_id: "t1",
+        user_id: "u1",
         kind: TaskKind::Copywriting,
         step: "generate",
         step_index: 0,

@@ -229,7 +229,14 @@ pub(crate) async fn read(
     AuthUser(user): AuthUser,
     Path(id): Path<String>,
 ) -> Result<axum::Json<TaskView>, ApiError> {
-    Ok(axum::Json(visible(&state, &user, &id).await?.into()))
+    let task = visible(&state, &user, &id).await?;
+    let files =
+        crate::storage::records::of_tasks(&state.core.db, std::slice::from_ref(&task.id)).await?;
+    let mut view = TaskView::from(task);
+    view.files = crate::storage::view::FileView::all(&state.core.storage, files)
+        .await
+        .map_err(|e| ApiError::Internal(anyhow::Error::new(e).context("media store")))?;
+    Ok(axum::Json(view))
 }
 
 #[derive(Debug, Deserialize, utoipa::IntoParams)]

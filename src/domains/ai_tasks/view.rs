@@ -23,6 +23,10 @@ pub struct TaskView {
     pub updated_at: chrono::DateTime<chrono::Utc>,
     pub started_at: Option<chrono::DateTime<chrono::Utc>>,
     pub finished_at: Option<chrono::DateTime<chrono::Utc>>,
+    /// The files it generated, with download URLs that expire; filled by
+    /// `GET /v1/tasks/{id}`, absent elsewhere.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub files: Vec<crate::storage::view::FileView>,
 }
 
 impl From<Task> for TaskView {
@@ -49,6 +53,7 @@ impl From<Task> for TaskView {
             updated_at: t.updated_at,
             started_at: t.started_at,
             finished_at: t.finished_at,
+            files: Vec::new(),
         }
     }
 }

@@ -10,7 +10,11 @@ use tokio_util::sync::CancellationToken;
 
 use crate::storage::{Storage, sweep};
 
-pub async fn run(db: DatabaseConnection, storage: Arc<Storage>, token: CancellationToken) -> anyhow::Result<()> {
+pub async fn run(
+    db: DatabaseConnection,
+    storage: Arc<Storage>,
+    token: CancellationToken,
+) -> anyhow::Result<()> {
     let every = Duration::from_secs(storage.settings.sweep_secs);
     loop {
         tokio::select! {

@@ -26,12 +26,7 @@ fn install(platform: &Platform) -> BoxFuture<'_, anyhow::Result<Installed>> {
         let (db, storage) = (platform.db.clone(), platform.storage.clone());
         Ok(Installed::default()
             .job(move |token| job::run(db, storage, token).boxed())
-            .routes(move |core| {
-                async move {
-                    Ok(routes::routes(routes::Media { core }))
-                }
-                .boxed()
-            }))
+            .routes(move |core| async move { Ok(routes::routes(routes::Media { core })) }.boxed()))
     }
     .boxed()
 }

@@ -189,15 +189,19 @@ pub async fn update(
             Expr::value(serde_json::json!(tags).to_string()),
         );
     }
-    change(db, user_id, id, update).await
+    change(db, user_id, id, update, None).await
 }
 
 /// Soft-deletes the owner's live material: a new version, `deleted_at`, and a delete
 /// message. `None` when there is no such material.
+///
+/// Its task's generated files are deleted in the same transaction (their bytes go after
+/// `file_grace`, by the storage collector).
 pub async fn delete(
     db: &DatabaseConnection,
     user_id: &str,
     id: &str,
+    file_grace: chrono::Duration,
 ) -> Result<Option<Material>, StoreError> {
     let now = Utc::now();
     let update = material::Entity::update_many()
@@ -207,7 +211,7 @@ pub async fn delete(
         )
         .col_expr(material::Column::UpdatedAt, Expr::value(now))
         .col_expr(material::Column::DeletedAt, Expr::value(now));
-    change(db, user_id, id, update).await
+    change(db, user_id, id, update, Some(file_grace)).await
 }
 
 /// Runs `update` on the owner's live row, reads the new row and announces it, all in
@@ -218,6 +222,7 @@ async fn change(
     user_id: &str,
     id: &str,
     update: sea_orm::UpdateMany<material::Entity>,
+    delete_files_after: Option<chrono::Duration>,
 ) -> Result<Option<Material>, StoreError> {
     let txn = db.begin().await?;
     let done = update
@@ -236,6 +241,9 @@ async fn change(
         return Ok(None);
     };
     announce(&txn, &row).await?;
+    if let Some(grace) = delete_files_after {
+        crate::storage::records::delete_of_task(&txn, &row.task_id, grace).await?;
+    }
     txn.commit().await?;
     Ok(Some(row))
 }

@@ -1,6 +1,8 @@
 //! What the materials API shows: a material as its owner sees it.
 
 use chrono::{DateTime, Utc};
+
+use crate::storage::view::FileView;
 use serde::Serialize;
 
 use crate::domains::search_sync::store::{self, Material};
@@ -19,6 +21,10 @@ pub struct MaterialView {
     pub version: i64,
     pub created_at: DateTime<Utc>,
     pub updated_at: Option<DateTime<Utc>>,
+    /// Its files (images, posters, models) with download URLs that expire; filled by
+    /// `GET /v1/materials/{id}`, absent from lists.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub files: Vec<FileView>,
 }
 
 impl From<Material> for MaterialView {
@@ -33,6 +39,7 @@ impl From<Material> for MaterialView {
             version: m.version,
             created_at: m.created_at,
             updated_at: m.updated_at,
+            files: Vec::new(),
         }
     }
 }

@@ -112,6 +112,9 @@ pub async fn s3(test: &str) -> Option<String> {
         "{test}: the S3 server at {addr} is unreachable and CONVEYOR_REQUIRE_SERVICES=1 (tools/seaweedfs/start.sh)"
     );
     use std::io::Write as _;
-    let _ = writeln!(std::io::stderr(), "SKIPPED {test}: the S3 server at {addr} is unreachable");
+    let _ = writeln!(
+        std::io::stderr(),
+        "SKIPPED {test}: the S3 server at {addr} is unreachable"
+    );
     None
 }

@@ -28,8 +28,20 @@ async fn a_download_url_serves_ranges_and_conditional_requests(backend: Backend)
         // What the API sets itself (S3 answers with its own headers).
         assert_eq!(h["content-type"], "video/mp4");
         assert_eq!(h["accept-ranges"], "bytes");
-        assert!(h["content-disposition"].to_str().unwrap().starts_with("inline; filename="), "{h:?}");
-        assert!(h["cache-control"].to_str().unwrap().starts_with("private, max-age="), "{h:?}");
+        assert!(
+            h["content-disposition"]
+                .to_str()
+                .unwrap()
+                .starts_with("inline; filename="),
+            "{h:?}"
+        );
+        assert!(
+            h["cache-control"]
+                .to_str()
+                .unwrap()
+                .starts_with("private, max-age="),
+            "{h:?}"
+        );
     }
     let etag = h["etag"].to_str().unwrap().to_owned();
 
@@ -39,7 +51,10 @@ async fn a_download_url_serves_ranges_and_conditional_requests(backend: Backend)
     assert_eq!(part.bytes().await.unwrap().as_ref(), &bytes[1000..2000]);
     let tail = fetch(&app, url, &[("range", "bytes=-10")]).await;
     assert_eq!(tail.status(), 206);
-    assert_eq!(tail.bytes().await.unwrap().as_ref(), &bytes[bytes.len() - 10..]);
+    assert_eq!(
+        tail.bytes().await.unwrap().as_ref(),
+        &bytes[bytes.len() - 10..]
+    );
     let past = fetch(&app, url, &[("range", "bytes=2000000-")]).await;
     assert_eq!(past.status(), 416);
     let same = fetch(&app, url, &[("if-none-match", &etag)]).await;
@@ -71,18 +86,31 @@ async fn a_download_url_stops_working_when_expired_or_altered(backend: Backend) 
     // After the expiry (two seconds; S3 presigns in whole seconds, so a short real wait
     // is the only honest check of the bucket's own expiry).
     tokio::time::sleep(std::time::Duration::from_millis(3100)).await;
-    assert_eq!(fetch(&app, url_a, &[]).await.status(), 403, "an expired URL");
+    assert_eq!(
+        fetch(&app, url_a, &[]).await.status(),
+        403,
+        "an expired URL"
+    );
     // A fresh URL from the API works again.
     let id = a["id"].as_str().unwrap();
     let fresh = app.get_json(&key, &format!("/v1/uploads/{id}")).await;
-    assert_eq!(fetch(&app, fresh["url"].as_str().unwrap(), &[]).await.status(), 200);
+    assert_eq!(
+        fetch(&app, fresh["url"].as_str().unwrap(), &[])
+            .await
+            .status(),
+        200
+    );
     media_done(env, app).await;
 }
 
 /// The URL with the last hex digit of its signature changed (`sig=` locally,
 /// `X-Amz-Signature=` on S3).
 fn flip_last_signature_digit(url: &str) -> String {
-    let marker = if url.contains("X-Amz-Signature=") { "X-Amz-Signature=" } else { "sig=" };
+    let marker = if url.contains("X-Amz-Signature=") {
+        "X-Amz-Signature="
+    } else {
+        "sig="
+    };
     let at = url.find(marker).unwrap() + marker.len();
     let end = url[at..].find('&').map_or(url.len(), |i| at + i);
     let mut s = url.to_owned();

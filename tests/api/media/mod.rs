@@ -3,6 +3,7 @@
 //! RabbitMQ + PostgreSQL, so the usage and rows run on every database).
 
 mod files;
+mod generated;
 mod lifecycle;
 mod presign;
 mod uploads;
@@ -83,7 +84,13 @@ pub const PNG: &[u8] = b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR\0\0\0\x01\0\0\0\x01\x08\x
 pub const EXE: &[u8] = b"MZ\x90\0\x03\0\0\0\x04\0\0\0\xff\xff\0\0\xb8\0\0\0\0\0\0\0@\0";
 
 /// `POST /v1/uploads` with `purpose` and `bytes` named `name`: status and body.
-pub async fn upload(app: &TestApp, key: &str, purpose: &str, name: &str, bytes: Vec<u8>) -> (u16, Value) {
+pub async fn upload(
+    app: &TestApp,
+    key: &str,
+    purpose: &str,
+    name: &str,
+    bytes: Vec<u8>,
+) -> (u16, Value) {
     let form = reqwest::multipart::Form::new()
         .text("purpose", purpose.to_owned())
         .part(
@@ -106,7 +113,11 @@ pub async fn upload(app: &TestApp, key: &str, purpose: &str, name: &str, bytes: 
 
 /// GET a download URL (relative ones on this app), with optional headers.
 pub async fn fetch(app: &TestApp, url: &str, headers: &[(&str, &str)]) -> reqwest::Response {
-    let url = if url.starts_with('/') { app.url(url) } else { url.to_owned() };
+    let url = if url.starts_with('/') {
+        app.url(url)
+    } else {
+        url.to_owned()
+    };
     let mut req = app.client.get(url);
     for (k, v) in headers {
         req = req.header(*k, *v);

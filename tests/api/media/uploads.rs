@@ -29,11 +29,18 @@ async fn an_upload_of_a_few_mib_streams_in_sniffed_checksummed_and_ready(backend
     assert_eq!(view["sha256"], sha);
     let id = view["id"].as_str().unwrap();
     let read = app.get_json(&key, &format!("/v1/uploads/{id}")).await;
-    assert_eq!((read["status"].as_str(), read["sha256"].as_str()), (Some("READY"), Some(sha.as_str())));
+    assert_eq!(
+        (read["status"].as_str(), read["sha256"].as_str()),
+        (Some("READY"), Some(sha.as_str()))
+    );
     let url = read["url"].as_str().unwrap();
     let got = fetch(&app, url, &[]).await;
     assert_eq!(got.status(), 200);
-    assert_eq!(got.bytes().await.unwrap().as_ref(), bytes.as_slice(), "the stored bytes are the sent ones");
+    assert_eq!(
+        got.bytes().await.unwrap().as_ref(),
+        bytes.as_slice(),
+        "the stored bytes are the sent ones"
+    );
     let listed = app.get_json(&key, "/v1/uploads?limit=10").await;
     assert_eq!(listed["items"][0]["id"], id, "{listed}");
     let me = app.get_json(&key, "/v1/me").await;
@@ -55,26 +62,63 @@ async fn a_renamed_exe_posing_as_mp4_is_rejected_and_bad_forms_are_refused(backe
     let id = message.split_whitespace().nth(1).unwrap();
     let read = app.get_json(&key, &format!("/v1/uploads/{id}")).await;
     assert_eq!(read["status"], "REJECTED", "{read}");
-    assert!(read["reason"].as_str().unwrap().contains("not one of the video types"), "{read}");
+    assert!(
+        read["reason"]
+            .as_str()
+            .unwrap()
+            .contains("not one of the video types"),
+        "{read}"
+    );
     assert_eq!(read["url"], Value::Null);
     let me = app.get_json(&key, "/v1/me").await;
     assert_eq!(me["storage"]["used_bytes"], 0, "{me}");
 
     // An image that is really a video is refused too: the purpose decides what fits.
     let (status, body) = upload(&app, &key, "image", "photo.png", file_of(MP4, 5000)).await;
-    assert_eq!((status, body["error"]["code"].as_str()), (422, Some("unsupported_media_type")), "{body}");
+    assert_eq!(
+        (status, body["error"]["code"].as_str()),
+        (422, Some("unsupported_media_type")),
+        "{body}"
+    );
     // A bad purpose, and `file` before `purpose`.
     let (status, body) = upload(&app, &key, "spreadsheet", "a.mp4", file_of(MP4, 100)).await;
-    assert_eq!((status, body["error"]["field"].as_str()), (422, Some("purpose")), "{body}");
+    assert_eq!(
+        (status, body["error"]["field"].as_str()),
+        (422, Some("purpose")),
+        "{body}"
+    );
     let form = reqwest::multipart::Form::new()
-        .part("file", reqwest::multipart::Part::bytes(file_of(MP4, 100)).file_name("a.mp4"))
+        .part(
+            "file",
+            reqwest::multipart::Part::bytes(file_of(MP4, 100)).file_name("a.mp4"),
+        )
         .text("purpose", "video");
-    let r = app.client.post(app.url("/v1/uploads")).bearer_auth(&key).multipart(form).send().await.unwrap();
+    let r = app
+        .client
+        .post(app.url("/v1/uploads"))
+        .bearer_auth(&key)
+        .multipart(form)
+        .send()
+        .await
+        .unwrap();
     assert_eq!(r.status(), 400);
     let body: Value = r.json().await.unwrap();
-    assert!(body["error"]["message"].as_str().unwrap().contains("must come first"), "{body}");
+    assert!(
+        body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("must come first"),
+        "{body}"
+    );
     // Not multipart at all.
-    let r = app.client.post(app.url("/v1/uploads")).bearer_auth(&key).json(&serde_json::json!({})).send().await.unwrap();
+    let r = app
+        .client
+        .post(app.url("/v1/uploads"))
+        .bearer_auth(&key)
+        .json(&serde_json::json!({}))
+        .send()
+        .await
+        .unwrap();
     assert_eq!(r.status(), 400, "{:?}", r.text().await);
     media_done(env, app).await;
 }
@@ -93,7 +137,13 @@ async fn another_tenant_cannot_read_list_complete_or_delete_an_upload(backend: B
         (reqwest::Method::DELETE, format!("/v1/uploads/{id}")),
         (reqwest::Method::POST, format!("/v1/uploads/{id}/complete")),
     ] {
-        let r = app.client.request(method.clone(), app.url(&path)).bearer_auth(&other).send().await.unwrap();
+        let r = app
+            .client
+            .request(method.clone(), app.url(&path))
+            .bearer_auth(&other)
+            .send()
+            .await
+            .unwrap();
         assert_eq!(r.status(), 404, "{method} {path} as another tenant");
     }
     let listed = app.get_json(&other, "/v1/uploads").await;

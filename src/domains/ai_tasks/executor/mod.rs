@@ -1,12 +1,15 @@
 //! The executor seam: how one step of a task is actually done. `simulated` is the
 //! embedded default; `openai` speaks OpenAI-compatible chat completions for text kinds.
 
+pub mod artifacts;
 pub mod openai;
 pub mod simulated;
 
 use std::sync::Arc;
 
 use async_trait::async_trait;
+
+use crate::storage::Storage;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
@@ -17,6 +20,8 @@ use crate::domains::ai_tasks::settings::{AiSettings, ExecutorKind};
 #[derive(Debug)]
 pub struct Job<'a> {
     pub task_id: &'a str,
+    /// The task's owner: whose folder its files go in.
+    pub user_id: &'a str,
     pub kind: TaskKind,
     pub step: &'a str,
     pub step_index: usize,
@@ -56,8 +61,8 @@ pub trait Executor: Send + Sync + 'static {
 }
 
 /// The configured executor: text kinds go to OpenAI when configured, the rest is simulated.
-pub fn from_settings(ai: &AiSettings) -> anyhow::Result<Arc<dyn Executor>> {
-    let simulated = Arc::new(simulated::Simulated::new(ai));
+pub fn from_settings(ai: &AiSettings, storage: Arc<Storage>) -> anyhow::Result<Arc<dyn Executor>> {
+    let simulated = Arc::new(simulated::Simulated::new(ai, storage));
     Ok(match ai.executor {
         ExecutorKind::Simulated => simulated,
         ExecutorKind::Openai => Arc::new(Routed {

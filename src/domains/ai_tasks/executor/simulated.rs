@@ -6,6 +6,7 @@
 //! `{"fail_permanent": true}` fails for good, `{"step_ms": 3000}` overrides the duration.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -13,19 +14,24 @@ use serde_json::json;
 use sha2::{Digest as _, Sha256};
 use tokio_util::sync::CancellationToken;
 
+use super::artifacts::{self, ArtifactError};
 use super::{ExecError, Executor, Job, Progress};
 use crate::domains::ai_tasks::settings::AiSettings;
+use crate::storage::Storage;
 
 const TICKS: u64 = 5;
 
 pub struct Simulated {
     step_ms: HashMap<String, u64>,
     allow_failures: bool,
+    /// Where its images, posters and models go.
+    storage: Arc<Storage>,
 }
 
 impl Simulated {
-    pub fn new(ai: &AiSettings) -> Self {
+    pub fn new(ai: &AiSettings, storage: Arc<Storage>) -> Self {
         Simulated {
+            storage,
             step_ms: ai
                 .kinds
                 .iter()
@@ -86,18 +92,32 @@ impl Executor for Simulated {
         }
         let h = digest(&[job.kind.as_str(), job.step, job.prompt]);
         let words: Vec<&str> = job.prompt.split_whitespace().take(12).collect();
+        let at = (job.user_id, job.task_id, job.step);
+        // A store that fails is a provider that failed to deliver: worth retrying.
+        let stored = |e: ArtifactError| ExecError::Transient(format!("storing the output: {e}"));
         Ok(match (job.kind.as_str(), job.step) {
             ("copywriting", _) => {
                 json!({ "text": format!("✨ {} — crafted for short video. #{}", words.join(" "), &h[..8]) })
             }
             ("image", _) => {
-                json!({ "url": format!("https://cdn.conveyor.local/images/{}.png", &h[..16]), "width": 1024, "height": 1024 })
+                let file = artifacts::store_png(&self.storage, at, h.as_bytes(), (512, 512))
+                    .await
+                    .map_err(stored)?;
+                json!({ "width": 512, "height": 512, "files": [file] })
             }
+            // The simulator draws a poster, not a film: real video comes from a provider
+            // (or FFmpeg) through the same storage path.
             ("video", _) => {
-                json!({ "url": format!("https://cdn.conveyor.local/videos/{}.mp4", &h[..16]), "duration_s": 15, "resolution": "1080x1920" })
+                let poster = artifacts::store_png(&self.storage, at, h.as_bytes(), (270, 480))
+                    .await
+                    .map_err(stored)?;
+                json!({ "duration_s": 15, "resolution": "1080x1920", "files": [poster] })
             }
             ("model3d", _) => {
-                json!({ "url": format!("https://cdn.conveyor.local/models/{}.glb", &h[..16]), "polygons": 24000 })
+                let model = artifacts::store_glb(&self.storage, at)
+                    .await
+                    .map_err(stored)?;
+                json!({ "polygons": 12, "files": [model] })
             }
             (_, "extract_audio") => {
                 json!({ "audio_url": format!("https://cdn.conveyor.local/audio/{}.wav", &h[..16]) })

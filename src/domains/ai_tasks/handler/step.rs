@@ -79,6 +79,7 @@ impl AiTaskHandler {
         let params: serde_json::Value = serde_json::from_str(&t.params).unwrap_or_default();
         let job = Job {
             task_id: &t.id,
+            user_id: &t.user_id,
             kind,
             step,
             step_index: run.step as usize,

@@ -12,6 +12,7 @@ use crate::domains::ai_tasks::kinds::{Status, TaskKind};
 use crate::domains::ai_tasks::messages::TaskEvent;
 use crate::domains::search_sync;
 use crate::outbox::{self};
+use crate::storage::{self, records::GeneratedFile};
 use crate::users::credits;
 
 /// One step's result to commit: the task as claimed (its attempt fences the write), the
@@ -73,6 +74,19 @@ pub async fn commit_steps(
         })
         .collect();
     search_sync::store::create_many(txn, materials).await?;
+    // Files the steps wrote to the store are recorded (and counted in their owner's
+    // usage) with the step's commit: a file exists for the API exactly when its step
+    // does. A fenced result's files are left to the collector as orphans.
+    for (r, t) in done() {
+        let files: Vec<GeneratedFile> = r
+            .result
+            .get("files")
+            .and_then(|f| serde_json::from_value(f.clone()).ok())
+            .unwrap_or_default();
+        if !files.is_empty() {
+            storage::records::record_generated(txn, &t.user_id, &t.id, &files).await?;
+        }
+    }
     // The next steps are published only once this transaction committed (outbox).
     let next: Vec<(Target, Envelope)> = done()
         .filter(|(r, _)| !r.last)

@@ -39,7 +39,9 @@ pub(crate) async fn complete(
         return Err(ApiError::NotFound("upload"));
     };
     if row.status != PENDING {
-        return Ok(Json(UploadView::of(storage, row).await.map_err(store_error)?));
+        return Ok(Json(
+            UploadView::of(storage, row).await.map_err(store_error)?,
+        ));
     }
     let key = Key::parse(&key).map_err(|e| ApiError::Internal(e.into()))?;
     let head = match storage.head(&key).await {
@@ -47,13 +49,18 @@ pub(crate) async fn complete(
         Err(StorageError::NotFound) => {
             return Err(ApiError::Refused {
                 code: "not_uploaded",
-                message: "no bytes have arrived for this upload yet: PUT them to its upload_url first".into(),
+                message:
+                    "no bytes have arrived for this upload yet: PUT them to its upload_url first"
+                        .into(),
             });
         }
         Err(e) => return Err(store_error(e)),
     };
     if head.size as i64 != row.reserved {
-        let why = format!("{} bytes arrived, {} were declared", head.size, row.reserved);
+        let why = format!(
+            "{} bytes arrived, {} were declared",
+            head.size, row.reserved
+        );
         return reject(&state, &row, &key, "size_mismatch", why).await;
     }
     // One pass over the bytes: the kind from the first ones, the checksum from all.
@@ -90,7 +97,9 @@ pub(crate) async fn complete(
     let row = records::find(db, &user.id, &id)
         .await?
         .ok_or(ApiError::NotFound("upload"))?;
-    Ok(Json(UploadView::of(storage, row).await.map_err(store_error)?))
+    Ok(Json(
+        UploadView::of(storage, row).await.map_err(store_error)?,
+    ))
 }
 
 /// REJECTS the upload: its object removed, its reservation given back, 422 `code`.
@@ -101,7 +110,12 @@ async fn reject(
     code: &'static str,
     why: String,
 ) -> Result<Json<UploadView>, ApiError> {
-    state.core.storage.delete(key.as_str()).await.map_err(store_error)?;
+    state
+        .core
+        .storage
+        .delete(key.as_str())
+        .await
+        .map_err(store_error)?;
     records::mark_rejected(&state.core.db, row, &why).await?;
     metrics::counter!("conveyor_storage_uploads_total", "outcome" => "rejected").increment(1);
     Err(ApiError::Unprocessable {

@@ -50,7 +50,10 @@ pub(crate) async fn download(
         return Err(ApiError::Forbidden);
     }
     // A deleted file's URLs die with the delete, not at their expiry.
-    if records::by_key(&state.core.db, key.as_str()).await?.is_none() {
+    if records::by_key(&state.core.db, key.as_str())
+        .await?
+        .is_none()
+    {
         return Err(ApiError::NotFound("file"));
     }
     let head = match state.core.storage.head(&key).await {
@@ -58,11 +61,17 @@ pub(crate) async fn download(
         Err(StorageError::NotFound) => return Err(ApiError::NotFound("file")),
         Err(e) => return Err(store_error(e)),
     };
-    let etag = head.e_tag.as_ref().map(|t| format!("\"{}\"", t.trim_matches('"')));
+    let etag = head
+        .e_tag
+        .as_ref()
+        .map(|t| format!("\"{}\"", t.trim_matches('"')));
     let max_age = (signed.exp - Utc::now().timestamp()).max(0);
     let mut common = HeaderMap::new();
     common.insert(header::ACCEPT_RANGES, HeaderValue::from_static("bytes"));
-    common.insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type_of(key.extension())));
+    common.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static(content_type_of(key.extension())),
+    );
     if let Ok(v) = HeaderValue::from_str(&format!("private, max-age={max_age}")) {
         common.insert(header::CACHE_CONTROL, v);
     }
@@ -73,7 +82,12 @@ pub(crate) async fn download(
     if let Some(v) = etag.as_deref().and_then(|t| HeaderValue::from_str(t).ok()) {
         common.insert(header::ETAG, v);
     }
-    if let Ok(v) = HeaderValue::from_str(&head.last_modified.format("%a, %d %b %Y %H:%M:%S GMT").to_string()) {
+    if let Ok(v) = HeaderValue::from_str(
+        &head
+            .last_modified
+            .format("%a, %d %b %Y %H:%M:%S GMT")
+            .to_string(),
+    ) {
         common.insert(header::LAST_MODIFIED, v);
     }
     let unchanged = etag.as_deref().is_some_and(|t| {
@@ -100,15 +114,29 @@ pub(crate) async fn download(
             return Ok((StatusCode::RANGE_NOT_SATISFIABLE, h).into_response());
         }
     };
-    let read = state.core.storage.read(&key, part.clone()).await.map_err(store_error)?;
+    let read = state
+        .core
+        .storage
+        .read(&key, part.clone())
+        .await
+        .map_err(store_error)?;
     let mut h = common;
-    h.insert(header::CONTENT_LENGTH, HeaderValue::from(read.range.end - read.range.start));
+    h.insert(
+        header::CONTENT_LENGTH,
+        HeaderValue::from(read.range.end - read.range.start),
+    );
     if part.is_some() {
-        let v = format!("bytes {}-{}/{}", read.range.start, read.range.end.saturating_sub(1), head.size);
+        let v = format!(
+            "bytes {}-{}/{}",
+            read.range.start,
+            read.range.end.saturating_sub(1),
+            head.size
+        );
         if let Ok(v) = HeaderValue::from_str(&v) {
             h.insert(header::CONTENT_RANGE, v);
         }
     }
-    metrics::counter!("conveyor_storage_bytes_served_total").increment(read.range.end - read.range.start);
+    metrics::counter!("conveyor_storage_bytes_served_total")
+        .increment(read.range.end - read.range.start);
     Ok((status, h, Body::from_stream(read.bytes)).into_response())
 }

@@ -32,7 +32,10 @@ pub fn routes(state: Media) -> Router {
                 .get(uploads::list),
         )
         .route("/v1/uploads/presign", post(presign::create))
-        .route("/v1/uploads/{id}", get(uploads::read).delete(uploads::remove))
+        .route(
+            "/v1/uploads/{id}",
+            get(uploads::read).delete(uploads::remove),
+        )
         .route("/v1/uploads/{id}/complete", post(complete::complete))
         .route("/v1/files/{*key}", get(files::download))
         .with_state(state)

@@ -66,7 +66,11 @@ pub(crate) async fn create(
     let ext = sniff::extension_of(purpose, &req.content_type).ok_or_else(|| {
         ApiError::invalid(
             "content_type",
-            format!("{} uploads take {}", purpose.as_str(), purpose.accepts().join(", ")),
+            format!(
+                "{} uploads take {}",
+                purpose.as_str(),
+                purpose.accepts().join(", ")
+            ),
         )
     })?;
     if req.size == 0 {
@@ -81,7 +85,8 @@ pub(crate) async fn create(
         return Err(over_quota(storage.settings.quota_bytes));
     }
     let id = uuid::Uuid::now_v7().to_string();
-    let key = Key::new(&user.id, purpose.as_str(), &id, ext).map_err(|e| ApiError::Internal(e.into()))?;
+    let key =
+        Key::new(&user.id, purpose.as_str(), &id, ext).map_err(|e| ApiError::Internal(e.into()))?;
     let row = records::create_pending_with_id(
         db,
         &id,

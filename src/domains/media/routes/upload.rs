@@ -93,7 +93,14 @@ pub(crate) async fn create(
             field,
             limit,
             |head| sniff::check(purpose, head),
-            |kind| Ok(Key::new(&user.id, purpose.as_str(), &row.id, kind.extension)?),
+            |kind| {
+                Ok(Key::new(
+                    &user.id,
+                    purpose.as_str(),
+                    &row.id,
+                    kind.extension,
+                )?)
+            },
         )
         .await;
     let written = match written {

@@ -5,8 +5,8 @@ use axum::extract::{Path, State};
 use axum::http::StatusCode;
 
 use super::{Media, store_error};
-use crate::api::{ApiQuery, AuthUser, Page};
 use crate::api::openapi::ErrorBody;
+use crate::api::{ApiQuery, AuthUser, Page};
 use crate::domains::media::view::UploadView;
 use crate::error::ApiError;
 use crate::storage::records::{self, GENERATED};
@@ -40,7 +40,11 @@ pub(crate) async fn list(
     let rows = records::list_uploads(&state.core.db, &user.id, cursor, limit).await?;
     let mut items = Vec::with_capacity(rows.len());
     for row in rows {
-        items.push(UploadView::of(&state.core.storage, row).await.map_err(store_error)?);
+        items.push(
+            UploadView::of(&state.core.storage, row)
+                .await
+                .map_err(store_error)?,
+        );
     }
     Ok(Json(Page::new(items, limit, |u| u.id.clone())))
 }
@@ -61,7 +65,11 @@ pub(crate) async fn read(
         .await?
         .filter(|o| o.purpose != GENERATED)
         .ok_or(ApiError::NotFound("upload"))?;
-    Ok(Json(UploadView::of(&state.core.storage, row).await.map_err(store_error)?))
+    Ok(Json(
+        UploadView::of(&state.core.storage, row)
+            .await
+            .map_err(store_error)?,
+    ))
 }
 
 /// `DELETE /v1/uploads/{id}`: gone at once for the API (its URLs stop working); the

@@ -12,6 +12,7 @@ use crate::domains::search_sync::store::{
 };
 use crate::domains::search_sync::view::MaterialView;
 use crate::error::ApiError;
+use crate::storage::view::FileView;
 
 fn store_error(e: StoreError) -> ApiError {
     match e {
@@ -63,10 +64,17 @@ pub(crate) async fn read(
     AuthUser(user): AuthUser,
     Path(id): Path<String>,
 ) -> Result<axum::Json<MaterialView>, ApiError> {
-    store::get_owned(&state.core.db, &user.id, &id)
+    let material = store::get_owned(&state.core.db, &user.id, &id)
         .await?
-        .map(|m| axum::Json(m.into()))
-        .ok_or(ApiError::NotFound("material"))
+        .ok_or(ApiError::NotFound("material"))?;
+    let files =
+        crate::storage::records::of_tasks(&state.core.db, std::slice::from_ref(&material.task_id))
+            .await?;
+    let mut view = MaterialView::from(material);
+    view.files = FileView::all(&state.core.storage, files)
+        .await
+        .map_err(|e| ApiError::Internal(anyhow::Error::new(e).context("media store")))?;
+    Ok(axum::Json(view))
 }
 
 /// What an owner may change; at least one field.
@@ -190,7 +198,8 @@ pub(crate) async fn remove(
         .limits
         .take(&crate::domains::search_sync::limits::WRITES, &user.id)
         .await?;
-    match store::delete(&state.core.db, &user.id, &id)
+    let grace = chrono::Duration::seconds(state.core.storage.settings.delete_grace_secs as i64);
+    match store::delete(&state.core.db, &user.id, &id, grace)
         .await
         .map_err(store_error)?
     {
