@@ -11,9 +11,11 @@ use axum::response::Response;
 /// JSON and everything else: nothing to load, nothing may frame it.
 const CSP_API: &str = "default-src 'none'; frame-ancestors 'none'";
 /// The demo page: its own inline script and style, API calls and the WebSocket to this
-/// origin only.
+/// origin only; the generated images and videos it shows come from this origin's signed
+/// file URLs.
 const CSP_DEMO: &str = "default-src 'none'; script-src 'self' 'unsafe-inline'; \
     style-src 'self' 'unsafe-inline'; connect-src 'self' ws: wss:; img-src 'self' data:; \
+    media-src 'self'; \
     base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
 /// Swagger UI and the ops console: their scripts and styles from this origin, API
 /// calls to it.

@@ -6,25 +6,9 @@ use std::process::{Child, Command, Stdio};
 use sea_orm::{ColumnTrait as _, EntityTrait as _, QueryFilter as _};
 use std::time::{Duration, Instant};
 
+use crate::helpers::process::*;
 use crate::helpers::tasks;
 use crate::helpers::{Backend, TestEnv};
-
-const BIN: &str = env!("CARGO_BIN_EXE_conveyor");
-const CONSUMER_BIN: &str = env!("CARGO_BIN_EXE_conveyor-consumer");
-
-fn command(bin: &str, dir: &std::path::Path) -> Command {
-    let mut c = Command::new(bin);
-    c.current_dir(dir)
-        .env_clear()
-        .env("PATH", std::env::var("PATH").unwrap_or_default())
-        .env("CONVEYOR_ENV", "test")
-        .env(
-            "CONVEYOR_CONFIG_DIR",
-            concat!(env!("CARGO_MANIFEST_DIR"), "/config"),
-        )
-        .env("RUST_LOG", "info");
-    c
-}
 
 /// Points a child at the test's RabbitMQ namespace, Redis prefix and database.
 fn on_services<'a>(cmd: &'a mut Command, env: &TestEnv) -> &'a mut Command {
@@ -41,83 +25,6 @@ fn on_services<'a>(cmd: &'a mut Command, env: &TestEnv) -> &'a mut Command {
             &env.settings.dedupe.key_prefix,
         )
         .env("CONVEYOR__DATABASE__URL", &env.settings.database.url)
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
-/// A spawned process that is killed if the test fails before it exits, so a failed
-/// run leaves no server behind (holding ports and the test's output pipes).
-struct Running(Child);
-
-impl std::ops::Deref for Running {
-    type Target = Child;
-    fn deref(&self) -> &Child {
-        &self.0
-    }
-}
-
-impl std::ops::DerefMut for Running {
-    fn deref_mut(&mut self) -> &mut Child {
-        &mut self.0
-    }
-}
-
-impl Drop for Running {
-    fn drop(&mut self) {
-        if let Ok(None) = self.0.try_wait() {
-            let _ = self.0.kill();
-            let _ = self.0.wait();
-        }
-    }
-}
-
-fn sigterm(child: &Child) {
-    let ok = Command::new("kill")
-        .args(["-TERM", &child.id().to_string()])
-        .status()
-        .unwrap();
-    assert!(ok.success());
-}
-
-/// Waits for exit; fails if it takes longer than `limit`.
-fn wait_exit(child: &mut Child, limit: Duration) -> std::process::ExitStatus {
-    let start = Instant::now();
-    loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            return status;
-        }
-        if start.elapsed() > limit {
-            let _ = child.kill();
-            panic!("process did not exit within {limit:?}");
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-}
-
-async fn wait_ready(port: u16) {
-    let client = reqwest::Client::new();
-    let start = Instant::now();
-    loop {
-        if let Ok(r) = client
-            .get(format!("http://127.0.0.1:{port}/readyz"))
-            .send()
-            .await
-            && r.status() == 200
-        {
-            return;
-        }
-        assert!(
-            start.elapsed() < Duration::from_secs(30),
-            "server never became ready"
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
 }
 
 #[test]

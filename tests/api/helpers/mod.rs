@@ -12,6 +12,7 @@ mod app;
 pub mod direct;
 mod env;
 mod handler;
+pub mod process;
 mod proxy;
 mod services;
 pub mod tasks;

@@ -5,6 +5,7 @@
 mod files;
 mod generated;
 mod lifecycle;
+mod memory;
 mod presign;
 mod uploads;
 
