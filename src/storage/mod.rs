@@ -6,6 +6,7 @@
 //! - [`key`]: `<tenant>/<purpose>/<id>.<ext>`, every part checked.
 //! - [`sniff`]: what a file is from its bytes; what each purpose accepts.
 //! - [`write`]: streamed writes (size, SHA-256 and kind on the way, bounded memory).
+//! - [`ingest`]: a provider's output URL streamed into the store (never handed on).
 //! - [`read`]: whole and ranged reads, heads, deletes, listings.
 //! - [`signing`]: the local store's HMAC-signed download URLs; S3 presigns its own.
 //! - [`range`]: the `Range` header of a download.
@@ -14,6 +15,7 @@
 //! - [`sweep`]: the collector (deleted, rejected, abandoned and orphaned bytes).
 //! - [`settings`]: `[storage]`.
 
+pub mod ingest;
 pub mod key;
 pub mod range;
 pub mod read;

@@ -105,18 +105,20 @@ impl Storage {
         let mut hasher = Sha256::new();
         let mut size = 0u64;
         let result: Result<(), WriteError> = async {
-            let mut feed = |chunk: &[u8], writer: &mut WriteMultipart| {
+            // Chunks are handed over as they are (`put`, no copy): a part is a list of
+            // the body's own buffers.
+            let mut feed = |chunk: Bytes, writer: &mut WriteMultipart| {
                 size += chunk.len() as u64;
                 if size > limit {
                     return Err(WriteError::TooLarge { limit });
                 }
-                hasher.update(chunk);
-                writer.write(chunk);
+                hasher.update(&chunk);
+                writer.put(chunk);
                 Ok(())
             };
-            feed(&head, &mut writer)?;
+            feed(Bytes::from(head), &mut writer)?;
             if let Some(r) = rest.take() {
-                feed(&r, &mut writer)?;
+                feed(r, &mut writer)?;
             }
             while let Some(chunk) = next_chunk(&mut body).await {
                 let chunk = chunk?;
@@ -125,7 +127,7 @@ impl Storage {
                     .wait_for_capacity(1)
                     .await
                     .map_err(StorageError::from)?;
-                feed(&chunk, &mut writer)?;
+                feed(chunk, &mut writer)?;
             }
             Ok(())
         }

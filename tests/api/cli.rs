@@ -1,7 +1,7 @@
 //! The `conveyor` binary as a user runs it: config errors, SIGTERM, users.
 
 use std::io::{BufRead as _, BufReader};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 
 use sea_orm::{ColumnTrait as _, EntityTrait as _, QueryFilter as _};
 use std::time::{Duration, Instant};

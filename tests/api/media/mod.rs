@@ -4,6 +4,7 @@
 
 mod files;
 mod generated;
+mod ingest;
 mod lifecycle;
 mod memory;
 mod presign;

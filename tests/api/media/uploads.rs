@@ -107,7 +107,7 @@ async fn a_renamed_exe_posing_as_mp4_is_rejected_and_bad_forms_are_refused(backe
         body["error"]["message"]
             .as_str()
             .unwrap()
-            .contains("must come first"),
+            .contains("before `file`"),
         "{body}"
     );
     // Not multipart at all.

@@ -9,8 +9,8 @@ use axum::extract::{Multipart, State};
 use axum::http::{HeaderMap, StatusCode};
 
 use super::{Media, store_error};
-use crate::api::AuthUser;
 use crate::api::openapi::ErrorBody;
+use crate::api::{ApiQuery, AuthUser};
 use crate::domains::media::view::UploadView;
 use crate::error::ApiError;
 use crate::storage::records::{self, Dimensions, usage};
@@ -23,6 +23,15 @@ const FRAMING: u64 = 64 * 1024;
 
 fn bad_multipart(e: impl std::fmt::Display) -> ApiError {
     ApiError::bad_request("file", format!("malformed multipart body: {e}"))
+}
+
+#[derive(Debug, serde::Deserialize, utoipa::IntoParams)]
+#[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
+pub(crate) struct UploadQuery {
+    /// `video`, `image` or `audio`: here, the limit and the quota are checked before the
+    /// body is read (a refusal costs the client nothing); or as the form's first field.
+    purpose: Option<String>,
 }
 
 /// The `multipart/form-data` body of an upload (documentation only: it is streamed).
@@ -38,6 +47,7 @@ pub(crate) struct UploadForm {
 
 /// `POST /v1/uploads` (`multipart/form-data`: `purpose`, then `file`).
 #[utoipa::path(post, path = "/v1/uploads", tag = "uploads", security(("api_key" = [])),
+    params(UploadQuery),
     request_body(content = UploadForm, content_type = "multipart/form-data"),
     responses(
         (status = 201, description = "Stored: READY, with size, sniffed type, SHA-256 and a signed URL", body = UploadView),
@@ -48,45 +58,78 @@ pub(crate) struct UploadForm {
 pub(crate) async fn create(
     State(state): State<Media>,
     AuthUser(user): AuthUser,
+    ApiQuery(q): ApiQuery<UploadQuery>,
     headers: HeaderMap,
     mut multipart: Multipart,
 ) -> Result<(StatusCode, Json<UploadView>), ApiError> {
     let storage = &state.core.storage;
     let db = &state.core.db;
-    let field = multipart
-        .next_field()
-        .await
-        .map_err(bad_multipart)?
-        .ok_or_else(|| ApiError::bad_request("purpose", "the body has no `purpose` field"))?;
-    if field.name() != Some("purpose") {
-        return Err(ApiError::bad_request(
-            "purpose",
-            "the `purpose` field must come first, before `file`",
-        ));
-    }
-    let text = field.text().await.map_err(bad_multipart)?;
-    let purpose = Purpose::parse(text.trim())
-        .ok_or_else(|| ApiError::invalid("purpose", "must be one of: video, image, audio"))?;
-    let field = multipart
-        .next_field()
-        .await
-        .map_err(bad_multipart)?
-        .filter(|f| f.name() == Some("file"))
-        .ok_or_else(|| ApiError::bad_request("file", "a `file` field must follow `purpose`"))?;
-
-    let limit = storage.settings.max_bytes(purpose);
+    let parse = |text: &str| {
+        Purpose::parse(text.trim())
+            .ok_or_else(|| ApiError::invalid("purpose", "must be one of: video, image, audio"))
+    };
     let length = headers
         .get(axum::http::header::CONTENT_LENGTH)
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.parse::<u64>().ok());
-    if length.is_some_and(|n| n > limit + FRAMING) {
-        return Err(too_large(purpose, limit));
+    // With `?purpose=`, the limit and the quota are checked before a byte of the body
+    // is read; otherwise once the `purpose` field has arrived.
+    let mut checked = None;
+    if let Some(p) = q.purpose.as_deref() {
+        let purpose = parse(p)?;
+        checked = Some((purpose, admit(&state, &user.id, purpose, length).await?));
     }
-    let reserve = length.map_or(limit, |n| n.min(limit));
-    if !usage::reserve(db, &user.id, reserve, storage.settings.quota_bytes).await? {
-        metrics::counter!("conveyor_storage_uploads_total", "outcome" => "over_quota").increment(1);
-        return Err(over_quota(storage.settings.quota_bytes));
+    // Reading the fields may fail after the quota was reserved: give it back then.
+    macro_rules! or_release {
+        ($result:expr) => {
+            match $result {
+                Ok(v) => v,
+                Err(e) => {
+                    if let Some((_, reserved)) = checked {
+                        usage::release(db, &user.id, reserved as i64).await?;
+                    }
+                    return Err(e);
+                }
+            }
+        };
     }
+    let first = or_release!(multipart.next_field().await.map_err(bad_multipart));
+    let first = or_release!(
+        first.ok_or_else(|| ApiError::bad_request("file", "the body has no `file` field"))
+    );
+    let field =
+        if first.name() == Some("purpose") {
+            let text = or_release!(first.text().await.map_err(bad_multipart));
+            let purpose = or_release!(parse(&text));
+            match checked {
+                Some((p, _)) if p != purpose => or_release!(Err(ApiError::bad_request(
+                    "purpose",
+                    "the `purpose` field and the `purpose` query parameter differ",
+                ))),
+                Some(_) => {}
+                None => checked = Some((purpose, admit(&state, &user.id, purpose, length).await?)),
+            }
+            let next = or_release!(multipart.next_field().await.map_err(bad_multipart));
+            or_release!(next.ok_or_else(|| ApiError::bad_request(
+                "file",
+                "a `file` field must follow `purpose`"
+            )))
+        } else {
+            first
+        };
+    let Some((purpose, reserve)) = checked else {
+        return Err(ApiError::bad_request(
+            "purpose",
+            "give `purpose` in the query or as the first field, before `file`",
+        ));
+    };
+    if field.name() != Some("file") {
+        or_release!(Err(ApiError::bad_request(
+            "file",
+            "a `file` field must follow `purpose`"
+        )))
+    }
+    let limit = storage.settings.max_bytes(purpose);
     let row = records::create_pending(db, &user.id, purpose.as_str(), None, reserve, None).await?;
     let written = storage
         .write_stream(
@@ -133,6 +176,28 @@ pub(crate) async fn create(
         .ok_or(ApiError::NotFound("upload"))?;
     let view = UploadView::of(storage, row).await.map_err(store_error)?;
     Ok((StatusCode::CREATED, Json(view)))
+}
+
+/// Checks an upload of `purpose` announcing `length` bytes against the purpose's limit
+/// and reserves its bytes from the owner's quota: the bytes reserved, or the refusal.
+async fn admit(
+    state: &Media,
+    user: &str,
+    purpose: Purpose,
+    length: Option<u64>,
+) -> Result<u64, ApiError> {
+    let settings = &state.core.storage.settings;
+    let limit = settings.max_bytes(purpose);
+    if length.is_some_and(|n| n > limit + FRAMING) {
+        metrics::counter!("conveyor_storage_uploads_total", "outcome" => "too_large").increment(1);
+        return Err(too_large(purpose, limit));
+    }
+    let reserve = length.map_or(limit, |n| n.min(limit));
+    if !usage::reserve(&state.core.db, user, reserve, settings.quota_bytes).await? {
+        metrics::counter!("conveyor_storage_uploads_total", "outcome" => "over_quota").increment(1);
+        return Err(over_quota(settings.quota_bytes));
+    }
+    Ok(reserve)
 }
 
 pub(super) fn too_large(purpose: Purpose, limit: u64) -> ApiError {
