@@ -13,7 +13,7 @@
 //! - [`records`]: the `media_objects` rows and each tenant's bytes (`storage_usage`).
 //! - [`view`]: a stored file as the API shows it (with a fresh signed URL).
 //! - [`sweep`]: the collector (deleted, rejected, abandoned and orphaned bytes).
-//! - [`settings`]: `[storage]`.
+//! - [`settings`]: the `[storage]` section.
 
 pub mod ingest;
 pub mod key;

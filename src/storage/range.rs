@@ -48,6 +48,7 @@ pub fn parse(header: Option<&str>, size: u64) -> Wanted {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 

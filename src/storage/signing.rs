@@ -73,6 +73,7 @@ impl UrlSigner {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 

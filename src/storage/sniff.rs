@@ -143,6 +143,7 @@ pub fn content_type_of(extension: &str) -> &'static str {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 

@@ -104,10 +104,10 @@ pub fn cube_glb() -> Vec<u8> {
         "scene": 0
     });
     let mut json = json.to_string().into_bytes();
-    while json.len() % 4 != 0 {
+    while !json.len().is_multiple_of(4) {
         json.push(b' ');
     }
-    while bin.len() % 4 != 0 {
+    while !bin.len().is_multiple_of(4) {
         bin.push(0);
     }
     let total = 12 + 8 + json.len() + 8 + bin.len();
@@ -159,6 +159,7 @@ pub async fn store_glb(
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 
