@@ -131,6 +131,8 @@ fn event(user_id: &str, seq: i32) -> TaskEvent {
         step: Some("generate".into()),
         message: None,
         at: chrono::Utc::now(),
+        kind: Default::default(),
+        delta: None,
     }
 }
 

@@ -23,6 +23,7 @@ mod m20261204_000016_tasks_active_index;
 mod m20261205_000017_payment_intent_indexes;
 mod m20261205_000018_canary_pings;
 mod m20261206_000019_media;
+mod m20261206_000020_task_event_text;
 
 pub struct Migrator;
 
@@ -49,6 +50,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261205_000017_payment_intent_indexes::Migration),
             Box::new(m20261205_000018_canary_pings::Migration),
             Box::new(m20261206_000019_media::Migration),
+            Box::new(m20261206_000020_task_event_text::Migration),
         ]
     }
 }

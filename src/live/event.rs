@@ -20,6 +20,9 @@ pub struct Event {
     pub seq: i64,
     /// The thing reached an end state: subscriptions to it close after this event.
     pub terminal: bool,
+    /// Never coalesced away by a newer event of the same thing (a piece of streamed
+    /// text: every one of them is needed, in order); progress-like events are not.
+    pub keep: bool,
     /// The kind's own fields (a task: `task_id`, `status`, `progress`, `step`, …),
     /// copied into the pushed frame as they are.
     pub data: Map<String, Value>,

@@ -95,16 +95,16 @@ fn empty_secrets_show_and_plain_lists_drop_empty_items() {
 #[test]
 fn domain_sections_are_kept_checked_and_masked() {
     let s = load(&[
-        ("CONVEYOR__AI__OPENAI__API_KEY", "sk-live"),
+        ("CONVEYOR__AI__PROVIDERS__OPENAI__API_KEY", "sk-live"),
         ("CONVEYOR__AI__HEARTBEAT_MS", "1234"),
     ])
     .unwrap();
     assert_eq!(s.sections["ai"]["heartbeat_ms"], 1234);
     let masked = s.masked();
-    assert_eq!(masked["ai"]["openai"]["api_key"], "****");
+    assert_eq!(masked["ai"]["providers"]["openai"]["api_key"], "****");
     assert_eq!(
-        masked["ai"]["openai"]["model"],
-        s.sections["ai"]["openai"]["model"]
+        masked["ai"]["providers"]["openai"]["model"],
+        s.sections["ai"]["providers"]["openai"]["model"]
     );
     // A section no domain claims is refused, naming it.
     let claim = |key| Section::new(key, |_| Ok(()));

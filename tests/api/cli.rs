@@ -149,10 +149,10 @@ fn config_masks_secrets() {
         )
         .env("CONVEYOR__DEDUPE__URL", "redis://:redispass@cache:6379/")
         .env(
-            "CONVEYOR__AI__OPENAI__BASE_URL",
+            "CONVEYOR__AI__PROVIDERS__OPENAI__BASE_URL",
             "https://proxyuser:proxypass@llm.example.com/v1",
         )
-        .env("CONVEYOR__AI__OPENAI__API_KEY", "sk-live-abcdef")
+        .env("CONVEYOR__AI__PROVIDERS__OPENAI__API_KEY", "sk-live-abcdef")
         .env(
             "CONVEYOR__PAYMENTS__HMAC_SECRETS",
             "whsec_one_0123456789abcdef0123456789,whsec_two_0123456789abcdef0123456789",

@@ -109,6 +109,7 @@ fn done_event(id: &str, owner: &str) -> Event {
         owner: owner.into(),
         seq: 1,
         terminal: true,
+        keep: false,
         data,
     }
 }

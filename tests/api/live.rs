@@ -11,7 +11,7 @@ use crate::helpers::tasks;
 use crate::helpers::{Backend, TestApp, TestEnv, done, spawn_app};
 use crate::on_every_backend;
 
-type Ws =
+pub type Ws =
     tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
 
 on_every_backend!(
@@ -434,6 +434,8 @@ async fn a_slow_reader_is_closed_and_does_not_delay_a_fast_one() {
                 step: Some("x".repeat(200)),
                 message: None,
                 at: chrono::Utc::now(),
+                kind: Default::default(),
+                delta: None,
             };
             broker
                 .publish_events(

@@ -64,6 +64,11 @@ pub mod event {
         #[sea_orm(column_type = "Text", nullable)]
         pub message: Option<String>,
         pub created_at: DateTimeUtc,
+        /// `progress`, `delta` (a piece of streamed text) or `reset` (discard the text of
+        /// earlier attempts).
+        pub kind: String,
+        #[sea_orm(column_type = "Text", nullable)]
+        pub delta: Option<String>,
     }
 
     #[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]

@@ -30,6 +30,50 @@ pub struct TaskEvent {
     pub step: Option<String>,
     pub message: Option<String>,
     pub at: chrono::DateTime<chrono::Utc>,
+    /// What the event is: progress (the default, omitted), a piece of streamed text, or
+    /// a reset (discard the text of earlier attempts).
+    #[serde(default, skip_serializing_if = "EventKind::is_progress")]
+    pub kind: EventKind,
+    /// The piece of text of a `delta` event.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub delta: Option<String>,
+}
+
+/// What a task event is.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum EventKind {
+    /// Status, progress, step, message.
+    #[default]
+    Progress,
+    /// A piece of the text being generated, in order; the pieces of one attempt, joined,
+    /// are its text so far.
+    Delta,
+    /// The text streamed so far belongs to a failed attempt: discard it (the retry's
+    /// pieces follow).
+    Reset,
+}
+
+impl EventKind {
+    pub fn is_progress(&self) -> bool {
+        *self == EventKind::Progress
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            EventKind::Progress => "progress",
+            EventKind::Delta => "delta",
+            EventKind::Reset => "reset",
+        }
+    }
+
+    pub fn parse(s: &str) -> EventKind {
+        match s {
+            "delta" => EventKind::Delta,
+            "reset" => EventKind::Reset,
+            _ => EventKind::Progress,
+        }
+    }
 }
 
 impl TaskEvent {
@@ -44,6 +88,8 @@ impl TaskEvent {
             step: e.step.clone(),
             message: e.message.clone(),
             at: e.created_at,
+            kind: EventKind::parse(&e.kind),
+            delta: e.delta.clone(),
         }
     }
 }
@@ -51,7 +97,7 @@ impl TaskEvent {
 impl TaskEvent {
     /// The event as the `task` live stream carries it.
     pub fn live(&self) -> crate::live::Event {
-        let data = serde_json::json!({
+        let mut data = serde_json::json!({
             "task_id": self.task_id,
             "status": self.status,
             "progress": self.progress,
@@ -59,12 +105,17 @@ impl TaskEvent {
             "message": self.message,
             "at": self.at,
         });
+        if !self.kind.is_progress() {
+            data["kind"] = self.kind.as_str().into();
+            data["delta"] = self.delta.clone().unwrap_or_default().into();
+        }
         crate::live::Event {
             stream: STREAM.to_owned(),
             id: self.task_id.clone(),
             owner: self.user_id.clone(),
             seq: i64::from(self.seq),
             terminal: self.status.is_terminal(),
+            keep: !self.kind.is_progress(),
             data: match data {
                 serde_json::Value::Object(m) => m,
                 _ => serde_json::Map::new(),

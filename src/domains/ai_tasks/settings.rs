@@ -18,10 +18,14 @@ fn check(settings: &Settings) -> Result<(), ConfigError> {
     AiSettings::from_settings(settings).map(|_| ())
 }
 
+/// The wire protocol a provider speaks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
-pub enum ExecutorKind {
+pub enum Protocol {
+    /// The built-in simulator (deterministic output, real files, no network).
     Simulated,
+    /// OpenAI-compatible: `/chat/completions` (streamed) for text, `/images/generations`
+    /// for images. OpenAI, DeepSeek, Qwen (DashScope compatible mode), vLLM, Ollama, …
     Openai,
 }
 
@@ -29,7 +33,6 @@ pub enum ExecutorKind {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct AiSettings {
-    pub executor: ExecutorKind,
     pub heartbeat_ms: u64,
     pub stale_after_ms: u64,
     pub reaper_interval_ms: u64,
@@ -40,7 +43,8 @@ pub struct AiSettings {
     /// and this percent of the share of the step it was at (0-100).
     pub cancel_refund_started_percent: u8,
     pub kinds: BTreeMap<String, KindSettings>,
-    pub openai: OpenAiSettings,
+    /// Providers by name (`[ai.providers.<name>]`); kinds name the one that serves them.
+    pub providers: BTreeMap<String, ProviderSettings>,
 }
 
 /// `[ai.kinds.<kind>]`.
@@ -51,17 +55,54 @@ pub struct KindSettings {
     pub deadline_secs: u64,
     /// Simulated executor: how long each step takes.
     pub simulated_step_ms: u64,
+    /// The provider (a key of `[ai.providers]`) that serves this kind.
+    #[serde(default = "simulated")]
+    pub provider: String,
+    /// Per pipeline step, a provider other than `provider` (`transcribe = "asr"`).
+    #[serde(default)]
+    pub steps: BTreeMap<String, String>,
 }
 
-/// `[ai.openai]`: an OpenAI-compatible chat-completions endpoint for text kinds.
+fn simulated() -> String {
+    "simulated".to_owned()
+}
+
+/// One provider: `[ai.providers.<name>]`.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct OpenAiSettings {
+pub struct ProviderSettings {
+    pub protocol: Protocol,
+    /// The API's base (`https://api.openai.com/v1`, `https://api.deepseek.com/v1`).
+    #[serde(default)]
     pub base_url: String,
-    pub model: String,
+    /// Secret: set it from the environment (`CONVEYOR__AI__PROVIDERS__<NAME>__API_KEY`).
+    #[serde(default)]
     pub api_key: String,
+    /// The model for text.
+    #[serde(default)]
+    pub model: String,
+    /// The model for images (`/images/generations`); empty: this provider makes none.
+    #[serde(default)]
+    pub image_model: String,
+    /// Per request; a stream may run this long in all.
+    #[serde(default = "default_timeout_ms")]
     pub timeout_ms: u64,
+    /// A stream that sends nothing for this long is given up on (a transient failure).
+    #[serde(default = "default_idle_ms")]
+    pub stream_idle_ms: u64,
+    /// Client-side requests per second of this process.
+    #[serde(default = "default_rps")]
     pub requests_per_second: u32,
+}
+
+fn default_timeout_ms() -> u64 {
+    120_000
+}
+fn default_idle_ms() -> u64 {
+    30_000
+}
+fn default_rps() -> u32 {
+    10
 }
 
 impl AiSettings {
@@ -116,8 +157,46 @@ impl AiSettings {
                 );
             }
         }
-        if ai.executor == ExecutorKind::Openai && ai.openai.requests_per_second == 0 {
-            return bad("ai.openai.requests_per_second", "must be above 0".into());
+        for (name, p) in &ai.providers {
+            if p.protocol == Protocol::Openai
+                && (p.base_url.is_empty() || p.requests_per_second == 0)
+            {
+                return bad(
+                    "ai.providers",
+                    format!(
+                        "ai.providers.{name}: an openai provider needs base_url and requests_per_second above 0"
+                    ),
+                );
+            }
+        }
+        for (kind, k) in &ai.kinds {
+            for provider in std::iter::once(&k.provider).chain(k.steps.values()) {
+                let Some(p) = ai.providers.get(provider) else {
+                    return bad(
+                        "ai.kinds",
+                        format!(
+                            "ai.kinds.{kind} names provider {provider:?}, which is not in [ai.providers]"
+                        ),
+                    );
+                };
+                let serves = match (p.protocol, kind.as_str()) {
+                    (Protocol::Simulated, _) => true,
+                    (Protocol::Openai, "copywriting") => !p.model.is_empty(),
+                    (Protocol::Openai, "image") => !p.image_model.is_empty(),
+                    (Protocol::Openai, _) => {
+                        k.steps.values().any(|s| s == provider) && !p.model.is_empty()
+                    }
+                };
+                if !serves {
+                    return bad(
+                        "ai.kinds",
+                        format!(
+                            "ai.kinds.{kind}: provider {provider:?} ({:?}) cannot serve it (text needs `model`, images `image_model`)",
+                            p.protocol
+                        ),
+                    );
+                }
+            }
         }
         Ok(())
     }
@@ -137,16 +216,28 @@ mod tests {
     #[test]
     fn the_defaults_pass_and_bad_values_name_the_key() {
         let ai = load(&[]).unwrap();
-        assert_eq!(ai.executor, ExecutorKind::Simulated);
+        assert_eq!(
+            ai.providers[&ai.kinds["copywriting"].provider].protocol,
+            Protocol::Simulated
+        );
         assert!(ai.kinds.contains_key("video_analysis"));
         let err = load(&[("CONVEYOR__AI__STALE_AFTER_MS", "1")])
             .unwrap_err()
             .to_string();
         assert!(err.contains("ai.stale_after_ms"), "{err}");
-        let err = load(&[("CONVEYOR__AI__EXECUTOR", "magic")])
+        let err = load(&[("CONVEYOR__AI__KINDS__IMAGE__PROVIDER", "magic")])
             .unwrap_err()
             .to_string();
-        assert!(err.contains("`ai`") && err.contains("magic"), "{err}");
+        assert!(
+            err.contains("ai.kinds.image") && err.contains("magic"),
+            "{err}"
+        );
+        // The OpenAI provider makes text; images need an image model.
+        let err = load(&[("CONVEYOR__AI__KINDS__IMAGE__PROVIDER", "openai")])
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("image_model"), "{err}");
+        load(&[("CONVEYOR__AI__KINDS__COPYWRITING__PROVIDER", "openai")]).unwrap();
     }
 
     #[test]

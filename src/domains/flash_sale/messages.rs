@@ -52,6 +52,7 @@ impl OrderEvent {
             owner: self.user_id.clone(),
             seq: i64::from(self.seq),
             terminal: self.status.is_terminal(),
+            keep: false,
             data,
         }
     }

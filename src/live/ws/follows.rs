@@ -23,14 +23,15 @@ impl Connection {
         }
     }
 
-    /// The fan-out ran ahead of this connection: re-read the latest stored event of
-    /// every followed thing instead.
+    /// The fan-out ran ahead of this connection: re-read what every followed thing
+    /// stored since its last event (coalesced as live events are, so pieces of streamed
+    /// text all arrive and progress comes as its latest).
     pub(super) async fn resync(&mut self) {
         for f in self.subs.values() {
-            if let Ok(mut evs) = f.missed(&self.state.core.db).await
-                && let Some(e) = evs.pop()
-            {
-                self.pending.insert(Shared::new(e));
+            if let Ok(evs) = f.missed(&self.state.core.db).await {
+                for e in evs {
+                    self.pending.insert(Shared::new(e));
+                }
             }
         }
     }

@@ -129,7 +129,8 @@ struct Connection {
     pending: Pending,
 }
 
-/// Events waiting to be written, at most one (the latest) per thing. A short list: a
+/// Events waiting to be written: the latest per thing, except that an event marked `keep`
+/// (a piece of streamed text) is never replaced, only followed. A short list: a
 /// connection rarely has more than a few things in flight, and a scan beats hashing and
 /// copying the id for every event on every connection.
 #[derive(Default)]
@@ -137,9 +138,16 @@ struct Pending(Vec<Arc<Shared>>);
 
 impl Pending {
     fn insert(&mut self, shared: Arc<Shared>) {
-        match self.0.iter_mut().find(|p| p.event.id == shared.event.id) {
-            Some(slot) => *slot = shared,
-            None => self.0.push(shared),
+        // Only the thing's newest waiting event may be replaced, and only if it can be
+        // coalesced: order within a thing is kept.
+        match self
+            .0
+            .iter_mut()
+            .rev()
+            .find(|p| p.event.id == shared.event.id)
+        {
+            Some(slot) if !slot.event.keep => *slot = shared,
+            _ => self.0.push(shared),
         }
     }
 

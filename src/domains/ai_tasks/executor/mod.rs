@@ -1,10 +1,12 @@
-//! The executor seam: how one step of a task is actually done. `simulated` is the
-//! embedded default; `openai` speaks OpenAI-compatible chat completions for text kinds.
+//! The executor seam: how one step of a task is actually done, by the provider its kind
+//! (or pipeline step) names. `simulated` is the embedded default; `openai` speaks
+//! OpenAI-compatible streamed chat completions and image generations.
 
 pub mod artifacts;
 pub mod openai;
 pub mod simulated;
 
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use async_trait::async_trait;
@@ -14,7 +16,7 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use super::kinds::TaskKind;
-use crate::domains::ai_tasks::settings::{AiSettings, ExecutorKind};
+use crate::domains::ai_tasks::settings::{AiSettings, Protocol};
 
 /// One step of one task, as the executor sees it.
 #[derive(Debug)]
@@ -33,8 +35,17 @@ pub struct Job<'a> {
     pub previous: &'a serde_json::Value,
 }
 
-/// Progress inside the current step: (percent 0-100, message).
-pub type Progress = mpsc::UnboundedSender<(i32, Option<String>)>;
+/// What a running step reports.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Report {
+    /// Progress inside the step: percent 0-100, and a message.
+    Progress(i32, Option<String>),
+    /// The next piece of the text being generated (streamed to subscribers as it comes).
+    Text(String),
+}
+
+/// Where a running step reports.
+pub type Progress = mpsc::UnboundedSender<Report>;
 
 #[derive(Debug, thiserror::Error, PartialEq)]
 pub enum ExecError {
@@ -60,22 +71,38 @@ pub trait Executor: Send + Sync + 'static {
     ) -> Result<serde_json::Value, ExecError>;
 }
 
-/// The configured executor: text kinds go to OpenAI when configured, the rest is simulated.
+/// The configured providers, routed per kind and pipeline step (`[ai.kinds.<kind>]
+/// provider` and `steps`).
 pub fn from_settings(ai: &AiSettings, storage: Arc<Storage>) -> anyhow::Result<Arc<dyn Executor>> {
-    let simulated = Arc::new(simulated::Simulated::new(ai, storage));
-    Ok(match ai.executor {
-        ExecutorKind::Simulated => simulated,
-        ExecutorKind::Openai => Arc::new(Routed {
-            text: Arc::new(openai::OpenAi::new(&ai.openai)?),
-            other: simulated,
-        }),
-    })
+    let mut providers: HashMap<String, Arc<dyn Executor>> = HashMap::new();
+    for (name, p) in &ai.providers {
+        let exec: Arc<dyn Executor> = match p.protocol {
+            Protocol::Simulated => Arc::new(simulated::Simulated::new(ai, storage.clone())),
+            Protocol::Openai => Arc::new(openai::OpenAi::new(p, storage.clone())?),
+        };
+        providers.insert(name.clone(), exec);
+    }
+    let pick = |name: &str| {
+        providers
+            .get(name)
+            .cloned()
+            .ok_or_else(|| anyhow::anyhow!("no provider {name:?} in [ai.providers]"))
+    };
+    let mut by_kind = HashMap::new();
+    let mut by_step = HashMap::new();
+    for (kind, k) in &ai.kinds {
+        by_kind.insert(kind.clone(), pick(&k.provider)?);
+        for (step, provider) in &k.steps {
+            by_step.insert((kind.clone(), step.clone()), pick(provider)?);
+        }
+    }
+    Ok(Arc::new(Routed { by_kind, by_step }))
 }
 
-/// Copywriting to the text provider, everything else to the simulator.
+/// Each step to the provider its kind (or the step) names.
 struct Routed {
-    text: Arc<dyn Executor>,
-    other: Arc<dyn Executor>,
+    by_kind: HashMap<String, Arc<dyn Executor>>,
+    by_step: HashMap<(String, String), Arc<dyn Executor>>,
 }
 
 #[async_trait]
@@ -86,10 +113,12 @@ impl Executor for Routed {
         progress: &Progress,
         cancel: &CancellationToken,
     ) -> Result<serde_json::Value, ExecError> {
-        if job.kind == TaskKind::Copywriting {
-            self.text.run(job, progress, cancel).await
-        } else {
-            self.other.run(job, progress, cancel).await
-        }
+        let kind = job.kind.as_str();
+        let exec = self
+            .by_step
+            .get(&(kind.to_owned(), job.step.to_owned()))
+            .or_else(|| self.by_kind.get(kind))
+            .ok_or_else(|| ExecError::Permanent(format!("no provider serves {kind}")))?;
+        exec.run(job, progress, cancel).await
     }
 }

@@ -15,7 +15,7 @@ use sha2::{Digest as _, Sha256};
 use tokio_util::sync::CancellationToken;
 
 use super::artifacts::{self, ArtifactError};
-use super::{ExecError, Executor, Job, Progress};
+use super::{ExecError, Executor, Job, Progress, Report};
 use crate::domains::ai_tasks::settings::AiSettings;
 use crate::storage::Storage;
 
@@ -68,7 +68,7 @@ impl Executor for Simulated {
                 _ = cancel.cancelled() => return Err(ExecError::Canceled),
                 _ = tokio::time::sleep(Duration::from_millis(step_ms / TICKS)) => {}
             }
-            let _ = progress.send((
+            let _ = progress.send(Report::Progress(
                 (tick * 100 / TICKS) as i32,
                 Some(format!("{} {}/{}", job.step, tick, TICKS)),
             ));

@@ -6,6 +6,7 @@
 mod batch;
 mod commit;
 mod failure;
+mod report;
 mod step;
 #[cfg(test)]
 mod tests;

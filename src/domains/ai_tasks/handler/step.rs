@@ -11,12 +11,12 @@ use sea_orm::{ColumnTrait, DatabaseConnection, EntityTrait, QueryFilter};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
+use super::report;
 use crate::consumer::answers::Answer;
 use crate::consumer::{Context, HandlerError};
 use crate::domains::ai_tasks::entity::task;
-use crate::domains::ai_tasks::executor::{ExecError, Job};
-use crate::domains::ai_tasks::messages::publish_events;
-use crate::domains::ai_tasks::store::{self, Change, Guard, Task};
+use crate::domains::ai_tasks::executor::{ExecError, Job, Report};
+use crate::domains::ai_tasks::store::{self, Task};
 
 impl AiTaskHandler {
     /// Keeps the lease fresh; cancels `stop` when the task is no longer ours (canceled,
@@ -70,7 +70,7 @@ impl AiTaskHandler {
         let steps = kind.steps();
         let attempt = t.attempt;
         let stop = CancellationToken::new();
-        let (tx, rx) = mpsc::unbounded_channel::<(i32, Option<String>)>();
+        let (tx, rx) = mpsc::unbounded_channel::<Report>();
         let previous: serde_json::Value = t
             .result
             .as_deref()
@@ -98,13 +98,15 @@ impl AiTaskHandler {
             stop.cancel();
             outcome
         };
-        let progress = report_progress(
+        let progress = report::report(
             ctx,
-            &t.id,
-            attempt,
-            run.step,
-            step,
-            steps.len() as i32,
+            report::Reported {
+                id: &t.id,
+                attempt,
+                step_index: run.step,
+                step,
+                steps: steps.len() as i32,
+            },
             rx,
             &stop,
         );
@@ -162,56 +164,5 @@ pub(super) fn final_result(ran: &Ran) -> serde_json::Value {
         serde_json::Value::Object(all)
     } else {
         ran.output.clone()
-    }
-}
-
-/// Writes a step's progress while it runs, at most every [`PROGRESS_EVERY`]: ticks in
-/// between are coalesced (latest wins), a progress bar needs no more and the database
-/// less. The first write waits [`FIRST_PROGRESS_AFTER`] from the step's start, so a step
-/// that ends sooner writes no progress at all; once the step ended (or the task is no
-/// longer ours) nothing more is written: the step's own end records its state.
-#[allow(clippy::too_many_arguments)]
-async fn report_progress(
-    ctx: &Context,
-    id: &str,
-    attempt: i32,
-    step_index: i32,
-    step: &'static str,
-    steps: i32,
-    mut rx: mpsc::UnboundedReceiver<(i32, Option<String>)>,
-    ended: &CancellationToken,
-) {
-    let mut next_write = tokio::time::Instant::now() + FIRST_PROGRESS_AFTER;
-    loop {
-        let (mut pct, mut message) = tokio::select! {
-            got = rx.recv() => match got {
-                Some(tick) => tick,
-                None => return,
-            },
-            _ = ended.cancelled() => return,
-        };
-        if tokio::time::Instant::now() < next_write {
-            tokio::select! {
-                _ = tokio::time::sleep_until(next_write) => {}
-                _ = ended.cancelled() => return,
-            }
-        }
-        while let Ok((p, m)) = rx.try_recv() {
-            (pct, message) = (p, m);
-        }
-        if ended.is_cancelled() {
-            return;
-        }
-        next_write = tokio::time::Instant::now() + PROGRESS_EVERY;
-        let g = Guard::holder(attempt).at_step(step_index);
-        let change = Change {
-            progress: Some(((step_index * 100 + pct) / steps).min(99)),
-            step: Some(step.to_owned()),
-            message,
-            ..Default::default()
-        };
-        if let Ok(Some((_, ev))) = store::apply_now(&ctx.db, id, &g, change).await {
-            publish_events(ctx.broker.as_ref(), &[ev]).await;
-        }
     }
 }

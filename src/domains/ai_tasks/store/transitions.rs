@@ -12,7 +12,7 @@ use sea_orm::{
 
 use crate::domains::ai_tasks::entity::{event, task};
 use crate::domains::ai_tasks::kinds::Status;
-use crate::domains::ai_tasks::messages::TaskEvent;
+use crate::domains::ai_tasks::messages::{EventKind, TaskEvent};
 
 /// What a conditional change may do.
 #[derive(Debug, Default)]
@@ -27,6 +27,8 @@ pub struct Change {
     pub error: Option<String>,
     /// The event's message.
     pub message: Option<String>,
+    /// A piece of streamed text (a `delta` event), or a `reset` event.
+    pub text: Option<(EventKind, String)>,
 }
 
 /// When a change may apply.
@@ -108,7 +110,11 @@ pub(super) async fn change_row(
         };
         t
     };
-    let ev = event_of(&t, change.message);
+    let mut ev = event_of(&t, change.message);
+    if let Some((kind, delta)) = change.text {
+        ev.kind = kind;
+        ev.delta = Some(delta);
+    }
     Ok(Some((t, ev)))
 }
 
@@ -242,6 +248,8 @@ pub(super) fn event_of(t: &Task, message: Option<String>) -> TaskEvent {
         step: t.step.clone(),
         message,
         at: Utc::now(),
+        kind: EventKind::Progress,
+        delta: None,
     }
 }
 
@@ -254,6 +262,8 @@ pub(super) fn event_row(ev: &TaskEvent) -> event::ActiveModel {
         step: Set(ev.step.clone()),
         message: Set(ev.message.clone()),
         created_at: Set(ev.at),
+        kind: Set(ev.kind.as_str().to_owned()),
+        delta: Set(ev.delta.clone()),
         ..Default::default()
     }
 }

@@ -1,0 +1,153 @@
+//! What a running step tells its subscribers while it runs, written as task events under
+//! the attempt's guard (a fenced attempt writes nothing):
+//!
+//! - progress, at most every [`PROGRESS_EVERY`] (ticks in between coalesced, latest
+//!   wins); the first write waits [`FIRST_PROGRESS_AFTER`], so a quick step writes none;
+//! - streamed text, as `delta` events at most every [`TEXT_EVERY`] (the pieces in between
+//!   joined, none lost), so a fast model does not flood the database and the bus; a
+//!   retried attempt's first piece is preceded by a `reset` event (clients discard what
+//!   earlier attempts streamed);
+//! - when the step ends, the text not yet written is flushed before the step's own end
+//!   is committed, so the deltas of a finished step are all stored and published before
+//!   its terminal event.
+
+use std::time::Duration;
+
+use tokio::sync::mpsc;
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+use super::{FIRST_PROGRESS_AFTER, PROGRESS_EVERY};
+use crate::consumer::Context;
+use crate::domains::ai_tasks::executor::Report;
+use crate::domains::ai_tasks::messages::{EventKind, publish_events};
+use crate::domains::ai_tasks::store::{self, Change, Guard};
+
+/// Minimum spacing of stored text events of one task.
+pub(super) const TEXT_EVERY: Duration = Duration::from_millis(50);
+
+/// The step being reported on.
+pub(super) struct Reported<'a> {
+    pub id: &'a str,
+    pub attempt: i32,
+    pub step_index: i32,
+    pub step: &'static str,
+    pub steps: i32,
+}
+
+/// Reports until the step ends (`ended`), then flushes its text.
+pub(super) async fn report(
+    ctx: &Context,
+    at: Reported<'_>,
+    mut rx: mpsc::UnboundedReceiver<Report>,
+    ended: &CancellationToken,
+) {
+    let mut progress: Option<(i32, Option<String>)> = None;
+    let mut next_progress = Instant::now() + FIRST_PROGRESS_AFTER;
+    let mut text = String::new();
+    let mut text_due: Option<Instant> = None;
+    // A first attempt has nothing to take back.
+    let mut reset_due = at.attempt > 1;
+    loop {
+        let progress_due = progress.as_ref().map(|_| next_progress);
+        let due = match (progress_due, text_due) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        tokio::select! {
+            got = rx.recv() => match got {
+                Some(Report::Progress(pct, message)) => progress = Some((pct, message)),
+                Some(Report::Text(piece)) => {
+                    text.push_str(&piece);
+                    text_due.get_or_insert_with(|| Instant::now() + TEXT_EVERY);
+                }
+                None => break,
+            },
+            _ = sleep_until(due), if due.is_some() => {
+                let now = Instant::now();
+                if text_due.is_some_and(|d| d <= now) {
+                    if !write_text(ctx, &at, &mut reset_due, std::mem::take(&mut text)).await {
+                        return;
+                    }
+                    text_due = None;
+                }
+                if progress.is_some() && next_progress <= now {
+                    next_progress = now + PROGRESS_EVERY;
+                    if let Some((pct, message)) = progress.take()
+                        && !write_progress(ctx, &at, pct, message).await
+                    {
+                        return;
+                    }
+                }
+            }
+            _ = ended.cancelled() => break,
+        }
+    }
+    // The step ended: its last pieces of text, before its end is committed.
+    while let Ok(got) = rx.try_recv() {
+        if let Report::Text(piece) = got {
+            text.push_str(&piece);
+        }
+    }
+    if !text.is_empty() {
+        write_text(ctx, &at, &mut reset_due, text).await;
+    }
+}
+
+async fn sleep_until(due: Option<Instant>) {
+    match due {
+        Some(d) => tokio::time::sleep_until(d).await,
+        None => std::future::pending().await,
+    }
+}
+
+/// Writes one change as an event and publishes it; `false` when the attempt no longer
+/// holds the step (nothing more to report).
+async fn write(ctx: &Context, at: &Reported<'_>, change: Change) -> bool {
+    let g = Guard::holder(at.attempt).at_step(at.step_index);
+    match store::apply_now(&ctx.db, at.id, &g, change).await {
+        Ok(Some((_, ev))) => {
+            publish_events(ctx.broker.as_ref(), &[ev]).await;
+            true
+        }
+        Ok(None) => false,
+        // A database hiccup loses one event, not the step; the next write tries again.
+        Err(e) => {
+            tracing::warn!(task_id = %at.id, error = %e, "writing a task event");
+            true
+        }
+    }
+}
+
+async fn write_progress(
+    ctx: &Context,
+    at: &Reported<'_>,
+    pct: i32,
+    message: Option<String>,
+) -> bool {
+    let change = Change {
+        progress: Some(((at.step_index * 100 + pct) / at.steps).min(99)),
+        step: Some(at.step.to_owned()),
+        message,
+        ..Default::default()
+    };
+    write(ctx, at, change).await
+}
+
+async fn write_text(ctx: &Context, at: &Reported<'_>, reset_due: &mut bool, text: String) -> bool {
+    if *reset_due {
+        *reset_due = false;
+        let reset = Change {
+            text: Some((EventKind::Reset, String::new())),
+            ..Default::default()
+        };
+        if !write(ctx, at, reset).await {
+            return false;
+        }
+    }
+    let change = Change {
+        text: Some((EventKind::Delta, text)),
+        ..Default::default()
+    };
+    write(ctx, at, change).await
+}
