@@ -56,7 +56,11 @@ fn install(platform: &Platform) -> BoxFuture<'_, anyhow::Result<Installed>> {
         let s = &platform.settings;
         let ai = Arc::new(AiSettings::from_settings(s)?);
         let tasks = Arc::new(AiTaskHandler {
-            executor: executor::from_settings(&ai, platform.storage.clone())?,
+            executor: executor::from_settings(
+                &ai,
+                platform.storage.clone(),
+                executor::gate::Gates::connect(&platform.settings.dedupe).await?,
+            )?,
             ai: ai.clone(),
             relay: platform.relay.clone(),
             max_payload: s.broker.max_payload_bytes,

@@ -93,6 +93,19 @@ pub struct ProviderSettings {
     /// Client-side requests per second of this process.
     #[serde(default = "default_rps")]
     pub requests_per_second: u32,
+    /// The provider's quota for the whole fleet, requests per minute (in Redis with the
+    /// real backends; 0: none).
+    #[serde(default)]
+    pub requests_per_minute: u32,
+    /// A 429 that says to come back within this long pauses the provider for the whole
+    /// fleet and the call waits, then tries again (no retry tier, no dead letter); a
+    /// longer one fails the attempt as transient.
+    #[serde(default = "default_retry_wait_ms")]
+    pub max_retry_wait_ms: u64,
+}
+
+fn default_retry_wait_ms() -> u64 {
+    30_000
 }
 
 fn default_timeout_ms() -> u64 {

@@ -7,7 +7,8 @@
 //! "b64_json" | "url" }]}`. Errors are `{"error": {"message", "type", "code"}}`.
 //!
 //! Fault modes, chosen by the prompt: `rate-limit` (429 with `Retry-After: 1`), `boom`
-//! (503), `bad` (400 `content_policy_violation`), `cut-once` (the first stream for that
+//! (503), `rate-limit-once…` (the first call 429 with `Retry-After: 3`, then fine), `bad`
+//! (400 `content_policy_violation`), `cut-once` (the first stream for that
 //! prompt stops halfway without `[DONE]`, later ones are whole), `malformed` (a chunk
 //! that is not JSON), `stall` (two tokens, then silence), `slow` (200 ms per token).
 
@@ -35,6 +36,11 @@ pub struct Fake {
     pub dropped: AtomicU32,
     /// Milliseconds between tokens.
     pub token_ms: u64,
+    limited_once: AtomicU32,
+    /// When the `rate-limit-once` 429 was sent.
+    pub limited_at: std::sync::Mutex<Option<std::time::Instant>>,
+    /// When each call arrived.
+    pub arrivals: std::sync::Mutex<Vec<std::time::Instant>>,
 }
 
 /// The text the fake writes for `prompt`, token by token (the tests join them).
@@ -77,6 +83,10 @@ async fn completions(
     Json(body): Json<Value>,
 ) -> Response {
     fake.calls.fetch_add(1, Ordering::SeqCst);
+    fake.arrivals
+        .lock()
+        .unwrap()
+        .push(std::time::Instant::now());
     if headers.get("authorization").and_then(|v| v.to_str().ok()) != Some("Bearer sk-test") {
         return error(
             StatusCode::UNAUTHORIZED,
@@ -90,6 +100,22 @@ async fn completions(
         .unwrap_or_default()
         .to_owned();
     let model = body["model"].as_str().unwrap_or("fake").to_owned();
+    // Limited once: the first `rate-limit-once…` call is told to come back in 3 s (every
+    // client), later ones are fine.
+    if prompt.starts_with("rate-limit-once")
+        && fake.limited_once.fetch_add(1, Ordering::SeqCst) == 0
+    {
+        *fake.limited_at.lock().unwrap() = Some(std::time::Instant::now());
+        let mut r = error(
+            StatusCode::TOO_MANY_REQUESTS,
+            "requests",
+            "rate_limit_exceeded",
+            "Rate limit reached",
+        );
+        r.headers_mut()
+            .insert(header::RETRY_AFTER, "3".parse().unwrap());
+        return r;
+    }
     match prompt.as_str() {
         "rate-limit" => {
             let mut r = error(

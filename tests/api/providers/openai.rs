@@ -7,6 +7,7 @@ use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use conveyor::domains::ai_tasks::TaskKind;
+use conveyor::domains::ai_tasks::executor::gate::Gates;
 use conveyor::domains::ai_tasks::executor::openai::OpenAi;
 use conveyor::domains::ai_tasks::executor::{ExecError, Executor, Job, Report};
 use conveyor::domains::ai_tasks::settings::{Protocol, ProviderSettings};
@@ -26,7 +27,19 @@ fn settings(base_url: &str, rps: u32) -> ProviderSettings {
         timeout_ms: 5000,
         stream_idle_ms: 1000,
         requests_per_second: rps,
+        requests_per_minute: 0,
+        max_retry_wait_ms: 10_000,
     }
+}
+
+/// An adapter with a gate of its own (this process only).
+fn adapter(s: &ProviderSettings, store: Arc<Storage>) -> OpenAi {
+    OpenAi::new(
+        s,
+        Arc::new(Gates::local()).gate("fake", s.requests_per_minute),
+        store,
+    )
+    .unwrap()
 }
 
 fn storage(dir: &std::path::Path) -> Arc<Storage> {
@@ -74,7 +87,7 @@ async fn run(
 async fn a_stream_reports_every_token_in_order_and_errors_are_classed() {
     let dir = tempfile::tempdir().unwrap();
     let (url, fake) = fake_openai::start(0).await;
-    let exec = OpenAi::new(&settings(&url, 100), storage(dir.path())).unwrap();
+    let exec = adapter(&settings(&url, 100), storage(dir.path()));
     let (out, reports) = run(&exec, TaskKind::Copywriting, "tea for summer").await;
     let out = out.unwrap();
     let pieces: Vec<String> = reports
@@ -102,8 +115,12 @@ async fn a_stream_reports_every_token_in_order_and_errors_are_classed() {
         Err(ExecError::Permanent(m)) => format!("permanent {m}"),
         other => format!("{other:?}"),
     };
+    // A 429 whose wait is longer than max_retry_wait_ms fails the attempt (transient).
+    let mut impatient = settings(&url, 100);
+    impatient.max_retry_wait_ms = 500;
+    let impatient = adapter(&impatient, storage(dir.path()));
     assert!(
-        class(run(&exec, TaskKind::Copywriting, "rate-limit").await.0)
+        class(run(&impatient, TaskKind::Copywriting, "rate-limit").await.0)
             .starts_with("transient provider answered 429")
     );
     assert!(
@@ -128,12 +145,12 @@ async fn a_stream_reports_every_token_in_order_and_errors_are_classed() {
         "the idle bound cut the stall"
     );
     // A provider that is not there is transient.
-    let gone = OpenAi::new(&settings("http://127.0.0.1:9/v1", 100), storage(dir.path())).unwrap();
+    let gone = adapter(&settings("http://127.0.0.1:9/v1", 100), storage(dir.path()));
     assert!(class(run(&gone, TaskKind::Copywriting, "x").await.0).starts_with("transient"));
     // A wrong key is permanent.
     let mut wrong = settings(&url, 100);
     wrong.api_key = "sk-wrong".into();
-    let wrong = OpenAi::new(&wrong, storage(dir.path())).unwrap();
+    let wrong = adapter(&wrong, storage(dir.path()));
     assert!(
         class(run(&wrong, TaskKind::Copywriting, "x").await.0)
             .starts_with("permanent provider answered 401")
@@ -146,7 +163,7 @@ async fn images_come_back_as_stored_files_whether_base64_or_url() {
     let dir = tempfile::tempdir().unwrap();
     let (url, _) = fake_openai::start(0).await;
     let store = storage(dir.path());
-    let exec = OpenAi::new(&settings(&url, 100), store.clone()).unwrap();
+    let exec = adapter(&settings(&url, 100), store.clone());
     for prompt in ["a teapot", "a teapot as-url"] {
         let (out, _) = run(&exec, TaskKind::Image, prompt).await;
         let out = out.unwrap();
@@ -165,7 +182,7 @@ async fn images_come_back_as_stored_files_whether_base64_or_url() {
 async fn the_client_side_rate_limit_holds() {
     let dir = tempfile::tempdir().unwrap();
     let (url, fake) = fake_openai::start(0).await;
-    let exec = Arc::new(OpenAi::new(&settings(&url, 5), storage(dir.path())).unwrap());
+    let exec = Arc::new(adapter(&settings(&url, 5), storage(dir.path())));
     let start = Instant::now();
     let calls = (0..10).map(|i| {
         let exec = exec.clone();
@@ -184,4 +201,129 @@ async fn the_client_side_rate_limit_holds() {
         start.elapsed()
     );
     assert_eq!(fake.calls.load(Ordering::SeqCst), 10);
+}
+
+/// Four adapters with gates of their own on the same budget store, as four consumer
+/// processes have: Redis with the real backends.
+async fn fleet(
+    url: &str,
+    per_minute: u32,
+    dir: &std::path::Path,
+    shared: Arc<Gates>,
+) -> Vec<Arc<OpenAi>> {
+    let mut s = settings(url, 1000);
+    s.requests_per_minute = per_minute;
+    (0..4)
+        .map(|_| {
+            Arc::new(OpenAi::new(&s, shared.gate("fleet-fake", per_minute), storage(dir)).unwrap())
+        })
+        .collect()
+}
+
+/// The fleet's gates: in Redis (a key prefix of this run) when Redis answers, which
+/// CI requires.
+async fn fleet_gates(test: &str) -> Option<Arc<Gates>> {
+    if !crate::helpers::services_up(crate::helpers::Backend::RabbitMariadb, test).await {
+        return None;
+    }
+    let dedupe = conveyor::dedupe::settings::DedupeSettings {
+        kind: conveyor::dedupe::settings::DedupeKind::Redis,
+        url: crate::helpers::redis_url(),
+        key_prefix: crate::helpers::unique_namespace(),
+        lease_ms: 5000,
+        done_ttl_secs: 60,
+    };
+    Some(Gates::connect(&dedupe).await.unwrap())
+}
+
+#[tokio::test]
+async fn four_processes_together_keep_the_providers_quota() {
+    let Some(gates) = fleet_gates("providers_fleet_quota").await else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let (url, fake) = fake_openai::start(0).await;
+    // 120 a minute: one every 500 ms, whoever asks.
+    let adapters = fleet(&url, 120, dir.path(), gates).await;
+    let started = Instant::now();
+    let calls = adapters.iter().enumerate().flat_map(|(p, a)| {
+        (0..3).map(move |i| {
+            let a = a.clone();
+            async move {
+                run(&a, TaskKind::Copywriting, &format!("fleet {p} {i}"))
+                    .await
+                    .0
+                    .unwrap()
+            }
+        })
+    });
+    futures::future::join_all(calls).await;
+    let arrivals = fake.arrivals.lock().unwrap().clone();
+    assert_eq!(arrivals.len(), 12);
+    // 12 calls at one per 500 ms (the first at once): at least 5.5 s, and no two calls
+    // closer than the budget allows (a little slack for scheduling).
+    assert!(
+        started.elapsed() >= Duration::from_millis(5400),
+        "{:?}",
+        started.elapsed()
+    );
+    let mut at: Vec<Duration> = arrivals.iter().map(|t| t.duration_since(started)).collect();
+    at.sort();
+    let closest = at.windows(2).map(|w| w[1] - w[0]).min().unwrap();
+    assert!(
+        closest >= Duration::from_millis(400),
+        "calls {closest:?} apart: {at:?}"
+    );
+}
+
+#[tokio::test]
+async fn a_429_with_retry_after_pauses_the_whole_fleet_then_succeeds() {
+    let Some(gates) = fleet_gates("providers_fleet_pause").await else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let (url, fake) = fake_openai::start(0).await;
+    let adapters = fleet(&url, 0, dir.path(), gates).await;
+    let started = Instant::now();
+    let first = adapters[0].clone();
+    let limited = tokio::spawn(async move {
+        run(&first, TaskKind::Copywriting, "rate-limit-once spring")
+            .await
+            .0
+    });
+    // Wait for the 429, then another process calls: it waits out the same pause.
+    while fake.limited_at.lock().unwrap().is_none() {
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "no 429 yet: {} calls",
+            fake.calls.load(Ordering::SeqCst)
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let other = run(&adapters[1], TaskKind::Copywriting, "another prompt")
+        .await
+        .0
+        .unwrap();
+    let out = limited.await.unwrap().unwrap();
+    assert_eq!(out["text"], tokens_for("rate-limit-once spring").concat());
+    assert!(other["text"].is_string());
+    let limited_at = fake.limited_at.lock().unwrap().unwrap();
+    let during: Vec<_> = fake
+        .arrivals
+        .lock()
+        .unwrap()
+        .iter()
+        .filter(|t| **t > limited_at && t.duration_since(limited_at) < Duration::from_millis(2900))
+        .copied()
+        .collect();
+    assert!(
+        during.is_empty(),
+        "nobody called during the pause: {} calls",
+        during.len()
+    );
+    let took = started.elapsed();
+    assert!(
+        took >= Duration::from_secs(3) && took < Duration::from_secs(6),
+        "{took:?}"
+    );
 }

@@ -3,6 +3,7 @@
 //! OpenAI-compatible streamed chat completions and image generations.
 
 pub mod artifacts;
+pub mod gate;
 pub mod openai;
 pub mod simulated;
 
@@ -73,12 +74,20 @@ pub trait Executor: Send + Sync + 'static {
 
 /// The configured providers, routed per kind and pipeline step (`[ai.kinds.<kind>]
 /// provider` and `steps`).
-pub fn from_settings(ai: &AiSettings, storage: Arc<Storage>) -> anyhow::Result<Arc<dyn Executor>> {
+pub fn from_settings(
+    ai: &AiSettings,
+    storage: Arc<Storage>,
+    gates: Arc<gate::Gates>,
+) -> anyhow::Result<Arc<dyn Executor>> {
     let mut providers: HashMap<String, Arc<dyn Executor>> = HashMap::new();
     for (name, p) in &ai.providers {
         let exec: Arc<dyn Executor> = match p.protocol {
             Protocol::Simulated => Arc::new(simulated::Simulated::new(ai, storage.clone())),
-            Protocol::Openai => Arc::new(openai::OpenAi::new(p, storage.clone())?),
+            Protocol::Openai => Arc::new(openai::OpenAi::new(
+                p,
+                gates.gate(name, p.requests_per_minute),
+                storage.clone(),
+            )?),
         };
         providers.insert(name.clone(), exec);
     }

@@ -25,7 +25,11 @@ use governor::{DefaultDirectRateLimiter, Quota, RateLimiter};
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
+use super::gate::{self, Gate};
 use super::{ExecError, Executor, Job, Progress, Report};
+
+/// Rate-limited answers waited out in one attempt before it fails as transient.
+const MAX_RATE_LIMITED: usize = 4;
 use crate::domains::ai_tasks::kinds::TaskKind;
 use crate::domains::ai_tasks::settings::ProviderSettings;
 use crate::storage::records::{Dimensions, GeneratedFile};
@@ -40,11 +44,14 @@ pub struct OpenAi {
     api_key: String,
     idle: Duration,
     limiter: DefaultDirectRateLimiter,
+    /// The fleet's budget and pause of this provider.
+    gate: Gate,
+    max_retry_wait: Duration,
     storage: Arc<Storage>,
 }
 
 impl OpenAi {
-    pub fn new(s: &ProviderSettings, storage: Arc<Storage>) -> anyhow::Result<Self> {
+    pub fn new(s: &ProviderSettings, gate: Gate, storage: Arc<Storage>) -> anyhow::Result<Self> {
         let per_second = NonZeroU32::new(s.requests_per_second).unwrap_or(NonZeroU32::MIN);
         Ok(OpenAi {
             client: reqwest::Client::builder()
@@ -57,6 +64,8 @@ impl OpenAi {
             api_key: s.api_key.clone(),
             idle: Duration::from_millis(s.stream_idle_ms.max(1)),
             limiter: RateLimiter::direct(Quota::per_second(per_second)),
+            gate,
+            max_retry_wait: Duration::from_millis(s.max_retry_wait_ms),
             storage,
         })
     }
@@ -70,31 +79,51 @@ impl OpenAi {
         }
     }
 
-    /// Sends `req` once the rate limit allows, and classifies a failed answer.
+    /// Sends the request `build` makes once the fleet's gate and this process's limit
+    /// allow, and classifies a failed answer. A 429 that says when to come back (within
+    /// `max_retry_wait_ms`) pauses the provider for the fleet, waits, and sends again.
     async fn send(
         &self,
-        req: reqwest::RequestBuilder,
+        build: impl Fn() -> reqwest::RequestBuilder,
         cancel: &CancellationToken,
     ) -> Result<reqwest::Response, ExecError> {
-        tokio::select! {
-            _ = cancel.cancelled() => return Err(ExecError::Canceled),
-            _ = self.limiter.until_ready() => {}
+        for _ in 0..MAX_RATE_LIMITED {
+            self.gate.ready(cancel).await?;
+            tokio::select! {
+                _ = cancel.cancelled() => return Err(ExecError::Canceled),
+                _ = self.limiter.until_ready() => {}
+            }
+            let resp = tokio::select! {
+                _ = cancel.cancelled() => return Err(ExecError::Canceled),
+                r = build().send() => r.map_err(|e| ExecError::Transient(format!("provider unreachable: {}", e.without_url())))?,
+            };
+            let status = resp.status();
+            if status.is_success() {
+                return Ok(resp);
+            }
+            if status.as_u16() == 429
+                && let Some(wait) =
+                    gate::retry_after(resp.headers()).filter(|w| *w <= self.max_retry_wait)
+            {
+                tracing::info!(
+                    wait_ms = wait.as_millis() as u64,
+                    "provider rate-limited: pausing it for the fleet"
+                );
+                metrics::counter!("conveyor_provider_rate_limited_total").increment(1);
+                self.gate.pause(wait).await;
+                continue;
+            }
+            let text = resp.text().await.unwrap_or_default();
+            let said = format!("provider answered {status}: {}", snippet(&text));
+            return if status.as_u16() == 429 || status.as_u16() == 408 || status.is_server_error() {
+                Err(ExecError::Transient(said))
+            } else {
+                Err(ExecError::Permanent(said))
+            };
         }
-        let resp = tokio::select! {
-            _ = cancel.cancelled() => return Err(ExecError::Canceled),
-            r = req.send() => r.map_err(|e| ExecError::Transient(format!("provider unreachable: {}", e.without_url())))?,
-        };
-        let status = resp.status();
-        if status.is_success() {
-            return Ok(resp);
-        }
-        let text = resp.text().await.unwrap_or_default();
-        let said = format!("provider answered {status}: {}", snippet(&text));
-        if status.as_u16() == 429 || status.as_u16() == 408 || status.is_server_error() {
-            Err(ExecError::Transient(said))
-        } else {
-            Err(ExecError::Permanent(said))
-        }
+        Err(ExecError::Transient(
+            "provider still rate-limited after waiting".into(),
+        ))
     }
 
     async fn chat(
@@ -113,7 +142,7 @@ impl OpenAi {
             ],
         });
         let resp = self
-            .send(self.post("/chat/completions", &body), cancel)
+            .send(|| self.post("/chat/completions", &body), cancel)
             .await?;
         let _ = progress.send(Report::Progress(10, Some("the model is writing".into())));
         let mut events = resp.bytes_stream().eventsource();
@@ -186,7 +215,7 @@ impl OpenAi {
     ) -> Result<Value, ExecError> {
         let body = json!({ "model": self.image_model, "prompt": job.prompt, "n": 1, "size": "1024x1024", "response_format": "b64_json" });
         let resp = self
-            .send(self.post("/images/generations", &body), cancel)
+            .send(|| self.post("/images/generations", &body), cancel)
             .await?;
         let answer: Value = resp.json().await.map_err(|e| {
             ExecError::Transient(format!("reading the images answer: {}", e.without_url()))

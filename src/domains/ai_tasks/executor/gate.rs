@@ -1,0 +1,238 @@
+//! A provider's gate, shared by the whole fleet: its requests per minute (a GCRA in
+//! Redis, one atomic script, so four consumer processes together keep the provider's
+//! quota; in this process on the embedded backend) and its pause. A 429 that says when
+//! to come back (`Retry-After`, or `x-ratelimit-reset-requests`) pauses the provider for
+//! every process until then; calls wait for the pause instead of spending requests that
+//! would be refused.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use redis::aio::ConnectionManager;
+use tokio_util::sync::CancellationToken;
+
+use super::ExecError;
+use crate::dedupe::settings::{DedupeKind, DedupeSettings};
+use crate::limits::rate::{LocalRates, Rate, RateStore, RedisRates};
+
+/// Where pauses are kept.
+enum Pauses {
+    Redis {
+        conn: ConnectionManager,
+        prefix: String,
+    },
+    Local(Mutex<HashMap<String, tokio::time::Instant>>),
+}
+
+/// The budgets and pauses of every provider of this process.
+pub struct Gates {
+    rates: Arc<dyn RateStore>,
+    pauses: Pauses,
+}
+
+impl Gates {
+    /// Shared through Redis when the dedupe store is Redis (the real fleet), else local.
+    pub async fn connect(dedupe: &DedupeSettings) -> anyhow::Result<Arc<Gates>> {
+        Ok(Arc::new(match dedupe.kind {
+            DedupeKind::Redis => Gates {
+                rates: Arc::new(
+                    RedisRates::connect(&dedupe.url, &dedupe.key_prefix)
+                        .await
+                        .map_err(anyhow::Error::msg)?,
+                ),
+                pauses: Pauses::Redis {
+                    conn: crate::dedupe::redis::connection(&dedupe.url)
+                        .await
+                        .map_err(anyhow::Error::msg)?,
+                    prefix: dedupe.key_prefix.clone(),
+                },
+            },
+            DedupeKind::Embedded => Gates::local(),
+        }))
+    }
+
+    /// This process only.
+    pub fn local() -> Gates {
+        Gates {
+            rates: Arc::new(LocalRates::default()),
+            pauses: Pauses::Local(Mutex::default()),
+        }
+    }
+
+    /// The gate of provider `name`, with `per_minute` requests (0: no budget).
+    pub fn gate(self: &Arc<Self>, name: &str, per_minute: u32) -> Gate {
+        Gate {
+            gates: self.clone(),
+            key: format!("provider:{name}"),
+            rate: Rate::new(per_minute, Duration::from_secs(60), 1),
+        }
+    }
+
+    /// How long `key` is paused from now, if it is.
+    async fn paused(&self, key: &str) -> Option<Duration> {
+        match &self.pauses {
+            Pauses::Local(map) => {
+                let until = *map.lock().ok()?.get(key)?;
+                until.checked_duration_since(tokio::time::Instant::now())
+            }
+            Pauses::Redis { conn, prefix } => {
+                let ms: Option<i64> = redis::cmd("PTTL")
+                    .arg(format!("{prefix}:pause:{key}"))
+                    .query_async(&mut conn.clone())
+                    .await
+                    .ok();
+                // PTTL: -2 no key, -1 no expiry (never set so), else milliseconds left.
+                ms.filter(|&ms| ms > 0)
+                    .map(|ms| Duration::from_millis(ms.unsigned_abs()))
+            }
+        }
+    }
+
+    async fn pause(&self, key: &str, d: Duration) {
+        match &self.pauses {
+            Pauses::Local(map) => {
+                if let Ok(mut m) = map.lock() {
+                    let until = tokio::time::Instant::now() + d;
+                    let e = m.entry(key.to_owned()).or_insert(until);
+                    *e = (*e).max(until);
+                }
+            }
+            Pauses::Redis { conn, prefix } => {
+                let ms = u64::try_from(d.as_millis()).unwrap_or(u64::MAX).max(1);
+                // A longer pause already set wins (GT: only if the new expiry is later).
+                let set: Result<(), _> = redis::pipe()
+                    .cmd("SET")
+                    .arg(format!("{prefix}:pause:{key}"))
+                    .arg(1)
+                    .arg("NX")
+                    .arg("PX")
+                    .arg(ms)
+                    .ignore()
+                    .cmd("PEXPIRE")
+                    .arg(format!("{prefix}:pause:{key}"))
+                    .arg(ms)
+                    .arg("GT")
+                    .ignore()
+                    .query_async(&mut conn.clone())
+                    .await;
+                if let Err(e) = set {
+                    tracing::warn!(error = %e, "recording a provider pause");
+                }
+            }
+        }
+    }
+}
+
+/// One provider's share of [`Gates`].
+pub struct Gate {
+    gates: Arc<Gates>,
+    key: String,
+    rate: Option<Rate>,
+}
+
+impl Gate {
+    /// Waits until the provider is not paused and its budget has room, then takes one.
+    pub async fn ready(&self, cancel: &CancellationToken) -> Result<(), ExecError> {
+        loop {
+            let wait = match self.gates.paused(&self.key).await {
+                Some(d) => Some(d),
+                None => match self.rate {
+                    None => None,
+                    Some(rate) => match self.gates.rates.take(&self.key, rate).await {
+                        Ok(w) => w,
+                        // A budget store that is away does not stop the work: the
+                        // provider's own 429s still slow it.
+                        Err(e) => {
+                            tracing::warn!(error = %e, "provider budget unavailable");
+                            None
+                        }
+                    },
+                },
+            };
+            let Some(wait) = wait else {
+                return Ok(());
+            };
+            tokio::select! {
+                _ = cancel.cancelled() => return Err(ExecError::Canceled),
+                _ = tokio::time::sleep(wait) => {}
+            }
+        }
+    }
+
+    /// Pauses the provider for the whole fleet for `d`.
+    pub async fn pause(&self, d: Duration) {
+        self.gates.pause(&self.key, d).await;
+    }
+}
+
+/// When a 429 says to come back: `Retry-After` in seconds (or an HTTP date, not used by
+/// the providers we speak to), else OpenAI's `x-ratelimit-reset-requests` (`1s`, `6m0s`,
+/// `120ms`).
+pub fn retry_after(headers: &reqwest::header::HeaderMap) -> Option<Duration> {
+    let header = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
+    if let Some(secs) = header("retry-after").and_then(|v| v.trim().parse::<f64>().ok()) {
+        return Some(Duration::from_secs_f64(secs.clamp(0.0, 3600.0)));
+    }
+    header("x-ratelimit-reset-requests").and_then(parse_reset)
+}
+
+/// `6m0s`, `1.5s`, `120ms` → a duration.
+fn parse_reset(s: &str) -> Option<Duration> {
+    let mut total = 0.0f64;
+    let mut num = String::new();
+    let mut chars = s.trim().chars().peekable();
+    let mut any = false;
+    while let Some(c) = chars.next() {
+        if c.is_ascii_digit() || c == '.' {
+            num.push(c);
+            continue;
+        }
+        let value: f64 = num.parse().ok()?;
+        num.clear();
+        let unit = match c {
+            'h' => 3600.0,
+            'm' if chars.peek() == Some(&'s') => {
+                chars.next();
+                0.001
+            }
+            'm' => 60.0,
+            's' => 1.0,
+            _ => return None,
+        };
+        total += value * unit;
+        any = true;
+    }
+    (any && num.is_empty()).then(|| Duration::from_secs_f64(total.min(3600.0)))
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reset_headers_read_as_durations() {
+        assert_eq!(parse_reset("6m0s"), Some(Duration::from_secs(360)));
+        assert_eq!(parse_reset("1.5s"), Some(Duration::from_millis(1500)));
+        assert_eq!(parse_reset("120ms"), Some(Duration::from_millis(120)));
+        assert_eq!(parse_reset("abc"), None);
+        let mut h = reqwest::header::HeaderMap::new();
+        h.insert("retry-after", "3".parse().unwrap());
+        assert_eq!(retry_after(&h), Some(Duration::from_secs(3)));
+    }
+
+    #[tokio::test]
+    async fn a_local_pause_holds_every_caller() {
+        let gates = Arc::new(Gates::local());
+        let (a, b) = (gates.gate("p", 0), gates.gate("p", 0));
+        a.pause(Duration::from_millis(300)).await;
+        let t = tokio::time::Instant::now();
+        b.ready(&CancellationToken::new()).await.unwrap();
+        assert!(
+            t.elapsed() >= Duration::from_millis(250),
+            "{:?}",
+            t.elapsed()
+        );
+    }
+}
