@@ -13,6 +13,7 @@ enum TaskEvents {
     Table,
     Kind,
     Delta,
+    CreatedAt,
 }
 
 #[async_trait::async_trait]
@@ -34,10 +35,30 @@ impl MigrationTrait for Migration {
                     .add_column(text_null(TaskEvents::Delta))
                     .to_owned(),
             )
+            .await?;
+        // Streamed text is trimmed after a while (the task's result keeps the whole).
+        manager
+            .create_index(
+                Index::create()
+                    .if_not_exists()
+                    .name("idx_task_events_kind_created")
+                    .table(TaskEvents::Table)
+                    .col(TaskEvents::Kind)
+                    .col(TaskEvents::CreatedAt)
+                    .to_owned(),
+            )
             .await
     }
 
     async fn down(&self, manager: &SchemaManager) -> Result<(), DbErr> {
+        manager
+            .drop_index(
+                Index::drop()
+                    .name("idx_task_events_kind_created")
+                    .table(TaskEvents::Table)
+                    .to_owned(),
+            )
+            .await?;
         manager
             .alter_table(
                 Table::alter()

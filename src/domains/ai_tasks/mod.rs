@@ -48,8 +48,17 @@ pub const DOMAIN: Domain = Domain::new("ai_tasks", "ai", queues::QUEUES, install
     .limits(limits::LIMITS)
     .gauges(metrics::GAUGES)
     .panels(ops::PANELS)
+    .retention(RETENTION)
     .openapi(<routes::Doc as utoipa::OpenApi>::openapi)
     .cli(cli::CLI);
+
+/// Streamed text events are trimmed after a week: a client resumes within minutes, and
+/// the task's result keeps the whole text.
+const RETENTION: &[crate::housekeeping::Retention] = &[crate::housekeeping::Retention {
+    table: "task_events (streamed text)",
+    keep: std::time::Duration::from_secs(7 * 24 * 3600),
+    trim: store::trim::text_events,
+}];
 
 fn install(platform: &Platform) -> BoxFuture<'_, anyhow::Result<Installed>> {
     async move {

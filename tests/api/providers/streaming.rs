@@ -109,6 +109,33 @@ async fn a_streamed_task_reaches_its_subscriber_piece_by_piece_and_resumes_witho
     let mut resumed = vec![first.clone()];
     resumed.extend(rest);
     assert_eq!(client_text(&resumed), expected);
+
+    // The streamed text is trimmed after its retention; progress and status stay.
+    use conveyor::domains::ai_tasks::entity::event;
+    use sea_orm::{ColumnTrait as _, EntityTrait as _, QueryFilter as _};
+    let db = &app.platform.db;
+    let of_task = || event::Entity::find().filter(event::Column::TaskId.eq(id.as_str()));
+    let before = of_task().all(db).await.unwrap();
+    let text_events = before.iter().filter(|e| e.kind == "delta").count();
+    event::Entity::update_many()
+        .col_expr(
+            event::Column::CreatedAt,
+            sea_orm::sea_query::Expr::value(chrono::Utc::now() - chrono::Duration::days(8)),
+        )
+        .filter(event::Column::TaskId.eq(id.as_str()))
+        .exec(db)
+        .await
+        .unwrap();
+    let rules = conveyor::app::retention(&env.settings, conveyor::domains::ALL);
+    let trimmed = conveyor::housekeeping::once(db, &rules).await.unwrap();
+    assert_eq!(
+        trimmed.get("task_events (streamed text)"),
+        Some(&(text_events as u64)),
+        "{trimmed:?}"
+    );
+    let after = of_task().all(db).await.unwrap();
+    assert_eq!(after.len(), before.len() - text_events);
+    assert!(after.iter().all(|e| e.kind == "progress"));
     done(env, app).await;
 }
 

@@ -11,6 +11,7 @@ mod submit;
 #[cfg(test)]
 mod tests;
 mod transitions;
+pub mod trim;
 
 use sea_orm::DbErr;
 use sea_orm::sea_query::ExprTrait as _;
