@@ -27,6 +27,9 @@ pub enum Protocol {
     /// OpenAI-compatible: `/chat/completions` (streamed) for text, `/images/generations`
     /// for images. OpenAI, DeepSeek, Qwen (DashScope compatible mode), vLLM, Ollama, …
     Openai,
+    /// A Dify workflow: `/workflows/run`, streamed (node events as progress, text
+    /// chunks as deltas) or blocking.
+    Dify,
 }
 
 /// `[ai]`: the AI-task flow.
@@ -102,6 +105,26 @@ pub struct ProviderSettings {
     /// longer one fails the attempt as transient.
     #[serde(default = "default_retry_wait_ms")]
     pub max_retry_wait_ms: u64,
+    /// Dify: the workflow's inputs, each from the task: `"prompt"`, or `"params.<key>"`
+    /// (a string field of the task's params).
+    #[serde(default = "default_inputs")]
+    pub inputs: BTreeMap<String, String>,
+    /// Dify: the workflow output that holds the text.
+    #[serde(default = "default_output")]
+    pub output: String,
+    /// Dify: `streaming` (node progress and text chunks live) or `blocking`.
+    #[serde(default = "default_response_mode")]
+    pub response_mode: String,
+}
+
+fn default_inputs() -> BTreeMap<String, String> {
+    BTreeMap::from([("prompt".to_owned(), "prompt".to_owned())])
+}
+fn default_output() -> String {
+    "text".to_owned()
+}
+fn default_response_mode() -> String {
+    "streaming".to_owned()
 }
 
 fn default_retry_wait_ms() -> u64 {
@@ -199,6 +222,9 @@ impl AiSettings {
                     (Protocol::Openai, _) => {
                         k.steps.values().any(|s| s == provider) && !p.model.is_empty()
                     }
+                    // A workflow answers text: copywriting, or a pipeline's text steps.
+                    (Protocol::Dify, "copywriting") => true,
+                    (Protocol::Dify, _) => k.steps.values().any(|s| s == provider),
                 };
                 if !serves {
                     return bad(

@@ -209,17 +209,20 @@ async fn completions(
 
 /// A body stream fed by `f` through a channel (the generator runs as its own task, and
 /// stops when the client goes away: its sends fail).
-fn async_stream<F, Fut>(f: F) -> tokio_stream_shim::Receiver
+fn async_stream<F, Fut>(f: F) -> Receiver
 where
     F: FnOnce(tokio::sync::mpsc::Sender<Result<bytes::Bytes, Infallible>>) -> Fut,
     Fut: std::future::Future<Output = ()> + Send + 'static,
 {
     let (tx, rx) = tokio::sync::mpsc::channel(4);
     tokio::spawn(f(tx));
-    tokio_stream_shim::Receiver(rx)
+    Receiver(rx)
 }
 
-mod tokio_stream_shim {
+pub use body_stream::Receiver;
+
+/// A channel as a response body.
+mod body_stream {
     use std::convert::Infallible;
     use std::pin::Pin;
     use std::task::{Context, Poll};

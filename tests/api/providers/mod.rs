@@ -1,7 +1,9 @@
 //! Real providers against wire-faithful fakes: the OpenAI-compatible adapter's streams,
-//! images and error classes; streamed copywriting end to end (deltas live, in order,
+//! images, error classes and fleet limits; Dify workflows; streamed copywriting end to end (deltas live, in order,
 //! resumable; a cut stream's retry preceded by a reset; cancel stops the stream).
 
+mod dify;
+mod fake_dify;
 mod fake_openai;
 mod openai;
 mod streaming;

@@ -29,6 +29,9 @@ fn settings(base_url: &str, rps: u32) -> ProviderSettings {
         requests_per_second: rps,
         requests_per_minute: 0,
         max_retry_wait_ms: 10_000,
+        inputs: Default::default(),
+        output: "text".into(),
+        response_mode: "streaming".into(),
     }
 }
 

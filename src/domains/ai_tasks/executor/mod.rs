@@ -3,7 +3,9 @@
 //! OpenAI-compatible streamed chat completions and image generations.
 
 pub mod artifacts;
+pub mod dify;
 pub mod gate;
+pub mod http;
 pub mod openai;
 pub mod simulated;
 
@@ -88,6 +90,9 @@ pub fn from_settings(
                 gates.gate(name, p.requests_per_minute),
                 storage.clone(),
             )?),
+            Protocol::Dify => {
+                Arc::new(dify::Dify::new(p, gates.gate(name, p.requests_per_minute))?)
+            }
         };
         providers.insert(name.clone(), exec);
     }

@@ -12,24 +12,19 @@
 //! transient; other 4xx (a content-policy refusal, a bad key) are permanent. The
 //! provider's own words go to the log, never to the tenant.
 
-use std::num::NonZeroU32;
 use std::sync::Arc;
-use std::time::Duration;
 
 use async_trait::async_trait;
 use base64::Engine as _;
 use bytes::Bytes;
 use eventsource_stream::Eventsource as _;
 use futures::StreamExt as _;
-use governor::{DefaultDirectRateLimiter, Quota, RateLimiter};
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
-use super::gate::{self, Gate};
+use super::gate::Gate;
+use super::http::{ProviderHttp, snippet};
 use super::{ExecError, Executor, Job, Progress, Report};
-
-/// Rate-limited answers waited out in one attempt before it fails as transient.
-const MAX_RATE_LIMITED: usize = 4;
 use crate::domains::ai_tasks::kinds::TaskKind;
 use crate::domains::ai_tasks::settings::ProviderSettings;
 use crate::storage::records::{Dimensions, GeneratedFile};
@@ -37,93 +32,20 @@ use crate::storage::sniff::{Purpose, check};
 use crate::storage::{Key, Storage};
 
 pub struct OpenAi {
-    client: reqwest::Client,
-    base: String,
+    http: ProviderHttp,
     model: String,
     image_model: String,
-    api_key: String,
-    idle: Duration,
-    limiter: DefaultDirectRateLimiter,
-    /// The fleet's budget and pause of this provider.
-    gate: Gate,
-    max_retry_wait: Duration,
     storage: Arc<Storage>,
 }
 
 impl OpenAi {
     pub fn new(s: &ProviderSettings, gate: Gate, storage: Arc<Storage>) -> anyhow::Result<Self> {
-        let per_second = NonZeroU32::new(s.requests_per_second).unwrap_or(NonZeroU32::MIN);
         Ok(OpenAi {
-            client: reqwest::Client::builder()
-                .timeout(Duration::from_millis(s.timeout_ms))
-                .connect_timeout(Duration::from_secs(5))
-                .build()?,
-            base: s.base_url.trim_end_matches('/').to_owned(),
+            http: ProviderHttp::new(s, gate)?,
             model: s.model.clone(),
             image_model: s.image_model.clone(),
-            api_key: s.api_key.clone(),
-            idle: Duration::from_millis(s.stream_idle_ms.max(1)),
-            limiter: RateLimiter::direct(Quota::per_second(per_second)),
-            gate,
-            max_retry_wait: Duration::from_millis(s.max_retry_wait_ms),
             storage,
         })
-    }
-
-    fn post(&self, path: &str, body: &Value) -> reqwest::RequestBuilder {
-        let req = self.client.post(format!("{}{path}", self.base)).json(body);
-        if self.api_key.is_empty() {
-            req
-        } else {
-            req.bearer_auth(&self.api_key)
-        }
-    }
-
-    /// Sends the request `build` makes once the fleet's gate and this process's limit
-    /// allow, and classifies a failed answer. A 429 that says when to come back (within
-    /// `max_retry_wait_ms`) pauses the provider for the fleet, waits, and sends again.
-    async fn send(
-        &self,
-        build: impl Fn() -> reqwest::RequestBuilder,
-        cancel: &CancellationToken,
-    ) -> Result<reqwest::Response, ExecError> {
-        for _ in 0..MAX_RATE_LIMITED {
-            self.gate.ready(cancel).await?;
-            tokio::select! {
-                _ = cancel.cancelled() => return Err(ExecError::Canceled),
-                _ = self.limiter.until_ready() => {}
-            }
-            let resp = tokio::select! {
-                _ = cancel.cancelled() => return Err(ExecError::Canceled),
-                r = build().send() => r.map_err(|e| ExecError::Transient(format!("provider unreachable: {}", e.without_url())))?,
-            };
-            let status = resp.status();
-            if status.is_success() {
-                return Ok(resp);
-            }
-            if status.as_u16() == 429
-                && let Some(wait) =
-                    gate::retry_after(resp.headers()).filter(|w| *w <= self.max_retry_wait)
-            {
-                tracing::info!(
-                    wait_ms = wait.as_millis() as u64,
-                    "provider rate-limited: pausing it for the fleet"
-                );
-                metrics::counter!("conveyor_provider_rate_limited_total").increment(1);
-                self.gate.pause(wait).await;
-                continue;
-            }
-            let text = resp.text().await.unwrap_or_default();
-            let said = format!("provider answered {status}: {}", snippet(&text));
-            return if status.as_u16() == 429 || status.as_u16() == 408 || status.is_server_error() {
-                Err(ExecError::Transient(said))
-            } else {
-                Err(ExecError::Permanent(said))
-            };
-        }
-        Err(ExecError::Transient(
-            "provider still rate-limited after waiting".into(),
-        ))
     }
 
     async fn chat(
@@ -142,7 +64,8 @@ impl OpenAi {
             ],
         });
         let resp = self
-            .send(|| self.post("/chat/completions", &body), cancel)
+            .http
+            .send(|| self.http.post("/chat/completions", &body), cancel)
             .await?;
         let _ = progress.send(Report::Progress(10, Some("the model is writing".into())));
         let mut events = resp.bytes_stream().eventsource();
@@ -152,13 +75,13 @@ impl OpenAi {
             let next = tokio::select! {
                 // Dropping the stream closes the connection: the provider stops.
                 _ = cancel.cancelled() => return Err(ExecError::Canceled),
-                n = tokio::time::timeout(self.idle, events.next()) => n,
+                n = tokio::time::timeout(self.http.idle, events.next()) => n,
             };
             let event = match next {
                 Err(_) => {
                     return Err(ExecError::Transient(format!(
                         "the stream was silent for {} ms",
-                        self.idle.as_millis()
+                        self.http.idle.as_millis()
                     )));
                 }
                 Ok(None) => {
@@ -215,7 +138,8 @@ impl OpenAi {
     ) -> Result<Value, ExecError> {
         let body = json!({ "model": self.image_model, "prompt": job.prompt, "n": 1, "size": "1024x1024", "response_format": "b64_json" });
         let resp = self
-            .send(|| self.post("/images/generations", &body), cancel)
+            .http
+            .send(|| self.http.post("/images/generations", &body), cancel)
             .await?;
         let answer: Value = resp.json().await.map_err(|e| {
             ExecError::Transient(format!("reading the images answer: {}", e.without_url()))
@@ -246,7 +170,7 @@ impl OpenAi {
         } else if let Some(url) = first.get("url").and_then(Value::as_str) {
             let limit = self.storage.settings.max_image_bytes;
             self.storage
-                .ingest(&self.client, url, limit, accept, key_for)
+                .ingest(&self.http.client, url, limit, accept, key_for)
                 .await
                 .map_err(|e| match e {
                     crate::storage::ingest::IngestError::Refused(why) => ExecError::Permanent(why),
@@ -275,8 +199,4 @@ impl Executor for OpenAi {
             _ => self.chat(job, progress, cancel).await,
         }
     }
-}
-
-fn snippet(s: &str) -> String {
-    s.chars().take(200).collect()
 }

@@ -1,0 +1,109 @@
+//! What every HTTP provider shares: the client with its timeouts, the base URL and key,
+//! this process's request rate, the fleet's [`Gate`], and how a failed answer is classed
+//! (429, 408, 5xx, timeouts and resets are transient; other 4xx permanent). A 429 that
+//! says when to come back (within `max_retry_wait_ms`) pauses the provider for the whole
+//! fleet; the call waits and is sent again.
+
+use std::num::NonZeroU32;
+use std::time::Duration;
+
+use governor::{DefaultDirectRateLimiter, Quota, RateLimiter};
+use serde_json::Value;
+use tokio_util::sync::CancellationToken;
+
+use super::ExecError;
+use super::gate::{self, Gate};
+use crate::domains::ai_tasks::settings::ProviderSettings;
+
+/// Rate-limited answers waited out in one attempt before it fails as transient.
+const MAX_RATE_LIMITED: usize = 4;
+
+pub struct ProviderHttp {
+    pub client: reqwest::Client,
+    base: String,
+    api_key: String,
+    /// A stream silent this long is given up on.
+    pub idle: Duration,
+    limiter: DefaultDirectRateLimiter,
+    gate: Gate,
+    max_retry_wait: Duration,
+}
+
+impl ProviderHttp {
+    pub fn new(s: &ProviderSettings, gate: Gate) -> anyhow::Result<Self> {
+        let per_second = NonZeroU32::new(s.requests_per_second).unwrap_or(NonZeroU32::MIN);
+        Ok(ProviderHttp {
+            client: reqwest::Client::builder()
+                .timeout(Duration::from_millis(s.timeout_ms))
+                .connect_timeout(Duration::from_secs(5))
+                .build()?,
+            base: s.base_url.trim_end_matches('/').to_owned(),
+            api_key: s.api_key.clone(),
+            idle: Duration::from_millis(s.stream_idle_ms.max(1)),
+            limiter: RateLimiter::direct(Quota::per_second(per_second)),
+            gate,
+            max_retry_wait: Duration::from_millis(s.max_retry_wait_ms),
+        })
+    }
+
+    /// `POST {base}{path}` with `body`, and the key as a bearer token.
+    pub fn post(&self, path: &str, body: &Value) -> reqwest::RequestBuilder {
+        let req = self.client.post(format!("{}{path}", self.base)).json(body);
+        if self.api_key.is_empty() {
+            req
+        } else {
+            req.bearer_auth(&self.api_key)
+        }
+    }
+
+    /// Sends the request `build` makes once the fleet's gate and this process's limit
+    /// allow; a successful answer, or the failure classed.
+    pub async fn send(
+        &self,
+        build: impl Fn() -> reqwest::RequestBuilder,
+        cancel: &CancellationToken,
+    ) -> Result<reqwest::Response, ExecError> {
+        for _ in 0..MAX_RATE_LIMITED {
+            self.gate.ready(cancel).await?;
+            tokio::select! {
+                _ = cancel.cancelled() => return Err(ExecError::Canceled),
+                _ = self.limiter.until_ready() => {}
+            }
+            let resp = tokio::select! {
+                _ = cancel.cancelled() => return Err(ExecError::Canceled),
+                r = build().send() => r.map_err(|e| ExecError::Transient(format!("provider unreachable: {}", e.without_url())))?,
+            };
+            let status = resp.status();
+            if status.is_success() {
+                return Ok(resp);
+            }
+            if status.as_u16() == 429
+                && let Some(wait) =
+                    gate::retry_after(resp.headers()).filter(|w| *w <= self.max_retry_wait)
+            {
+                tracing::info!(
+                    wait_ms = wait.as_millis() as u64,
+                    "provider rate-limited: pausing it for the fleet"
+                );
+                metrics::counter!("conveyor_provider_rate_limited_total").increment(1);
+                self.gate.pause(wait).await;
+                continue;
+            }
+            let text = resp.text().await.unwrap_or_default();
+            let said = format!("provider answered {status}: {}", snippet(&text));
+            return if status.as_u16() == 429 || status.as_u16() == 408 || status.is_server_error() {
+                Err(ExecError::Transient(said))
+            } else {
+                Err(ExecError::Permanent(said))
+            };
+        }
+        Err(ExecError::Transient(
+            "provider still rate-limited after waiting".into(),
+        ))
+    }
+}
+
+/// The start of a provider's answer, for the log.
+pub fn snippet(s: &str) -> String {
+    s.chars().take(200).collect()
+}
