@@ -105,6 +105,10 @@ pub struct ProviderSettings {
     /// longer one fails the attempt as transient.
     #[serde(default = "default_retry_wait_ms")]
     pub max_retry_wait_ms: u64,
+    /// Calls in flight at once from this process (a stream counts until it ends); 0:
+    /// no cap. With N consumer processes the provider sees at most N times this.
+    #[serde(default)]
+    pub max_concurrent: u32,
     /// Dify: the workflow's inputs, each from the task: `"prompt"`, or `"params.<key>"`
     /// (a string field of the task's params).
     #[serde(default = "default_inputs")]

@@ -39,6 +39,9 @@ pub struct Fake {
     limited_once: AtomicU32,
     /// When the `rate-limit-once` 429 was sent.
     pub limited_at: std::sync::Mutex<Option<std::time::Instant>>,
+    /// Streams being sent now, and the most at once.
+    pub active: AtomicU32,
+    pub max_active: AtomicU32,
     /// When each call arrived.
     pub arrivals: std::sync::Mutex<Vec<std::time::Instant>>,
 }
@@ -71,6 +74,7 @@ fn chunk(model: &str, delta: Value, finish: Option<&str>) -> String {
 struct DropGuard(Arc<Fake>, bool);
 impl Drop for DropGuard {
     fn drop(&mut self) {
+        self.0.active.fetch_sub(1, Ordering::SeqCst);
         if !self.1 {
             self.0.dropped.fetch_add(1, Ordering::SeqCst);
         }
@@ -160,6 +164,8 @@ async fn completions(
     let token_ms = if prompt == "slow" { 200 } else { fake.token_ms };
     let fake2 = fake.clone();
     let stream = async_stream(move |tx| async move {
+        let now = fake2.active.fetch_add(1, Ordering::SeqCst) + 1;
+        fake2.max_active.fetch_max(now, Ordering::SeqCst);
         let mut guard = DropGuard(fake2, false);
         let send = |s: String| tx.send(Ok::<_, Infallible>(bytes::Bytes::from(s)));
         if send(chunk(

@@ -29,6 +29,7 @@ fn settings(base_url: &str, rps: u32) -> ProviderSettings {
         requests_per_second: rps,
         requests_per_minute: 0,
         max_retry_wait_ms: 10_000,
+        max_concurrent: 0,
         inputs: Default::default(),
         output: "text".into(),
         response_mode: "streaming".into(),
@@ -328,5 +329,31 @@ async fn a_429_with_retry_after_pauses_the_whole_fleet_then_succeeds() {
     assert!(
         took >= Duration::from_secs(3) && took < Duration::from_secs(6),
         "{took:?}"
+    );
+}
+
+#[tokio::test]
+async fn a_process_keeps_its_streams_under_the_concurrency_cap() {
+    let dir = tempfile::tempdir().unwrap();
+    // A token every 20 ms: each stream lasts a few hundred milliseconds.
+    let (url, fake) = fake_openai::start(20).await;
+    let mut s = settings(&url, 1000);
+    s.max_concurrent = 2;
+    let exec = Arc::new(adapter(&s, storage(dir.path())));
+    let calls = (0..6).map(|i| {
+        let exec = exec.clone();
+        async move {
+            run(&exec, TaskKind::Copywriting, &format!("capped {i}"))
+                .await
+                .0
+                .unwrap()
+        }
+    });
+    futures::future::join_all(calls).await;
+    assert_eq!(fake.calls.load(Ordering::SeqCst), 6);
+    assert_eq!(
+        fake.max_active.load(Ordering::SeqCst),
+        2,
+        "never more than the cap, and the cap used"
     );
 }

@@ -96,6 +96,7 @@ impl Executor for Dify {
         progress: &Progress,
         cancel: &CancellationToken,
     ) -> Result<Value, ExecError> {
+        let _slot = self.http.slot(cancel).await?;
         let body = json!({
             "inputs": self.inputs_of(job),
             "response_mode": if self.streaming { "streaming" } else { "blocking" },

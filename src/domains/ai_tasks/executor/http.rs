@@ -5,10 +5,12 @@
 //! fleet; the call waits and is sent again.
 
 use std::num::NonZeroU32;
+use std::sync::Arc;
 use std::time::Duration;
 
 use governor::{DefaultDirectRateLimiter, Quota, RateLimiter};
 use serde_json::Value;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio_util::sync::CancellationToken;
 
 use super::ExecError;
@@ -27,6 +29,8 @@ pub struct ProviderHttp {
     limiter: DefaultDirectRateLimiter,
     gate: Gate,
     max_retry_wait: Duration,
+    /// This process's cap on calls in flight (`max_concurrent`).
+    slots: Option<Arc<Semaphore>>,
 }
 
 impl ProviderHttp {
@@ -43,7 +47,24 @@ impl ProviderHttp {
             limiter: RateLimiter::direct(Quota::per_second(per_second)),
             gate,
             max_retry_wait: Duration::from_millis(s.max_retry_wait_ms),
+            slots: (s.max_concurrent > 0)
+                .then(|| Arc::new(Semaphore::new(s.max_concurrent as usize))),
         })
+    }
+
+    /// A place among this process's calls in flight, held by the caller for the whole
+    /// call (a stream's included); waits while the cap is full. `None`: no cap.
+    pub async fn slot(
+        &self,
+        cancel: &CancellationToken,
+    ) -> Result<Option<OwnedSemaphorePermit>, ExecError> {
+        let Some(slots) = &self.slots else {
+            return Ok(None);
+        };
+        tokio::select! {
+            _ = cancel.cancelled() => Err(ExecError::Canceled),
+            permit = slots.clone().acquire_owned() => Ok(permit.ok()),
+        }
     }
 
     /// `POST {base}{path}` with `body`, and the key as a bearer token.

@@ -194,6 +194,7 @@ impl Executor for OpenAi {
         progress: &Progress,
         cancel: &CancellationToken,
     ) -> Result<Value, ExecError> {
+        let _slot = self.http.slot(cancel).await?;
         match job.kind {
             TaskKind::Image => self.image(job, progress, cancel).await,
             _ => self.chat(job, progress, cancel).await,
