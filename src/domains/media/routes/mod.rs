@@ -29,6 +29,7 @@ pub fn routes(state: Media) -> Router {
             "/v1/uploads",
             post(upload::create)
                 .layer(DefaultBodyLimit::disable())
+                .layer(axum::middleware::map_response(close_after_refusal))
                 .get(uploads::list),
         )
         .route("/v1/uploads/presign", post(presign::create))
@@ -39,6 +40,19 @@ pub fn routes(state: Media) -> Router {
         .route("/v1/uploads/{id}/complete", post(complete::complete))
         .route("/v1/files/{*key}", get(files::download))
         .with_state(state)
+}
+
+/// An upload refused before its body was read to the end leaves bytes on the
+/// connection: `Connection: close` makes the server close it after the answer and tells
+/// the client not to send another request on it (which would meet a reset).
+async fn close_after_refusal(mut resp: axum::response::Response) -> axum::response::Response {
+    if !resp.status().is_success() {
+        resp.headers_mut().insert(
+            axum::http::header::CONNECTION,
+            axum::http::HeaderValue::from_static("close"),
+        );
+    }
+    resp
 }
 
 /// A store failure as an answer: the details go to the log.
