@@ -18,7 +18,7 @@ use bytes::Bytes;
 use conveyor::app::Application;
 use conveyor::storage::settings::Backend;
 use futures::StreamExt as _;
-use object_store::{ObjectStore, ObjectStoreExt as _, WriteMultipart};
+use object_store::{ObjectStoreExt as _, WriteMultipart};
 use tokio_util::sync::CancellationToken;
 
 const CHUNK: usize = 1 << 20;
@@ -34,27 +34,6 @@ fn chunks(mib: usize) -> Vec<Bytes> {
             Bytes::from(c)
         })
         .collect()
-}
-
-/// The raw store the floor uses: the same kind and place as the app's.
-fn raw_store(s: &conveyor::storage::settings::StorageSettings) -> std::sync::Arc<dyn ObjectStore> {
-    match s.backend {
-        Backend::Local => std::sync::Arc::new(
-            object_store::local::LocalFileSystem::new_with_prefix(&s.root).unwrap(),
-        ),
-        Backend::S3 => std::sync::Arc::new(
-            object_store::aws::AmazonS3Builder::new()
-                .with_bucket_name(&s.bucket)
-                .with_region(&s.region)
-                .with_endpoint(&s.endpoint)
-                .with_access_key_id(&s.access_key_id)
-                .with_secret_access_key(&s.secret_access_key)
-                .with_virtual_hosted_style_request(false)
-                .with_allow_http(true)
-                .build()
-                .unwrap(),
-        ),
-    }
 }
 
 fn mib_per_s(mib: usize, secs: f64) -> f64 {
@@ -97,21 +76,15 @@ async fn run(store: &str, mib: usize, rounds: usize, dir: &std::path::Path) {
         .unwrap();
     let stop = CancellationToken::new();
     let server = tokio::spawn(app.run_until(stop.clone()));
-    let raw = raw_store(&s.storage);
+    // The same store the app writes through, without the app: the floor.
+    let raw = platform.storage.object_store();
     let data = chunks(mib);
     let client = reqwest::Client::new();
     let (mut up_api, mut up_floor, mut down_api, mut down_floor) = (vec![], vec![], vec![], vec![]);
     let mut up_hashed = vec![];
     for round in 0..rounds {
         // Floor: the same chunks straight into the store.
-        let path = object_store::path::Path::from(format!(
-            "{}floor/{round}.mp4",
-            if store == "s3" {
-                format!("{}/", s.storage.prefix)
-            } else {
-                String::new()
-            }
-        ));
+        let path = object_store::path::Path::from(format!("floor/{round}.mp4"));
         let t = Instant::now();
         let mut w = WriteMultipart::new_with_chunk_size(
             raw.put_multipart(&path).await.unwrap(),

@@ -94,11 +94,19 @@ pub struct RedisRates {
 
 impl RedisRates {
     pub async fn connect(url: &str, prefix: &str) -> Result<Self, String> {
-        Ok(RedisRates {
-            conn: crate::dedupe::redis::connection(url).await?,
+        Ok(Self::on(
+            crate::dedupe::redis::connection(url).await?,
+            prefix,
+        ))
+    }
+
+    /// On a connection the caller also uses for other keys.
+    pub fn on(conn: ConnectionManager, prefix: &str) -> Self {
+        RedisRates {
+            conn,
             prefix: prefix.to_owned(),
             script: redis::Script::new(GCRA),
-        })
+        }
     }
 }
 

@@ -63,6 +63,14 @@ impl From<object_store::Error> for StorageError {
     }
 }
 
+/// A store failure as an HTTP answer: a 500 whose detail goes to the log (routes use
+/// `?` on storage calls).
+impl From<StorageError> for crate::error::ApiError {
+    fn from(e: StorageError) -> Self {
+        crate::error::ApiError::Internal(anyhow::Error::new(e).context("media store"))
+    }
+}
+
 /// The process's object store.
 #[derive(Debug)]
 pub struct Storage {
@@ -128,6 +136,11 @@ impl Storage {
             signer: UrlSigner::new(&settings.url_secret),
             settings: settings.clone(),
         }))
+    }
+
+    /// The underlying store, for measuring it alone (the storage bench's floor).
+    pub fn object_store(&self) -> Arc<dyn ObjectStore> {
+        self.store.clone()
     }
 
     pub fn backend(&self) -> Backend {

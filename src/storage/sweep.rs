@@ -52,16 +52,24 @@ pub async fn sweep(
     // Orphans: only objects older than the grace, so a write whose row is about to be
     // committed is never taken for one.
     let grace = chrono::Duration::seconds(storage.settings.delete_grace_secs as i64);
-    let mut listing = storage.list(None);
-    while let Some(listed) = listing.next().await {
-        let listed = listed?;
-        if listed.last_modified > now - grace || records::key_known(db, &listed.path).await? {
-            continue;
+    // The store lists in pages; each page of candidates is checked against the rows in
+    // one query, not one per object.
+    let mut listing = storage.list(None).chunks(BATCH as usize);
+    while let Some(page) = listing.next().await {
+        let old: Vec<_> = page
+            .into_iter()
+            .collect::<Result<Vec<_>, _>>()?
+            .into_iter()
+            .filter(|o| o.last_modified <= now - grace)
+            .collect();
+        let paths: Vec<String> = old.iter().map(|o| o.path.clone()).collect();
+        let known = records::keys_known(db, &paths).await?;
+        for listed in old.into_iter().filter(|o| !known.contains(&o.path)) {
+            tracing::warn!(key = %listed.path, size = listed.size, "removing an object no row knows");
+            storage.delete(&listed.path).await?;
+            swept.orphans += 1;
+            swept.bytes_freed += listed.size;
         }
-        tracing::warn!(key = %listed.path, size = listed.size, "removing an object no row knows");
-        storage.delete(&listed.path).await?;
-        swept.orphans += 1;
-        swept.bytes_freed += listed.size;
     }
     metrics::counter!("conveyor_storage_removed_total", "why" => "deleted")
         .increment(swept.removed);

@@ -188,21 +188,7 @@ fn config_masks_secrets() {
 async fn serve_on_embedded_defaults_answers_and_stops_on_sigterm() {
     let dir = tempfile::tempdir().unwrap();
     // A user created from the CLI can use the API the server then runs.
-    let out = command(BIN, dir.path())
-        .args(["users", "create", "--name", "ada", "--credits", "100"])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let key = stdout
-        .split_whitespace()
-        .find(|w| w.starts_with("cvk_"))
-        .unwrap_or_else(|| panic!("no key in {stdout}"))
-        .to_owned();
+    let key = cli_user(dir.path(), "ada", 100);
 
     let port = free_port();
     let mut child = Running(

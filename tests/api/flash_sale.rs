@@ -198,15 +198,8 @@ async fn a_stampede_never_oversells(backend: Backend) {
         "reconciliation: no drift"
     );
     let view: Value = app
-        .client
-        .get(app.url(&format!("/v1/flash-sales/{sale}")))
-        .bearer_auth(&buyers[0].1)
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+        .get_json(&buyers[0].1, &format!("/v1/flash-sales/{sale}"))
+        .await;
     assert_eq!(view["remaining"], 0);
     assert_eq!(view["state"], "sold_out");
     let app = Arc::try_unwrap(app).ok().unwrap();
@@ -225,16 +218,7 @@ async fn an_unpaid_order_is_canceled_once_and_its_unit_returns(backend: Backend)
     let id = body["order_id"].as_str().unwrap().to_owned();
     assert_eq!(remaining(&app, &sale).await, Some(2));
     wait_status(&app, &id, OrderStatus::Unpaid).await;
-    let seen: Value = app
-        .client
-        .get(app.url(&format!("/v1/orders/{id}")))
-        .bearer_auth(&key)
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let seen: Value = app.get_json(&key, &format!("/v1/orders/{id}")).await;
     assert_eq!(seen["status"], "UNPAID");
     // The timer fires after 1.5 s: canceled, the unit back.
     wait_status(&app, &id, OrderStatus::Canceled).await;
@@ -537,16 +521,7 @@ async fn bad_sales_and_orders_get_clear_errors(backend: Backend) {
         .await
         .unwrap();
     assert_eq!(r.status(), 404);
-    let list: Value = app
-        .client
-        .get(app.url("/v1/orders?status=unpaid"))
-        .bearer_auth(&key)
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let list: Value = app.get_json(&key, "/v1/orders?status=unpaid").await;
     assert_eq!(list["items"].as_array().unwrap().len(), 1);
     let r = app
         .client

@@ -60,6 +60,25 @@ const RETENTION: &[crate::housekeeping::Retention] = &[crate::housekeeping::Rete
     trim: store::trim::text_events,
 }];
 
+/// The providers' shared limits: a Redis connection only when a kind or step is served
+/// by a provider that calls out.
+async fn gates(
+    ai: &AiSettings,
+    dedupe: &crate::dedupe::settings::DedupeSettings,
+) -> anyhow::Result<Arc<executor::gate::Gates>> {
+    let calls_out = ai
+        .kinds
+        .values()
+        .flat_map(|k| std::iter::once(&k.provider).chain(k.steps.values()))
+        .filter_map(|name| ai.providers.get(name))
+        .any(|p| p.protocol != settings::Protocol::Simulated);
+    if calls_out {
+        executor::gate::Gates::connect(dedupe).await
+    } else {
+        Ok(Arc::new(executor::gate::Gates::local()))
+    }
+}
+
 fn install(platform: &Platform) -> BoxFuture<'_, anyhow::Result<Installed>> {
     async move {
         let s = &platform.settings;
@@ -68,7 +87,7 @@ fn install(platform: &Platform) -> BoxFuture<'_, anyhow::Result<Installed>> {
             executor: executor::from_settings(
                 &ai,
                 platform.storage.clone(),
-                executor::gate::Gates::connect(&platform.settings.dedupe).await?,
+                gates(&ai, &platform.settings.dedupe).await?,
             )?,
             ai: ai.clone(),
             relay: platform.relay.clone(),

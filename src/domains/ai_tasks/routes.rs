@@ -233,9 +233,7 @@ pub(crate) async fn read(
     let files =
         crate::storage::records::of_tasks(&state.core.db, std::slice::from_ref(&task.id)).await?;
     let mut view = TaskView::from(task);
-    view.files = crate::storage::view::FileView::all(&state.core.storage, files)
-        .await
-        .map_err(|e| ApiError::Internal(anyhow::Error::new(e).context("media store")))?;
+    view.files = crate::storage::view::FileView::all(&state.core.storage, files).await?;
     Ok(axum::Json(view))
 }
 

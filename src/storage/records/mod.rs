@@ -107,15 +107,17 @@ pub async fn create_pending_with_id(
 }
 
 /// The upload is stored: READY with what the write measured; its reservation becomes
-/// its size (the difference goes back to the quota).
+/// its size (the difference goes back to the quota). The row as it is now, or `None` if
+/// it was no longer PENDING (collected as abandoned meanwhile).
 pub async fn mark_ready(
     db: &impl ConnectionTrait,
     upload: &Object,
     written: &Written,
     dimensions: Dimensions,
-) -> Result<(), DbErr> {
+) -> Result<Option<Object>, DbErr> {
     let size = written.size as i64;
-    Entity::update_many()
+    let now = Utc::now();
+    let done = Entity::update_many()
         .col_expr(Column::Status, Expr::value(READY))
         .col_expr(Column::StoreKey, Expr::value(written.key.to_string()))
         .col_expr(Column::Size, Expr::value(size))
@@ -125,18 +127,33 @@ pub async fn mark_ready(
         .col_expr(Column::Width, Expr::value(dimensions.width))
         .col_expr(Column::Height, Expr::value(dimensions.height))
         .col_expr(Column::DurationMs, Expr::value(dimensions.duration_ms))
-        .col_expr(Column::UpdatedAt, Expr::value(Utc::now()))
+        .col_expr(Column::UpdatedAt, Expr::value(now))
         .filter(Column::Id.eq(&upload.id))
         .filter(Column::Status.eq(PENDING))
         .exec(db)
         .await?;
+    if done.rows_affected != 1 {
+        return Ok(None);
+    }
     let over = upload.reserved - size;
     if over > 0 {
         usage::release(db, &upload.user_id, over).await?;
     } else if over < 0 {
         usage::add(db, &upload.user_id, -over).await?;
     }
-    Ok(())
+    Ok(Some(Object {
+        status: READY.to_owned(),
+        store_key: Some(written.key.to_string()),
+        size,
+        reserved: size,
+        content_type: Some(written.kind.content_type.to_owned()),
+        sha256: Some(written.sha256.clone()),
+        width: dimensions.width,
+        height: dimensions.height,
+        duration_ms: dimensions.duration_ms,
+        updated_at: now,
+        ..upload.clone()
+    }))
 }
 
 /// The upload was refused: REJECTED with `reason`, its reservation given back, its
@@ -201,9 +218,9 @@ pub async fn by_key(db: &impl ConnectionTrait, key: &str) -> Result<Option<Objec
         .await
 }
 
-/// Deletes `user`'s file `id`: invisible now, bytes removed after `grace`. `false`: no
-/// such file of theirs.
-pub async fn soft_delete(
+/// Deletes `user`'s upload `id`: invisible now, bytes removed after `grace`. `false`: no
+/// such upload of theirs (generated files go with their material instead).
+pub async fn delete_upload(
     db: &impl ConnectionTrait,
     user: &str,
     id: &str,
@@ -216,6 +233,7 @@ pub async fn soft_delete(
         .col_expr(Column::UpdatedAt, Expr::value(now))
         .filter(Column::Id.eq(id))
         .filter(Column::UserId.eq(user))
+        .filter(Column::Purpose.ne(GENERATED))
         .filter(Column::DeletedAt.is_null())
         .exec(db)
         .await?;
@@ -344,13 +362,22 @@ pub async fn purge(db: &impl ConnectionTrait, object: &Object) -> Result<(), DbE
     Ok(())
 }
 
-/// Whether any row (live or going) holds `key`: the orphan sweep leaves those alone.
-pub async fn key_known(db: &impl ConnectionTrait, key: &str) -> Result<bool, DbErr> {
-    Ok(Entity::find()
-        .filter(Column::StoreKey.eq(key))
-        .one(db)
-        .await?
-        .is_some())
+/// Which of `keys` a row (live or going) holds: the orphan sweep leaves those alone.
+pub async fn keys_known(
+    db: &impl ConnectionTrait,
+    keys: &[String],
+) -> Result<std::collections::HashSet<String>, DbErr> {
+    if keys.is_empty() {
+        return Ok(Default::default());
+    }
+    let held: Vec<Option<String>> = Entity::find()
+        .select_only()
+        .column(Column::StoreKey)
+        .filter(Column::StoreKey.is_in(keys.iter().cloned()))
+        .into_tuple()
+        .all(db)
+        .await?;
+    Ok(held.into_iter().flatten().collect())
 }
 
 /// Bytes held by every tenant (the `conveyor_storage_bytes` gauge). SUM of a BIGINT is

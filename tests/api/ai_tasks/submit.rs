@@ -202,16 +202,7 @@ async fn other_users_tasks_are_invisible(backend: Backend) {
         .await
         .unwrap();
     assert_eq!(r.status(), 404);
-    let list: Value = app
-        .client
-        .get(app.url("/v1/tasks"))
-        .bearer_auth(&bob)
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let list: Value = app.get_json(&bob, "/v1/tasks").await;
     assert_eq!(list["items"].as_array().unwrap().len(), 0);
     let (_, admin) = conveyor::users::create(&app.platform.db, "root", 0, true)
         .await
@@ -275,16 +266,7 @@ async fn listing_pages_newest_first(backend: Backend) {
         }
     }
     assert_eq!(seen, ids);
-    let images: Value = app
-        .client
-        .get(app.url("/v1/tasks?kind=image"))
-        .bearer_auth(&key)
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let images: Value = app.get_json(&key, "/v1/tasks?kind=image").await;
     assert_eq!(images["items"].as_array().unwrap().len(), 2);
     let r = app
         .client

@@ -98,3 +98,29 @@ pub async fn wait_ready(port: u16) {
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
 }
+
+/// Creates a user with the CLI in `dir` (its embedded database); the new API key.
+pub fn cli_user(dir: &std::path::Path, name: &str, credits: i64) -> String {
+    let out = command(BIN, dir)
+        .args([
+            "users",
+            "create",
+            "--name",
+            name,
+            "--credits",
+            &credits.to_string(),
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    stdout
+        .split_whitespace()
+        .find(|w| w.starts_with("cvk_"))
+        .unwrap_or_else(|| panic!("no key in {stdout}"))
+        .to_owned()
+}

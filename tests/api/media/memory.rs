@@ -41,21 +41,7 @@ fn chunk(i: u64) -> bytes::Bytes {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_1_gib_upload_keeps_the_servers_memory_growth_under_32_mib() {
     let dir = tempfile::tempdir().unwrap();
-    let out = command(BIN, dir.path())
-        .args(["users", "create", "--name", "big", "--credits", "0"])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let key = stdout
-        .split_whitespace()
-        .find(|w| w.starts_with("cvk_"))
-        .unwrap()
-        .to_owned();
+    let key = cli_user(dir.path(), "big", 0);
     let port = free_port();
     let child = Running(
         command(BIN, dir.path())

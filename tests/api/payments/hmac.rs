@@ -54,15 +54,11 @@ async fn a_webhook_delivered_twenty_times_grants_once(backend: Backend) {
         .await;
     assert_eq!(app.credits(&user.id).await, 105, "granted once");
     let seen: Value = app
-        .client
-        .get(app.url(&format!("/v1/payments/{}", payment["id"].as_str().unwrap())))
-        .bearer_auth(&key)
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+        .get_json(
+            &key,
+            &format!("/v1/payments/{}", payment["id"].as_str().unwrap()),
+        )
+        .await;
     assert_eq!(seen["status"], "PAID");
     let app = Arc::try_unwrap(app).ok().unwrap();
     let platform = app.stop().await;

@@ -27,10 +27,10 @@ pub enum ArtifactError {
     Store(#[from] StorageError),
 }
 
-/// Where a task's step output goes: `<user>/generated/<task>-<step>.<ext>`. The same
+/// Where a task's step output goes (every provider's): `<user>/generated/<task>-<step>.<ext>`. The same
 /// step of the same task always writes the same key, so a retry overwrites its own
 /// earlier try instead of leaving a second file.
-fn key_of(user: &str, task: &str, step: &str, kind: Kind) -> Result<Key, StorageError> {
+pub(super) fn key_of(user: &str, task: &str, step: &str, kind: Kind) -> Result<Key, StorageError> {
     Ok(Key::new(
         user,
         "generated",

@@ -32,22 +32,22 @@ pub struct Gates {
 }
 
 impl Gates {
-    /// Shared through Redis when the dedupe store is Redis (the real fleet), else local.
+    /// Shared through Redis when the dedupe store is Redis (the real fleet), else local;
+    /// one connection for budgets and pauses.
     pub async fn connect(dedupe: &DedupeSettings) -> anyhow::Result<Arc<Gates>> {
         Ok(Arc::new(match dedupe.kind {
-            DedupeKind::Redis => Gates {
-                rates: Arc::new(
-                    RedisRates::connect(&dedupe.url, &dedupe.key_prefix)
-                        .await
-                        .map_err(anyhow::Error::msg)?,
-                ),
-                pauses: Pauses::Redis {
-                    conn: crate::dedupe::redis::connection(&dedupe.url)
-                        .await
-                        .map_err(anyhow::Error::msg)?,
-                    prefix: dedupe.key_prefix.clone(),
-                },
-            },
+            DedupeKind::Redis => {
+                let conn = crate::dedupe::redis::connection(&dedupe.url)
+                    .await
+                    .map_err(anyhow::Error::msg)?;
+                Gates {
+                    rates: Arc::new(RedisRates::on(conn.clone(), &dedupe.key_prefix)),
+                    pauses: Pauses::Redis {
+                        conn,
+                        prefix: dedupe.key_prefix.clone(),
+                    },
+                }
+            }
             DedupeKind::Embedded => Gates::local(),
         }))
     }

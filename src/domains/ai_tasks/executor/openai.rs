@@ -22,14 +22,15 @@ use futures::StreamExt as _;
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
+use super::artifacts;
 use super::gate::Gate;
 use super::http::{ProviderHttp, snippet};
 use super::{ExecError, Executor, Job, Progress, Report};
 use crate::domains::ai_tasks::kinds::TaskKind;
 use crate::domains::ai_tasks::settings::ProviderSettings;
+use crate::storage::Storage;
 use crate::storage::records::{Dimensions, GeneratedFile};
 use crate::storage::sniff::{Purpose, check};
-use crate::storage::{Key, Storage};
 
 pub struct OpenAi {
     http: ProviderHttp,
@@ -147,14 +148,7 @@ impl OpenAi {
         let _ = progress.send(Report::Progress(60, Some("storing the image".into())));
         let first = answer.pointer("/data/0").cloned().unwrap_or(Value::Null);
         let accept = |head: &[u8]| check(Purpose::Image, head);
-        let key_for = |kind: crate::storage::sniff::Kind| {
-            Ok(Key::new(
-                job.user_id,
-                "generated",
-                &format!("{}-{}", job.task_id, job.step),
-                kind.extension,
-            )?)
-        };
+        let key_for = |kind| artifacts::key_of(job.user_id, job.task_id, job.step, kind);
         // The provider's bytes become our file; its URL (which expires) is never handed on.
         let written = if let Some(b64) = first.get("b64_json").and_then(Value::as_str) {
             let bytes = base64::engine::general_purpose::STANDARD

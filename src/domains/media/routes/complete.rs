@@ -8,7 +8,7 @@ use axum::extract::{Path, State};
 use futures::StreamExt as _;
 use sha2::{Digest as _, Sha256};
 
-use super::{Media, store_error};
+use super::Media;
 use crate::api::AuthUser;
 use crate::api::openapi::ErrorBody;
 use crate::domains::media::view::UploadView;
@@ -39,9 +39,7 @@ pub(crate) async fn complete(
         return Err(ApiError::NotFound("upload"));
     };
     if row.status != PENDING {
-        return Ok(Json(
-            UploadView::of(storage, row).await.map_err(store_error)?,
-        ));
+        return Ok(Json(UploadView::of(storage, row).await?));
     }
     let key = Key::parse(&key).map_err(|e| ApiError::Internal(e.into()))?;
     let head = match storage.head(&key).await {
@@ -54,7 +52,7 @@ pub(crate) async fn complete(
                         .into(),
             });
         }
-        Err(e) => return Err(store_error(e)),
+        Err(e) => return Err(e.into()),
     };
     if head.size as i64 != row.reserved {
         let why = format!(
@@ -64,10 +62,10 @@ pub(crate) async fn complete(
         return reject(&state, &row, &key, "size_mismatch", why).await;
     }
     // One pass over the bytes: the kind from the first ones, the checksum from all.
-    let mut read = storage.read(&key, None).await.map_err(store_error)?;
+    let mut read = storage.read(&key, None).await?;
     let (mut first, mut hasher) = (Vec::with_capacity(SNIFF_BYTES), Sha256::new());
     while let Some(chunk) = read.bytes.next().await {
-        let chunk = chunk.map_err(store_error)?;
+        let chunk = chunk?;
         if first.len() < SNIFF_BYTES {
             let take = (SNIFF_BYTES - first.len()).min(chunk.len());
             first.extend_from_slice(&chunk[..take]);
@@ -92,14 +90,11 @@ pub(crate) async fn complete(
         sha256: hex::encode(hasher.finalize()),
         kind,
     };
-    records::mark_ready(db, &row, &written, Dimensions::default()).await?;
-    metrics::counter!("conveyor_storage_uploads_total", "outcome" => "ready").increment(1);
-    let row = records::find(db, &user.id, &id)
+    let row = records::mark_ready(db, &row, &written, Dimensions::default())
         .await?
         .ok_or(ApiError::NotFound("upload"))?;
-    Ok(Json(
-        UploadView::of(storage, row).await.map_err(store_error)?,
-    ))
+    metrics::counter!("conveyor_storage_uploads_total", "outcome" => "ready").increment(1);
+    Ok(Json(UploadView::of(storage, row).await?))
 }
 
 /// REJECTS the upload: its object removed, its reservation given back, 422 `code`.
@@ -110,12 +105,7 @@ async fn reject(
     code: &'static str,
     why: String,
 ) -> Result<Json<UploadView>, ApiError> {
-    state
-        .core
-        .storage
-        .delete(key.as_str())
-        .await
-        .map_err(store_error)?;
+    state.core.storage.delete(key.as_str()).await?;
     records::mark_rejected(&state.core.db, row, &why).await?;
     metrics::counter!("conveyor_storage_uploads_total", "outcome" => "rejected").increment(1);
     Err(ApiError::Unprocessable {

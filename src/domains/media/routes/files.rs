@@ -11,7 +11,7 @@ use axum::response::{IntoResponse, Response};
 use chrono::Utc;
 use serde::Deserialize;
 
-use super::{Media, store_error};
+use super::Media;
 use crate::api::ApiQuery;
 use crate::api::openapi::ErrorBody;
 use crate::error::ApiError;
@@ -59,7 +59,7 @@ pub(crate) async fn download(
     let head = match state.core.storage.head(&key).await {
         Ok(h) => h,
         Err(StorageError::NotFound) => return Err(ApiError::NotFound("file")),
-        Err(e) => return Err(store_error(e)),
+        Err(e) => return Err(e.into()),
     };
     let etag = head
         .e_tag
@@ -114,12 +114,7 @@ pub(crate) async fn download(
             return Ok((StatusCode::RANGE_NOT_SATISFIABLE, h).into_response());
         }
     };
-    let read = state
-        .core
-        .storage
-        .read(&key, part.clone())
-        .await
-        .map_err(store_error)?;
+    let read = state.core.storage.read(&key, part.clone()).await?;
     let mut h = common;
     h.insert(
         header::CONTENT_LENGTH,

@@ -13,8 +13,6 @@ use axum::extract::{DefaultBodyLimit, FromRef};
 use axum::routing::{get, post};
 
 use crate::api::Core;
-use crate::error::ApiError;
-use crate::storage::StorageError;
 
 /// The media routes' state.
 #[derive(Clone, FromRef)]
@@ -53,11 +51,6 @@ async fn close_after_refusal(mut resp: axum::response::Response) -> axum::respon
         );
     }
     resp
-}
-
-/// A store failure as an answer: the details go to the log.
-pub(crate) fn store_error(e: StorageError) -> ApiError {
-    ApiError::Internal(anyhow::Error::new(e).context("media store"))
 }
 
 #[derive(utoipa::OpenApi)]

@@ -9,8 +9,8 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
+use super::Media;
 use super::upload::{over_quota, too_large};
-use super::{Media, store_error};
 use crate::api::openapi::ErrorBody;
 use crate::api::{ApiJson, AuthUser};
 use crate::domains::media::view::UploadView;
@@ -99,10 +99,9 @@ pub(crate) async fn create(
     .await?;
     let url = storage
         .upload_url(&key)
-        .await
-        .map_err(store_error)?
+        .await?
         .ok_or_else(|| ApiError::Internal(anyhow::anyhow!("an S3 store gave no upload URL")))?;
-    let upload = UploadView::of(storage, row).await.map_err(store_error)?;
+    let upload = UploadView::of(storage, row).await?;
     Ok((
         StatusCode::CREATED,
         Json(Presigned {

@@ -8,7 +8,7 @@ use axum::Json;
 use axum::extract::{Multipart, State};
 use axum::http::{HeaderMap, StatusCode};
 
-use super::{Media, store_error};
+use super::Media;
 use crate::api::openapi::ErrorBody;
 use crate::api::{ApiQuery, AuthUser};
 use crate::domains::media::view::UploadView;
@@ -168,13 +168,12 @@ pub(crate) async fn create(
             return Err(answer);
         }
     };
-    records::mark_ready(db, &row, &written, Dimensions::default()).await?;
-    metrics::counter!("conveyor_storage_uploads_total", "outcome" => "ready").increment(1);
-    metrics::counter!("conveyor_storage_bytes_written_total").increment(written.size);
-    let row = records::find(db, &user.id, &row.id)
+    let row = records::mark_ready(db, &row, &written, Dimensions::default())
         .await?
         .ok_or(ApiError::NotFound("upload"))?;
-    let view = UploadView::of(storage, row).await.map_err(store_error)?;
+    metrics::counter!("conveyor_storage_uploads_total", "outcome" => "ready").increment(1);
+    metrics::counter!("conveyor_storage_bytes_written_total").increment(written.size);
+    let view = UploadView::of(storage, row).await?;
     Ok((StatusCode::CREATED, Json(view)))
 }
 

@@ -4,7 +4,7 @@ use axum::Json;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 
-use super::{Media, store_error};
+use super::Media;
 use crate::api::openapi::ErrorBody;
 use crate::api::{ApiQuery, AuthUser, Page};
 use crate::domains::media::view::UploadView;
@@ -40,11 +40,7 @@ pub(crate) async fn list(
     let rows = records::list_uploads(&state.core.db, &user.id, cursor, limit).await?;
     let mut items = Vec::with_capacity(rows.len());
     for row in rows {
-        items.push(
-            UploadView::of(&state.core.storage, row)
-                .await
-                .map_err(store_error)?,
-        );
+        items.push(UploadView::of(&state.core.storage, row).await?);
     }
     Ok(Json(Page::new(items, limit, |u| u.id.clone())))
 }
@@ -65,11 +61,7 @@ pub(crate) async fn read(
         .await?
         .filter(|o| o.purpose != GENERATED)
         .ok_or(ApiError::NotFound("upload"))?;
-    Ok(Json(
-        UploadView::of(&state.core.storage, row)
-            .await
-            .map_err(store_error)?,
-    ))
+    Ok(Json(UploadView::of(&state.core.storage, row).await?))
 }
 
 /// `DELETE /v1/uploads/{id}`: gone at once for the API (its URLs stop working); the
@@ -85,13 +77,8 @@ pub(crate) async fn remove(
     AuthUser(user): AuthUser,
     Path(id): Path<String>,
 ) -> Result<StatusCode, ApiError> {
-    let db = &state.core.db;
-    let upload = records::find(db, &user.id, &id)
-        .await?
-        .filter(|o| o.purpose != GENERATED)
-        .ok_or(ApiError::NotFound("upload"))?;
     let grace = chrono::Duration::seconds(state.core.storage.settings.delete_grace_secs as i64);
-    if !records::soft_delete(db, &user.id, &upload.id, grace).await? {
+    if !records::delete_upload(&state.core.db, &user.id, &id, grace).await? {
         return Err(ApiError::NotFound("upload"));
     }
     Ok(StatusCode::NO_CONTENT)

@@ -71,9 +71,7 @@ pub(crate) async fn read(
         crate::storage::records::of_tasks(&state.core.db, std::slice::from_ref(&material.task_id))
             .await?;
     let mut view = MaterialView::from(material);
-    view.files = FileView::all(&state.core.storage, files)
-        .await
-        .map_err(|e| ApiError::Internal(anyhow::Error::new(e).context("media store")))?;
+    view.files = FileView::all(&state.core.storage, files).await?;
     Ok(axum::Json(view))
 }
 
