@@ -24,6 +24,7 @@ mod m20261205_000017_payment_intent_indexes;
 mod m20261205_000018_canary_pings;
 mod m20261206_000019_media;
 mod m20261206_000020_task_event_text;
+mod m20261206_000021_ai_usage;
 
 pub struct Migrator;
 
@@ -51,6 +52,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261205_000018_canary_pings::Migration),
             Box::new(m20261206_000019_media::Migration),
             Box::new(m20261206_000020_task_event_text::Migration),
+            Box::new(m20261206_000021_ai_usage::Migration),
         ]
     }
 }

@@ -177,3 +177,22 @@ pub fn utc_value(db: &impl ConnectionTrait, t: chrono::DateTime<chrono::Utc>) ->
 pub fn supports_skip_locked(db: &impl ConnectionTrait) -> bool {
     !matches!(db.get_database_backend(), DatabaseBackend::Sqlite)
 }
+
+/// `CAST(COALESCE(SUM(col), 0) AS <integer>)`: SUM of a BIGINT is NUMERIC on PostgreSQL
+/// and DECIMAL on MySQL, which an `i64` cannot be read from; cast back to the integer
+/// type each backend names.
+pub fn integer_sum(
+    db: &impl ConnectionTrait,
+    col: impl sea_orm::sea_query::IntoColumnRef,
+) -> sea_orm::sea_query::SimpleExpr {
+    use sea_orm::sea_query::{Alias, Expr, ExprTrait as _, Func};
+    let int = match db.get_database_backend() {
+        DatabaseBackend::MySql => "SIGNED",
+        _ => "BIGINT",
+    };
+    Func::cast_as(
+        Func::coalesce([Expr::col(col).sum(), Expr::val(0)]),
+        Alias::new(int),
+    )
+    .into()
+}

@@ -8,7 +8,8 @@
 //! Failures go RETRYING (retry tier) or FAILED (dead letter) with a refund; cancel goes
 //! CANCELED with a refund; the [`reaper`] re-drives tasks whose consumer died.
 //! `video_analysis` runs its steps as separate messages, each published only after
-//! the previous step committed.
+//! the previous step committed. Every step's provider usage is recorded, and kinds can
+//! be priced by the token ([`usage`]).
 
 pub mod cli;
 pub mod entity;
@@ -26,6 +27,7 @@ pub mod settings;
 pub mod store;
 pub mod stream;
 pub mod submitter;
+pub mod usage;
 pub mod view;
 
 use std::sync::Arc;
@@ -54,11 +56,19 @@ pub const DOMAIN: Domain = Domain::new("ai_tasks", "ai", queues::QUEUES, install
 
 /// Streamed text events are trimmed after a week: a client resumes within minutes, and
 /// the task's result keeps the whole text.
-const RETENTION: &[crate::housekeeping::Retention] = &[crate::housekeeping::Retention {
-    table: "task_events (streamed text)",
-    keep: std::time::Duration::from_secs(7 * 24 * 3600),
-    trim: store::trim::text_events,
-}];
+/// Usage rows stay 400 days: a year of invoices can be checked against them.
+const RETENTION: &[crate::housekeeping::Retention] = &[
+    crate::housekeeping::Retention {
+        table: "task_events (streamed text)",
+        keep: std::time::Duration::from_secs(7 * 24 * 3600),
+        trim: store::trim::text_events,
+    },
+    crate::housekeeping::Retention {
+        table: "ai_usage",
+        keep: std::time::Duration::from_secs(400 * 24 * 3600),
+        trim: usage::record::trim,
+    },
+];
 
 /// The providers' shared limits: a Redis connection only when a kind or step is served
 /// by a provider that calls out.

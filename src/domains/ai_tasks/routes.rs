@@ -36,13 +36,14 @@ pub fn routes(state: Tasks) -> Router {
         .route("/v1/tasks", post(submit).get(list))
         .route("/v1/tasks/{id}", get(read))
         .route("/v1/tasks/{id}/cancel", post(cancel))
+        .route("/v1/me/usage", get(super::usage::routes::usage))
         .with_state(state)
 }
 
 /// The routes' OpenAPI entries.
 #[derive(utoipa::OpenApi)]
 #[openapi(
-    paths(submit, list, read, cancel),
+    paths(submit, list, read, cancel, super::usage::routes::usage),
     tags((name = "tasks", description = "AI generation tasks"))
 )]
 pub struct Doc;
@@ -174,7 +175,7 @@ pub(crate) async fn submit(
         .ai
         .kinds
         .get(kind.as_str())
-        .map(|k| k.cost)
+        .map(|k| k.price().reserve(&req.prompt, kind.steps().len()))
         .unwrap_or(0);
     let new = NewTask {
         user_id: user.id.clone(),

@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+use super::usage::pricing::{Price, TokenPricing};
 use crate::config::ConfigError;
 
 use crate::settings::Section;
@@ -64,6 +65,19 @@ pub struct KindSettings {
     /// Per pipeline step, a provider other than `provider` (`transcribe = "asr"`).
     #[serde(default)]
     pub steps: BTreeMap<String, String>,
+    /// Credits by the token on top of `cost` (`[ai.kinds.<kind>.pricing]`).
+    #[serde(default)]
+    pub pricing: Option<TokenPricing>,
+}
+
+impl KindSettings {
+    /// How a task of this kind is priced.
+    pub fn price(&self) -> Price {
+        Price {
+            flat: self.cost,
+            tokens: self.pricing,
+        }
+    }
 }
 
 fn simulated() -> String {
@@ -184,6 +198,16 @@ impl AiSettings {
                 return bad(
                     "ai.kinds",
                     format!("ai.kinds.{kind}.cost must not be negative"),
+                );
+            }
+            if let Some(p) = &k.pricing
+                && (p.per_1k_input < 0 || p.per_1k_output < 0 || p.max_output_tokens == 0)
+            {
+                return bad(
+                    "ai.kinds",
+                    format!(
+                        "ai.kinds.{kind}.pricing: prices must not be negative and max_output_tokens must be above 0"
+                    ),
                 );
             }
             // RabbitMQ closes a channel whose delivery stays unacked past consumer_timeout.

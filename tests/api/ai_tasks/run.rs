@@ -395,6 +395,11 @@ async fn a_wave_of_results_commits_each_on_its_own_terms(backend: Backend) {
             step: first_step(t),
             result: json!({ "text": format!("out of {}", t.prompt) }),
             last: t.kind.steps().len() == 1,
+            usage: Default::default(),
+            price: conveyor::domains::ai_tasks::usage::pricing::Price {
+                flat: t.cost,
+                tokens: None,
+            },
         })
         .collect();
     let txn = db.begin().await.unwrap();
@@ -402,7 +407,7 @@ async fn a_wave_of_results_commits_each_on_its_own_terms(backend: Backend) {
     txn.commit().await.unwrap();
     let states: Vec<Option<(Status, i32)>> = applied
         .iter()
-        .map(|a| a.as_ref().map(|(t, _)| (t.status, t.step_index)))
+        .map(|a| a.as_ref().map(|c| (c.task.status, c.task.step_index)))
         .collect();
     assert_eq!(
         states,

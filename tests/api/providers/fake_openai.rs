@@ -47,6 +47,9 @@ pub struct Fake {
 }
 
 /// The text the fake writes for `prompt`, token by token (the tests join them).
+/// The prompt tokens every chat completion reports.
+pub const PROMPT_TOKENS: u64 = 12;
+
 pub fn tokens_for(prompt: &str) -> Vec<String> {
     format!("Copy for: {prompt} — fresh, bright, ready to post")
         .split_inclusive(' ')
@@ -157,8 +160,15 @@ async fn completions(
         *n += 1;
         *n
     };
-    let tokens = tokens_for(&prompt);
-    let usage = json!({ "prompt_tokens": 12, "completion_tokens": tokens.len(), "total_tokens": 12 + tokens.len() });
+    let mut tokens = tokens_for(&prompt);
+    // `max_tokens`: the model stops there (finish_reason "length").
+    let limited = body["max_tokens"]
+        .as_u64()
+        .is_some_and(|max| (max as usize) < tokens.len());
+    if let Some(max) = body["max_tokens"].as_u64() {
+        tokens.truncate(max as usize);
+    }
+    let usage = json!({ "prompt_tokens": PROMPT_TOKENS, "completion_tokens": tokens.len(), "total_tokens": PROMPT_TOKENS as usize + tokens.len() });
     let include_usage = body["stream_options"]["include_usage"] == true;
     let cut = prompt.starts_with("cut-once") && n == 1;
     let token_ms = if prompt == "slow" { 200 } else { fake.token_ms };
@@ -199,7 +209,8 @@ async fn completions(
                 return;
             }
         }
-        let _ = send(chunk(&model, json!({}), Some("stop"))).await;
+        let finish = if limited { "length" } else { "stop" };
+        let _ = send(chunk(&model, json!({}), Some(finish))).await;
         if include_usage {
             let u = json!({ "id": "chatcmpl-fake", "object": "chat.completion.chunk", "created": 1_700_000_000, "model": model, "choices": [], "usage": usage });
             let _ = send(format!("data: {u}\n\n")).await;

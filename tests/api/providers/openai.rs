@@ -76,6 +76,7 @@ async fn run(
         params: &params,
         attempt: 1,
         previous: &previous,
+        max_output_tokens: None,
     };
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
     let out = exec.run(&job, &tx, &CancellationToken::new()).await;

@@ -36,6 +36,9 @@ pub struct Job<'a> {
     pub attempt: i32,
     /// Outputs of earlier pipeline steps.
     pub previous: &'a serde_json::Value,
+    /// The most output tokens the step may produce (the kind's token pricing reserved
+    /// for this many); sent to the provider as `max_tokens`.
+    pub max_output_tokens: Option<u32>,
 }
 
 /// What a running step reports.
@@ -102,6 +105,7 @@ pub fn from_settings(
             .cloned()
             .ok_or_else(|| anyhow::anyhow!("no provider {name:?} in [ai.providers]"))
     };
+    let pick = |name: &str| pick(name).map(|exec| (name.to_owned(), exec));
     let mut by_kind = HashMap::new();
     let mut by_step = HashMap::new();
     for (kind, k) in &ai.kinds {
@@ -113,10 +117,14 @@ pub fn from_settings(
     Ok(Arc::new(Routed { by_kind, by_step }))
 }
 
-/// Each step to the provider its kind (or the step) names.
+/// A provider with the name it is configured under.
+type Named = (String, Arc<dyn Executor>);
+
+/// Each step to the provider its kind (or the step) names; the output is stamped with
+/// that name (`provider`), which the usage records.
 struct Routed {
-    by_kind: HashMap<String, Arc<dyn Executor>>,
-    by_step: HashMap<(String, String), Arc<dyn Executor>>,
+    by_kind: HashMap<String, Named>,
+    by_step: HashMap<(String, String), Named>,
 }
 
 #[async_trait]
@@ -128,11 +136,15 @@ impl Executor for Routed {
         cancel: &CancellationToken,
     ) -> Result<serde_json::Value, ExecError> {
         let kind = job.kind.as_str();
-        let exec = self
+        let (name, exec) = self
             .by_step
             .get(&(kind.to_owned(), job.step.to_owned()))
             .or_else(|| self.by_kind.get(kind))
             .ok_or_else(|| ExecError::Permanent(format!("no provider serves {kind}")))?;
-        exec.run(job, progress, cancel).await
+        let mut output = exec.run(job, progress, cancel).await?;
+        if let Some(o) = output.as_object_mut() {
+            o.insert("provider".into(), name.as_str().into());
+        }
+        Ok(output)
     }
 }

@@ -55,7 +55,7 @@ impl OpenAi {
         progress: &Progress,
         cancel: &CancellationToken,
     ) -> Result<Value, ExecError> {
-        let body = json!({
+        let mut body = json!({
             "model": self.model,
             "stream": true,
             "stream_options": { "include_usage": true },
@@ -64,6 +64,11 @@ impl OpenAi {
                 { "role": "user", "content": job.prompt },
             ],
         });
+        if let Some(max) = job.max_output_tokens {
+            // `max_tokens`: what every OpenAI-compatible server (DeepSeek, Qwen, vLLM)
+            // reads; OpenAI still honours it for chat models.
+            body["max_tokens"] = max.into();
+        }
         let resp = self
             .http
             .send(|| self.http.post("/chat/completions", &body), cancel)

@@ -95,7 +95,7 @@ impl Executor for Simulated {
         let at = (job.user_id, job.task_id, job.step);
         // A store that fails is a provider that failed to deliver: worth retrying.
         let stored = |e: ArtifactError| ExecError::Transient(format!("storing the output: {e}"));
-        Ok(match (job.kind.as_str(), job.step) {
+        let mut output = match (job.kind.as_str(), job.step) {
             ("copywriting", _) => {
                 json!({ "text": format!("✨ {} — crafted for short video. #{}", words.join(" "), &h[..8]) })
             }
@@ -131,6 +131,22 @@ impl Executor for Simulated {
             _ => json!({
                 "text": format!("Knowledge entry {}: {}", &h[..8], job.previous.get("summarize").and_then(|s| s.get("summary")).and_then(|s| s.as_str()).unwrap_or("")),
             }),
-        })
+        };
+        // The steps a language model would do report tokens.
+        if let Some(text) = ["text", "transcript", "summary"]
+            .iter()
+            .find_map(|k| output.get(*k).and_then(|t| t.as_str()))
+        {
+            output["usage"] = simulated_usage(job.prompt, text);
+        }
+        Ok(output)
     }
+}
+
+/// Token counts as a model would report them (about four bytes a token), so per-token
+/// pricing works the same on the simulator.
+fn simulated_usage(prompt: &str, text: &str) -> serde_json::Value {
+    let tokens = |s: &str| s.len().div_ceil(4) as u64;
+    let (input, output) = (tokens(prompt) + 16, tokens(text));
+    json!({ "prompt_tokens": input, "completion_tokens": output, "total_tokens": input + output })
 }

@@ -8,7 +8,8 @@ use sea_orm::TransactionTrait;
 use crate::consumer::Context;
 use crate::consumer::answers::Answer;
 use crate::domains::ai_tasks::messages::{TaskEvent, publish_events};
-use crate::domains::ai_tasks::store::{self, StepResult, Task};
+use crate::domains::ai_tasks::store::{self, Committed, StepResult};
+use crate::domains::ai_tasks::usage::{Usage, pricing::Price};
 
 impl AiTaskHandler {
     /// Commits the results of `wave` in one transaction, then publishes their events. If
@@ -45,7 +46,7 @@ impl AiTaskHandler {
         &self,
         ctx: &Context,
         wave: &[Ran],
-    ) -> Result<Vec<(Task, TaskEvent, bool)>, store::StoreError> {
+    ) -> Result<Vec<(Committed, bool)>, store::StoreError> {
         let txn = ctx.db.begin().await?;
         let results: Vec<StepResult<'_>> = wave
             .iter()
@@ -62,6 +63,16 @@ impl AiTaskHandler {
                         serde_json::Value::Object(all)
                     },
                     last,
+                    usage: Usage::of(&ran.output),
+                    price: self
+                        .ai
+                        .kinds
+                        .get(ran.task.kind.as_str())
+                        .map(|k| k.price())
+                        .unwrap_or(Price {
+                            flat: ran.task.cost,
+                            tokens: None,
+                        }),
                 }
             })
             .collect();
@@ -70,25 +81,25 @@ impl AiTaskHandler {
         // `None`: fenced out (canceled meanwhile, or re-driven to a newer attempt): the
         // result is discarded, the message done all the same.
         for (r, a) in results.iter().zip(applied) {
-            if let Some((now, ev)) = a {
-                committed.push((now, ev, r.last));
+            if let Some(c) = a {
+                committed.push((c, r.last));
             }
         }
         txn.commit().await?;
         Ok(committed)
     }
 
-    pub(super) async fn after_commit(&self, ctx: &Context, committed: &[(Task, TaskEvent, bool)]) {
+    pub(super) async fn after_commit(&self, ctx: &Context, committed: &[(Committed, bool)]) {
         if committed.is_empty() {
             return;
         }
-        for (now, _, last) in committed {
+        for (c, last) in committed {
             if *last {
-                crate::domains::ai_tasks::metrics::finished(now);
+                crate::domains::ai_tasks::metrics::ended(&c.task, c.refunded);
             }
         }
         self.relay.notify();
-        let events: Vec<TaskEvent> = committed.iter().map(|(_, ev, _)| ev.clone()).collect();
+        let events: Vec<TaskEvent> = committed.iter().map(|(c, _)| c.event.clone()).collect();
         publish_events(ctx.broker.as_ref(), &events).await;
     }
 }

@@ -87,6 +87,12 @@ impl AiTaskHandler {
             params: &params,
             attempt,
             previous: &previous,
+            max_output_tokens: self
+                .ai
+                .kinds
+                .get(kind.as_str())
+                .and_then(|k| k.pricing)
+                .map(|p| p.max_output_tokens),
         };
         // The step, its heartbeat and its progress reporter in this one future: if it is
         // dropped (consumer killed, shutdown), the heartbeat stops with it and the lease

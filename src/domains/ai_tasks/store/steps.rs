@@ -10,6 +10,7 @@ use crate::broker::{Envelope, Target};
 use crate::domains::ai_tasks::entity::{event, task};
 use crate::domains::ai_tasks::kinds::{Status, TaskKind};
 use crate::domains::ai_tasks::messages::TaskEvent;
+use crate::domains::ai_tasks::usage::{self, Usage, pricing::Price};
 use crate::domains::search_sync;
 use crate::outbox::{self};
 use crate::storage::{self, records::GeneratedFile};
@@ -23,19 +24,33 @@ pub struct StepResult<'a> {
     pub step: &'a str,
     pub result: serde_json::Value,
     pub last: bool,
+    /// What the step consumed at its provider.
+    pub usage: Usage,
+    /// How the task's kind is priced (its charge is booked with its last step).
+    pub price: Price,
+}
+
+/// A result that applied: the task as it is now, its event, and the credits its success
+/// gave back (a per-token reservation's unused part).
+pub struct Committed {
+    pub task: Task,
+    pub event: TaskEvent,
+    pub refunded: i64,
 }
 
 /// Commits a wave of step results in `txn`: one conditional update per task (each holds
 /// its own result; it applies only while the attempt still holds the step), then, as one
 /// insert each for the whole wave, their events, the ledger rows that consume the
 /// finished tasks' reservations, their materials with their `search.sync` messages, and
-/// the outbox rows of the next steps. Per result, in order: the task as it is now and its
-/// event, or `None` when it was fenced (canceled meanwhile, re-driven to a newer attempt).
+/// the outbox rows of the next steps, and the steps' usage rows; a finished task priced
+/// by the token is charged what its steps used and gets the rest of its reservation
+/// back. Per result, in order: what was committed, or `None` when it was fenced
+/// (canceled meanwhile, re-driven to a newer attempt).
 pub async fn commit_steps(
     txn: &impl ConnectionTrait,
     results: &[StepResult<'_>],
     max_payload: usize,
-) -> Result<Vec<Option<(Task, TaskEvent)>>, StoreError> {
+) -> Result<Vec<Option<Committed>>, StoreError> {
     let applied =
         if txn.get_database_backend() == sea_orm::DatabaseBackend::Postgres && results.len() > 1 {
             update_steps_pg(txn, results).await?
@@ -63,6 +78,7 @@ pub async fn commit_steps(
         .map(|(_, t)| (t.user_id.clone(), 0, "consume", format!("consume:{}", t.id)))
         .collect();
     credits::book_many(txn, &consumed).await?;
+    let refunds = charge_usage(txn, done().collect()).await?;
     let materials: Vec<search_sync::store::NewMaterial> = done()
         .filter(|(r, _)| r.last)
         .map(|(r, t)| search_sync::store::NewMaterial {
@@ -93,7 +109,60 @@ pub async fn commit_steps(
         .map(|(_, t)| (Target::Queue(t.kind.queue()), run_message(t, t.step_index)))
         .collect();
     outbox::enqueue_many(txn, &next, max_payload).await?;
-    Ok(applied)
+    Ok(applied
+        .into_iter()
+        .map(|a| {
+            a.map(|(task, event)| Committed {
+                refunded: refunds.get(task.id.as_str()).copied().unwrap_or(0),
+                task,
+                event,
+            })
+        })
+        .collect())
+}
+
+/// The usage rows of the applied results (a step that consumed nothing and charged
+/// nothing writes none), and each finished task's charge: the flat cost plus its steps'
+/// tokens as its kind prices them, at most what it reserved; the rest goes back. Per
+/// task given something back: how much.
+async fn charge_usage(
+    txn: &impl ConnectionTrait,
+    done: Vec<(&StepResult<'_>, &Task)>,
+) -> Result<std::collections::HashMap<String, i64>, DbErr> {
+    // Only a priced pipeline's charge needs the tokens of its earlier steps.
+    let pipelines: Vec<&str> = done
+        .iter()
+        .filter(|(r, t)| r.last && r.price.tokens.is_some() && t.kind.steps().len() > 1)
+        .map(|(_, t)| t.id.as_str())
+        .collect();
+    let earlier = usage::record::tokens_of(txn, &pipelines).await?;
+    let mut refunds = std::collections::HashMap::new();
+    let mut rows = Vec::new();
+    for (r, t) in &done {
+        let charged = if r.last {
+            let used = earlier.get(&t.id).copied().unwrap_or_default() + r.usage.tokens();
+            r.price.charge(used, t.cost)
+        } else {
+            0
+        };
+        if r.last && charged < t.cost {
+            let back = t.cost - charged;
+            credits::refund(txn, &t.user_id, back, &format!("refund:{}", t.id)).await?;
+            refunds.insert(t.id.clone(), back);
+        }
+        if charged != 0 || !r.usage.is_empty() {
+            rows.push(usage::record::Row {
+                task_id: &t.id,
+                user_id: &t.user_id,
+                kind: t.kind.as_str(),
+                step: r.step,
+                usage: &r.usage,
+                credits: charged,
+            });
+        }
+    }
+    usage::record::insert(txn, &rows).await?;
+    Ok(refunds)
 }
 
 /// What a step's end writes: (status, progress, event message).
