@@ -10,6 +10,7 @@ mod report;
 mod step;
 #[cfg(test)]
 mod tests;
+pub mod text_writer;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -34,6 +35,8 @@ pub struct AiTaskHandler {
     /// `limits.tasks_running` as configured (overrides per user on top).
     pub running_cap: u32,
     pub overrides: Arc<crate::limits::overrides::Cache>,
+    /// Streamed text of every running step, written together.
+    pub text: text_writer::TextWriter,
 }
 
 /// Minimum spacing of stored progress events of one task.

@@ -17,11 +17,12 @@ use tokio::sync::mpsc;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
+use super::text_writer::TextWriter;
 use super::{FIRST_PROGRESS_AFTER, PROGRESS_EVERY};
 use crate::consumer::Context;
 use crate::domains::ai_tasks::executor::Report;
 use crate::domains::ai_tasks::messages::{EventKind, publish_events};
-use crate::domains::ai_tasks::store::{self, Change, Guard};
+use crate::domains::ai_tasks::store::{self, Change, Guard, TextWrite};
 
 /// Minimum spacing of stored text events of one task.
 pub(super) const TEXT_EVERY: Duration = Duration::from_millis(50);
@@ -38,6 +39,7 @@ pub(super) struct Reported<'a> {
 /// Reports until the step ends (`ended`), then flushes its text.
 pub(super) async fn report(
     ctx: &Context,
+    writer: &TextWriter,
     at: Reported<'_>,
     mut rx: mpsc::UnboundedReceiver<Report>,
     ended: &CancellationToken,
@@ -66,7 +68,7 @@ pub(super) async fn report(
             _ = sleep_until(due), if due.is_some() => {
                 let now = Instant::now();
                 if text_due.is_some_and(|d| d <= now) {
-                    if !write_text(ctx, &at, &mut reset_due, std::mem::take(&mut text)).await {
+                    if !write_text(writer, &at, &mut reset_due, std::mem::take(&mut text)).await {
                         return;
                     }
                     text_due = None;
@@ -90,7 +92,7 @@ pub(super) async fn report(
         }
     }
     if !text.is_empty() {
-        write_text(ctx, &at, &mut reset_due, text).await;
+        write_text(writer, &at, &mut reset_due, text).await;
     }
 }
 
@@ -134,20 +136,33 @@ async fn write_progress(
     write(ctx, at, change).await
 }
 
-async fn write_text(ctx: &Context, at: &Reported<'_>, reset_due: &mut bool, text: String) -> bool {
-    if *reset_due {
-        *reset_due = false;
-        let reset = Change {
-            text: Some((EventKind::Reset, String::new())),
-            ..Default::default()
-        };
-        if !write(ctx, at, reset).await {
-            return false;
+/// Writes the pieces streamed since the last write (a `reset` first when a retried
+/// attempt starts streaming) through the process's text writer; `false` when the attempt
+/// no longer holds the step.
+async fn write_text(
+    writer: &TextWriter,
+    at: &Reported<'_>,
+    reset_due: &mut bool,
+    text: String,
+) -> bool {
+    let mut pieces = Vec::with_capacity(2);
+    if std::mem::take(reset_due) {
+        pieces.push((EventKind::Reset, String::new()));
+    }
+    pieces.push((EventKind::Delta, text));
+    let write = TextWrite {
+        id: at.id.to_owned(),
+        attempt: at.attempt,
+        step_index: at.step_index,
+        pieces,
+    };
+    match writer.write(write).await {
+        Ok(held) => held,
+        // A database hiccup loses these pieces from the stream (the result keeps the
+        // whole text), not the step.
+        Err(e) => {
+            tracing::warn!(task_id = %at.id, error = %e, "writing streamed text");
+            true
         }
     }
-    let change = Change {
-        text: Some((EventKind::Delta, text)),
-        ..Default::default()
-    };
-    write(ctx, at, change).await
 }

@@ -106,6 +106,7 @@ impl AiTaskHandler {
         };
         let progress = report::report(
             ctx,
+            &self.text,
             report::Reported {
                 id: &t.id,
                 attempt,

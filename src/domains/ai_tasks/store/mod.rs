@@ -10,6 +10,7 @@ mod steps;
 mod submit;
 #[cfg(test)]
 mod tests;
+mod text;
 mod transitions;
 pub mod trim;
 
@@ -49,4 +50,5 @@ pub use queries::*;
 pub use settle::*;
 pub use steps::*;
 pub use submit::*;
+pub use text::*;
 pub use transitions::*;
