@@ -1,52 +1,157 @@
-//! One listener per API instance, fanning live events out to its connections: the bus's
-//! [`EVENTS`] topic, decoded only while a connection of this instance watches, each event
-//! framed once for all of them.
+//! One listener per API instance, routing live events to the connections that follow
+//! them: the bus's [`EVENTS`] topic, decoded only while a connection of this instance
+//! listens, and each event handed only to the connections following its thing (by id)
+//! or its owner (a `subscribe all`), framed once for all of them. A thousand connections
+//! each following its own stream cost one lookup per event, not a thousand wake-ups.
+//!
+//! A connection [`Hub::listen`]s and gets two halves: [`Taps`], what it follows (it must
+//! tap a thing *before* reading its snapshot, so nothing falls in between), and
+//! [`Events`], its queue. A queue that fills (a connection that stopped reading) drops
+//! what does not fit and says so once ([`Recv::Lagged`]): the connection re-reads the
+//! store, as every follower that fell behind does.
 
-use std::sync::Arc;
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 
-use tokio::sync::broadcast;
+use tokio::sync::mpsc;
 
 use super::event::{Body, EVENTS, Shared};
 use crate::bus::Bus;
 
+/// Events waiting per connection before it counts as lagging.
+const QUEUE: usize = 1024;
+
 #[derive(Clone)]
 pub struct Hub {
-    tx: broadcast::Sender<Arc<Shared>>,
+    routes: Arc<Routes>,
     bus: Bus,
 }
 
 impl std::fmt::Debug for Hub {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Hub")
-            .field("receivers", &self.tx.receiver_count())
+            .field("listeners", &self.routes.listeners.load(Ordering::Relaxed))
             .finish()
+    }
+}
+
+/// One connection's way in.
+#[derive(Clone)]
+struct Tap {
+    conn: u64,
+    tx: mpsc::Sender<Arc<Shared>>,
+    lagged: Arc<AtomicBool>,
+}
+
+#[derive(Default)]
+struct Routes {
+    by_id: Mutex<HashMap<String, Vec<Tap>>>,
+    by_owner: Mutex<HashMap<String, Vec<Tap>>>,
+    listeners: AtomicUsize,
+    next: AtomicU64,
+}
+
+impl Routes {
+    /// Hands `event` to every connection following its thing or its owner.
+    fn route(&self, event: super::Event) {
+        let mut taps: Vec<Tap> = Vec::new();
+        if let Ok(by_id) = self.by_id.lock()
+            && let Some(t) = by_id.get(&event.id)
+        {
+            taps.extend(t.iter().cloned());
+        }
+        if let Ok(by_owner) = self.by_owner.lock()
+            && let Some(t) = by_owner.get(&event.owner)
+        {
+            for tap in t {
+                if !taps.iter().any(|x| x.conn == tap.conn) {
+                    taps.push(tap.clone());
+                }
+            }
+        }
+        if taps.is_empty() {
+            return;
+        }
+        let shared = Shared::new(event);
+        for tap in taps {
+            if let Err(mpsc::error::TrySendError::Full(_)) = tap.tx.try_send(shared.clone()) {
+                tap.lagged.store(true, Ordering::Release);
+            }
+        }
+    }
+}
+
+fn listen(routes: &Arc<Routes>) -> (Taps, Events) {
+    let (tx, rx) = mpsc::channel(QUEUE);
+    let lagged = Arc::new(AtomicBool::new(false));
+    let conn = routes.next.fetch_add(1, Ordering::Relaxed);
+    routes.listeners.fetch_add(1, Ordering::Relaxed);
+    let taps = Taps {
+        tap: Tap {
+            conn,
+            tx: tx.clone(),
+            lagged: lagged.clone(),
+        },
+        routes: routes.clone(),
+        ids: Vec::new(),
+        owners: Vec::new(),
+    };
+    (
+        taps,
+        Events {
+            rx,
+            lagged,
+            _tx: tx,
+        },
+    )
+}
+
+fn add(map: &Mutex<HashMap<String, Vec<Tap>>>, key: &str, tap: &Tap) {
+    if let Ok(mut m) = map.lock() {
+        let taps = m.entry(key.to_owned()).or_default();
+        if !taps.iter().any(|t| t.conn == tap.conn) {
+            taps.push(tap.clone());
+        }
+    }
+}
+
+fn remove(map: &Mutex<HashMap<String, Vec<Tap>>>, key: &str, conn: u64) {
+    if let Ok(mut m) = map.lock()
+        && let Some(taps) = m.get_mut(key)
+    {
+        taps.retain(|t| t.conn != conn);
+        if taps.is_empty() {
+            m.remove(key);
+        }
     }
 }
 
 impl Hub {
     /// Takes this instance's live events from `bus`.
     pub fn start(bus: &Bus) -> Self {
-        let (tx, _) = broadcast::channel(EVENTS.backlog);
-        let events = tx.clone();
+        let routes = Arc::new(Routes::default());
+        let r = routes.clone();
         bus.on(&EVENTS, move |body| {
-            // Nobody watching on this instance: skip decoding and framing.
-            if events.receiver_count() == 0 {
+            // Nobody listening on this instance: skip decoding.
+            if r.listeners.load(Ordering::Relaxed) == 0 {
                 return;
             }
             match serde_json::from_slice::<Body>(body) {
-                Ok(Body::One(event)) => send(&events, event),
-                Ok(Body::Many(batch)) => batch.into_iter().for_each(|e| send(&events, e)),
+                Ok(Body::One(event)) => r.route(event),
+                Ok(Body::Many(batch)) => batch.into_iter().for_each(|e| r.route(e)),
                 Err(e) => tracing::debug!(error = %e, "ignored a message that is not a live event"),
             }
         });
         Hub {
-            tx,
+            routes,
             bus: bus.clone(),
         }
     }
 
-    pub fn subscribe(&self) -> broadcast::Receiver<Arc<Shared>> {
-        self.tx.subscribe()
+    /// A new connection's halves: what it follows, and its queue.
+    pub fn listen(&self) -> (Taps, Events) {
+        listen(&self.routes)
     }
 
     /// The bus the hub listens on (streams also watch key notices on it).
@@ -55,7 +160,147 @@ impl Hub {
     }
 }
 
-fn send(tx: &broadcast::Sender<Arc<Shared>>, event: super::Event) {
-    // No receiver is fine: nobody is watching.
-    let _ = tx.send(Shared::new(event));
+/// What one connection follows; dropping it stops them all.
+pub struct Taps {
+    tap: Tap,
+    routes: Arc<Routes>,
+    ids: Vec<String>,
+    owners: Vec<String>,
+}
+
+impl Taps {
+    /// Receives the events of thing `id` from now on.
+    pub fn follow(&mut self, id: &str) {
+        if !self.ids.iter().any(|i| i == id) {
+            add(&self.routes.by_id, id, &self.tap);
+            self.ids.push(id.to_owned());
+        }
+    }
+
+    pub fn unfollow(&mut self, id: &str) {
+        if let Some(at) = self.ids.iter().position(|i| i == id) {
+            self.ids.swap_remove(at);
+            remove(&self.routes.by_id, id, self.tap.conn);
+        }
+    }
+
+    /// Receives the events of everything `owner` owns from now on.
+    pub fn follow_owner(&mut self, owner: &str) {
+        if !self.owners.iter().any(|o| o == owner) {
+            add(&self.routes.by_owner, owner, &self.tap);
+            self.owners.push(owner.to_owned());
+        }
+    }
+
+    pub fn unfollow_owner(&mut self, owner: &str) {
+        if let Some(at) = self.owners.iter().position(|o| o == owner) {
+            self.owners.swap_remove(at);
+            remove(&self.routes.by_owner, owner, self.tap.conn);
+        }
+    }
+}
+
+impl Drop for Taps {
+    fn drop(&mut self) {
+        for id in std::mem::take(&mut self.ids) {
+            remove(&self.routes.by_id, &id, self.tap.conn);
+        }
+        for owner in std::mem::take(&mut self.owners) {
+            remove(&self.routes.by_owner, &owner, self.tap.conn);
+        }
+        self.routes.listeners.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+/// One connection's queue of live events.
+pub struct Events {
+    rx: mpsc::Receiver<Arc<Shared>>,
+    lagged: Arc<AtomicBool>,
+    /// Keeps the queue open while nothing is followed.
+    _tx: mpsc::Sender<Arc<Shared>>,
+}
+
+/// What [`Events::recv`] gives.
+pub enum Recv {
+    Event(Arc<Shared>),
+    /// Events were dropped because the queue was full: re-read the store.
+    Lagged,
+}
+
+impl Events {
+    pub async fn recv(&mut self) -> Recv {
+        if self.lagged.swap(false, Ordering::AcqRel) {
+            return Recv::Lagged;
+        }
+        match self.rx.recv().await {
+            Some(e) => Recv::Event(e),
+            // Unreachable while `_tx` lives; a connection treats it as a lag.
+            None => Recv::Lagged,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn event(id: &str, owner: &str, seq: i64) -> super::super::Event {
+        super::super::Event {
+            stream: "task".into(),
+            id: id.into(),
+            owner: owner.into(),
+            seq,
+            terminal: false,
+            keep: false,
+            data: Default::default(),
+        }
+    }
+
+    async fn next(ev: &mut Events) -> Option<(String, i64)> {
+        match tokio::time::timeout(std::time::Duration::from_millis(50), ev.recv()).await {
+            Ok(Recv::Event(s)) => Some((s.event.id.clone(), s.event.seq)),
+            Ok(Recv::Lagged) => Some(("lagged".into(), 0)),
+            Err(_) => None,
+        }
+    }
+
+    #[tokio::test]
+    async fn events_reach_only_their_followers_and_a_full_queue_says_it_lagged() {
+        let routes = Arc::new(Routes::default());
+        let (mut a, mut a_events) = listen(&routes);
+        let (mut b, mut b_events) = listen(&routes);
+        a.follow("t1");
+        b.follow_owner("u2");
+        b.follow("t1");
+        routes.route(event("t1", "u1", 1));
+        routes.route(event("t2", "u2", 1));
+        routes.route(event("t3", "u3", 1));
+        assert_eq!(next(&mut a_events).await, Some(("t1".into(), 1)));
+        assert_eq!(next(&mut a_events).await, None, "not t2 nor t3");
+        assert_eq!(next(&mut b_events).await, Some(("t1".into(), 1)));
+        assert_eq!(next(&mut b_events).await, Some(("t2".into(), 1)));
+        assert_eq!(next(&mut b_events).await, None);
+        // Both routes to one connection: one copy.
+        b.follow_owner("u1");
+        routes.route(event("t1", "u1", 2));
+        assert_eq!(next(&mut b_events).await, Some(("t1".into(), 2)));
+        assert_eq!(next(&mut b_events).await, None);
+        assert_eq!(next(&mut a_events).await, Some(("t1".into(), 2)));
+        a.unfollow("t1");
+        routes.route(event("t1", "u1", 3));
+        assert_eq!(next(&mut a_events).await, None, "unfollowed");
+        // A connection that stops reading: what does not fit is dropped, once said.
+        a.follow("t9");
+        for seq in 0..(QUEUE as i64 + 10) {
+            routes.route(event("t9", "u9", seq));
+        }
+        assert_eq!(next(&mut a_events).await, Some(("lagged".into(), 0)));
+        assert_eq!(next(&mut a_events).await, Some(("t9".into(), 0)));
+        drop(b);
+        assert_eq!(routes.listeners.load(Ordering::Relaxed), 1);
+        assert!(
+            routes.by_owner.lock().unwrap().is_empty(),
+            "b's routes gone"
+        );
+    }
 }

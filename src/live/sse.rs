@@ -16,6 +16,7 @@ use tokio::sync::broadcast::error::RecvError;
 use tokio::sync::mpsc;
 
 use super::follow::{Follow, FollowError, Opening};
+use super::hub::Recv;
 use super::{Event, Live};
 use crate::api::openapi::ErrorBody;
 use crate::api::{AuthUser, CallerKey};
@@ -115,7 +116,8 @@ async fn follow(
     // Held while the stream is open: the user's open streams are capped.
     let permit = super::open_stream(&state.core.limits, &user.id).await?;
     // Attach to the live fan-out before reading the store: nothing falls in between.
-    let mut live = state.hub.subscribe();
+    let (mut taps, mut live) = state.hub.listen();
+    taps.follow(&id);
     let mut controls = state
         .hub
         .bus()
@@ -136,7 +138,7 @@ async fn follow(
     let every = Duration::from_secs(state.settings.key_check_secs);
     let mut watch = super::control::KeyWatch::start(&db, Some(key_hash.clone()), every).await;
     tokio::spawn(async move {
-        let _permit = permit;
+        let (_permit, _taps) = (permit, taps);
         let first = match opening {
             Opening::Snapshot(s) => vec![
                 SseEvent::default()
@@ -184,7 +186,7 @@ async fn follow(
                 ev = live.recv() => ev,
             };
             let events = match ev {
-                Ok(shared) => {
+                Recv::Event(shared) => {
                     if follow.accept(&shared.event) {
                         let ev = &shared.event;
                         if tx.send(sse_event(ev)).await.is_err() || ev.terminal {
@@ -194,8 +196,7 @@ async fn follow(
                     continue;
                 }
                 // Fell behind the fan-out: catch up from the store.
-                Err(RecvError::Lagged(_)) => follow.missed(&db).await.unwrap_or_default(),
-                Err(RecvError::Closed) => return,
+                Recv::Lagged => follow.missed(&db).await.unwrap_or_default(),
             };
             for ev in &events {
                 if follow.accept(ev) && (tx.send(sse_event(ev)).await.is_err() || ev.terminal) {

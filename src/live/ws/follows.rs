@@ -54,12 +54,14 @@ impl Connection {
                 {
                     self.subs
                         .insert(ev.id.clone(), Follow::from_event(source.clone(), ev));
+                    self.taps.follow(&ev.id);
                 }
             }
         }
         frames.push(Message::Text(shared.frame.clone()));
         if ev.terminal {
             self.subs.remove(&ev.id);
+            self.taps.unfollow(&ev.id);
             let about = About {
                 stream: &ev.stream,
                 id: &ev.id,
@@ -82,6 +84,7 @@ impl Connection {
         match command {
             ClientCommand::SubscribeAll => {
                 self.all = true;
+                self.taps.follow_owner(&self.user.id);
                 vec![ServerFrame::SubscribedAll.message()]
             }
             ClientCommand::Subscribe {
@@ -91,6 +94,7 @@ impl Connection {
             } => self.subscribe(stream, id, after_seq).await,
             ClientCommand::Unsubscribe { stream, id } => {
                 self.subs.remove(&id);
+                self.taps.unfollow(&id);
                 self.pending.remove(&id);
                 let about = About {
                     stream: &stream,
@@ -106,6 +110,7 @@ impl Connection {
             }
             ClientCommand::UnsubscribeAll => {
                 self.all = false;
+                self.taps.unfollow_owner(&self.user.id);
                 vec![ServerFrame::UnsubscribedAll.message()]
             }
         }
@@ -138,17 +143,26 @@ impl Connection {
             )];
         };
         let db = self.state.core.db.clone();
-        let (follow, opening, over) =
-            match Follow::start(source, &db, &self.user, &id, after_seq).await {
-                Ok(started) => started,
-                Err(FollowError::NotFound) => {
-                    return vec![error_frame("not_found", format!("{stream} not found"), of)];
+        // Routed here before the store is read: nothing falls in between.
+        self.taps.follow(&id);
+        let started = Follow::start(source, &db, &self.user, &id, after_seq).await;
+        let (follow, opening, over) = match started {
+            Ok(started) => started,
+            Err(e) => {
+                if !self.subs.contains_key(&id) {
+                    self.taps.unfollow(&id);
                 }
-                Err(FollowError::Store(e)) => {
-                    tracing::warn!(error = %e, "subscription lookup failed");
-                    return vec![error_frame("unavailable", "try again".into(), of)];
-                }
-            };
+                return match e {
+                    FollowError::NotFound => {
+                        vec![error_frame("not_found", format!("{stream} not found"), of)]
+                    }
+                    FollowError::Store(e) => {
+                        tracing::warn!(error = %e, "subscription lookup failed");
+                        vec![error_frame("unavailable", "try again".into(), of)]
+                    }
+                };
+            }
+        };
         let mut frames = Vec::new();
         match opening {
             Opening::Snapshot(s) => {
@@ -177,6 +191,9 @@ impl Connection {
         // last sequence number: dropped.
         self.pending.remove(&id);
         if over {
+            if !self.subs.contains_key(&id) {
+                self.taps.unfollow(&id);
+            }
             let about = About {
                 stream: &stream,
                 id: &id,

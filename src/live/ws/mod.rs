@@ -15,7 +15,8 @@
 //! Limits: frame size, subscriptions per connection, ping/idle timeout. Live events wait
 //! in a per-connection list that keeps only the latest per thing, so a slow reader gets
 //! progress coalesced; one that cannot take a frame within `live.send_timeout_ms` is
-//! closed. It never slows other connections: each reads the instance's fan-out on its own.
+//! closed. It never slows other connections: the hub hands each only what it follows
+//! (see [`crate::live::hub`]), into a queue of its own.
 
 mod follows;
 
@@ -35,6 +36,7 @@ use tokio::sync::broadcast::error::RecvError;
 use crate::api::openapi::ErrorBody;
 use crate::error::ApiError;
 use crate::live::follow::Follow;
+use crate::live::hub::{Events, Recv, Taps};
 use crate::live::{Live, Shared};
 use crate::users::User;
 use follows::error_frame;
@@ -108,8 +110,9 @@ pub async fn upgrade(
         .write_buffer_size(live.buffer_bytes)
         .max_write_buffer_size(live.buffer_bytes * 16);
     Ok(ws.on_upgrade(move |socket| async move {
-        Connection::new(state, user, key_hash)
-            .run(socket, controls)
+        let (taps, events) = state.hub.listen();
+        Connection::new(state, user, key_hash, taps)
+            .run(socket, controls, events)
             .await;
         drop(permit);
         // The socket counted against server.max_connections until now.
@@ -127,6 +130,9 @@ struct Connection {
     all: bool,
     /// Live events not sent yet, latest per thing.
     pending: Pending,
+    /// What the hub routes to this connection: its followed things (and, with `all`,
+    /// its owner's).
+    taps: Taps,
 }
 
 /// Events waiting to be written: the latest per thing, except that an event marked `keep`
@@ -166,7 +172,7 @@ enum Flow {
 }
 
 impl Connection {
-    fn new(state: Live, user: User, key_hash: Option<String>) -> Self {
+    fn new(state: Live, user: User, key_hash: Option<String>, taps: Taps) -> Self {
         Connection {
             state,
             user,
@@ -174,6 +180,7 @@ impl Connection {
             subs: HashMap::new(),
             all: false,
             pending: Pending::default(),
+            taps,
         }
     }
 
@@ -181,12 +188,12 @@ impl Connection {
         mut self,
         socket: WebSocket,
         mut controls: tokio::sync::broadcast::Receiver<Arc<crate::users::notices::KeyNotice>>,
+        mut events: Events,
     ) {
         let live = self.state.settings.clone();
         let send_timeout = Duration::from_millis(live.send_timeout_ms);
         let idle = Duration::from_millis(live.idle_timeout_ms);
         let (mut sink, mut stream) = socket.split();
-        let mut events = self.state.hub.subscribe();
         let mut ping = tokio::time::interval(Duration::from_millis(live.ping_interval_ms));
         ping.tick().await;
         let mut heard = Instant::now();
@@ -261,9 +268,8 @@ impl Connection {
                 },
                 ev = events.recv() => {
                     match ev {
-                        Ok(ev) => self.offer(ev),
-                        Err(RecvError::Lagged(_)) => self.resync().await,
-                        Err(RecvError::Closed) => return,
+                        Recv::Event(ev) => self.offer(ev),
+                        Recv::Lagged => self.resync().await,
                     }
                     Flow::Continue
                 }
