@@ -104,7 +104,7 @@ fn install(platform: &Platform) -> BoxFuture<'_, anyhow::Result<Installed>> {
             max_payload: s.broker.max_payload_bytes,
             running_cap: crate::limits::declared::configured(&s.limits, &limits::RUNNING),
             overrides: Arc::default(),
-            text: handler::text_writer::start(
+            reports: handler::report_writer::start(
                 platform.db.clone(),
                 platform.broker.clone(),
                 s.database.group_commit_writers,

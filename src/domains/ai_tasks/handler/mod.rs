@@ -7,10 +7,10 @@ mod batch;
 mod commit;
 mod failure;
 mod report;
+pub mod report_writer;
 mod step;
 #[cfg(test)]
 mod tests;
-pub mod text_writer;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -35,8 +35,8 @@ pub struct AiTaskHandler {
     /// `limits.tasks_running` as configured (overrides per user on top).
     pub running_cap: u32,
     pub overrides: Arc<crate::limits::overrides::Cache>,
-    /// Streamed text of every running step, written together.
-    pub text: text_writer::TextWriter,
+    /// What every running step reports (progress, streamed text), written together.
+    pub reports: report_writer::ReportWriter,
 }
 
 /// Minimum spacing of stored progress events of one task.

@@ -1,10 +1,12 @@
 //! What a running step tells its subscribers while it runs, written as task events under
-//! the attempt's guard (a fenced attempt writes nothing):
+//! the attempt's guard (a fenced attempt writes nothing) through the process's
+//! [`ReportWriter`], which commits the reports of every running step together:
 //!
 //! - progress, at most every [`PROGRESS_EVERY`] (ticks in between coalesced, latest
 //!   wins); the first write waits [`FIRST_PROGRESS_AFTER`], so a quick step writes none;
-//! - streamed text, as `delta` events at most every [`TEXT_EVERY`] (the pieces in between
-//!   joined, none lost), so a fast model does not flood the database and the bus; a
+//! - streamed text, as `delta` events at most every [`TEXT_EVERY`] (the first piece at
+//!   once, the pieces in between joined, none lost), so a fast model does not flood the
+//!   database and the bus; a
 //!   retried attempt's first piece is preceded by a `reset` event (clients discard what
 //!   earlier attempts streamed);
 //! - when the step ends, the text not yet written is flushed before the step's own end
@@ -17,12 +19,11 @@ use tokio::sync::mpsc;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-use super::text_writer::TextWriter;
+use super::report_writer::ReportWriter;
 use super::{FIRST_PROGRESS_AFTER, PROGRESS_EVERY};
-use crate::consumer::Context;
 use crate::domains::ai_tasks::executor::Report;
-use crate::domains::ai_tasks::messages::{EventKind, publish_events};
-use crate::domains::ai_tasks::store::{self, Change, Guard, TextWrite};
+use crate::domains::ai_tasks::messages::EventKind;
+use crate::domains::ai_tasks::store::{Piece, ReportWrite};
 
 /// Minimum spacing of stored text events of one task.
 pub(super) const TEXT_EVERY: Duration = Duration::from_millis(50);
@@ -38,8 +39,7 @@ pub(super) struct Reported<'a> {
 
 /// Reports until the step ends (`ended`), then flushes its text.
 pub(super) async fn report(
-    ctx: &Context,
-    writer: &TextWriter,
+    writer: &ReportWriter,
     at: Reported<'_>,
     mut rx: mpsc::UnboundedReceiver<Report>,
     ended: &CancellationToken,
@@ -48,6 +48,9 @@ pub(super) async fn report(
     let mut next_progress = Instant::now() + FIRST_PROGRESS_AFTER;
     let mut text = String::new();
     let mut text_due: Option<Instant> = None;
+    // When the last text was written: the next may go TEXT_EVERY after it, so a piece
+    // waits at most that long (the first piece of a step goes at once).
+    let mut text_written: Option<Instant> = None;
     // A first attempt has nothing to take back.
     let mut reset_due = at.attempt > 1;
     loop {
@@ -61,13 +64,17 @@ pub(super) async fn report(
                 Some(Report::Progress(pct, message)) => progress = Some((pct, message)),
                 Some(Report::Text(piece)) => {
                     text.push_str(&piece);
-                    text_due.get_or_insert_with(|| Instant::now() + TEXT_EVERY);
+                    text_due.get_or_insert_with(|| {
+                        let now = Instant::now();
+                        text_written.map_or(now, |w| (w + TEXT_EVERY).max(now))
+                    });
                 }
                 None => break,
             },
             _ = sleep_until(due), if due.is_some() => {
                 let now = Instant::now();
                 if text_due.is_some_and(|d| d <= now) {
+                    text_written = Some(now);
                     if !write_text(writer, &at, &mut reset_due, std::mem::take(&mut text)).await {
                         return;
                     }
@@ -76,7 +83,7 @@ pub(super) async fn report(
                 if progress.is_some() && next_progress <= now {
                     next_progress = now + PROGRESS_EVERY;
                     if let Some((pct, message)) = progress.take()
-                        && !write_progress(ctx, &at, pct, message).await
+                        && !write_progress(writer, &at, pct, message).await
                     {
                         return;
                     }
@@ -103,54 +110,10 @@ async fn sleep_until(due: Option<Instant>) {
     }
 }
 
-/// Writes one change as an event and publishes it; `false` when the attempt no longer
+/// Writes reports through the process's writer; `false` when the attempt no longer
 /// holds the step (nothing more to report).
-async fn write(ctx: &Context, at: &Reported<'_>, change: Change) -> bool {
-    let g = Guard::holder(at.attempt).at_step(at.step_index);
-    match store::apply_now(&ctx.db, at.id, &g, change).await {
-        Ok(Some((_, ev))) => {
-            publish_events(ctx.broker.as_ref(), &[ev]).await;
-            true
-        }
-        Ok(None) => false,
-        // A database hiccup loses one event, not the step; the next write tries again.
-        Err(e) => {
-            tracing::warn!(task_id = %at.id, error = %e, "writing a task event");
-            true
-        }
-    }
-}
-
-async fn write_progress(
-    ctx: &Context,
-    at: &Reported<'_>,
-    pct: i32,
-    message: Option<String>,
-) -> bool {
-    let change = Change {
-        progress: Some(((at.step_index * 100 + pct) / at.steps).min(99)),
-        step: Some(at.step.to_owned()),
-        message,
-        ..Default::default()
-    };
-    write(ctx, at, change).await
-}
-
-/// Writes the pieces streamed since the last write (a `reset` first when a retried
-/// attempt starts streaming) through the process's text writer; `false` when the attempt
-/// no longer holds the step.
-async fn write_text(
-    writer: &TextWriter,
-    at: &Reported<'_>,
-    reset_due: &mut bool,
-    text: String,
-) -> bool {
-    let mut pieces = Vec::with_capacity(2);
-    if std::mem::take(reset_due) {
-        pieces.push((EventKind::Reset, String::new()));
-    }
-    pieces.push((EventKind::Delta, text));
-    let write = TextWrite {
+async fn write(writer: &ReportWriter, at: &Reported<'_>, pieces: Vec<Piece>) -> bool {
+    let write = ReportWrite {
         id: at.id.to_owned(),
         attempt: at.attempt,
         step_index: at.step_index,
@@ -158,11 +121,41 @@ async fn write_text(
     };
     match writer.write(write).await {
         Ok(held) => held,
-        // A database hiccup loses these pieces from the stream (the result keeps the
-        // whole text), not the step.
+        // A database hiccup loses these events from the stream (the result keeps the
+        // whole text; the next progress supersedes this one), not the step.
         Err(e) => {
-            tracing::warn!(task_id = %at.id, error = %e, "writing streamed text");
+            tracing::warn!(task_id = %at.id, error = %e, "writing task events");
             true
         }
     }
+}
+
+async fn write_progress(
+    writer: &ReportWriter,
+    at: &Reported<'_>,
+    pct: i32,
+    message: Option<String>,
+) -> bool {
+    let progress = Piece::Progress {
+        progress: ((at.step_index * 100 + pct) / at.steps).min(99),
+        step: at.step.to_owned(),
+        message,
+    };
+    write(writer, at, vec![progress]).await
+}
+
+/// Writes the pieces streamed since the last write, a `reset` first when a retried
+/// attempt starts streaming.
+async fn write_text(
+    writer: &ReportWriter,
+    at: &Reported<'_>,
+    reset_due: &mut bool,
+    text: String,
+) -> bool {
+    let mut pieces = Vec::with_capacity(2);
+    if std::mem::take(reset_due) {
+        pieces.push(Piece::Text(EventKind::Reset, String::new()));
+    }
+    pieces.push(Piece::Text(EventKind::Delta, text));
+    write(writer, at, pieces).await
 }

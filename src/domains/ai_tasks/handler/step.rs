@@ -105,8 +105,7 @@ impl AiTaskHandler {
             outcome
         };
         let progress = report::report(
-            ctx,
-            &self.text,
+            &self.reports,
             report::Reported {
                 id: &t.id,
                 attempt,

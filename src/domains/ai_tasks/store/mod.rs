@@ -5,12 +5,12 @@
 
 mod claims;
 mod queries;
+mod reports;
 mod settle;
 mod steps;
 mod submit;
 #[cfg(test)]
 mod tests;
-mod text;
 mod transitions;
 pub mod trim;
 
@@ -47,8 +47,8 @@ impl From<search_sync::store::StoreError> for StoreError {
 
 pub use claims::*;
 pub use queries::*;
+pub use reports::*;
 pub use settle::*;
 pub use steps::*;
 pub use submit::*;
-pub use text::*;
 pub use transitions::*;

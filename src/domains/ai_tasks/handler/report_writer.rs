@@ -1,7 +1,8 @@
-//! The process's writer of streamed text: the pieces of every running step are
-//! group-committed together ([`store::append_text`]: two statements for the whole batch
-//! on PostgreSQL) and their events published as one message per batch, so a thousand
-//! concurrent streams cost tens of transactions a second, not tens of thousands.
+//! The process's writer of what running steps report: the progress and streamed text
+//! of every running step are group-committed together ([`store::append_reports`]: two
+//! statements for the whole batch on PostgreSQL) and their events published as one
+//! message per batch, so a thousand concurrent streams cost tens of transactions a
+//! second, not tens of thousands.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -12,7 +13,7 @@ use sea_orm::{DatabaseConnection, DbErr, TransactionTrait as _};
 use crate::broker::Broker;
 use crate::db::group_commit::{Batch, GroupCommit};
 use crate::domains::ai_tasks::messages::{TaskEvent, publish_events};
-use crate::domains::ai_tasks::store::{self, TextWrite};
+use crate::domains::ai_tasks::store::{self, ReportWrite};
 
 /// Writes per batch at most.
 const MAX_BATCH: usize = 512;
@@ -20,16 +21,16 @@ const MAX_BATCH: usize = 512;
 /// are coalesced over, so it adds little to what a reader sees.
 const LINGER: Duration = Duration::from_millis(2);
 
-pub type TextWriter = GroupCommit<TextBatch>;
+pub type ReportWriter = GroupCommit<ReportBatch>;
 
-pub struct TextBatch {
+pub struct ReportBatch {
     db: DatabaseConnection,
     broker: Arc<dyn Broker>,
 }
 
 /// Starts `writers` writers on `db`.
-pub fn start(db: DatabaseConnection, broker: Arc<dyn Broker>, writers: u32) -> TextWriter {
-    let batch = TextBatch {
+pub fn start(db: DatabaseConnection, broker: Arc<dyn Broker>, writers: u32) -> ReportWriter {
+    let batch = ReportBatch {
         db: db.clone(),
         broker,
     };
@@ -37,15 +38,15 @@ pub fn start(db: DatabaseConnection, broker: Arc<dyn Broker>, writers: u32) -> T
 }
 
 #[async_trait]
-impl Batch for TextBatch {
-    type Item = TextWrite;
-    /// Whether the attempt still held its step (its pieces were written).
+impl Batch for ReportBatch {
+    type Item = ReportWrite;
+    /// Whether the attempt still held its step (its reports were written).
     type Output = bool;
     type Error = DbErr;
 
-    async fn commit(&self, items: &[TextWrite]) -> Result<Vec<Result<bool, DbErr>>, DbErr> {
+    async fn commit(&self, items: &[ReportWrite]) -> Result<Vec<Result<bool, DbErr>>, DbErr> {
         let txn = self.db.begin().await?;
-        let written = store::append_text(&txn, items).await?;
+        let written = store::append_reports(&txn, items).await?;
         txn.commit().await?;
         let events: Vec<TaskEvent> = written.iter().flatten().flatten().cloned().collect();
         publish_events(self.broker.as_ref(), &events).await;
@@ -53,6 +54,6 @@ impl Batch for TextBatch {
     }
 
     fn stopped() -> DbErr {
-        DbErr::Custom("the text writer stopped".into())
+        DbErr::Custom("the report writer stopped".into())
     }
 }
