@@ -267,6 +267,12 @@ async fn main() {
         pct(&mut lat, 0.5),
         pct(&mut lat, 0.99)
     );
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get()) as f64;
+    println!(
+        "machine busy: floor run {:.0} %, conveyor run {:.0} % of {cores} cores",
+        floor_cpu.machine as f64 / (floor_secs * 100.0 * cores) * 100.0,
+        cpu.machine as f64 / (secs * 100.0 * cores) * 100.0,
+    );
     let per_k = |ticks: u64| common::cpu::ms_per(ticks, relayed, 1000);
     println!(
         "CPU per 1,000 tokens relayed: conveyor process {:.1} ms (its run {:.1} − floor run {:.1}), PostgreSQL {:.1} ms, RabbitMQ {:.1} ms, Redis {:.1} ms",

@@ -109,6 +109,7 @@ fn install(platform: &Platform) -> BoxFuture<'_, anyhow::Result<Installed>> {
                 platform.broker.clone(),
                 s.database.group_commit_writers,
             ),
+            beats: handler::beats::start(platform.db.clone(), 1),
         });
         let mut installed = Installed::default();
         for queue in queues::QUEUES {

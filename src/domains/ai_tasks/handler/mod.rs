@@ -4,6 +4,7 @@
 //! repeated message finds its step done and changes nothing).
 
 mod batch;
+pub mod beats;
 mod commit;
 mod failure;
 mod report;
@@ -37,6 +38,8 @@ pub struct AiTaskHandler {
     pub overrides: Arc<crate::limits::overrides::Cache>,
     /// What every running step reports (progress, streamed text), written together.
     pub reports: report_writer::ReportWriter,
+    /// Every running step's lease heartbeats, written together.
+    pub beats: beats::BeatWriter,
 }
 
 /// Minimum spacing of stored progress events of one task.

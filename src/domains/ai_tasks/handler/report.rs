@@ -19,6 +19,7 @@ use tokio::sync::mpsc;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
+use super::beats::Beat;
 use super::report_writer::ReportWriter;
 use super::{FIRST_PROGRESS_AFTER, PROGRESS_EVERY};
 use crate::domains::ai_tasks::executor::Report;
@@ -35,9 +36,12 @@ pub(super) struct Reported<'a> {
     pub step_index: i32,
     pub step: &'static str,
     pub steps: i32,
+    /// Marked at every write: a report refreshes the lease.
+    pub beat: &'a Beat,
 }
 
-/// Reports until the step ends (`ended`), then flushes its text.
+/// Reports until the step ends (`ended`), then flushes its text; ends the step
+/// (cancels `ended`) when a write finds the task no longer held by this attempt.
 pub(super) async fn report(
     writer: &ReportWriter,
     at: Reported<'_>,
@@ -76,6 +80,8 @@ pub(super) async fn report(
                 if text_due.is_some_and(|d| d <= now) {
                     text_written = Some(now);
                     if !write_text(writer, &at, &mut reset_due, std::mem::take(&mut text)).await {
+                        // Canceled or re-driven: the step stops too.
+                        ended.cancel();
                         return;
                     }
                     text_due = None;
@@ -85,6 +91,7 @@ pub(super) async fn report(
                     if let Some((pct, message)) = progress.take()
                         && !write_progress(writer, &at, pct, message).await
                     {
+                        ended.cancel();
                         return;
                     }
                 }
@@ -120,7 +127,12 @@ async fn write(writer: &ReportWriter, at: &Reported<'_>, pieces: Vec<Piece>) -> 
         pieces,
     };
     match writer.write(write).await {
-        Ok(held) => held,
+        Ok(held) => {
+            if held {
+                at.beat.mark();
+            }
+            held
+        }
         // A database hiccup loses these events from the stream (the result keeps the
         // whole text; the next progress supersedes this one), not the step.
         Err(e) => {

@@ -8,15 +8,20 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use sea_orm::{DatabaseConnection, DbErr, TransactionTrait as _};
+use sea_orm::{
+    ConnectionTrait as _, DatabaseBackend, DatabaseConnection, DbErr, TransactionTrait as _,
+};
 
 use crate::broker::Broker;
 use crate::db::group_commit::{Batch, GroupCommit};
 use crate::domains::ai_tasks::messages::{TaskEvent, publish_events};
 use crate::domains::ai_tasks::store::{self, ReportWrite};
 
-/// Writes per batch at most.
-const MAX_BATCH: usize = 512;
+/// Writes per batch at most. Small batches on several writers beat big ones: measured
+/// with `cargo bench --bench streaming` on PostgreSQL, a batch of ~200 reports took
+/// 50-150 ms (every row of it locked meanwhile) where 64 took 3-13 ms, and token
+/// latency at 1,000 streams fell from p99 ~450 ms to ~150 ms.
+const MAX_BATCH: usize = 64;
 /// How long a small batch waits for neighbours: well under the 50 ms a stream's pieces
 /// are coalesced over, so it adds little to what a reader sees.
 const LINGER: Duration = Duration::from_millis(2);
@@ -46,6 +51,14 @@ impl Batch for ReportBatch {
 
     async fn commit(&self, items: &[ReportWrite]) -> Result<Vec<Result<bool, DbErr>>, DbErr> {
         let txn = self.db.begin().await?;
+        if txn.get_database_backend() == DatabaseBackend::Postgres {
+            // Reports are the live view of work whose outcome commits durably with its
+            // step: they need not wait for the WAL flush. A database crash may take the
+            // last few hundred milliseconds of them (the sequence rolls back with them;
+            // the task's result and status are unaffected).
+            txn.execute_unprepared("SET LOCAL synchronous_commit = off")
+                .await?;
+        }
         let written = store::append_reports(&txn, items).await?;
         txn.commit().await?;
         let events: Vec<TaskEvent> = written.iter().flatten().flatten().cloned().collect();

@@ -2,66 +2,20 @@
 //! its progress reporter polled beside it.
 
 use super::*;
-use crate::domains::ai_tasks::kinds::Status;
-use std::time::Duration;
 
-use chrono::Utc;
-use sea_orm::sea_query::Expr;
-use sea_orm::{ColumnTrait, DatabaseConnection, EntityTrait, QueryFilter};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use super::report;
+use crate::consumer::HandlerError;
 use crate::consumer::answers::Answer;
-use crate::consumer::{Context, HandlerError};
-use crate::domains::ai_tasks::entity::task;
 use crate::domains::ai_tasks::executor::{ExecError, Job, Report};
-use crate::domains::ai_tasks::store::{self, Task};
+use crate::domains::ai_tasks::store::Task;
 
 impl AiTaskHandler {
-    /// Keeps the lease fresh; cancels `stop` when the task is no longer ours (canceled,
-    /// or re-driven to another attempt).
-    /// Runs until `stop`; polled beside the step (not spawned: a quick step costs no task).
-    pub(super) async fn heartbeat(
-        &self,
-        db: &DatabaseConnection,
-        id: &str,
-        attempt: i32,
-        stop: &CancellationToken,
-    ) {
-        let every = Duration::from_millis(self.ai.heartbeat_ms);
-        loop {
-            tokio::select! {
-                _ = stop.cancelled() => return,
-                _ = tokio::time::sleep(every) => {}
-            }
-            let beat = task::Entity::update_many()
-                .col_expr(task::Column::HeartbeatAt, Expr::value(Utc::now()))
-                .filter(task::Column::Id.eq(id))
-                .filter(task::Column::Attempt.eq(attempt))
-                .filter(store::status_among(&[Status::Processing]))
-                .exec(db)
-                .await;
-            match beat {
-                Ok(r) if r.rows_affected == 0 => {
-                    tracing::info!(task = %id, attempt, "task no longer ours (canceled or re-driven); stopping");
-                    stop.cancel();
-                    return;
-                }
-                Ok(_) => {}
-                Err(e) => tracing::warn!(task = %id, error = %e, "heartbeat failed"),
-            }
-        }
-    }
-
     /// Runs one claimed step with its heartbeat and progress reporter. `Ok(None)` when
     /// the task stopped being ours (canceled, re-driven); `Err` answers the message.
-    pub(super) async fn run_step(
-        &self,
-        ctx: &Context,
-        c: Candidate,
-        t: Task,
-    ) -> Result<Option<Ran>, Answer> {
+    pub(super) async fn run_step(&self, c: Candidate, t: Task) -> Result<Option<Ran>, Answer> {
         let Candidate {
             index, run, step, ..
         } = c;
@@ -104,6 +58,7 @@ impl AiTaskHandler {
             stop.cancel();
             outcome
         };
+        let beat = super::beats::Beat::new();
         let progress = report::report(
             &self.reports,
             report::Reported {
@@ -112,13 +67,14 @@ impl AiTaskHandler {
                 step_index: run.step,
                 step,
                 steps: steps.len() as i32,
+                beat: &beat,
             },
             rx,
             &stop,
         );
         let (outcome, (), ()) = tokio::join!(
             step_run,
-            self.heartbeat(&ctx.db, &t.id, attempt, &stop),
+            self.heartbeat(&t.id, attempt, &beat, &stop),
             progress
         );
 

@@ -3,6 +3,7 @@
 //! stale attempt cannot write; it appends an event with the next sequence number in the
 //! same transaction, and credits move with the transition that causes them.
 
+mod beats;
 mod claims;
 mod queries;
 mod reports;
@@ -45,6 +46,7 @@ impl From<search_sync::store::StoreError> for StoreError {
     }
 }
 
+pub use beats::*;
 pub use claims::*;
 pub use queries::*;
 pub use reports::*;

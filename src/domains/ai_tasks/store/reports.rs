@@ -3,7 +3,8 @@
 //! even coalesced to one per 50 ms per task, and a thousand simulated steps ticking
 //! progress are thousands more: far more than one transaction each. [`append_reports`]
 //! takes the pending reports of every running step together: one statement moves each
-//! task's sequence on by its number of events (and its progress, when it reports one),
+//! task's sequence on by its number of events (and its progress, when it reports one;
+//! a report also refreshes the lease, so a step that reports needs no heartbeat),
 //! under the attempt's guard (PostgreSQL: `UPDATE … FROM (VALUES …) RETURNING`;
 //! elsewhere one guarded update per task and one read back), and one insert writes all
 //! their events.
@@ -133,6 +134,7 @@ async fn advance(
                 Expr::col(task::Column::Seq).add(w.pieces.len() as i32),
             )
             .col_expr(task::Column::UpdatedAt, Expr::value(now))
+            .col_expr(task::Column::HeartbeatAt, Expr::value(now))
             .filter(task::Column::Id.eq(w.id.as_str()))
             .filter(status_among(&[Status::Processing]))
             .filter(task::Column::Attempt.eq(w.attempt))
@@ -190,7 +192,7 @@ async fn advance_pg(
     }
     let processing = status_among_sql("t.status", &[Status::Processing]);
     let sql = format!(
-        "UPDATE tasks AS t SET seq = t.seq + v.n, updated_at = $1, \
+        "UPDATE tasks AS t SET seq = t.seq + v.n, updated_at = $1, heartbeat_at = $1, \
          progress = COALESCE(v.progress, t.progress), step = COALESCE(v.step, t.step) \
          FROM (VALUES {}) AS v(id, attempt, step_index, n, progress, step) \
          WHERE t.id = v.id AND t.attempt = v.attempt AND t.step_index = v.step_index \
