@@ -32,7 +32,13 @@ impl Rate {
 #[async_trait]
 pub trait RateStore: Send + Sync {
     /// Takes one from `key`'s budget: `None` if allowed, else how long until it would be.
-    async fn take(&self, key: &str, rate: Rate) -> Result<Option<Duration>, String>;
+    async fn take(&self, key: &str, rate: Rate) -> Result<Option<Duration>, String> {
+        self.take_n(key, rate, 1).await
+    }
+
+    /// Takes `n` at once (at most the burst: a bigger `n` counts as the burst). Nothing
+    /// is taken when refused.
+    async fn take_n(&self, key: &str, rate: Rate, n: u32) -> Result<Option<Duration>, String>;
 }
 
 /// In this process: one keyed limiter per distinct rate (overrides make several).
@@ -46,7 +52,7 @@ const MAX_KEYS: usize = 100_000;
 
 #[async_trait]
 impl RateStore for LocalRates {
-    async fn take(&self, key: &str, rate: Rate) -> Result<Option<Duration>, String> {
+    async fn take_n(&self, key: &str, rate: Rate, n: u32) -> Result<Option<Duration>, String> {
         let limiter = {
             let mut limiters = self.limiters.lock().map_err(|e| e.to_string())?;
             limiters
@@ -62,15 +68,19 @@ impl RateStore for LocalRates {
         if limiter.len() > MAX_KEYS {
             limiter.retain_recent();
         }
-        Ok(match limiter.check_key(&key.to_owned()) {
-            Ok(()) => None,
-            Err(not_until) => Some(not_until.wait_time_from(DefaultClock::default().now())),
+        let n = NonZeroU32::new(n.min(rate.burst.get())).unwrap_or(NonZeroU32::MIN);
+        Ok(match limiter.check_key_n(&key.to_owned(), n) {
+            Ok(Ok(())) => None,
+            Ok(Err(not_until)) => Some(not_until.wait_time_from(DefaultClock::default().now())),
+            // Unreachable: `n` is at most the burst.
+            Err(_) => Some(rate.interval),
         })
     }
 }
 
-/// GCRA: the key holds the theoretical arrival time (µs, Redis's clock). An action is
-/// allowed when the new arrival time is at most `burst` intervals ahead of now; the key
+/// GCRA: the key holds the theoretical arrival time (µs, Redis's clock). An action of
+/// weight n moves it n intervals on, and is allowed when the new arrival time is at most
+/// `burst` intervals ahead of now; the key
 /// expires when the budget is full again.
 const GCRA: &str = r"
 local now = redis.call('TIME')
@@ -79,7 +89,7 @@ local interval = tonumber(ARGV[1])
 local limit = interval * tonumber(ARGV[2])
 local tat = tonumber(redis.call('GET', KEYS[1]) or t)
 if tat < t then tat = t end
-local new = tat + interval
+local new = tat + interval * tonumber(ARGV[3])
 if new - t > limit then return new - t - limit end
 redis.call('SET', KEYS[1], string.format('%d', new), 'PX', math.ceil((new - t) / 1000))
 return 0
@@ -112,12 +122,13 @@ impl RedisRates {
 
 #[async_trait]
 impl RateStore for RedisRates {
-    async fn take(&self, key: &str, rate: Rate) -> Result<Option<Duration>, String> {
+    async fn take_n(&self, key: &str, rate: Rate, n: u32) -> Result<Option<Duration>, String> {
         let wait_us: u64 = self
             .script
             .key(format!("{}:limit:{key}", self.prefix))
             .arg(u64::try_from(rate.interval.as_micros()).unwrap_or(u64::MAX))
             .arg(rate.burst.get())
+            .arg(n.clamp(1, rate.burst.get()))
             .invoke_async(&mut self.conn.clone())
             .await
             .map_err(|e| e.to_string())?;

@@ -101,6 +101,12 @@ pub struct ProviderSettings {
     /// The model for images (`/images/generations`); empty: this provider makes none.
     #[serde(default)]
     pub image_model: String,
+    /// The model for speech to text (`/audio/transcriptions`).
+    #[serde(default = "default_audio_model")]
+    pub audio_model: String,
+    /// The model for embeddings (`/embeddings`).
+    #[serde(default = "default_embedding_model")]
+    pub embedding_model: String,
     /// Per request; a stream may run this long in all.
     #[serde(default = "default_timeout_ms")]
     pub timeout_ms: u64,
@@ -114,6 +120,11 @@ pub struct ProviderSettings {
     /// real backends; 0: none).
     #[serde(default)]
     pub requests_per_minute: u32,
+    /// The provider's token quota for the whole fleet, per minute (ten seconds' worth
+    /// may go at once); each call takes its estimate (the prompt's bytes / 4 and its
+    /// output limit) before it is sent, as OpenAI counts it. 0: none.
+    #[serde(default)]
+    pub tokens_per_minute: u32,
     /// A 429 that says to come back within this long pauses the provider for the whole
     /// fleet and the call waits, then tries again (no retry tier, no dead letter); a
     /// longer one fails the attempt as transient.
@@ -133,6 +144,13 @@ pub struct ProviderSettings {
     /// Dify: `streaming` (node progress and text chunks live) or `blocking`.
     #[serde(default = "default_response_mode")]
     pub response_mode: String,
+}
+
+fn default_audio_model() -> String {
+    "whisper-1".to_owned()
+}
+fn default_embedding_model() -> String {
+    "text-embedding-3-small".to_owned()
 }
 
 fn default_inputs() -> BTreeMap<String, String> {

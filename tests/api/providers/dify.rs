@@ -27,11 +27,14 @@ fn settings(base_url: &str, mode: &str) -> ProviderSettings {
         base_url: base_url.to_owned(),
         model: String::new(),
         image_model: String::new(),
+        audio_model: String::new(),
+        embedding_model: String::new(),
         api_key: "app-test".into(),
         timeout_ms: 5000,
         stream_idle_ms: 2000,
         requests_per_second: 100,
         requests_per_minute: 0,
+        tokens_per_minute: 0,
         max_retry_wait_ms: 10_000,
         max_concurrent: 0,
         inputs: [
@@ -70,7 +73,7 @@ async fn run(exec: &Dify, prompt: &str) -> (Result<Value, ExecError>, Vec<Report
 }
 
 fn gate() -> conveyor::domains::ai_tasks::executor::gate::Gate {
-    Arc::new(Gates::local()).gate("dify", 0)
+    Arc::new(Gates::local()).gate("dify", 0, 0)
 }
 
 #[tokio::test]

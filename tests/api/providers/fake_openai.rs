@@ -4,7 +4,8 @@
 //! assistant role, one chunk per token, a chunk with `finish_reason: "stop"`, then, with
 //! `stream_options.include_usage`, a chunk with empty `choices` and the `usage`), ended
 //! by `data: [DONE]`; `POST /v1/images/generations` answers `{"created", "data": [{
-//! "b64_json" | "url" }]}`. Errors are `{"error": {"message", "type", "code"}}`.
+//! "b64_json" | "url" }]}`; the audio and embeddings endpoints are in
+//! `fake_openai_media`. Errors are `{"error": {"message", "type", "code"}}`.
 //!
 //! Fault modes, chosen by the prompt: `rate-limit` (429 with `Retry-After: 1`), `boom`
 //! (503), `rate-limit-once…` (the first call 429 with `Retry-After: 3`, then fine), `bad`
@@ -283,7 +284,8 @@ pub async fn start(token_ms: u64) -> (String, Arc<Fake>) {
                 .route("/v1/images/generations", post(images))
                 .route("/files/out.png", get(|| async { png_bytes() }))
                 .with_state(base.clone()),
-        );
+        )
+        .merge(super::fake_openai_media::routes());
     tokio::spawn(async move { axum::serve(listener, app).await });
     (format!("{base}/v1"), fake)
 }

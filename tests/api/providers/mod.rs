@@ -6,6 +6,8 @@
 mod dify;
 mod fake_dify;
 mod fake_openai;
+mod fake_openai_media;
 mod openai;
+mod openai_media;
 mod pricing;
 mod streaming;

@@ -17,17 +17,20 @@ use tokio_util::sync::CancellationToken;
 
 use super::fake_openai::{self, tokens_for};
 
-fn settings(base_url: &str, rps: u32) -> ProviderSettings {
+pub(super) fn settings(base_url: &str, rps: u32) -> ProviderSettings {
     ProviderSettings {
         protocol: Protocol::Openai,
         base_url: base_url.to_owned(),
         model: "test-model".into(),
         image_model: "test-image".into(),
+        audio_model: "whisper-1".into(),
+        embedding_model: "text-embedding-3-small".into(),
         api_key: "sk-test".into(),
         timeout_ms: 5000,
         stream_idle_ms: 1000,
         requests_per_second: rps,
         requests_per_minute: 0,
+        tokens_per_minute: 0,
         max_retry_wait_ms: 10_000,
         max_concurrent: 0,
         inputs: Default::default(),
@@ -40,13 +43,13 @@ fn settings(base_url: &str, rps: u32) -> ProviderSettings {
 fn adapter(s: &ProviderSettings, store: Arc<Storage>) -> OpenAi {
     OpenAi::new(
         s,
-        Arc::new(Gates::local()).gate("fake", s.requests_per_minute),
+        Arc::new(Gates::local()).gate("fake", s.requests_per_minute, s.tokens_per_minute),
         store,
     )
     .unwrap()
 }
 
-fn storage(dir: &std::path::Path) -> Arc<Storage> {
+pub(super) fn storage(dir: &std::path::Path) -> Arc<Storage> {
     let mut s = conveyor::settings::Settings::load_from(
         std::path::Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/config")),
         "test",
@@ -216,12 +219,23 @@ async fn fleet(
     dir: &std::path::Path,
     shared: Arc<Gates>,
 ) -> Vec<Arc<OpenAi>> {
+    fleet_with_tokens(url, per_minute, 0, dir, shared).await
+}
+
+/// [`fleet`] with a token budget too.
+async fn fleet_with_tokens(
+    url: &str,
+    per_minute: u32,
+    tokens_per_minute: u32,
+    dir: &std::path::Path,
+    shared: Arc<Gates>,
+) -> Vec<Arc<OpenAi>> {
     let mut s = settings(url, 1000);
     s.requests_per_minute = per_minute;
+    s.tokens_per_minute = tokens_per_minute;
+    let gate = || shared.gate("fleet-fake", per_minute, tokens_per_minute);
     (0..4)
-        .map(|_| {
-            Arc::new(OpenAi::new(&s, shared.gate("fleet-fake", per_minute), storage(dir)).unwrap())
-        })
+        .map(|_| Arc::new(OpenAi::new(&s, gate(), storage(dir)).unwrap()))
         .collect()
 }
 
@@ -356,5 +370,30 @@ async fn a_process_keeps_its_streams_under_the_concurrency_cap() {
         fake.max_active.load(Ordering::SeqCst),
         2,
         "never more than the cap, and the cap used"
+    );
+}
+
+#[tokio::test]
+async fn four_processes_together_keep_the_providers_token_quota() {
+    let Some(gates) = fleet_gates("providers_fleet_tokens").await else {
+        return;
+    };
+    // 120,000 tokens a minute: 2,000 a second, ten seconds' worth (20,000) at once.
+    let per_process: Vec<_> = (0..4).map(|_| gates.gate("tokens", 0, 120_000)).collect();
+    let started = Instant::now();
+    let takes = per_process.iter().flat_map(|gate| {
+        (0..4).map(move |_| async move {
+            gate.ready(1_500, &CancellationToken::new()).await.unwrap();
+            started.elapsed()
+        })
+    });
+    let mut at: Vec<Duration> = futures::future::join_all(takes).await;
+    at.sort();
+    // 16 calls of 1,500: the first 13 (19,500) at once, the other three as the budget
+    // refills (2,000 a second: 24,000 in all needs 2 s past the burst).
+    assert!(at[12] < Duration::from_millis(500), "{at:?}");
+    assert!(
+        at[15] >= Duration::from_millis(1_700) && at[15] < Duration::from_secs(5),
+        "{at:?}"
     );
 }

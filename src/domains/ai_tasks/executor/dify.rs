@@ -104,7 +104,11 @@ impl Executor for Dify {
         });
         let resp = self
             .http
-            .send(|| self.http.post("/workflows/run", &body), cancel)
+            .send(
+                || self.http.post("/workflows/run", &body),
+                job.token_estimate(0),
+                cancel,
+            )
             .await?;
         if !self.streaming {
             let answer: Value = tokio::select! {

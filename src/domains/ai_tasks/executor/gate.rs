@@ -1,6 +1,6 @@
-//! A provider's gate, shared by the whole fleet: its requests per minute (a GCRA in
-//! Redis, one atomic script, so four consumer processes together keep the provider's
-//! quota; in this process on the embedded backend) and its pause. A 429 that says when
+//! A provider's gate, shared by the whole fleet: its requests and tokens per minute
+//! (GCRAs in Redis, one atomic script each, so four consumer processes together keep
+//! the provider's quota; in this process on the embedded backend) and its pause. A 429 that says when
 //! to come back (`Retry-After`, or `x-ratelimit-reset-requests`) pauses the provider for
 //! every process until then; calls wait for the pause instead of spending requests that
 //! would be refused.
@@ -60,12 +60,20 @@ impl Gates {
         }
     }
 
-    /// The gate of provider `name`, with `per_minute` requests (0: no budget).
-    pub fn gate(self: &Arc<Self>, name: &str, per_minute: u32) -> Gate {
+    /// The gate of provider `name`, with `per_minute` requests and `tokens_per_minute`
+    /// tokens (0: no budget).
+    pub fn gate(self: &Arc<Self>, name: &str, per_minute: u32, tokens_per_minute: u32) -> Gate {
         Gate {
             gates: self.clone(),
             key: format!("provider:{name}"),
             rate: Rate::new(per_minute, Duration::from_secs(60), 1),
+            // Ten seconds' worth at once: a burst the provider's own bucket (a minute's
+            // worth) always takes, smoothing the rest.
+            tokens: Rate::new(
+                tokens_per_minute,
+                Duration::from_secs(60),
+                tokens_per_minute / 6,
+            ),
         }
     }
 
@@ -129,33 +137,40 @@ pub struct Gate {
     gates: Arc<Gates>,
     key: String,
     rate: Option<Rate>,
+    tokens: Option<Rate>,
 }
 
 impl Gate {
-    /// Waits until the provider is not paused and its budget has room, then takes one.
-    pub async fn ready(&self, cancel: &CancellationToken) -> Result<(), ExecError> {
+    /// Waits until the provider is not paused and its budgets have room, then takes one
+    /// request and `tokens` tokens.
+    pub async fn ready(&self, tokens: usize, cancel: &CancellationToken) -> Result<(), ExecError> {
         loop {
             let wait = match self.gates.paused(&self.key).await {
                 Some(d) => Some(d),
-                None => match self.rate {
-                    None => None,
-                    Some(rate) => match self.gates.rates.take(&self.key, rate).await {
-                        Ok(w) => w,
-                        // A budget store that is away does not stop the work: the
-                        // provider's own 429s still slow it.
-                        Err(e) => {
-                            tracing::warn!(error = %e, "provider budget unavailable");
-                            None
-                        }
-                    },
-                },
+                None => self.take(&self.key, self.rate, 1).await,
             };
-            let Some(wait) = wait else {
-                return Ok(());
-            };
-            tokio::select! {
-                _ = cancel.cancelled() => return Err(ExecError::Canceled),
-                _ = tokio::time::sleep(wait) => {}
+            let Some(wait) = wait else { break };
+            sleep(wait, cancel).await?;
+        }
+        let key = format!("{}:tokens", self.key);
+        let n = u32::try_from(tokens).unwrap_or(u32::MAX);
+        while n > 0
+            && let Some(wait) = self.take(&key, self.tokens, n).await
+        {
+            sleep(wait, cancel).await?;
+        }
+        Ok(())
+    }
+
+    /// Takes `n` from a budget: how long to wait first, if it has no room.
+    async fn take(&self, key: &str, rate: Option<Rate>, n: u32) -> Option<Duration> {
+        match self.gates.rates.take_n(key, rate?, n).await {
+            Ok(w) => w,
+            // A budget store that is away does not stop the work: the provider's own
+            // 429s still slow it.
+            Err(e) => {
+                tracing::warn!(error = %e, "provider budget unavailable");
+                None
             }
         }
     }
@@ -163,6 +178,13 @@ impl Gate {
     /// Pauses the provider for the whole fleet for `d`.
     pub async fn pause(&self, d: Duration) {
         self.gates.pause(&self.key, d).await;
+    }
+}
+
+async fn sleep(d: Duration, cancel: &CancellationToken) -> Result<(), ExecError> {
+    tokio::select! {
+        _ = cancel.cancelled() => Err(ExecError::Canceled),
+        _ = tokio::time::sleep(d) => Ok(()),
     }
 }
 
@@ -225,10 +247,10 @@ mod tests {
     #[tokio::test]
     async fn a_local_pause_holds_every_caller() {
         let gates = Arc::new(Gates::local());
-        let (a, b) = (gates.gate("p", 0), gates.gate("p", 0));
+        let (a, b) = (gates.gate("p", 0, 0), gates.gate("p", 0, 0));
         a.pause(Duration::from_millis(300)).await;
         let t = tokio::time::Instant::now();
-        b.ready(&CancellationToken::new()).await.unwrap();
+        b.ready(0, &CancellationToken::new()).await.unwrap();
         assert!(
             t.elapsed() >= Duration::from_millis(250),
             "{:?}",

@@ -77,15 +77,30 @@ impl ProviderHttp {
         }
     }
 
-    /// Sends the request `build` makes once the fleet's gate and this process's limit
-    /// allow; a successful answer, or the failure classed.
+    /// `POST {base}{path}` with a multipart `form`, and the key as a bearer token.
+    pub fn post_form(&self, path: &str, form: reqwest::multipart::Form) -> reqwest::RequestBuilder {
+        let req = self
+            .client
+            .post(format!("{}{path}", self.base))
+            .multipart(form);
+        if self.api_key.is_empty() {
+            req
+        } else {
+            req.bearer_auth(&self.api_key)
+        }
+    }
+
+    /// Sends the request `build` makes once the fleet's gate (its requests, and
+    /// `tokens`, the call's estimated tokens) and this process's limit allow; a
+    /// successful answer, or the failure classed.
     pub async fn send(
         &self,
         build: impl Fn() -> reqwest::RequestBuilder,
+        tokens: usize,
         cancel: &CancellationToken,
     ) -> Result<reqwest::Response, ExecError> {
         for _ in 0..MAX_RATE_LIMITED {
-            self.gate.ready(cancel).await?;
+            self.gate.ready(tokens, cancel).await?;
             tokio::select! {
                 _ = cancel.cancelled() => return Err(ExecError::Canceled),
                 _ = self.limiter.until_ready() => {}

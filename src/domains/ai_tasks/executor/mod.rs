@@ -41,6 +41,21 @@ pub struct Job<'a> {
     pub max_output_tokens: Option<u32>,
 }
 
+/// The output tokens a call is estimated at when the kind sets no limit (the fleet's
+/// token budget takes the estimate before the call, as providers count it).
+pub const DEFAULT_OUTPUT_ESTIMATE: usize = 1024;
+
+impl Job<'_> {
+    /// The tokens a text call for this job is estimated at: the prompt's bytes / 4 (and
+    /// `extra` bytes of instructions), plus the output limit.
+    pub fn token_estimate(&self, extra: usize) -> usize {
+        (self.prompt.len() + extra).div_ceil(4)
+            + self
+                .max_output_tokens
+                .map_or(DEFAULT_OUTPUT_ESTIMATE, |m| m as usize)
+    }
+}
+
 /// What a running step reports.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Report {
@@ -90,12 +105,13 @@ pub fn from_settings(
             Protocol::Simulated => Arc::new(simulated::Simulated::new(ai, storage.clone())),
             Protocol::Openai => Arc::new(openai::OpenAi::new(
                 p,
-                gates.gate(name, p.requests_per_minute),
+                gates.gate(name, p.requests_per_minute, p.tokens_per_minute),
                 storage.clone(),
             )?),
-            Protocol::Dify => {
-                Arc::new(dify::Dify::new(p, gates.gate(name, p.requests_per_minute))?)
-            }
+            Protocol::Dify => Arc::new(dify::Dify::new(
+                p,
+                gates.gate(name, p.requests_per_minute, p.tokens_per_minute),
+            )?),
         };
         providers.insert(name.clone(), exec);
     }

@@ -1,0 +1,112 @@
+//! Streamed chat completions (`stream: true`, `stream_options.include_usage`): each
+//! `data:` chunk's `choices[0].delta.content` is reported as it arrives
+//! ([`Report::Text`]: subscribers see it live), `[DONE]` ends it, and the final usage
+//! chunk is kept in the result. A stream that stops before `[DONE]`, or is silent for
+//! `stream_idle_ms`, is a transient failure: the task retries and subscribers are told
+//! to discard the partial text. Cancelling drops the stream: the provider stops
+//! generating, and billing, with it.
+
+use eventsource_stream::Eventsource as _;
+use futures::StreamExt as _;
+use serde_json::{Value, json};
+use tokio_util::sync::CancellationToken;
+
+use super::OpenAi;
+use crate::domains::ai_tasks::executor::http::snippet;
+use crate::domains::ai_tasks::executor::{ExecError, Job, Progress, Report};
+
+/// The instructions every copywriting call starts with.
+const SYSTEM: &str = "You write short, punchy marketing copy for short videos.";
+
+impl OpenAi {
+    pub(super) async fn chat(
+        &self,
+        job: &Job<'_>,
+        progress: &Progress,
+        cancel: &CancellationToken,
+    ) -> Result<Value, ExecError> {
+        let mut body = json!({
+            "model": self.model,
+            "stream": true,
+            "stream_options": { "include_usage": true },
+            "messages": [
+                { "role": "system", "content": SYSTEM },
+                { "role": "user", "content": job.prompt },
+            ],
+        });
+        if let Some(max) = job.max_output_tokens {
+            // `max_tokens`: what every OpenAI-compatible server (DeepSeek, Qwen, vLLM)
+            // reads; OpenAI still honours it for chat models.
+            body["max_tokens"] = max.into();
+        }
+        let resp = self
+            .http
+            .send(
+                || self.http.post("/chat/completions", &body),
+                job.token_estimate(SYSTEM.len()),
+                cancel,
+            )
+            .await?;
+        let _ = progress.send(Report::Progress(10, Some("the model is writing".into())));
+        let mut events = resp.bytes_stream().eventsource();
+        let (mut text, mut usage, mut model, mut done) =
+            (String::new(), Value::Null, Value::Null, false);
+        while !done {
+            let next = tokio::select! {
+                // Dropping the stream closes the connection: the provider stops.
+                _ = cancel.cancelled() => return Err(ExecError::Canceled),
+                n = tokio::time::timeout(self.http.idle, events.next()) => n,
+            };
+            let event = match next {
+                Err(_) => {
+                    return Err(ExecError::Transient(format!(
+                        "the stream was silent for {} ms",
+                        self.http.idle.as_millis()
+                    )));
+                }
+                Ok(None) => {
+                    return Err(ExecError::Transient(
+                        "the stream ended before [DONE]".into(),
+                    ));
+                }
+                Ok(Some(Err(e))) => {
+                    return Err(ExecError::Transient(format!("reading the stream: {e}")));
+                }
+                Ok(Some(Ok(e))) => e,
+            };
+            if event.data.trim() == "[DONE]" {
+                done = true;
+                continue;
+            }
+            let chunk: Value = serde_json::from_str(&event.data)
+                .map_err(|e| ExecError::Transient(format!("a malformed stream chunk: {e}")))?;
+            if let Some(err) = chunk.get("error") {
+                return Err(ExecError::Transient(format!(
+                    "the provider failed mid-stream: {}",
+                    snippet(&err.to_string())
+                )));
+            }
+            if let Some(piece) = chunk
+                .pointer("/choices/0/delta/content")
+                .and_then(Value::as_str)
+                && !piece.is_empty()
+            {
+                text.push_str(piece);
+                let _ = progress.send(Report::Text(piece.to_owned()));
+            }
+            if let Some(u) = chunk.get("usage").filter(|u| !u.is_null()) {
+                usage = u.clone();
+            }
+            if model.is_null() {
+                model = chunk.get("model").cloned().unwrap_or(Value::Null);
+            }
+        }
+        if text.is_empty() {
+            return Err(ExecError::Permanent("the provider streamed no text".into()));
+        }
+        let _ = progress.send(Report::Progress(100, Some("the model finished".into())));
+        Ok(
+            json!({ "text": text, "model": if model.is_null() { json!(self.model) } else { model }, "usage": usage }),
+        )
+    }
+}
