@@ -31,8 +31,8 @@ pub async fn beat(
         .filter(task::Column::Id.is_in(ids()))
         .filter(
             Expr::tuple([
-                Expr::col(task::Column::Id).into(),
-                Expr::col(task::Column::Attempt).into(),
+                Expr::col(task::Column::Id),
+                Expr::col(task::Column::Attempt),
             ])
             .in_tuples(pairs),
         )

@@ -14,6 +14,9 @@ use crate::api::openapi::ErrorBody;
 use crate::api::{ApiQuery, AuthUser, Core};
 use crate::error::ApiError;
 
+/// kind, provider, tasks, input, output, total tokens, images, media ms, credits.
+type Sums = (String, String, i64, i64, i64, i64, i64, i64, i64);
+
 /// The longest range one request sums.
 const MAX_RANGE_DAYS: i64 = 400;
 
@@ -88,7 +91,7 @@ pub async fn usage(
     }
     let db = &core.db;
     let sum = |c: Column| crate::db::integer_sum(db, c);
-    let rows: Vec<(String, String, i64, i64, i64, i64, i64, i64, i64)> = entity::Entity::find()
+    let rows: Vec<Sums> = entity::Entity::find()
         .select_only()
         .column(Column::Kind)
         .column(Column::Provider)
