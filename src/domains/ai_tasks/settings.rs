@@ -134,6 +134,10 @@ pub struct ProviderSettings {
     /// no cap. With N consumer processes the provider sees at most N times this.
     #[serde(default)]
     pub max_concurrent: u32,
+    /// Calls in flight at once across the whole fleet (leased places in Redis with the
+    /// real backends; a stream holds its place until it ends); 0: no cap.
+    #[serde(default)]
+    pub fleet_max_concurrent: u32,
     /// Dify: the workflow's inputs, each from the task: `"prompt"`, or `"params.<key>"`
     /// (a string field of the task's params).
     #[serde(default = "default_inputs")]

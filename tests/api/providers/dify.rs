@@ -37,6 +37,7 @@ fn settings(base_url: &str, mode: &str) -> ProviderSettings {
         tokens_per_minute: 0,
         max_retry_wait_ms: 10_000,
         max_concurrent: 0,
+        fleet_max_concurrent: 0,
         inputs: [
             ("topic".to_owned(), "prompt".to_owned()),
             ("tone".to_owned(), "params.tone".to_owned()),

@@ -33,6 +33,7 @@ pub(super) fn settings(base_url: &str, rps: u32) -> ProviderSettings {
         tokens_per_minute: 0,
         max_retry_wait_ms: 10_000,
         max_concurrent: 0,
+        fleet_max_concurrent: 0,
         inputs: Default::default(),
         output: "text".into(),
         response_mode: "streaming".into(),
@@ -219,23 +220,19 @@ async fn fleet(
     dir: &std::path::Path,
     shared: Arc<Gates>,
 ) -> Vec<Arc<OpenAi>> {
-    fleet_with_tokens(url, per_minute, 0, dir, shared).await
-}
-
-/// [`fleet`] with a token budget too.
-async fn fleet_with_tokens(
-    url: &str,
-    per_minute: u32,
-    tokens_per_minute: u32,
-    dir: &std::path::Path,
-    shared: Arc<Gates>,
-) -> Vec<Arc<OpenAi>> {
     let mut s = settings(url, 1000);
     s.requests_per_minute = per_minute;
-    s.tokens_per_minute = tokens_per_minute;
-    let gate = || shared.gate("fleet-fake", per_minute, tokens_per_minute);
+    fleet_on(&s, dir, || shared.gate("fleet-fake", per_minute, 0))
+}
+
+/// Four adapters of `s`, each with the gate `gate` makes.
+fn fleet_on(
+    s: &ProviderSettings,
+    dir: &std::path::Path,
+    gate: impl Fn() -> conveyor::domains::ai_tasks::executor::gate::Gate,
+) -> Vec<Arc<OpenAi>> {
     (0..4)
-        .map(|_| Arc::new(OpenAi::new(&s, gate(), storage(dir)).unwrap()))
+        .map(|_| Arc::new(OpenAi::new(s, gate(), storage(dir)).unwrap()))
         .collect()
 }
 
@@ -265,18 +262,7 @@ async fn four_processes_together_keep_the_providers_quota() {
     // 120 a minute: one every 500 ms, whoever asks.
     let adapters = fleet(&url, 120, dir.path(), gates).await;
     let started = Instant::now();
-    let calls = adapters.iter().enumerate().flat_map(|(p, a)| {
-        (0..3).map(move |i| {
-            let a = a.clone();
-            async move {
-                run(&a, TaskKind::Copywriting, &format!("fleet {p} {i}"))
-                    .await
-                    .0
-                    .unwrap()
-            }
-        })
-    });
-    futures::future::join_all(calls).await;
+    copy_at_once(&adapters, 3, "fleet").await;
     let arrivals = fake.arrivals.lock().unwrap().clone();
     assert_eq!(arrivals.len(), 12);
     // 12 calls at one per 500 ms (the first at once): at least 5.5 s, and no two calls
@@ -355,16 +341,7 @@ async fn a_process_keeps_its_streams_under_the_concurrency_cap() {
     let mut s = settings(&url, 1000);
     s.max_concurrent = 2;
     let exec = Arc::new(adapter(&s, storage(dir.path())));
-    let calls = (0..6).map(|i| {
-        let exec = exec.clone();
-        async move {
-            run(&exec, TaskKind::Copywriting, &format!("capped {i}"))
-                .await
-                .0
-                .unwrap()
-        }
-    });
-    futures::future::join_all(calls).await;
+    copy_at_once(&[exec], 6, "capped").await;
     assert_eq!(fake.calls.load(Ordering::SeqCst), 6);
     assert_eq!(
         fake.max_active.load(Ordering::SeqCst),
@@ -396,4 +373,37 @@ async fn four_processes_together_keep_the_providers_token_quota() {
         at[15] >= Duration::from_millis(1_700) && at[15] < Duration::from_secs(5),
         "{at:?}"
     );
+}
+
+#[tokio::test]
+async fn four_processes_together_keep_the_providers_concurrency_cap() {
+    let Some(gates) = fleet_gates("providers_fleet_places").await else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    // A token every 20 ms: each stream lasts a few hundred milliseconds.
+    let (url, fake) = fake_openai::start(20).await;
+    let adapters = fleet_on(&settings(&url, 1000), dir.path(), || {
+        gates.gate("fleet-places", 0, 0).with_fleet_cap(3)
+    });
+    copy_at_once(&adapters, 3, "places").await;
+    assert_eq!(fake.calls.load(Ordering::SeqCst), 12);
+    assert_eq!(
+        fake.max_active.load(Ordering::SeqCst),
+        3,
+        "never more than the fleet's cap, and the cap used"
+    );
+}
+
+/// `per` copywriting calls on each adapter, all at once; each must succeed.
+async fn copy_at_once(adapters: &[Arc<OpenAi>], per: usize, prefix: &str) {
+    let calls = adapters.iter().enumerate().flat_map(|(p, a)| {
+        (0..per).map(move |i| async move {
+            run(a, TaskKind::Copywriting, &format!("{prefix} {p} {i}"))
+                .await
+                .0
+                .unwrap()
+        })
+    });
+    futures::future::join_all(calls).await;
 }

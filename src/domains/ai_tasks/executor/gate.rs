@@ -13,6 +13,7 @@ use redis::aio::ConnectionManager;
 use tokio_util::sync::CancellationToken;
 
 use super::ExecError;
+use super::fleet_slots::{FleetPlace, FleetSlots};
 use crate::dedupe::settings::{DedupeKind, DedupeSettings};
 use crate::limits::rate::{LocalRates, Rate, RateStore, RedisRates};
 
@@ -74,7 +75,21 @@ impl Gates {
                 Duration::from_secs(60),
                 tokens_per_minute / 6,
             ),
+            places: None,
         }
+    }
+
+    /// The fleet's places at provider `name`: `cap` at once (0: no cap).
+    fn places(&self, key: &str, cap: u32) -> Option<FleetSlots> {
+        if cap == 0 {
+            return None;
+        }
+        Some(match &self.pauses {
+            Pauses::Local(_) => FleetSlots::local(cap),
+            Pauses::Redis { conn, prefix } => {
+                FleetSlots::redis(conn.clone(), format!("{prefix}:places:{key}"), cap)
+            }
+        })
     }
 
     /// How long `key` is paused from now, if it is.
@@ -138,9 +153,25 @@ pub struct Gate {
     key: String,
     rate: Option<Rate>,
     tokens: Option<Rate>,
+    places: Option<FleetSlots>,
 }
 
 impl Gate {
+    /// At most `cap` calls in flight at this provider across the fleet (0: no cap).
+    pub fn with_fleet_cap(mut self, cap: u32) -> Gate {
+        self.places = self.gates.places(&self.key, cap);
+        self
+    }
+
+    /// A place among the fleet's calls in flight, held for the whole call (a stream's
+    /// included); waits while the cap is full. `None`: no cap.
+    pub async fn place(&self, cancel: &CancellationToken) -> Result<Option<FleetPlace>, ExecError> {
+        match &self.places {
+            None => Ok(None),
+            Some(p) => p.take(cancel).await.map(Some),
+        }
+    }
+
     /// Waits until the provider is not paused and its budgets have room, then takes one
     /// request and `tokens` tokens.
     pub async fn ready(&self, tokens: usize, cancel: &CancellationToken) -> Result<(), ExecError> {

@@ -14,11 +14,18 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio_util::sync::CancellationToken;
 
 use super::ExecError;
+use super::fleet_slots::FleetPlace;
 use super::gate::{self, Gate};
 use crate::domains::ai_tasks::settings::ProviderSettings;
 
 /// Rate-limited answers waited out in one attempt before it fails as transient.
 const MAX_RATE_LIMITED: usize = 4;
+
+/// A call's places (in this process, in the fleet), given back when dropped.
+pub struct Slot {
+    _local: Option<OwnedSemaphorePermit>,
+    _fleet: Option<FleetPlace>,
+}
 
 pub struct ProviderHttp {
     pub client: reqwest::Client,
@@ -52,19 +59,22 @@ impl ProviderHttp {
         })
     }
 
-    /// A place among this process's calls in flight, held by the caller for the whole
-    /// call (a stream's included); waits while the cap is full. `None`: no cap.
-    pub async fn slot(
-        &self,
-        cancel: &CancellationToken,
-    ) -> Result<Option<OwnedSemaphorePermit>, ExecError> {
-        let Some(slots) = &self.slots else {
-            return Ok(None);
+    /// A place among this process's calls in flight (`max_concurrent`) and then among
+    /// the fleet's (`fleet_max_concurrent`), held by the caller for the whole call (a
+    /// stream's included); waits while a cap is full.
+    pub async fn slot(&self, cancel: &CancellationToken) -> Result<Slot, ExecError> {
+        let local = match &self.slots {
+            None => None,
+            Some(slots) => tokio::select! {
+                _ = cancel.cancelled() => return Err(ExecError::Canceled),
+                permit = slots.clone().acquire_owned() => permit.ok(),
+            },
         };
-        tokio::select! {
-            _ = cancel.cancelled() => Err(ExecError::Canceled),
-            permit = slots.clone().acquire_owned() => Ok(permit.ok()),
-        }
+        let fleet = self.gate.place(cancel).await?;
+        Ok(Slot {
+            _local: local,
+            _fleet: fleet,
+        })
     }
 
     /// `POST {base}{path}` with `body`, and the key as a bearer token.

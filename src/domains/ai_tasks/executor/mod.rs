@@ -4,6 +4,7 @@
 
 pub mod artifacts;
 pub mod dify;
+pub mod fleet_slots;
 pub mod gate;
 pub mod http;
 pub mod openai;
@@ -19,7 +20,7 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use super::kinds::TaskKind;
-use crate::domains::ai_tasks::settings::{AiSettings, Protocol};
+use crate::domains::ai_tasks::settings::{AiSettings, Protocol, ProviderSettings};
 
 /// One step of one task, as the executor sees it.
 #[derive(Debug)]
@@ -99,19 +100,17 @@ pub fn from_settings(
     storage: Arc<Storage>,
     gates: Arc<gate::Gates>,
 ) -> anyhow::Result<Arc<dyn Executor>> {
+    let gate = |name: &str, p: &ProviderSettings| {
+        gates
+            .gate(name, p.requests_per_minute, p.tokens_per_minute)
+            .with_fleet_cap(p.fleet_max_concurrent)
+    };
     let mut providers: HashMap<String, Arc<dyn Executor>> = HashMap::new();
     for (name, p) in &ai.providers {
         let exec: Arc<dyn Executor> = match p.protocol {
             Protocol::Simulated => Arc::new(simulated::Simulated::new(ai, storage.clone())),
-            Protocol::Openai => Arc::new(openai::OpenAi::new(
-                p,
-                gates.gate(name, p.requests_per_minute, p.tokens_per_minute),
-                storage.clone(),
-            )?),
-            Protocol::Dify => Arc::new(dify::Dify::new(
-                p,
-                gates.gate(name, p.requests_per_minute, p.tokens_per_minute),
-            )?),
+            Protocol::Openai => Arc::new(openai::OpenAi::new(p, gate(name, p), storage.clone())?),
+            Protocol::Dify => Arc::new(dify::Dify::new(p, gate(name, p))?),
         };
         providers.insert(name.clone(), exec);
     }
