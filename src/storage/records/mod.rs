@@ -380,22 +380,14 @@ pub async fn keys_known(
     Ok(held.into_iter().flatten().collect())
 }
 
-/// Bytes held by every tenant (the `conveyor_storage_bytes` gauge). SUM of a BIGINT is
-/// NUMERIC on PostgreSQL and DECIMAL on MySQL: cast back to an integer each one reads.
+/// Bytes held by every tenant (the `conveyor_storage_bytes` gauge).
 pub async fn bytes_stored(db: &impl ConnectionTrait) -> Result<i64, DbErr> {
-    let int = match db.get_database_backend() {
-        sea_orm::DatabaseBackend::MySql => "SIGNED",
-        _ => "BIGINT",
-    };
-    let sql = format!("SELECT CAST(COALESCE(SUM(bytes), 0) AS {int}) AS total FROM storage_usage");
-    let row = db
-        .query_one_raw(sea_orm::Statement::from_string(
-            db.get_database_backend(),
-            sql,
-        ))
+    use entity::usage;
+    let total: Option<i64> = usage::Entity::find()
+        .select_only()
+        .expr(crate::db::integer_sum(db, usage::Column::Bytes))
+        .into_tuple()
+        .one(db)
         .await?;
-    Ok(row
-        .map(|r| r.try_get::<i64>("", "total"))
-        .transpose()?
-        .unwrap_or(0))
+    Ok(total.unwrap_or(0))
 }

@@ -45,6 +45,11 @@ async fn an_upload_of_a_few_mib_streams_in_sniffed_checksummed_and_ready(backend
     assert_eq!(listed["items"][0]["id"], id, "{listed}");
     let me = app.get_json(&key, "/v1/me").await;
     assert_eq!(me["storage"]["used_bytes"], bytes.len() as u64, "{me}");
+    // The fleet's total (the storage gauge) counts them, on every database.
+    let total = conveyor::storage::records::bytes_stored(&app.platform.db)
+        .await
+        .unwrap();
+    assert_eq!(total, bytes.len() as i64);
     media_done(env, app).await;
 }
 
