@@ -8,6 +8,8 @@
 //!
 //!     cargo bench --bench streaming [-- STREAMS TOKENS]     (default 1000 100)
 //!
+//! `STREAMING_COALESCE_MS=100` measures another `ai.stream_coalesce_ms`.
+//!
 //! Needs RabbitMQ, Redis and PostgreSQL (`scripts/services.sh up`).
 
 // Test and bench code: a failed unwrap is a failed run, which is what it should be.
@@ -164,6 +166,13 @@ async fn main() {
     ai["providers"]["openai"]["api_key"] = json!("sk-bench");
     ai["providers"]["openai"]["requests_per_second"] = json!(100_000);
     ai["kinds"]["copywriting"]["provider"] = json!("openai");
+    // The coalescing window to measure (`ai.stream_coalesce_ms`; 50 by default).
+    if let Some(ms) = std::env::var("STREAMING_COALESCE_MS")
+        .ok()
+        .and_then(|v| v.parse::<u64>().ok())
+    {
+        ai["stream_coalesce_ms"] = json!(ms);
+    }
     let app = Application::build(s.clone()).await.unwrap();
     let addr = app.addr();
     let platform = app.platform().clone();

@@ -46,6 +46,11 @@ pub struct AiSettings {
     /// Cancel policy: a task canceled after it started gets back its steps not started
     /// and this percent of the share of the step it was at (0-100).
     pub cancel_refund_started_percent: u8,
+    /// Streamed text is written (and pushed to subscribers) at most once per this many
+    /// milliseconds per task, the pieces in between joined: the price of a stream in
+    /// database writes and events against how soon a reader sees each token.
+    #[serde(default = "default_stream_coalesce_ms")]
+    pub stream_coalesce_ms: u64,
     pub kinds: BTreeMap<String, KindSettings>,
     /// Providers by name (`[ai.providers.<name>]`); kinds name the one that serves them.
     pub providers: BTreeMap<String, ProviderSettings>,
@@ -150,6 +155,10 @@ pub struct ProviderSettings {
     pub response_mode: String,
 }
 
+fn default_stream_coalesce_ms() -> u64 {
+    50
+}
+
 fn default_audio_model() -> String {
     "whisper-1".to_owned()
 }
@@ -205,6 +214,9 @@ impl AiSettings {
                 "ai.cancel_refund_started_percent",
                 "must be 0 to 100".into(),
             );
+        }
+        if !(10..=2000).contains(&ai.stream_coalesce_ms) {
+            return bad("ai", "stream_coalesce_ms must be 10 to 2000".into());
         }
         if ai.reaper_interval_ms == 0 || ai.max_prompt_chars == 0 || ai.max_params_bytes == 0 {
             return bad(

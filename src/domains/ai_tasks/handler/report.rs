@@ -4,7 +4,7 @@
 //!
 //! - progress, at most every [`PROGRESS_EVERY`] (ticks in between coalesced, latest
 //!   wins); the first write waits [`FIRST_PROGRESS_AFTER`], so a quick step writes none;
-//! - streamed text, as `delta` events at most every [`TEXT_EVERY`] (the first piece at
+//! - streamed text, as `delta` events at most every `ai.stream_coalesce_ms` (the first piece at
 //!   once, the pieces in between joined, none lost), so a fast model does not flood the
 //!   database and the bus; a
 //!   retried attempt's first piece is preceded by a `reset` event (clients discard what
@@ -26,9 +26,6 @@ use crate::domains::ai_tasks::executor::Report;
 use crate::domains::ai_tasks::messages::EventKind;
 use crate::domains::ai_tasks::store::{Piece, ReportWrite};
 
-/// Minimum spacing of stored text events of one task.
-pub(super) const TEXT_EVERY: Duration = Duration::from_millis(50);
-
 /// The step being reported on.
 pub(super) struct Reported<'a> {
     pub id: &'a str,
@@ -38,6 +35,8 @@ pub(super) struct Reported<'a> {
     pub steps: i32,
     /// Marked at every write: a report refreshes the lease.
     pub beat: &'a Beat,
+    /// Minimum spacing of this step's stored text events (`ai.stream_coalesce_ms`).
+    pub text_every: Duration,
 }
 
 /// Reports until the step ends (`ended`), then flushes its text; ends the step
@@ -52,7 +51,7 @@ pub(super) async fn report(
     let mut next_progress = Instant::now() + FIRST_PROGRESS_AFTER;
     let mut text = String::new();
     let mut text_due: Option<Instant> = None;
-    // When the last text was written: the next may go TEXT_EVERY after it, so a piece
+    // When the last text was written: the next may go `text_every` after it, so a piece
     // waits at most that long (the first piece of a step goes at once).
     let mut text_written: Option<Instant> = None;
     // A first attempt has nothing to take back.
@@ -70,7 +69,7 @@ pub(super) async fn report(
                     text.push_str(&piece);
                     text_due.get_or_insert_with(|| {
                         let now = Instant::now();
-                        text_written.map_or(now, |w| (w + TEXT_EVERY).max(now))
+                        text_written.map_or(now, |w| (w + at.text_every).max(now))
                     });
                 }
                 None => break,

@@ -3,6 +3,8 @@
 
 use super::*;
 
+use std::time::Duration;
+
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
@@ -68,6 +70,7 @@ impl AiTaskHandler {
                 step,
                 steps: steps.len() as i32,
                 beat: &beat,
+                text_every: Duration::from_millis(self.ai.stream_coalesce_ms),
             },
             rx,
             &stop,
