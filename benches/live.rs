@@ -14,6 +14,8 @@
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
+mod common;
+
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -49,20 +51,6 @@ fn client_config() -> WebSocketConfig {
     WebSocketConfig::default()
         .read_buffer_size(4096)
         .write_buffer_size(4096)
-}
-
-/// Raises the soft open-file limit to the hard one; returns the limit now in force.
-fn raise_file_limit() -> u64 {
-    use rustix::process::{Resource, Rlimit, getrlimit, setrlimit};
-    let now = getrlimit(Resource::Nofile);
-    let _ = setrlimit(
-        Resource::Nofile,
-        Rlimit {
-            current: now.maximum,
-            maximum: now.maximum,
-        },
-    );
-    getrlimit(Resource::Nofile).current.unwrap_or(1024)
 }
 
 /// Connections opened at once while setting up a level.
@@ -395,7 +383,7 @@ async fn conveyor_run(
 #[tokio::main]
 async fn main() {
     let _ = rustls::crypto::aws_lc_rs::default_provider().install_default();
-    let files = raise_file_limit();
+    let files = common::raise_file_limit();
     let args: Vec<String> = std::env::args().skip(1).collect();
     if let Some(i) = args.iter().position(|a| a == "--clients") {
         client_process(&args[i + 1..]).await;

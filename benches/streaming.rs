@@ -52,7 +52,7 @@ async fn fake(tokens: usize) -> String {
                     0 => json!({"object": "chat.completion.chunk", "model": "fake", "choices": [{"index": 0, "delta": {"role": "assistant", "content": ""}}]}).to_string(),
                     i if i <= tokens => {
                         tokio::time::sleep(TOKEN_EVERY).await;
-                        json!({"object": "chat.completion.chunk", "model": "fake", "choices": [{"index": 0, "delta": {"content": format!("{}:{i} ", now_us())}}]}).to_string()
+                        json!({"object": "chat.completion.chunk", "model": "fake", "choices": [{"index": 0, "delta": {"content": format!("{} ", now_us())}}]}).to_string()
                     }
                     i if i == tokens + 1 => json!({"object": "chat.completion.chunk", "model": "fake", "choices": [], "usage": {"prompt_tokens": 12, "completion_tokens": tokens, "total_tokens": 12 + tokens}}).to_string(),
                     i if i == tokens + 2 => "[DONE]".to_owned(),
@@ -72,21 +72,16 @@ async fn fake(tokens: usize) -> String {
     format!("http://{addr}/v1")
 }
 
-/// Latencies (µs) of every token in `text` received now (each token is
-/// `<emitted µs>:<index>`).
+/// Latencies (µs) of every token in `text` received now (each token is the
+/// microsecond it was emitted).
 fn record(text: &str, into: &mut Vec<i64>) {
     let now = now_us();
-    for t in text.split_whitespace() {
-        let (emitted, i) = t.split_once(':').unwrap();
-        let lat = now - emitted.parse::<i64>().unwrap();
-        if std::env::var_os("STREAMING_BY_INDEX").is_some() {
-            BY_INDEX.lock().unwrap().push((i.parse().unwrap(), lat));
-        }
-        into.push(lat);
-    }
+    into.extend(
+        text.split_whitespace()
+            .filter_map(|t| t.parse::<i64>().ok())
+            .map(|emitted| now - emitted),
+    );
 }
-
-static BY_INDEX: std::sync::Mutex<Vec<(usize, i64)>> = std::sync::Mutex::new(Vec::new());
 
 /// The floor: `streams` clients read the fake directly.
 async fn floor(url: &str, streams: usize) -> (Vec<i64>, f64) {
@@ -139,14 +134,13 @@ async fn main() {
     let nums: Vec<usize> = args.iter().filter_map(|a| a.parse().ok()).collect();
     let streams = nums.first().copied().unwrap_or(1000);
     let tokens = nums.get(1).copied().unwrap_or(100);
-    raise_file_limit();
+    common::raise_file_limit();
     let url = fake(tokens).await;
 
     let before = common::cpu::cpu_ticks();
     let (mut floor_lat, floor_secs) = floor(&url, streams).await;
     let floor_cpu = common::cpu::cpu_ticks().since(before);
     let relayed = streams * tokens;
-    BY_INDEX.lock().unwrap().clear();
     assert_eq!(floor_lat.len(), relayed, "the floor got every token");
 
     let Some(stack) = common::Stack::start("streaming").await else {
@@ -292,42 +286,5 @@ async fn main() {
         per_k(cpu.broker),
         per_k(cpu.redis)
     );
-    if std::env::var_os("STREAMING_BY_INDEX").is_some() {
-        // Where the slow tokens sit in their streams (diagnostics).
-        let all = std::mem::take(&mut *BY_INDEX.lock().unwrap());
-        for (lo, hi) in [
-            (1, 1),
-            (2, 5),
-            (6, 20),
-            (21, tokens - 5),
-            (tokens - 4, tokens),
-        ] {
-            let mut v: Vec<i64> = all
-                .iter()
-                .filter(|(i, _)| (lo..=hi).contains(i))
-                .map(|(_, l)| *l)
-                .collect();
-            if !v.is_empty() {
-                println!(
-                    "  tokens {lo}-{hi}: p50 {:.1} ms p99 {:.1} ms",
-                    pct(&mut v, 0.5),
-                    pct(&mut v, 0.99)
-                );
-            }
-        }
-    }
     assert_eq!(lat.len(), relayed, "every token reached its subscriber");
-}
-
-/// Raises the soft open-file limit to the hard one.
-fn raise_file_limit() {
-    use rustix::process::{Resource, Rlimit, getrlimit, setrlimit};
-    let now = getrlimit(Resource::Nofile);
-    let _ = setrlimit(
-        Resource::Nofile,
-        Rlimit {
-            current: now.maximum,
-            maximum: now.maximum,
-        },
-    );
 }

@@ -155,3 +155,17 @@ pub async fn floor_server(
         .with_state(db);
     serve(app).await
 }
+
+/// Raises the soft open-file limit to the hard one; returns the limit now in force.
+pub fn raise_file_limit() -> u64 {
+    use rustix::process::{Resource, Rlimit, getrlimit, setrlimit};
+    let now = getrlimit(Resource::Nofile);
+    let _ = setrlimit(
+        Resource::Nofile,
+        Rlimit {
+            current: now.maximum,
+            maximum: now.maximum,
+        },
+    );
+    getrlimit(Resource::Nofile).current.unwrap_or(1024)
+}

@@ -28,3 +28,20 @@ where
         }
     }
 }
+
+/// An optional RFC 3339 time from the query string (`since`, `from`, `to`), or a 400
+/// naming `field`.
+pub fn time_param(
+    field: &str,
+    value: Option<&str>,
+) -> Result<Option<chrono::DateTime<chrono::Utc>>, ApiError> {
+    value
+        .map(|s| {
+            chrono::DateTime::parse_from_rfc3339(s)
+                .map(|t| t.with_timezone(&chrono::Utc))
+                .map_err(|_| {
+                    ApiError::bad_request(field, "must be an RFC 3339 time (2026-12-01T00:00:00Z)")
+                })
+        })
+        .transpose()
+}

@@ -65,14 +65,7 @@ pub(crate) async fn list(
                 .map_err(|_| ApiError::bad_request("cursor", "is not a cursor this API issued"))?,
         ),
     };
-    let since = match q.since.as_deref() {
-        None => None,
-        Some(t) => Some(
-            chrono::DateTime::parse_from_rfc3339(t)
-                .map_err(|_| ApiError::bad_request("since", "must be an RFC 3339 time"))?
-                .with_timezone(&chrono::Utc),
-        ),
-    };
+    let since = crate::api::query::time_param("since", q.since.as_deref())?;
     let filter = Filter {
         queue: q.queue.as_deref(),
         status,

@@ -9,10 +9,9 @@ use std::sync::Arc;
 use conveyor::domains::ai_tasks::TaskKind;
 use conveyor::domains::ai_tasks::executor::dify::Dify;
 use conveyor::domains::ai_tasks::executor::gate::Gates;
-use conveyor::domains::ai_tasks::executor::{ExecError, Executor, Job, Report};
+use conveyor::domains::ai_tasks::executor::{ExecError, Report};
 use conveyor::domains::ai_tasks::settings::{Protocol, ProviderSettings};
 use serde_json::{Value, json};
-use tokio_util::sync::CancellationToken;
 
 use super::fake_dify::{self, NODES, text_for};
 use crate::helpers::*;
@@ -49,28 +48,13 @@ fn settings(base_url: &str, mode: &str) -> ProviderSettings {
 }
 
 async fn run(exec: &Dify, prompt: &str) -> (Result<Value, ExecError>, Vec<Report>) {
-    let params = json!({ "tone": "playful" });
-    let previous = Value::Null;
-    let job = Job {
-        task_id: "t1",
-        user_id: "u1",
-        kind: TaskKind::Copywriting,
-        step: "generate",
-        step_index: 0,
+    super::run_job(
+        exec,
+        TaskKind::Copywriting,
         prompt,
-        params: &params,
-        attempt: 1,
-        previous: &previous,
-        max_output_tokens: None,
-    };
-    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
-    let out = exec.run(&job, &tx, &CancellationToken::new()).await;
-    drop(tx);
-    let mut reports = Vec::new();
-    while let Some(r) = rx.recv().await {
-        reports.push(r);
-    }
-    (out, reports)
+        json!({ "tone": "playful" }),
+    )
+    .await
 }
 
 fn gate() -> conveyor::domains::ai_tasks::executor::gate::Gate {

@@ -11,3 +11,39 @@ mod openai;
 mod openai_media;
 mod pricing;
 mod streaming;
+
+use conveyor::domains::ai_tasks::executor::{ExecError, Executor, Job, Report};
+use conveyor::domains::ai_tasks::kinds::TaskKind;
+use serde_json::Value;
+use tokio_util::sync::CancellationToken;
+
+/// Runs one step of `kind` with `prompt` and `params` on `exec`; its output and every
+/// report it made, in order.
+pub async fn run_job(
+    exec: &dyn Executor,
+    kind: TaskKind,
+    prompt: &str,
+    params: Value,
+) -> (Result<Value, ExecError>, Vec<Report>) {
+    let previous = Value::Null;
+    let job = Job {
+        task_id: "t1",
+        user_id: "u1",
+        kind,
+        step: "generate",
+        step_index: 0,
+        prompt,
+        params: &params,
+        attempt: 1,
+        previous: &previous,
+        max_output_tokens: None,
+    };
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let out = exec.run(&job, &tx, &CancellationToken::new()).await;
+    drop(tx);
+    let mut reports = Vec::new();
+    while let Some(r) = rx.recv().await {
+        reports.push(r);
+    }
+    (out, reports)
+}

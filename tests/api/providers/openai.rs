@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use conveyor::domains::ai_tasks::TaskKind;
 use conveyor::domains::ai_tasks::executor::gate::Gates;
 use conveyor::domains::ai_tasks::executor::openai::OpenAi;
-use conveyor::domains::ai_tasks::executor::{ExecError, Executor, Job, Report};
+use conveyor::domains::ai_tasks::executor::{ExecError, Report};
 use conveyor::domains::ai_tasks::settings::{Protocol, ProviderSettings};
 use conveyor::storage::Storage;
 use serde_json::{Value, json};
@@ -68,28 +68,7 @@ async fn run(
     kind: TaskKind,
     prompt: &str,
 ) -> (Result<Value, ExecError>, Vec<Report>) {
-    let params = json!({});
-    let previous = Value::Null;
-    let job = Job {
-        task_id: "t1",
-        user_id: "u1",
-        kind,
-        step: "generate",
-        step_index: 0,
-        prompt,
-        params: &params,
-        attempt: 1,
-        previous: &previous,
-        max_output_tokens: None,
-    };
-    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
-    let out = exec.run(&job, &tx, &CancellationToken::new()).await;
-    drop(tx);
-    let mut reports = Vec::new();
-    while let Some(r) = rx.recv().await {
-        reports.push(r);
-    }
-    (out, reports)
+    super::run_job(exec, kind, prompt, json!({})).await
 }
 
 #[tokio::test]

@@ -14,13 +14,12 @@
 use std::collections::BTreeMap;
 
 use async_trait::async_trait;
-use eventsource_stream::Eventsource as _;
-use futures::StreamExt as _;
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
 use super::gate::Gate;
 use super::http::{ProviderHttp, snippet};
+use super::sse::Events;
 use super::{ExecError, Executor, Job, Progress, Report};
 use crate::domains::ai_tasks::settings::ProviderSettings;
 
@@ -117,31 +116,13 @@ impl Executor for Dify {
             };
             return self.finished(answer.get("data").unwrap_or(&Value::Null), "");
         }
-        let mut events = resp.bytes_stream().eventsource();
+        let mut events = Events::of(resp, self.http.idle);
         let (mut text, mut nodes_done) = (String::new(), 0i32);
         loop {
-            let next = tokio::select! {
-                _ = cancel.cancelled() => return Err(ExecError::Canceled),
-                n = tokio::time::timeout(self.http.idle, events.next()) => n,
-            };
-            let event = match next {
-                Err(_) => {
-                    return Err(ExecError::Transient(format!(
-                        "the workflow stream was silent for {} ms",
-                        self.http.idle.as_millis()
-                    )));
-                }
-                Ok(None) => {
-                    return Err(ExecError::Transient(
-                        "the workflow stream ended before workflow_finished".into(),
-                    ));
-                }
-                Ok(Some(Err(e))) => {
-                    return Err(ExecError::Transient(format!(
-                        "reading the workflow stream: {e}"
-                    )));
-                }
-                Ok(Some(Ok(e))) => e,
+            let Some(event) = events.next(cancel).await? else {
+                return Err(ExecError::Transient(
+                    "the workflow stream ended before workflow_finished".into(),
+                ));
             };
             let v: Value = serde_json::from_str(&event.data)
                 .map_err(|e| ExecError::Transient(format!("a malformed workflow event: {e}")))?;

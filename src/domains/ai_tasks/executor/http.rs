@@ -79,27 +79,26 @@ impl ProviderHttp {
 
     /// `POST {base}{path}` with `body`, and the key as a bearer token.
     pub fn post(&self, path: &str, body: &Value) -> reqwest::RequestBuilder {
-        let req = self.client.post(format!("{}{path}", self.base)).json(body);
-        if self.api_key.is_empty() {
-            req
-        } else {
-            req.bearer_auth(&self.api_key)
-        }
+        self.authorized(self.client.post(format!("{}{path}", self.base)).json(body))
     }
 
     /// `POST {base}{path}` with a multipart `form`, and the key as a bearer token.
     pub fn post_form(&self, path: &str, form: reqwest::multipart::Form) -> reqwest::RequestBuilder {
-        let req = self
-            .client
-            .post(format!("{}{path}", self.base))
-            .multipart(form);
+        self.authorized(
+            self.client
+                .post(format!("{}{path}", self.base))
+                .multipart(form),
+        )
+    }
+
+    /// The key as a bearer token, when there is one.
+    fn authorized(&self, req: reqwest::RequestBuilder) -> reqwest::RequestBuilder {
         if self.api_key.is_empty() {
             req
         } else {
             req.bearer_auth(&self.api_key)
         }
     }
-
     /// Sends the request `build` makes once the fleet's gate (its requests, and
     /// `tokens`, the call's estimated tokens) and this process's limit allow; a
     /// successful answer, or the failure classed.

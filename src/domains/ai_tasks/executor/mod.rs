@@ -9,6 +9,7 @@ pub mod gate;
 pub mod http;
 pub mod openai;
 pub mod simulated;
+pub mod sse;
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -105,14 +106,14 @@ pub fn from_settings(
             .gate(name, p.requests_per_minute, p.tokens_per_minute)
             .with_fleet_cap(p.fleet_max_concurrent)
     };
-    let mut providers: HashMap<String, Arc<dyn Executor>> = HashMap::new();
+    let mut providers: HashMap<&str, Named> = HashMap::new();
     for (name, p) in &ai.providers {
         let exec: Arc<dyn Executor> = match p.protocol {
             Protocol::Simulated => Arc::new(simulated::Simulated::new(ai, storage.clone())),
             Protocol::Openai => Arc::new(openai::OpenAi::new(p, gate(name, p), storage.clone())?),
             Protocol::Dify => Arc::new(dify::Dify::new(p, gate(name, p))?),
         };
-        providers.insert(name.clone(), exec);
+        providers.insert(name, (name.clone(), exec));
     }
     let pick = |name: &str| {
         providers
@@ -120,7 +121,6 @@ pub fn from_settings(
             .cloned()
             .ok_or_else(|| anyhow::anyhow!("no provider {name:?} in [ai.providers]"))
     };
-    let pick = |name: &str| pick(name).map(|exec| (name.to_owned(), exec));
     let mut by_kind = HashMap::new();
     let mut by_step = HashMap::new();
     for (kind, k) in &ai.kinds {

@@ -11,6 +11,7 @@ use utoipa::{IntoParams, ToSchema};
 
 use super::entity::{self, Column};
 use crate::api::openapi::ErrorBody;
+use crate::api::query::time_param;
 use crate::api::{ApiQuery, AuthUser, Core};
 use crate::error::ApiError;
 
@@ -56,17 +57,6 @@ pub struct UsageReport {
     pub credits: i64,
 }
 
-fn instant(field: &str, v: Option<&str>) -> Result<Option<DateTime<Utc>>, ApiError> {
-    v.map(|s| {
-        DateTime::parse_from_rfc3339(s)
-            .map(|t| t.with_timezone(&Utc))
-            .map_err(|_| {
-                ApiError::bad_request(field, "must be an RFC 3339 time (2026-12-01T00:00:00Z)")
-            })
-    })
-    .transpose()
-}
-
 #[utoipa::path(get, path = "/v1/me/usage", tag = "account", security(("api_key" = [])),
     params(UsageParams),
     responses(
@@ -78,8 +68,8 @@ pub async fn usage(
     AuthUser(user): AuthUser,
     ApiQuery(p): ApiQuery<UsageParams>,
 ) -> Result<Json<UsageReport>, ApiError> {
-    let to = instant("to", p.to.as_deref())?.unwrap_or_else(Utc::now);
-    let from = instant("from", p.from.as_deref())?.unwrap_or(to - Duration::days(30));
+    let to = time_param("to", p.to.as_deref())?.unwrap_or_else(Utc::now);
+    let from = time_param("from", p.from.as_deref())?.unwrap_or(to - Duration::days(30));
     if from >= to {
         return Err(ApiError::bad_request("from", "must be before `to`"));
     }

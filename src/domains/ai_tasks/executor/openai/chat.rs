@@ -6,13 +6,12 @@
 //! to discard the partial text. Cancelling drops the stream: the provider stops
 //! generating, and billing, with it.
 
-use eventsource_stream::Eventsource as _;
-use futures::StreamExt as _;
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
 use super::OpenAi;
 use crate::domains::ai_tasks::executor::http::snippet;
+use crate::domains::ai_tasks::executor::sse::Events;
 use crate::domains::ai_tasks::executor::{ExecError, Job, Progress, Report};
 
 /// The instructions every copywriting call starts with.
@@ -48,31 +47,15 @@ impl OpenAi {
             )
             .await?;
         let _ = progress.send(Report::Progress(10, Some("the model is writing".into())));
-        let mut events = resp.bytes_stream().eventsource();
+        // Dropping `events` (a cancel, an error) closes the connection: the provider stops.
+        let mut events = Events::of(resp, self.http.idle);
         let (mut text, mut usage, mut model, mut done) =
             (String::new(), Value::Null, Value::Null, false);
         while !done {
-            let next = tokio::select! {
-                // Dropping the stream closes the connection: the provider stops.
-                _ = cancel.cancelled() => return Err(ExecError::Canceled),
-                n = tokio::time::timeout(self.http.idle, events.next()) => n,
-            };
-            let event = match next {
-                Err(_) => {
-                    return Err(ExecError::Transient(format!(
-                        "the stream was silent for {} ms",
-                        self.http.idle.as_millis()
-                    )));
-                }
-                Ok(None) => {
-                    return Err(ExecError::Transient(
-                        "the stream ended before [DONE]".into(),
-                    ));
-                }
-                Ok(Some(Err(e))) => {
-                    return Err(ExecError::Transient(format!("reading the stream: {e}")));
-                }
-                Ok(Some(Ok(e))) => e,
+            let Some(event) = events.next(cancel).await? else {
+                return Err(ExecError::Transient(
+                    "the stream ended before [DONE]".into(),
+                ));
             };
             if event.data.trim() == "[DONE]" {
                 done = true;
