@@ -25,6 +25,7 @@ mod m20261205_000018_canary_pings;
 mod m20261206_000019_media;
 mod m20261206_000020_task_event_text;
 mod m20261206_000021_ai_usage;
+mod m20261207_000022_task_waits;
 
 pub struct Migrator;
 
@@ -53,6 +54,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261206_000019_media::Migration),
             Box::new(m20261206_000020_task_event_text::Migration),
             Box::new(m20261206_000021_ai_usage::Migration),
+            Box::new(m20261207_000022_task_waits::Migration),
         ]
     }
 }

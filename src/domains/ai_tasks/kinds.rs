@@ -111,6 +111,10 @@ pub enum Status {
     Processing,
     #[sea_orm(string_value = "RETRYING")]
     Retrying,
+    /// The step runs at a provider that answers later (a parked job), or waits for a
+    /// person's approval: no worker holds it (see `task_waits`).
+    #[sea_orm(string_value = "WAITING")]
+    Waiting,
     #[sea_orm(string_value = "SUCCESS")]
     Success,
     #[sea_orm(string_value = "FAILED")]
@@ -121,13 +125,19 @@ pub enum Status {
 
 impl Status {
     /// The statuses of a task not finished yet: waiting for a consumer or running.
-    pub const ACTIVE: [Status; 3] = [Status::Pending, Status::Processing, Status::Retrying];
+    pub const ACTIVE: [Status; 4] = [
+        Status::Pending,
+        Status::Processing,
+        Status::Retrying,
+        Status::Waiting,
+    ];
 
     pub fn as_str(self) -> &'static str {
         match self {
             Status::Pending => "PENDING",
             Status::Processing => "PROCESSING",
             Status::Retrying => "RETRYING",
+            Status::Waiting => "WAITING",
             Status::Success => "SUCCESS",
             Status::Failed => "FAILED",
             Status::Canceled => "CANCELED",
@@ -139,6 +149,7 @@ impl Status {
             Status::Pending,
             Status::Processing,
             Status::Retrying,
+            Status::Waiting,
             Status::Success,
             Status::Failed,
             Status::Canceled,

@@ -19,6 +19,32 @@ pub struct RunStep {
     pub step: i32,
 }
 
+/// Envelope kind of [`CheckStep`].
+pub const CHECK_STEP: &str = "ai.task.check";
+
+/// Check the parked step of task `task_id`: valid only while the task waits with this
+/// attempt and this many checks done (a later check, a callback's, or the task's end
+/// makes it stale, and it changes nothing).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct CheckStep {
+    pub task_id: String,
+    pub attempt: i32,
+    pub checks: i32,
+}
+
+/// Envelope kind of [`CancelJob`].
+pub const CANCEL_JOB: &str = "ai.task.cancel_job";
+
+/// Ask `provider` to stop the job `handle` (the task was canceled or ran out of time).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct CancelJob {
+    pub task_id: String,
+    pub provider: String,
+    pub handle: String,
+}
+
 /// A progress or status event, as stored and as pushed to subscribers.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
 pub struct TaskEvent {

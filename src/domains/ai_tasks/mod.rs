@@ -20,6 +20,7 @@ pub mod limits;
 pub mod messages;
 pub mod metrics;
 pub mod ops;
+pub mod parked;
 pub mod queues;
 pub mod reaper;
 pub mod routes;
@@ -46,6 +47,7 @@ use settings::AiSettings;
 
 /// The AI-task flow in the domain registry.
 pub const DOMAIN: Domain = Domain::new("ai_tasks", "ai", queues::QUEUES, install)
+    .delays(queues::CHECK_DELAYS)
     .settings(settings::SECTION)
     .limits(limits::LIMITS)
     .gauges(metrics::GAUGES)

@@ -22,7 +22,8 @@ pub const PANELS: &[Panel] = &[Panel {
 /// Rows in the oldest and failures tables.
 const ROWS: u64 = 10;
 
-const WAITING: [Status; 2] = [Status::Pending, Status::Retrying];
+/// Tasks waiting in a queue for a worker (a WAITING task waits at its provider instead).
+const QUEUED: [Status; 2] = [Status::Pending, Status::Retrying];
 
 fn load_boxed(db: &DatabaseConnection) -> BoxFuture<'_, anyhow::Result<PanelView>> {
     Box::pin(load(db))
@@ -44,7 +45,7 @@ async fn load(db: &DatabaseConnection) -> anyhow::Result<PanelView> {
         .select_only()
         .column(task::Column::Kind)
         .column_as(task::Column::CreatedAt.min(), "since")
-        .filter(task::Column::Status.is_in(WAITING))
+        .filter(task::Column::Status.is_in(QUEUED))
         .group_by(task::Column::Kind)
         .into_tuple()
         .all(db)

@@ -1,7 +1,9 @@
 //! The AI-task flow's queues (consumer group `ai`). Names derive from these keys in
 //! [`crate::broker::Topology`]; `[queues.<key>]` in the configuration overrides limits.
 
-use crate::broker::QueueSpec;
+use std::time::Duration;
+
+use crate::broker::{DelaySpec, QueueSpec};
 
 /// 128 steps at once per process (four batches of 32): provider calls wait on the
 /// network. With zero-duration steps 64 ran ~40 % faster than 32, and 128 with batches
@@ -21,5 +23,40 @@ pub const AI_LONG: QueueSpec = QueueSpec::new("ai.long", "ai", "long AI generati
 pub const AI_PIPELINE: QueueSpec =
     QueueSpec::new("ai.pipeline", "ai", "video-analysis pipeline steps").prefetch(8);
 
+/// Checks of parked provider jobs, provider cancels and approval timeouts: each a
+/// quick HTTP call and a few statements, no worker held in between.
+pub const AI_CHECK: QueueSpec = QueueSpec::new(
+    "ai.check",
+    "ai",
+    "checks of parked provider jobs (polls, callbacks, cancels)",
+)
+.prefetch(64);
+
 /// Every queue of the flow, in declaration order.
-pub const QUEUES: &[&QueueSpec] = &[&AI_SHORT, &AI_LONG, &AI_PIPELINE];
+pub const QUEUES: &[&QueueSpec] = &[&AI_SHORT, &AI_LONG, &AI_PIPELINE, &AI_CHECK];
+
+const fn check_after(key: &'static str, secs: u64) -> DelaySpec {
+    DelaySpec {
+        key,
+        delay: Duration::from_secs(secs),
+        target: &AI_CHECK,
+        purpose: "the next check of a parked provider job",
+    }
+}
+
+/// The backoff of a parked job's checks: the first after 2 s, then 5, 15, 30, and every
+/// 60 s from then on. Each is a delay queue (`[queues."ai.check.<n>"] delay_ms` moves
+/// it); a check message waits in one for free until it is due.
+pub const CHECK_DELAYS: &[&DelaySpec] = &[
+    &check_after("ai.check.1", 2),
+    &check_after("ai.check.2", 5),
+    &check_after("ai.check.3", 15),
+    &check_after("ai.check.4", 30),
+    &check_after("ai.check.5", 60),
+];
+
+/// The delay before check number `checks` (0 for the first after parking).
+pub fn check_delay(checks: i32) -> &'static DelaySpec {
+    let i = usize::try_from(checks).unwrap_or(0);
+    CHECK_DELAYS[i.min(CHECK_DELAYS.len() - 1)]
+}

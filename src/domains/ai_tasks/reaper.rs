@@ -1,7 +1,8 @@
 //! The reaper: re-drives PROCESSING tasks whose lease went stale (their consumer died or
 //! hung). The re-drive is a conditional transition to RETRYING plus a fresh run message
 //! in one transaction; the old attempt, if it still lives, is fenced out by the attempt
-//! number. Several reapers may run: the conditional update lets one win.
+//! number. Several reapers may run: the conditional update lets one win. Each pass also
+//! sweeps the parked jobs whose check messages were lost ([`super::parked::sweep`]).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -40,6 +41,11 @@ impl Reaper {
                 Ok(0) => {}
                 Ok(n) => tracing::warn!(tasks = n, "re-drove tasks with stale leases"),
                 Err(e) => tracing::warn!(error = %e, "reaper round failed"),
+            }
+            match super::parked::sweep::sweep_once(&self.db, self.broker.as_ref()).await {
+                Ok(0) => {}
+                Ok(n) => tracing::warn!(waits = n, "re-sent the lost checks of parked jobs"),
+                Err(e) => tracing::warn!(error = %e, "parked-job sweep failed"),
             }
         }
     }

@@ -37,13 +37,17 @@ pub fn routes(state: Tasks) -> Router {
         .route("/v1/tasks/{id}", get(read))
         .route("/v1/tasks/{id}/cancel", post(cancel))
         .route("/v1/me/usage", get(super::usage::routes::usage))
+        .route(
+            "/v1/callbacks/providers/{provider}/{token}",
+            post(super::parked::callbacks::callback),
+        )
         .with_state(state)
 }
 
 /// The routes' OpenAPI entries.
 #[derive(utoipa::OpenApi)]
 #[openapi(
-    paths(submit, list, read, cancel, super::usage::routes::usage),
+    paths(submit, list, read, cancel, super::usage::routes::usage, super::parked::callbacks::callback),
     tags((name = "tasks", description = "AI generation tasks"))
 )]
 pub struct Doc;
@@ -312,10 +316,13 @@ pub(crate) async fn cancel(
         &t.id,
         state.ai.cancel_refund_started_percent,
         admin.as_deref(),
+        state.core.broker.topology().max_payload_bytes,
     )
     .await?
     {
         Some((t, ev, _)) => {
+            // A parked job's cancel waits in the outbox.
+            state.core.relay.notify();
             publish_events(state.core.broker.as_ref(), &[ev]).await;
             Ok(axum::Json(t.into()))
         }
@@ -324,7 +331,7 @@ pub(crate) async fn cancel(
                 .await?
                 .map_or("gone", |t| t.status.as_str());
             Err(ApiError::Conflict(format!(
-                "task is already {now}; only PENDING, RETRYING or PROCESSING tasks can be canceled"
+                "task is already {now}; only PENDING, RETRYING, PROCESSING or WAITING tasks can be canceled"
             )))
         }
     }

@@ -31,6 +31,19 @@ pub enum Protocol {
     /// A Dify workflow: `/workflows/run`, streamed (node events as progress, text
     /// chunks as deltas) or blocking.
     Dify,
+    /// Replicate's predictions API: the job is created, parked, and checked (or
+    /// called back) until it ends; outputs are downloaded into storage.
+    Replicate,
+    /// Any API of the same shape (Kling, Runway, Luma, Tripo, an in-house farm), its
+    /// paths and fields in `[ai.providers.<name>.prediction]`.
+    Prediction,
+}
+
+impl Protocol {
+    /// Whether a step at this provider parks instead of holding its worker.
+    pub fn parks(self) -> bool {
+        matches!(self, Protocol::Replicate | Protocol::Prediction)
+    }
 }
 
 /// `[ai]`: the AI-task flow.
@@ -51,6 +64,11 @@ pub struct AiSettings {
     /// database writes and events against how soon a reader sees each token.
     #[serde(default = "default_stream_coalesce_ms")]
     pub stream_coalesce_ms: u64,
+    /// The public base URL providers call back on (`https://api.example.com`): a
+    /// parked job's callback is `{callback_base_url}/v1/callbacks/providers/<provider>/
+    /// <token>`. Empty: parked jobs are polled only.
+    #[serde(default)]
+    pub callback_base_url: String,
     pub kinds: BTreeMap<String, KindSettings>,
     /// Providers by name (`[ai.providers.<name>]`); kinds name the one that serves them.
     pub providers: BTreeMap<String, ProviderSettings>,
@@ -153,6 +171,23 @@ pub struct ProviderSettings {
     /// Dify: `streaming` (node progress and text chunks live) or `blocking`.
     #[serde(default = "default_response_mode")]
     pub response_mode: String,
+    /// A prediction-style API's paths and fields (`protocol = "prediction"`; the
+    /// `replicate` preset needs none).
+    #[serde(default)]
+    pub prediction: Option<super::executor::prediction::api::PredictionApi>,
+    /// The secret callbacks are signed with (Standard Webhooks, as Replicate signs:
+    /// `whsec_…`); empty: callbacks are taken on their unguessable URL alone. Secret:
+    /// set it from the environment.
+    #[serde(default)]
+    pub webhook_secret: String,
+    /// How long a job here usually takes: one parked longer is flagged on /ops and by
+    /// the `parked_overdue` alert.
+    #[serde(default = "default_expected_secs")]
+    pub expected_secs: u64,
+}
+
+fn default_expected_secs() -> u64 {
+    1800
 }
 
 fn default_stream_coalesce_ms() -> u64 {
@@ -244,8 +279,16 @@ impl AiSettings {
                     ),
                 );
             }
-            // RabbitMQ closes a channel whose delivery stays unacked past consumer_timeout.
-            if k.deadline_secs == 0 || k.deadline_secs.saturating_mul(1000) >= consumer_timeout_ms {
+            // RabbitMQ closes a channel whose delivery stays unacked past consumer_timeout;
+            // a kind whose providers park holds no delivery while its job runs (conveyor
+            // enforces its deadline on the parked task).
+            let parks = std::iter::once(&k.provider)
+                .chain(k.steps.values())
+                .filter_map(|p| ai.providers.get(p))
+                .all(|p| p.protocol.parks());
+            if k.deadline_secs == 0
+                || (!parks && k.deadline_secs.saturating_mul(1000) >= consumer_timeout_ms)
+            {
                 return bad(
                     "ai.kinds",
                     format!(
@@ -287,12 +330,16 @@ impl AiSettings {
                     // A workflow answers text: copywriting, or a pipeline's text steps.
                     (Protocol::Dify, "copywriting") => true,
                     (Protocol::Dify, _) => k.steps.values().any(|s| s == provider),
+                    // A job answers files: images, videos, 3D models.
+                    (Protocol::Replicate | Protocol::Prediction, kind) => {
+                        matches!(kind, "image" | "video" | "model3d") && !p.base_url.is_empty()
+                    }
                 };
                 if !serves {
                     return bad(
                         "ai.kinds",
                         format!(
-                            "ai.kinds.{kind}: provider {provider:?} ({:?}) cannot serve it (text needs `model`, images `image_model`)",
+                            "ai.kinds.{kind}: provider {provider:?} ({:?}) cannot serve it (text needs `model`, images `image_model`, jobs `base_url` and a media kind)",
                             p.protocol
                         ),
                     );
@@ -354,5 +401,25 @@ mod tests {
         );
         // Every default kind fits under the broker's own 30-min default.
         load(&[("CONVEYOR__BROKER__CONSUMER_TIMEOUT_MS", "1800000")]).unwrap();
+    }
+
+    #[test]
+    fn a_kind_whose_provider_parks_may_run_for_hours() {
+        let three_hours = ("CONVEYOR__AI__KINDS__MODEL3D__DEADLINE_SECS", "10800");
+        // On a worker, three hours would outlive the broker's delivery.
+        let err = load(&[three_hours]).unwrap_err().to_string();
+        assert!(err.contains("ai.kinds.model3d.deadline_secs"), "{err}");
+        // Parked at a provider, no delivery is held: conveyor enforces the deadline.
+        let ai = load(&[
+            three_hours,
+            ("CONVEYOR__AI__KINDS__MODEL3D__PROVIDER", "replicate"),
+        ])
+        .unwrap();
+        assert_eq!(ai.kinds["model3d"].deadline_secs, 10_800);
+        // A job answers files, not copy.
+        let err = load(&[("CONVEYOR__AI__KINDS__COPYWRITING__PROVIDER", "replicate")])
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("ai.kinds.copywriting"), "{err}");
     }
 }

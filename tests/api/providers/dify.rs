@@ -44,6 +44,9 @@ fn settings(base_url: &str, mode: &str) -> ProviderSettings {
         .into(),
         output: "text".into(),
         response_mode: mode.into(),
+        prediction: None,
+        webhook_secret: String::new(),
+        expected_secs: 1800,
     }
 }
 

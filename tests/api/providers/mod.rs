@@ -7,8 +7,10 @@ mod dify;
 mod fake_dify;
 mod fake_openai;
 mod fake_openai_media;
+mod fake_prediction;
 mod openai;
 mod openai_media;
+mod parked;
 mod pricing;
 mod streaming;
 
@@ -37,6 +39,7 @@ pub async fn run_job(
         attempt: 1,
         previous: &previous,
         max_output_tokens: None,
+        callback_url: None,
     };
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
     let out = exec.run(&job, &tx, &CancellationToken::new()).await;

@@ -37,6 +37,9 @@ pub(super) fn settings(base_url: &str, rps: u32) -> ProviderSettings {
         inputs: Default::default(),
         output: "text".into(),
         response_mode: "streaming".into(),
+        prediction: None,
+        webhook_secret: String::new(),
+        expected_secs: 1800,
     }
 }
 

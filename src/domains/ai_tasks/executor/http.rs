@@ -77,6 +77,11 @@ impl ProviderHttp {
         })
     }
 
+    /// `GET {base}{path}`, with the key as a bearer token.
+    pub fn get(&self, path: &str) -> reqwest::RequestBuilder {
+        self.authorized(self.client.get(format!("{}{path}", self.base)))
+    }
+
     /// `POST {base}{path}` with `body`, and the key as a bearer token.
     pub fn post(&self, path: &str, body: &Value) -> reqwest::RequestBuilder {
         self.authorized(self.client.post(format!("{}{path}", self.base)).json(body))

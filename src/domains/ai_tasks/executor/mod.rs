@@ -1,6 +1,9 @@
 //! The executor seam: how one step of a task is actually done, by the provider its kind
 //! (or pipeline step) names. `simulated` is the embedded default; `openai` speaks
-//! OpenAI-compatible streamed chat completions and image generations.
+//! OpenAI-compatible streamed chat completions and image generations; `dify` runs a
+//! workflow; `prediction` (and its `replicate` preset) starts a job the provider works
+//! on for minutes or hours, which the step parks instead of waiting for
+//! ([`Outcome::Parked`], checked later by `parked`).
 
 pub mod artifacts;
 pub mod dify;
@@ -8,6 +11,7 @@ pub mod fleet_slots;
 pub mod gate;
 pub mod http;
 pub mod openai;
+pub mod prediction;
 pub mod simulated;
 pub mod sse;
 
@@ -41,6 +45,9 @@ pub struct Job<'a> {
     /// The most output tokens the step may produce (the kind's token pricing reserved
     /// for this many); sent to the provider as `max_tokens`.
     pub max_output_tokens: Option<u32>,
+    /// Where the provider may call back when a parked job changes (a provider that
+    /// supports webhooks); `None` when no public base URL is configured.
+    pub callback_url: Option<&'a str>,
 }
 
 /// The output tokens a call is estimated at when the kind sets no limit (the fleet's
@@ -83,6 +90,26 @@ pub enum ExecError {
     Canceled,
 }
 
+/// How a started (or checked) step stands: finished with its output, or parked at the
+/// provider, to be checked again later with no worker held.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Outcome {
+    Done(serde_json::Value),
+    Parked(Parked),
+}
+
+/// A job the provider works on by itself.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Parked {
+    /// The `[ai.providers]` name the job lives at (stamped by the router).
+    pub provider: String,
+    /// The provider's handle for the job (its id): what a check and a cancel name.
+    pub handle: String,
+    /// Progress the provider reported, 0-100, and its stage.
+    pub progress: Option<i32>,
+    pub message: Option<String>,
+}
+
 #[async_trait]
 pub trait Executor: Send + Sync + 'static {
     /// Runs one step and returns its output; stops early when `cancel` fires.
@@ -92,6 +119,38 @@ pub trait Executor: Send + Sync + 'static {
         progress: &Progress,
         cancel: &CancellationToken,
     ) -> Result<serde_json::Value, ExecError>;
+
+    /// Starts one step: a provider that answers later parks it ([`Outcome::Parked`]);
+    /// every other runs it to the end.
+    async fn start(
+        &self,
+        job: &Job<'_>,
+        progress: &Progress,
+        cancel: &CancellationToken,
+    ) -> Result<Outcome, ExecError> {
+        self.run(job, progress, cancel).await.map(Outcome::Done)
+    }
+
+    /// Checks a parked job (`handle` at `provider`): still running (parked again, with
+    /// its progress), finished (its outputs stored), or failed.
+    async fn check(
+        &self,
+        provider: &str,
+        job: &Job<'_>,
+        handle: &str,
+        cancel: &CancellationToken,
+    ) -> Result<Outcome, ExecError> {
+        let _ = (job, handle, cancel);
+        Err(ExecError::Permanent(format!(
+            "provider {provider:?} parks no jobs"
+        )))
+    }
+
+    /// Asks the provider to stop a parked job (a cancel, a deadline); best effort.
+    async fn cancel_job(&self, provider: &str, handle: &str) -> Result<(), ExecError> {
+        let _ = (provider, handle);
+        Ok(())
+    }
 }
 
 /// The configured providers, routed per kind and pipeline step (`[ai.kinds.<kind>]
@@ -112,6 +171,11 @@ pub fn from_settings(
             Protocol::Simulated => Arc::new(simulated::Simulated::new(ai, storage.clone())),
             Protocol::Openai => Arc::new(openai::OpenAi::new(p, gate(name, p), storage.clone())?),
             Protocol::Dify => Arc::new(dify::Dify::new(p, gate(name, p))?),
+            Protocol::Replicate | Protocol::Prediction => Arc::new(prediction::Prediction::new(
+                p,
+                gate(name, p),
+                storage.clone(),
+            )?),
         };
         providers.insert(name, (name.clone(), exec));
     }
@@ -129,7 +193,15 @@ pub fn from_settings(
             by_step.insert((kind.clone(), step.clone()), pick(provider)?);
         }
     }
-    Ok(Arc::new(Routed { by_kind, by_step }))
+    let by_name = providers
+        .into_iter()
+        .map(|(name, (_, exec))| (name.to_owned(), exec))
+        .collect();
+    Ok(Arc::new(Routed {
+        by_kind,
+        by_step,
+        by_name,
+    }))
 }
 
 /// A provider with the name it is configured under.
@@ -140,6 +212,42 @@ type Named = (String, Arc<dyn Executor>);
 struct Routed {
     by_kind: HashMap<String, Named>,
     by_step: HashMap<(String, String), Named>,
+    /// A parked job is checked (and canceled) at the provider it was started at, even
+    /// if the kind has moved to another since.
+    by_name: HashMap<String, Arc<dyn Executor>>,
+}
+
+impl Routed {
+    fn route(&self, job: &Job<'_>) -> Result<&Named, ExecError> {
+        let kind = job.kind.as_str();
+        self.by_step
+            .get(&(kind.to_owned(), job.step.to_owned()))
+            .or_else(|| self.by_kind.get(kind))
+            .ok_or_else(|| ExecError::Permanent(format!("no provider serves {kind}")))
+    }
+
+    fn named(&self, provider: &str) -> Result<&Arc<dyn Executor>, ExecError> {
+        self.by_name.get(provider).ok_or_else(|| {
+            ExecError::Permanent(format!("no provider {provider:?} in [ai.providers]"))
+        })
+    }
+}
+
+/// Stamps the provider's name on a finished output (the usage records it) or a parked
+/// job (its checks go back to it).
+fn stamped(outcome: Outcome, name: &str) -> Outcome {
+    match outcome {
+        Outcome::Done(mut output) => {
+            if let Some(o) = output.as_object_mut() {
+                o.insert("provider".into(), name.into());
+            }
+            Outcome::Done(output)
+        }
+        Outcome::Parked(p) => Outcome::Parked(Parked {
+            provider: name.to_owned(),
+            ..p
+        }),
+    }
 }
 
 #[async_trait]
@@ -150,16 +258,38 @@ impl Executor for Routed {
         progress: &Progress,
         cancel: &CancellationToken,
     ) -> Result<serde_json::Value, ExecError> {
-        let kind = job.kind.as_str();
-        let (name, exec) = self
-            .by_step
-            .get(&(kind.to_owned(), job.step.to_owned()))
-            .or_else(|| self.by_kind.get(kind))
-            .ok_or_else(|| ExecError::Permanent(format!("no provider serves {kind}")))?;
-        let mut output = exec.run(job, progress, cancel).await?;
-        if let Some(o) = output.as_object_mut() {
-            o.insert("provider".into(), name.as_str().into());
+        let (name, exec) = self.route(job)?;
+        match stamped(Outcome::Done(exec.run(job, progress, cancel).await?), name) {
+            Outcome::Done(output) => Ok(output),
+            Outcome::Parked(_) => Err(ExecError::Permanent("a run cannot park".into())),
         }
-        Ok(output)
+    }
+
+    async fn start(
+        &self,
+        job: &Job<'_>,
+        progress: &Progress,
+        cancel: &CancellationToken,
+    ) -> Result<Outcome, ExecError> {
+        let (name, exec) = self.route(job)?;
+        Ok(stamped(exec.start(job, progress, cancel).await?, name))
+    }
+
+    async fn check(
+        &self,
+        provider: &str,
+        job: &Job<'_>,
+        handle: &str,
+        cancel: &CancellationToken,
+    ) -> Result<Outcome, ExecError> {
+        let exec = self.named(provider)?;
+        Ok(stamped(
+            exec.check(provider, job, handle, cancel).await?,
+            provider,
+        ))
+    }
+
+    async fn cancel_job(&self, provider: &str, handle: &str) -> Result<(), ExecError> {
+        self.named(provider)?.cancel_job(provider, handle).await
     }
 }

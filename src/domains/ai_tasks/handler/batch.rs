@@ -90,7 +90,7 @@ impl AiTaskHandler {
         let mut running = FuturesUnordered::new();
         for c in candidates {
             match claimed.remove(&c.task.id) {
-                Some(task) => running.push(self.run_step(c, task)),
+                Some(task) => running.push(self.run_step(ctx, c, task)),
                 // Another consumer holds a live lease; if it dies the reaper re-drives.
                 None => answers.give(c.index, Ok(())),
             }

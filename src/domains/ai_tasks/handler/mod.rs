@@ -5,8 +5,11 @@
 
 mod batch;
 pub mod beats;
+mod check;
 mod commit;
 mod failure;
+pub mod job;
+mod park;
 mod report;
 pub mod report_writer;
 mod step;
@@ -82,6 +85,19 @@ impl BatchHandler for AiTaskHandler {
     }
 
     async fn handle_streaming(&self, ctx: &Context, messages: &[Envelope], answers: &Answers) {
+        // The check queue's messages never share a batch with run messages (they come
+        // from their own queue).
+        if messages.iter().any(check::is_check) {
+            for (i, answer) in self
+                .handle_checks(ctx, messages)
+                .await
+                .into_iter()
+                .enumerate()
+            {
+                answers.give(i, answer);
+            }
+            return;
+        }
         self.handle_many(ctx, messages, answers).await
     }
 

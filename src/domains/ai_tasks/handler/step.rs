@@ -8,16 +8,28 @@ use std::time::Duration;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
+use super::job::JobInputs;
 use super::report;
+use crate::consumer::Context;
 use crate::consumer::HandlerError;
 use crate::consumer::answers::Answer;
-use crate::domains::ai_tasks::executor::{ExecError, Job, Report};
+use crate::domains::ai_tasks::executor::{ExecError, Outcome, Report};
+use crate::domains::ai_tasks::parked;
 use crate::domains::ai_tasks::store::Task;
+
+/// The longest a step holds its worker to start a job that then parks (the kind's
+/// deadline covers the whole wait, which may be hours).
+const START_LIMIT: Duration = Duration::from_secs(600);
 
 impl AiTaskHandler {
     /// Runs one claimed step with its heartbeat and progress reporter. `Ok(None)` when
     /// the task stopped being ours (canceled, re-driven); `Err` answers the message.
-    pub(super) async fn run_step(&self, c: Candidate, t: Task) -> Result<Option<Ran>, Answer> {
+    pub(super) async fn run_step(
+        &self,
+        ctx: &Context,
+        c: Candidate,
+        t: Task,
+    ) -> Result<Option<Ran>, Answer> {
         let Candidate {
             index, run, step, ..
         } = c;
@@ -27,36 +39,16 @@ impl AiTaskHandler {
         let attempt = t.attempt;
         let stop = CancellationToken::new();
         let (tx, rx) = mpsc::unbounded_channel::<Report>();
-        let previous: serde_json::Value = t
-            .result
-            .as_deref()
-            .and_then(|r| serde_json::from_str(r).ok())
-            .unwrap_or_default();
-        let params: serde_json::Value = serde_json::from_str(&t.params).unwrap_or_default();
-        let job = Job {
-            task_id: &t.id,
-            user_id: &t.user_id,
-            kind,
-            step,
-            step_index: run.step as usize,
-            prompt: &t.prompt,
-            params: &params,
-            attempt,
-            previous: &previous,
-            max_output_tokens: self
-                .ai
-                .kinds
-                .get(kind.as_str())
-                .and_then(|k| k.pricing)
-                .map(|p| p.max_output_tokens),
-        };
-        // The step, its heartbeat and its progress reporter in this one future: if it is
-        // dropped (consumer killed, shutdown), the heartbeat stops with it and the lease
-        // goes stale for the reaper. Both end when the step does (`stop`).
+        let inputs = JobInputs::of(&t, &self.ai);
+        // A provider that parks its jobs may call back: its URL carries a fresh secret,
+        // kept with the wait if the step parks.
+        let token = parked::store::new_token();
+        let callback = parked::callbacks::url(&self.ai, kind, step, &t.id, &token);
+        let job = inputs.job(&t, run.step, step, callback.as_deref());
+        // A step that parks holds its worker only while the job is created.
+        let hold = self.deadline(kind).min(START_LIMIT);
         let step_run = async {
-            let outcome =
-                tokio::time::timeout(self.deadline(kind), self.executor.run(&job, &tx, &stop))
-                    .await;
+            let outcome = tokio::time::timeout(hold, self.executor.start(&job, &tx, &stop)).await;
             stop.cancel();
             outcome
         };
@@ -87,7 +79,7 @@ impl AiTaskHandler {
             Err(_) => {
                 return fail(HandlerError::transient(format!(
                     "deadline_exceeded: {step} took longer than its {} s deadline",
-                    self.deadline(kind).as_secs()
+                    hold.as_secs()
                 )));
             }
             Ok(Err(ExecError::Canceled)) => return Err((index, Ok(()))),
@@ -103,7 +95,12 @@ impl AiTaskHandler {
                     "provider_rejected: the provider refused this request ({step})"
                 )));
             }
-            Ok(Ok(v)) => v,
+            Ok(Ok(Outcome::Parked(p))) => {
+                let deadline_at = chrono::Utc::now()
+                    + chrono::Duration::from_std(self.deadline(kind)).unwrap_or_default();
+                return Err((index, self.park(ctx, &t, &p, &token, deadline_at).await));
+            }
+            Ok(Ok(Outcome::Done(v))) => v,
         };
         Ok(Some(Ran {
             index,
@@ -111,7 +108,7 @@ impl AiTaskHandler {
             task: t,
             step,
             output,
-            previous,
+            previous: inputs.previous,
         }))
     }
 }

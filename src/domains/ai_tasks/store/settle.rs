@@ -7,9 +7,14 @@ use sea_orm::{
     ConnectionTrait, DatabaseConnection, DbErr, EntityTrait, QuerySelect, TransactionTrait,
 };
 
+use crate::broker::{Envelope, Target};
 use crate::domains::ai_tasks::entity::task;
 use crate::domains::ai_tasks::kinds::Status;
 use crate::domains::ai_tasks::messages::TaskEvent;
+use crate::domains::ai_tasks::messages::{CANCEL_JOB, CancelJob};
+use crate::domains::ai_tasks::parked;
+use crate::domains::ai_tasks::queues::AI_CHECK;
+use crate::outbox;
 use crate::users::credits;
 
 /// Books the terminal credit effect of a transition (in its transaction): the
@@ -31,14 +36,16 @@ pub async fn settle_credits(txn: &impl ConnectionTrait, t: &Task) -> Result<(), 
 /// What a task canceled in state `t` (read before the cancel) gets back: all of it if it
 /// never started; else the share of its steps not started, plus `started_percent` of the
 /// share of the step it was running. A step nobody holds a lease on (between pipeline
-/// steps, or waiting to retry) counts as not started.
-pub fn cancel_refund(t: &Task, started_percent: u8) -> i64 {
+/// steps, waiting to retry, or waiting for an approval) counts as not started; a job
+/// parked at its provider (`at_provider`) counts as running.
+pub fn cancel_refund(t: &Task, started_percent: u8, at_provider: bool) -> i64 {
     if t.started_at.is_none() {
         return t.cost;
     }
     let steps = t.kind.steps().len().max(1) as i64;
     let at = i64::from(t.step_index).clamp(0, steps);
-    let running = t.status == Status::Processing && t.heartbeat_at.is_some() && at < steps;
+    let holding = t.status == Status::Processing && t.heartbeat_at.is_some();
+    let running = (holding || (t.status == Status::Waiting && at_provider)) && at < steps;
     let not_started = steps - at - i64::from(running);
     let percent = if running {
         i64::from(started_percent)
@@ -58,6 +65,7 @@ pub async fn cancel(
     id: &str,
     started_percent: u8,
     admin: Option<&str>,
+    max_payload: usize,
 ) -> Result<Option<(Task, TaskEvent, i64)>, DbErr> {
     let txn = db.begin().await?;
     // The state the refund is decided from, held until the commit: the cancel clears the
@@ -69,7 +77,7 @@ pub async fn cancel(
     else {
         return Ok(None);
     };
-    let guard = Guard::status(&[Status::Pending, Status::Retrying, Status::Processing]);
+    let guard = Guard::status(&Status::ACTIVE);
     let change = Change {
         status: Some(Status::Canceled),
         error: Some("canceled".into()),
@@ -79,7 +87,31 @@ pub async fn cancel(
     let Some((t, ev)) = apply(&txn, id, &guard, change).await? else {
         return Ok(None);
     };
-    let refund = cancel_refund(&before, started_percent);
+    // A parked job is asked to stop (through the outbox: the provider's API is the
+    // consumers' to call), and its wait goes with the task.
+    let wait = parked::store::get(&txn, id).await?;
+    let at_provider = wait
+        .as_ref()
+        .is_some_and(|w| w.waiting_for == parked::entity::PROVIDER);
+    if let Some(w) = &wait {
+        parked::store::forget(&txn, id).await?;
+        if let (true, Some(handle)) = (at_provider, &w.job) {
+            let cancel = CancelJob {
+                task_id: id.to_owned(),
+                provider: w.provider.clone(),
+                handle: handle.clone(),
+            };
+            let message = Envelope::new(
+                CANCEL_JOB,
+                serde_json::to_value(&cancel).unwrap_or_default(),
+            )
+            .with_correlation_id(id.to_owned());
+            outbox::enqueue(&txn, Target::Queue(&AI_CHECK), &message, max_payload)
+                .await
+                .map_err(|e| DbErr::Custom(e.to_string()))?;
+        }
+    }
+    let refund = cancel_refund(&before, started_percent, at_provider);
     if refund > 0 {
         credits::refund(&txn, &t.user_id, refund, &format!("refund:{}", t.id)).await?;
     }

@@ -103,6 +103,12 @@ pub async fn commit_steps(
             storage::records::record_generated(txn, &t.user_id, &t.id, &files).await?;
         }
     }
+    // A step that finished at its provider waits no more.
+    let parked: Vec<&str> = done()
+        .filter(|(r, _)| r.task.status == Status::Waiting)
+        .map(|(_, t)| t.id.as_str())
+        .collect();
+    crate::domains::ai_tasks::parked::store::forget_many(txn, &parked).await?;
     // The next steps are published only once this transaction committed (outbox).
     let next: Vec<(Target, Envelope)> = done()
         .filter(|(r, _)| !r.last)
@@ -179,6 +185,10 @@ fn step_end(r: &StepResult<'_>) -> (Status, i32, String) {
     }
 }
 
+/// The statuses a step's result commits from: running on a worker, or parked at its
+/// provider (a check found its job finished).
+const HOLDING: &[Status] = &[Status::Processing, Status::Waiting];
+
 /// The task updates of a wave, one conditional update per task.
 async fn update_steps(
     txn: &impl ConnectionTrait,
@@ -197,7 +207,11 @@ async fn update_steps(
             message: Some(message),
             ..Default::default()
         };
-        let guard = Guard::holder(r.task.attempt).at_step(r.task.step_index);
+        let guard = Guard {
+            statuses: HOLDING,
+            ..Guard::holder(r.task.attempt)
+        }
+        .at_step(r.task.step_index);
         applied.push(change_row(txn, &r.task.id, &guard, change).await?);
     }
     Ok(applied)
@@ -238,7 +252,7 @@ async fn update_steps_pg(
         ]);
         messages.insert(r.task.id.as_str(), message);
     }
-    let processing = status_among_sql("t.status", &[Status::Processing]);
+    let processing = status_among_sql("t.status", HOLDING);
     let sql = format!(
         "UPDATE tasks AS t SET seq = t.seq + 1, updated_at = $1, status = v.status, \
          progress = v.progress, step_index = t.step_index + 1, result = v.result, \

@@ -34,28 +34,41 @@ fn the_cancel_refund_follows_the_policy() {
     use TaskKind::{Image, VideoAnalysis};
     // Never started: everything back.
     assert_eq!(
-        cancel_refund(&task(Image, Pending, 0, false, false), 50),
+        cancel_refund(&task(Image, Pending, 0, false, false), 50, false),
         10
     );
     // Running its only step: the percent of it.
     assert_eq!(
-        cancel_refund(&task(Image, Processing, 0, true, true), 50),
+        cancel_refund(&task(Image, Processing, 0, true, true), 50, false),
         5
     );
-    assert_eq!(cancel_refund(&task(Image, Processing, 0, true, true), 0), 0);
+    assert_eq!(
+        cancel_refund(&task(Image, Processing, 0, true, true), 0, false),
+        0
+    );
     // A 4-step pipeline running step 0: 3 steps + half of one, of 4 (10 × 3.5 / 4 = 8.75).
     assert_eq!(
-        cancel_refund(&task(VideoAnalysis, Processing, 0, true, true), 50),
+        cancel_refund(&task(VideoAnalysis, Processing, 0, true, true), 50, false),
         8
     );
     // Between steps (step 1 done, step 2 not claimed: no lease): steps 2 and 3 back.
     assert_eq!(
-        cancel_refund(&task(VideoAnalysis, Processing, 2, false, true), 50),
+        cancel_refund(&task(VideoAnalysis, Processing, 2, false, true), 50, false),
         5
     );
     // Waiting to retry step 1 (lease released): steps 1-3 back, nothing for the failure.
     assert_eq!(
-        cancel_refund(&task(VideoAnalysis, Retrying, 1, false, true), 50),
+        cancel_refund(&task(VideoAnalysis, Retrying, 1, false, true), 50, false),
         7
+    );
+    // A job parked at its provider runs there: the percent of it, as on a worker.
+    assert_eq!(
+        cancel_refund(&task(Image, Waiting, 0, false, true), 50, true),
+        5
+    );
+    // Waiting for an approval before step 2: steps 2 and 3 back.
+    assert_eq!(
+        cancel_refund(&task(VideoAnalysis, Waiting, 2, false, true), 50, false),
+        5
     );
 }

@@ -1,0 +1,209 @@
+//! The `ai.check` queue: checks of parked provider jobs and provider cancels. A check
+//! reads its wait and task; one that is stale (the wait moved past it, the task ended,
+//! another attempt holds it) changes nothing. Otherwise it enforces the deadline
+//! (cancel at the provider, fail with a refund), or polls the provider: still running
+//! re-parks (the next check on its delay queue, progress as an event), finished commits
+//! the step like any other (outputs already stored), failed fails the task.
+
+use super::*;
+
+use chrono::Utc;
+use futures::future::join_all;
+
+use super::job::JobInputs;
+use crate::broker::{Envelope, Target};
+use crate::consumer::{Context, HandlerError};
+use crate::domains::ai_tasks::executor::{ExecError, Outcome};
+use crate::domains::ai_tasks::kinds::Status;
+use crate::domains::ai_tasks::messages::{
+    CANCEL_JOB, CHECK_STEP, CancelJob, CheckStep, RunStep, publish_events,
+};
+use crate::domains::ai_tasks::parked::entity::APPROVAL;
+use crate::domains::ai_tasks::parked::store::{self as waits, Wait, check_message};
+use crate::domains::ai_tasks::queues::check_delay;
+use crate::domains::ai_tasks::store;
+
+/// Whether a message belongs to the check queue's handler.
+pub(super) fn is_check(m: &Envelope) -> bool {
+    m.kind == CHECK_STEP || m.kind == CANCEL_JOB
+}
+
+impl AiTaskHandler {
+    /// Answers a batch of the check queue, each message on its own.
+    pub(super) async fn handle_checks(
+        &self,
+        ctx: &Context,
+        messages: &[Envelope],
+    ) -> Vec<Result<(), HandlerError>> {
+        join_all(messages.iter().map(|m| async move {
+            match m.kind.as_str() {
+                CHECK_STEP => match serde_json::from_value::<CheckStep>(m.payload.clone()) {
+                    Ok(c) => self.check_one(ctx, &c).await,
+                    Err(e) => Err(HandlerError::permanent(format!("bad check payload: {e}"))),
+                },
+                CANCEL_JOB => match serde_json::from_value::<CancelJob>(m.payload.clone()) {
+                    Ok(c) => self.cancel_job(&c).await,
+                    Err(e) => Err(HandlerError::permanent(format!("bad cancel payload: {e}"))),
+                },
+                other => Err(HandlerError::permanent(format!(
+                    "a {other} message on the check queue"
+                ))),
+            }
+        }))
+        .await
+    }
+
+    async fn cancel_job(&self, c: &CancelJob) -> Result<(), HandlerError> {
+        match self.executor.cancel_job(&c.provider, &c.handle).await {
+            Ok(()) => Ok(()),
+            // A job already finished or gone cannot be canceled: nothing to do.
+            Err(ExecError::Permanent(e)) => {
+                tracing::info!(task_id = %c.task_id, job = %c.handle, error = %e, "provider refused the cancel");
+                Ok(())
+            }
+            Err(e) => Err(transient(e)),
+        }
+    }
+
+    async fn check_one(&self, ctx: &Context, c: &CheckStep) -> Result<(), HandlerError> {
+        let (Some(w), Some(t)) = (
+            waits::get(&ctx.db, &c.task_id).await.map_err(transient)?,
+            store::get(&ctx.db, &c.task_id).await.map_err(transient)?,
+        ) else {
+            return Ok(());
+        };
+        if w.attempt != c.attempt || w.checks != c.checks {
+            return Ok(());
+        }
+        if t.status != Status::Waiting || t.attempt != w.attempt || t.step_index != w.step_index {
+            // The task ended or moved on without its wait (a cancel removes it; this is
+            // what an older build or a crash left).
+            if t.status.is_terminal() {
+                waits::forget(&ctx.db, &t.id).await.map_err(transient)?;
+            }
+            return Ok(());
+        }
+        if w.waiting_for == APPROVAL {
+            return self.approval_due(ctx, &w).await;
+        }
+        let step = t
+            .kind
+            .steps()
+            .get(t.step_index as usize)
+            .copied()
+            .unwrap_or("generate");
+        if Utc::now() >= w.deadline_at {
+            let _ = self
+                .executor
+                .cancel_job(&w.provider, w.job.as_deref().unwrap_or(""))
+                .await;
+            let secs = self
+                .ai
+                .kinds
+                .get(t.kind.as_str())
+                .map_or(0, |k| k.deadline_secs);
+            let error = format!("deadline_exceeded: {step} took longer than its {secs} s deadline");
+            return self.end_wait(ctx, &w, Status::Failed, error).await;
+        }
+        let inputs = JobInputs::of(&t, &self.ai);
+        let job = inputs.job(&t, t.step_index, step, None);
+        let handle = w.job.clone().unwrap_or_default();
+        let cancel = tokio_util::sync::CancellationToken::new();
+        match self
+            .executor
+            .check(&w.provider, &job, &handle, &cancel)
+            .await
+        {
+            Ok(Outcome::Parked(p)) => {
+                let progress = p
+                    .progress
+                    .map(|pct| waits::overall(&t, pct))
+                    .filter(|pct| *pct != t.progress)
+                    .map(|pct| (pct, p.message.clone()));
+                self.repark(ctx, &w, progress).await
+            }
+            Ok(Outcome::Done(output)) => {
+                let ran = Ran {
+                    index: 0,
+                    run: RunStep {
+                        task_id: t.id.clone(),
+                        step: t.step_index,
+                    },
+                    step,
+                    output,
+                    previous: inputs.previous.clone(),
+                    task: t.clone(),
+                };
+                match self.commit(ctx, vec![ran]).await.pop() {
+                    Some((_, answer)) => answer,
+                    None => Ok(()),
+                }
+            }
+            // The provider could not be asked: try again at the next check (the
+            // deadline bounds how long).
+            Err(ExecError::Transient(e)) => {
+                tracing::warn!(task_id = %t.id, job = %handle, error = %e, "checking a parked job failed");
+                self.repark(ctx, &w, None).await
+            }
+            Err(ExecError::Permanent(e)) => {
+                tracing::warn!(task_id = %t.id, job = %handle, error = %e, "parked job failed");
+                let error = format!("provider_rejected: the provider's job failed ({step})");
+                self.end_wait(ctx, &w, Status::Failed, error).await
+            }
+            Err(ExecError::Canceled) => Ok(()),
+        }
+    }
+
+    /// Moves the wait past this check and sends the next on its delay queue. Sent
+    /// straight to the broker, not through the outbox: if it is lost, the wait's
+    /// `check_at` is overdue and the sweep sends another.
+    async fn repark(
+        &self,
+        ctx: &Context,
+        w: &Wait,
+        progress: Option<(i32, Option<String>)>,
+    ) -> Result<(), HandlerError> {
+        let delay = check_delay(w.checks + 1);
+        let next = Utc::now() + chrono::Duration::from_std(delay.delay).unwrap_or_default();
+        let Some(event) = waits::repark(&ctx.db, w, next, progress)
+            .await
+            .map_err(transient)?
+        else {
+            return Ok(());
+        };
+        let message = check_message(&w.task_id, w.attempt, w.checks + 1);
+        if let Err(e) = ctx.broker.publish(Target::Delay(delay), &message).await {
+            tracing::warn!(task_id = %w.task_id, error = %e, "sending the next check failed; the sweep will");
+        }
+        if let Some(ev) = event {
+            publish_events(ctx.broker.as_ref(), &[ev]).await;
+        }
+        Ok(())
+    }
+
+    /// Ends a wait with `status` and `error` (refunded), and publishes its event.
+    pub(super) async fn end_wait(
+        &self,
+        ctx: &Context,
+        w: &Wait,
+        status: Status,
+        error: String,
+    ) -> Result<(), HandlerError> {
+        if let Some((_, ev)) = waits::end(&ctx.db, w, status, error)
+            .await
+            .map_err(transient)?
+        {
+            publish_events(ctx.broker.as_ref(), &[ev]).await;
+        }
+        Ok(())
+    }
+
+    /// An approval's wait came due: past its deadline, the step is rejected.
+    async fn approval_due(&self, ctx: &Context, w: &Wait) -> Result<(), HandlerError> {
+        if Utc::now() < w.deadline_at {
+            return Ok(());
+        }
+        let _ = ctx;
+        Ok(())
+    }
+}

@@ -1,0 +1,404 @@
+//! Parked provider jobs end to end, against the prediction-API fake (Replicate's
+//! contract): a video task parks (WAITING, no worker held) and is polled on its
+//! backoff, shows the provider's progress and finishes with its output stored; a
+//! callback finishes it before the next poll, and repeated, late or forged callbacks
+//! change nothing; a cancel while parked cancels at the provider and refunds per policy;
+//! a parked job whose check message is lost is found by the sweep; a deadline enforced
+//! on the wait cancels the provider's job and fails the task with its refund.
+
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+
+use conveyor::broker::settings::QueueOverride;
+use serde_json::{Value, json};
+
+use super::fake_prediction::{self, CALLBACK_BASE, Fake};
+use crate::helpers::*;
+use crate::on_every_backend;
+
+on_every_backend!(
+    a_parked_video_is_polled_on_its_backoff_and_finishes_with_its_output_stored,
+    a_callback_finishes_a_job_before_its_next_poll_and_repeats_change_nothing,
+    a_cancel_while_parked_cancels_at_the_provider_and_a_deadline_fails_with_a_refund,
+    a_parked_job_whose_check_was_lost_is_found_by_the_sweep,
+);
+
+const VIDEO_COST: i64 = 20;
+
+struct Parked {
+    env: TestEnv,
+    app: TestApp,
+    fake: Arc<Fake>,
+}
+
+/// An app whose video kind is served by the fake, its checks after `delays_ms`; with
+/// `callbacks`, jobs are given callback URLs (signed with `secret` when set).
+async fn parked_app(
+    backend: Backend,
+    test: &str,
+    delays_ms: [u64; 5],
+    callbacks: bool,
+    secret: Option<&str>,
+    deadline_secs: u64,
+) -> Option<Parked> {
+    let mut env = TestEnv::new(backend, test).await?;
+    let (url, fake) = fake_prediction::start().await;
+    let ai = env.settings.sections.get_mut("ai").unwrap();
+    ai["providers"]["replicate"] = json!({
+        "protocol": "replicate",
+        "base_url": url,
+        "api_key": "r8-test",
+        "model": "5c7d5dc6dd8bf75c1acaa8565735e7986bc5b66206b55cca93cb72c9bf15ccaa",
+        "inputs": { "prompt": "prompt", "num_frames": "params.frames" },
+        "webhook_secret": secret.unwrap_or(""),
+    });
+    ai["kinds"]["video"]["provider"] = json!("replicate");
+    ai["kinds"]["video"]["deadline_secs"] = json!(deadline_secs);
+    if callbacks {
+        ai["callback_base_url"] = json!(CALLBACK_BASE);
+    }
+    for (i, ms) in delays_ms.iter().enumerate() {
+        env.settings.queues.insert(
+            format!("ai.check.{}", i + 1),
+            QueueOverride {
+                delay_ms: Some(*ms),
+                ..Default::default()
+            },
+        );
+    }
+    *fake.secret.lock().unwrap() = secret.map(str::to_owned);
+    let app = spawn_app(&env).await;
+    *fake.app.lock().unwrap() = Some(app.url(""));
+    app.start_consumers();
+    Some(Parked { env, app, fake })
+}
+
+async fn submit_video(app: &TestApp, key: &str, prompt: &str) -> String {
+    tasks::submit_id(
+        app,
+        key,
+        json!({"kind": "video", "prompt": prompt, "params": {"frames": 81}}),
+    )
+    .await
+}
+
+/// Polls the task until `done` holds; every status and progress seen on the way.
+async fn watch(
+    app: &TestApp,
+    key: &str,
+    id: &str,
+    done: impl Fn(&Value) -> bool,
+) -> (Value, Vec<(String, i64)>) {
+    let start = Instant::now();
+    let mut seen = Vec::new();
+    loop {
+        let t = tasks::task(app, key, id).await;
+        let now = (
+            t["status"].as_str().unwrap().to_owned(),
+            t["progress"].as_i64().unwrap(),
+        );
+        if seen.last() != Some(&now) {
+            seen.push(now);
+        }
+        if done(&t) {
+            return (t, seen);
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(30),
+            "task {id}: {t}\nseen {seen:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+async fn a_parked_video_is_polled_on_its_backoff_and_finishes_with_its_output_stored(
+    backend: Backend,
+) {
+    let Some(Parked { env, app, fake }) = parked_app(
+        backend,
+        "parked_poll",
+        [200, 400, 800, 1600, 1600],
+        false,
+        None,
+        900,
+    )
+    .await
+    else {
+        return;
+    };
+    let (_, key) = app.user("director", 100).await;
+    let started = Instant::now();
+    let id = submit_video(&app, &key, "a teapot orbiting the moon ms=2500").await;
+    let (task, seen) = watch(&app, &key, &id, |t| t["status"] == "SUCCESS").await;
+    let took = started.elapsed();
+    assert!(
+        seen.iter().any(|(s, _)| s == "WAITING"),
+        "it waited at the provider: {seen:?}"
+    );
+    assert!(
+        seen.iter()
+            .any(|(s, p)| s == "WAITING" && *p > 0 && *p < 100),
+        "the provider's progress bar came through: {seen:?}"
+    );
+    // Checks at about 0.2, 0.6, 1.4 and 3.0 s: the fourth finds it done.
+    let gets = fake.gets.load(Ordering::SeqCst);
+    assert!((3..=5).contains(&gets), "{gets} polls");
+    assert!(took >= Duration::from_millis(2500), "{took:?}");
+    assert_eq!(fake.creates.load(Ordering::SeqCst), 1);
+    // The job was given the task's inputs, mapped as configured; no callback URL.
+    {
+        let jobs = fake.jobs.lock().unwrap();
+        let job = jobs.values().next().unwrap();
+        assert_eq!(job.input["prompt"], "a teapot orbiting the moon ms=2500");
+        assert_eq!(job.input["num_frames"], 81);
+        assert!(job.webhook.is_none());
+    }
+    // The output is ours now, whole.
+    let file = &task["result"]["files"][0];
+    assert_eq!(file["content_type"], "video/mp4", "{task}");
+    let stored = conveyor::storage::Key::parse(file["key"].as_str().unwrap()).unwrap();
+    assert_eq!(
+        app.platform.storage.head(&stored).await.unwrap().size,
+        fake_prediction::mp4_bytes().len() as u64
+    );
+    assert_eq!(task["result"]["provider"], "replicate");
+    assert_eq!(
+        app.get_json(&key, "/v1/me").await["credits"],
+        100 - VIDEO_COST
+    );
+    // The provider's run time is recorded as media time.
+    let usage = app.get_json(&key, "/v1/me/usage").await;
+    assert_eq!(usage["items"][0]["media_seconds"], 2.5, "{usage}");
+    done(env, app).await;
+}
+
+async fn a_callback_finishes_a_job_before_its_next_poll_and_repeats_change_nothing(
+    backend: Backend,
+) {
+    let secret = "whsec_C2FVsBQIhrscChlQIMV+b5sSYspob7oD";
+    // The first poll would come after a minute: only the callback can end it sooner.
+    let Some(Parked { env, app, fake }) = parked_app(
+        backend,
+        "parked_callback",
+        [60_000; 5],
+        true,
+        Some(secret),
+        900,
+    )
+    .await
+    else {
+        return;
+    };
+    let (_, key) = app.user("director", 100).await;
+    let started = Instant::now();
+    // `twice`: the provider sends its webhook twice at once.
+    let id = submit_video(&app, &key, "a kite twice ms=800").await;
+    let (task, _) = watch(&app, &key, &id, |t| t["status"] == "SUCCESS").await;
+    assert!(
+        started.elapsed() < Duration::from_secs(10),
+        "{:?}",
+        started.elapsed()
+    );
+    assert_eq!(task["result"]["files"][0]["content_type"], "video/mp4");
+    // Both callbacks were taken, one check did the work, and it was charged once.
+    wait_until(Duration::from_secs(5), "both webhooks answered", || async {
+        fake.webhook_answers.lock().unwrap().len() == 2
+    })
+    .await;
+    let answers = fake.webhook_answers.lock().unwrap().clone();
+    assert!(
+        answers.iter().all(|c| *c == 202 || *c == 404),
+        "{answers:?}"
+    );
+    assert!(answers.contains(&202), "{answers:?}");
+    assert_eq!(
+        app.get_json(&key, "/v1/me").await["credits"],
+        100 - VIDEO_COST
+    );
+    let (hook, job_id) = {
+        let jobs = fake.jobs.lock().unwrap();
+        let job = jobs.values().next().unwrap();
+        (job.webhook.clone().unwrap(), job.id.clone())
+    };
+    assert!(
+        hook.starts_with(&format!(
+            "{CALLBACK_BASE}/v1/callbacks/providers/replicate/{id}."
+        )),
+        "{hook}"
+    );
+    // A late one (the job is done and its wait gone) finds nothing and changes nothing.
+    let base = hook.split("/v1/callbacks").next().unwrap().to_owned();
+    assert_eq!(
+        fake_prediction::send_webhook(&fake, &base, &hook, &job_id).await,
+        404
+    );
+    assert_eq!(tasks::task(&app, &key, &id).await["status"], "SUCCESS");
+
+    // While a job waits: a forged token is 404, a bad signature 401, and neither wakes
+    // a check (the provider is not asked).
+    let id2 = submit_video(&app, &key, "a slow kite hold").await;
+    watch(&app, &key, &id2, |t| t["status"] == "WAITING").await;
+    let gets = fake.gets.load(Ordering::SeqCst);
+    let forged = app
+        .client
+        .post(app.url(&format!(
+            "/v1/callbacks/providers/replicate/{id2}.00112233445566778899aabbccddeeff"
+        )))
+        .body("{}")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(forged.status(), 404);
+    let body: Value = forged.json().await.unwrap();
+    assert_eq!(body["error"]["code"], "not_found", "{body}");
+    let hook2 = {
+        let jobs = fake.jobs.lock().unwrap();
+        jobs.values()
+            .find(|j| j.webhook.as_deref().is_some_and(|w| w.contains(&id2)))
+            .unwrap()
+            .webhook
+            .clone()
+            .unwrap()
+    };
+    let unsigned = app
+        .client
+        .post(hook2.replace(CALLBACK_BASE, &app.url("")))
+        .body("{}")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(unsigned.status(), 401);
+    let wrong_provider = app
+        .client
+        .post(
+            hook2
+                .replace(CALLBACK_BASE, &app.url(""))
+                .replace("/replicate/", "/openai/"),
+        )
+        .body("{}")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(wrong_provider.status(), 404);
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(fake.gets.load(Ordering::SeqCst), gets, "nothing was woken");
+    assert_eq!(tasks::task(&app, &key, &id2).await["status"], "WAITING");
+    done(env, app).await;
+}
+
+async fn a_cancel_while_parked_cancels_at_the_provider_and_a_deadline_fails_with_a_refund(
+    backend: Backend,
+) {
+    let Some(Parked { env, app, fake }) = parked_app(
+        backend,
+        "parked_cancel",
+        [300, 300, 300, 300, 300],
+        false,
+        None,
+        3,
+    )
+    .await
+    else {
+        return;
+    };
+    let (_, key) = app.user("director", 1000).await;
+    // More jobs than the long queue's prefetch (4): each parks and gives its slot back.
+    let ids: Vec<String> = futures::future::join_all((0..6).map(|i| {
+        let (app, key) = (&app, &key);
+        async move { submit_video(app, key, &format!("a long shot {i} hold")).await }
+    }))
+    .await;
+    for id in &ids {
+        watch(&app, &key, id, |t| t["status"] == "WAITING").await;
+    }
+    assert_eq!(fake.creates.load(Ordering::SeqCst), 6);
+    // A cancel ends the task at once, asks the provider to stop, and refunds per policy
+    // (ai.cancel_refund_started_percent of a running step).
+    let percent =
+        app.platform.settings.section::<Value>("ai").unwrap()["cancel_refund_started_percent"]
+            .as_i64()
+            .unwrap();
+    let before = app.get_json(&key, "/v1/me").await["credits"]
+        .as_i64()
+        .unwrap();
+    let r = app
+        .client
+        .post(app.url(&format!("/v1/tasks/{}/cancel", ids[0])))
+        .bearer_auth(&key)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    let canceled: Value = r.json().await.unwrap();
+    assert_eq!(canceled["status"], "CANCELED");
+    wait_until(Duration::from_secs(10), "the provider's cancel", || async {
+        fake.cancels.load(Ordering::SeqCst) >= 1
+    })
+    .await;
+    assert_eq!(
+        app.get_json(&key, "/v1/me").await["credits"]
+            .as_i64()
+            .unwrap(),
+        before + VIDEO_COST * percent / 100
+    );
+    // The deadline (3 s) is enforced on the waits: each job is canceled at the provider
+    // and its task failed with everything back.
+    for id in &ids[1..] {
+        let (t, _) = watch(&app, &key, id, |t| t["status"] == "FAILED").await;
+        assert!(
+            t["error"]
+                .as_str()
+                .unwrap()
+                .starts_with("deadline_exceeded"),
+            "{t}"
+        );
+    }
+    wait_until(Duration::from_secs(10), "every job canceled", || async {
+        fake.cancels.load(Ordering::SeqCst) >= 6
+    })
+    .await;
+    assert_eq!(
+        app.get_json(&key, "/v1/me").await["credits"]
+            .as_i64()
+            .unwrap(),
+        before + VIDEO_COST * percent / 100 + 5 * VIDEO_COST
+    );
+    // The canceled task stays canceled whatever checks were still on their way.
+    tokio::time::sleep(Duration::from_millis(700)).await;
+    assert_eq!(tasks::task(&app, &key, &ids[0]).await["status"], "CANCELED");
+    done(env, app).await;
+}
+
+async fn a_parked_job_whose_check_was_lost_is_found_by_the_sweep(backend: Backend) {
+    // The first check waits an hour: as good as lost for this test.
+    let Some(Parked { env, app, fake }) =
+        parked_app(backend, "parked_sweep", [3_600_000; 5], false, None, 900).await
+    else {
+        return;
+    };
+    let (_, key) = app.user("director", 100).await;
+    let id = submit_video(&app, &key, "a lighthouse ms=200").await;
+    watch(&app, &key, &id, |t| t["status"] == "WAITING").await;
+    tokio::time::sleep(Duration::from_millis(1000)).await;
+    assert_eq!(fake.gets.load(Ordering::SeqCst), 0, "no check came");
+    // The wait says its check is long overdue (the message was lost a while ago).
+    use conveyor::domains::ai_tasks::parked::entity as wait;
+    use sea_orm::{ColumnTrait as _, EntityTrait as _, QueryFilter as _};
+    let past = chrono::Utc::now() - chrono::Duration::seconds(60);
+    let moved = wait::Entity::update_many()
+        .col_expr(wait::Column::CheckAt, sea_orm::sea_query::Expr::value(past))
+        .filter(wait::Column::TaskId.eq(id.clone()))
+        .exec(&app.platform.db)
+        .await
+        .unwrap();
+    assert_eq!(moved.rows_affected, 1);
+    let (task, _) = watch(&app, &key, &id, |t| t["status"] == "SUCCESS").await;
+    assert_eq!(task["result"]["files"][0]["content_type"], "video/mp4");
+    assert_eq!(
+        fake.gets.load(Ordering::SeqCst),
+        1,
+        "the sweep's one check found it done"
+    );
+    done(env, app).await;
+}
