@@ -38,6 +38,14 @@ pub fn routes(state: Tasks) -> Router {
         .route("/v1/tasks/{id}/cancel", post(cancel))
         .route("/v1/me/usage", get(super::usage::routes::usage))
         .route(
+            "/v1/tasks/{id}/approval",
+            post(super::parked::decisions::decide),
+        )
+        .route(
+            "/v1/approvals/{token}",
+            post(super::parked::decisions::decide_by_link),
+        )
+        .route(
             "/v1/callbacks/providers/{provider}/{token}",
             post(super::parked::callbacks::callback),
         )
@@ -47,7 +55,16 @@ pub fn routes(state: Tasks) -> Router {
 /// The routes' OpenAPI entries.
 #[derive(utoipa::OpenApi)]
 #[openapi(
-    paths(submit, list, read, cancel, super::usage::routes::usage, super::parked::callbacks::callback),
+    paths(
+        submit,
+        list,
+        read,
+        cancel,
+        super::usage::routes::usage,
+        super::parked::callbacks::callback,
+        super::parked::decisions::decide,
+        super::parked::decisions::decide_by_link
+    ),
     tags((name = "tasks", description = "AI generation tasks"))
 )]
 pub struct Doc;
@@ -215,7 +232,11 @@ pub(crate) async fn submit(
 }
 
 /// The task if the caller may see it; 404 otherwise (never "forbidden": existence is private).
-async fn visible(state: &Tasks, user: &crate::users::User, id: &str) -> Result<Task, ApiError> {
+pub(crate) async fn visible(
+    state: &Tasks,
+    user: &crate::users::User,
+    id: &str,
+) -> Result<Task, ApiError> {
     match store::get(&state.core.db, id).await? {
         Some(t) if user.can_see(&t.user_id) => Ok(t),
         _ => Err(ApiError::NotFound("task")),
@@ -237,8 +258,22 @@ pub(crate) async fn read(
     let task = visible(&state, &user, &id).await?;
     let files =
         crate::storage::records::of_tasks(&state.core.db, std::slice::from_ref(&task.id)).await?;
+    let wait = match task.status {
+        Status::Waiting => super::parked::store::get(&state.core.db, &task.id).await?,
+        _ => None,
+    };
+    // A step waiting for approval shows what is to be approved: the steps so far.
+    let so_far = wait
+        .as_ref()
+        .filter(|w| w.waiting_for == super::parked::entity::APPROVAL)
+        .and_then(|_| task.result.as_deref())
+        .and_then(|r| serde_json::from_str(r).ok());
     let mut view = TaskView::from(task);
     view.files = crate::storage::view::FileView::all(&state.core.storage, files).await?;
+    view.waiting = wait.as_ref().map(super::view::WaitingView::of);
+    if so_far.is_some() {
+        view.result = so_far;
+    }
     Ok(axum::Json(view))
 }
 

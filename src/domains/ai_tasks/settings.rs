@@ -6,14 +6,20 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use super::usage::pricing::{Price, TokenPricing};
-use crate::config::ConfigError;
+use crate::config::{ConfigError, ListKey};
 
 use crate::settings::Section;
 
 use crate::settings::Settings;
 
 /// The section in the domain registry.
-pub const SECTION: Section = Section::new("ai", check);
+pub const SECTION: Section = Section::new("ai", check).lists(&[
+    ListKey::plain("ai.kinds.copywriting.approval_before"),
+    ListKey::plain("ai.kinds.image.approval_before"),
+    ListKey::plain("ai.kinds.video.approval_before"),
+    ListKey::plain("ai.kinds.model3d.approval_before"),
+    ListKey::plain("ai.kinds.video_analysis.approval_before"),
+]);
 
 fn check(settings: &Settings) -> Result<(), ConfigError> {
     AiSettings::from_settings(settings).map(|_| ())
@@ -91,9 +97,31 @@ pub struct KindSettings {
     /// Credits by the token on top of `cost` (`[ai.kinds.<kind>.pricing]`).
     #[serde(default)]
     pub pricing: Option<TokenPricing>,
+    /// Pipeline steps that wait for a person's approval before they run (brand or
+    /// compliance review of the copy before the video step spends more): the task
+    /// waits with no worker held until the owner (or an admin, or whoever holds its
+    /// approval link) approves or rejects it.
+    #[serde(default)]
+    pub approval_before: Vec<String>,
+    /// An approval not given within this long rejects the step (the cancel policy's
+    /// refund applies).
+    #[serde(default = "default_approval_timeout_secs")]
+    pub approval_timeout_secs: u64,
+}
+
+fn default_approval_timeout_secs() -> u64 {
+    86_400
 }
 
 impl KindSettings {
+    /// How long step `step` waits for its approval, if it needs one.
+    pub fn approval_for(&self, step: &str) -> Option<std::time::Duration> {
+        self.approval_before
+            .iter()
+            .any(|s| s == step)
+            .then(|| std::time::Duration::from_secs(self.approval_timeout_secs))
+    }
+
     /// How a task of this kind is priced.
     pub fn price(&self) -> Price {
         Price {
@@ -298,6 +326,28 @@ impl AiSettings {
                 );
             }
         }
+        for (kind, k) in &ai.kinds {
+            let steps = super::TaskKind::parse(kind)
+                .map(|k| k.steps())
+                .unwrap_or(&[]);
+            for step in &k.approval_before {
+                if !steps.iter().skip(1).any(|s| s == step) {
+                    return bad(
+                        "ai.kinds",
+                        format!(
+                            "ai.kinds.{kind}.approval_before: {step:?} is not a step of {kind} after its first ({})",
+                            steps.join(", ")
+                        ),
+                    );
+                }
+            }
+            if !k.approval_before.is_empty() && k.approval_timeout_secs == 0 {
+                return bad(
+                    "ai.kinds",
+                    format!("ai.kinds.{kind}.approval_timeout_secs must be above 0"),
+                );
+            }
+        }
         for (name, p) in &ai.providers {
             if p.protocol == Protocol::Openai
                 && (p.base_url.is_empty() || p.requests_per_second == 0)
@@ -357,7 +407,12 @@ mod tests {
 
     fn load(vars: &[(&str, &str)]) -> Result<AiSettings, ConfigError> {
         let vars = vars.iter().map(|(k, v)| (k.to_string(), v.to_string()));
-        let s = Settings::load_from(std::path::Path::new("/nonexistent"), "none", vars)?;
+        let s = Settings::load_with(
+            std::path::Path::new("/nonexistent"),
+            "none",
+            vars,
+            SECTION.lists,
+        )?;
         AiSettings::from_settings(&s)
     }
 
@@ -421,5 +476,23 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(err.contains("ai.kinds.copywriting"), "{err}");
+    }
+
+    #[test]
+    fn an_approval_gates_a_later_step_of_the_kind() {
+        load(&[(
+            "CONVEYOR__AI__KINDS__VIDEO_ANALYSIS__APPROVAL_BEFORE",
+            "summarize",
+        )])
+        .unwrap();
+        for bad in ["extract_audio", "publish"] {
+            let err = load(&[("CONVEYOR__AI__KINDS__VIDEO_ANALYSIS__APPROVAL_BEFORE", bad)])
+                .unwrap_err()
+                .to_string();
+            assert!(
+                err.contains("approval_before") && err.contains(bad),
+                "{err}"
+            );
+        }
     }
 }

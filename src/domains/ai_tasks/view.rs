@@ -27,6 +27,41 @@ pub struct TaskView {
     /// `GET /v1/tasks/{id}`, absent elsewhere.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub files: Vec<crate::storage::view::FileView>,
+    /// What a `WAITING` task waits for; filled by `GET /v1/tasks/{id}`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub waiting: Option<WaitingView>,
+}
+
+/// What a `WAITING` task waits for.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub struct WaitingView {
+    /// `provider` (its job runs there) or `approval` (a person's decision).
+    #[serde(rename = "for")]
+    pub waiting_for: String,
+    /// The `[ai.providers]` name running the job.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub provider: Option<String>,
+    pub since: chrono::DateTime<chrono::Utc>,
+    /// When the wait gives up: the job is canceled and the task fails, or the approval
+    /// is rejected.
+    pub deadline_at: chrono::DateTime<chrono::Utc>,
+    /// The one-time link that decides an approval (`POST` it with `{"decision"}`): hand
+    /// it to a reviewer. Only the task's owner and admins see it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub approval_link: Option<String>,
+}
+
+impl WaitingView {
+    pub fn of(w: &super::parked::store::Wait) -> Self {
+        let approval = w.waiting_for == super::parked::entity::APPROVAL;
+        WaitingView {
+            waiting_for: w.waiting_for.clone(),
+            provider: (!approval).then(|| w.provider.clone()),
+            since: w.parked_at,
+            deadline_at: w.deadline_at,
+            approval_link: approval.then(|| super::parked::decisions::link(w)),
+        }
+    }
 }
 
 impl From<Task> for TaskView {
@@ -54,6 +89,7 @@ impl From<Task> for TaskView {
             started_at: t.started_at,
             finished_at: t.finished_at,
             files: Vec::new(),
+            waiting: None,
         }
     }
 }

@@ -14,6 +14,7 @@ use serde_json::{Value, json};
 use crate::helpers::tasks;
 use crate::helpers::{Backend, TestApp, TestEnv, done, spawn_app};
 
+mod approval;
 mod failures;
 mod run;
 mod submit;

@@ -400,6 +400,7 @@ async fn a_wave_of_results_commits_each_on_its_own_terms(backend: Backend) {
                 flat: t.cost,
                 tokens: None,
             },
+            approval: None,
         })
         .collect();
     let txn = db.begin().await.unwrap();

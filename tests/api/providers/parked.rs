@@ -32,8 +32,9 @@ struct Parked {
     fake: Arc<Fake>,
 }
 
-/// An app whose video kind is served by the fake, its checks after `delays_ms`; with
-/// `callbacks`, jobs are given callback URLs (signed with `secret` when set).
+/// An app whose video and model3d kinds are served by the fake (model3d with a deadline
+/// of `deadline_secs`), its checks after `delays_ms`; with `callbacks`, jobs are given
+/// callback URLs (signed with `secret` when set).
 async fn parked_app(
     backend: Backend,
     test: &str,
@@ -54,7 +55,9 @@ async fn parked_app(
         "webhook_secret": secret.unwrap_or(""),
     });
     ai["kinds"]["video"]["provider"] = json!("replicate");
-    ai["kinds"]["video"]["deadline_secs"] = json!(deadline_secs);
+    // 3D renders run for hours: a deadline the broker would refuse on a worker.
+    ai["kinds"]["model3d"]["provider"] = json!("replicate");
+    ai["kinds"]["model3d"]["deadline_secs"] = json!(deadline_secs);
     if callbacks {
         ai["callback_base_url"] = json!(CALLBACK_BASE);
     }
@@ -75,10 +78,14 @@ async fn parked_app(
 }
 
 async fn submit_video(app: &TestApp, key: &str, prompt: &str) -> String {
+    submit(app, key, "video", prompt).await
+}
+
+async fn submit(app: &TestApp, key: &str, kind: &str, prompt: &str) -> String {
     tasks::submit_id(
         app,
         key,
-        json!({"kind": "video", "prompt": prompt, "params": {"frames": 81}}),
+        json!({"kind": kind, "prompt": prompt, "params": {"frames": 81}}),
     )
     .await
 }
@@ -304,31 +311,54 @@ async fn a_cancel_while_parked_cancels_at_the_provider_and_a_deadline_fails_with
     };
     let (_, key) = app.user("director", 1000).await;
     // More jobs than the long queue's prefetch (4): each parks and gives its slot back.
-    let ids: Vec<String> = futures::future::join_all((0..6).map(|i| {
-        let (app, key) = (&app, &key);
-        async move { submit_video(app, key, &format!("a long shot {i} hold")).await }
-    }))
+    let jobs = [("video", 4), ("model3d", 3)];
+    let ids: Vec<(String, String)> = futures::future::join_all(
+        jobs.iter()
+            .flat_map(|(kind, n)| (0..*n).map(move |i| (*kind, i)))
+            .map(|(kind, i)| {
+                let (app, key) = (&app, &key);
+                async move {
+                    let id = submit(app, key, kind, &format!("a long shot {i} hold")).await;
+                    (kind.to_owned(), id)
+                }
+            }),
+    )
     .await;
-    for id in &ids {
-        watch(&app, &key, id, |t| t["status"] == "WAITING").await;
+    for (_, id) in &ids {
+        let (t, _) = watch(&app, &key, id, |t| t["status"] == "WAITING").await;
+        assert!(t["waiting"]["provider"] == "replicate", "{t}");
     }
-    assert_eq!(fake.creates.load(Ordering::SeqCst), 6);
+    assert_eq!(fake.creates.load(Ordering::SeqCst), 7);
+    let videos: Vec<&String> = ids
+        .iter()
+        .filter(|(k, _)| k == "video")
+        .map(|(_, id)| id)
+        .collect();
+    let models: Vec<&String> = ids
+        .iter()
+        .filter(|(k, _)| k == "model3d")
+        .map(|(_, id)| id)
+        .collect();
+    let credits = || async {
+        app.get_json(&key, "/v1/me").await["credits"]
+            .as_i64()
+            .unwrap()
+    };
     // A cancel ends the task at once, asks the provider to stop, and refunds per policy
     // (ai.cancel_refund_started_percent of a running step).
     let percent =
         app.platform.settings.section::<Value>("ai").unwrap()["cancel_refund_started_percent"]
             .as_i64()
             .unwrap();
-    let before = app.get_json(&key, "/v1/me").await["credits"]
-        .as_i64()
-        .unwrap();
-    let r = app
-        .client
-        .post(app.url(&format!("/v1/tasks/{}/cancel", ids[0])))
-        .bearer_auth(&key)
-        .send()
-        .await
-        .unwrap();
+    let before = credits().await;
+    let cancel = |id: &String| {
+        let req = app
+            .client
+            .post(app.url(&format!("/v1/tasks/{id}/cancel")))
+            .bearer_auth(&key);
+        async move { req.send().await.unwrap() }
+    };
+    let r = cancel(videos[0]).await;
     assert_eq!(r.status(), 200);
     let canceled: Value = r.json().await.unwrap();
     assert_eq!(canceled["status"], "CANCELED");
@@ -336,15 +366,14 @@ async fn a_cancel_while_parked_cancels_at_the_provider_and_a_deadline_fails_with
         fake.cancels.load(Ordering::SeqCst) >= 1
     })
     .await;
-    assert_eq!(
-        app.get_json(&key, "/v1/me").await["credits"]
+    assert_eq!(credits().await, before + VIDEO_COST * percent / 100);
+    // The 3D renders' deadline (3 s) is enforced on their waits: each job is canceled at
+    // the provider and its task failed with everything back.
+    let model_cost =
+        app.platform.settings.section::<Value>("ai").unwrap()["kinds"]["model3d"]["cost"]
             .as_i64()
-            .unwrap(),
-        before + VIDEO_COST * percent / 100
-    );
-    // The deadline (3 s) is enforced on the waits: each job is canceled at the provider
-    // and its task failed with everything back.
-    for id in &ids[1..] {
+            .unwrap();
+    for id in &models {
         let (t, _) = watch(&app, &key, id, |t| t["status"] == "FAILED").await;
         assert!(
             t["error"]
@@ -354,19 +383,28 @@ async fn a_cancel_while_parked_cancels_at_the_provider_and_a_deadline_fails_with
             "{t}"
         );
     }
-    wait_until(Duration::from_secs(10), "every job canceled", || async {
-        fake.cancels.load(Ordering::SeqCst) >= 6
+    wait_until(Duration::from_secs(10), "every render canceled", || async {
+        fake.cancels.load(Ordering::SeqCst) >= 4
     })
     .await;
     assert_eq!(
-        app.get_json(&key, "/v1/me").await["credits"]
-            .as_i64()
-            .unwrap(),
-        before + VIDEO_COST * percent / 100 + 5 * VIDEO_COST
+        credits().await,
+        before + VIDEO_COST * percent / 100 + 3 * model_cost
     );
-    // The canceled task stays canceled whatever checks were still on their way.
+    // The videos' 900 s deadline is far: they still wait, until canceled.
+    for id in &videos[1..] {
+        assert_eq!(tasks::task(&app, &key, id).await["status"], "WAITING");
+        assert_eq!(cancel(id).await.status(), 200);
+    }
+    wait_until(Duration::from_secs(10), "every job canceled", || async {
+        fake.cancels.load(Ordering::SeqCst) >= 7
+    })
+    .await;
+    // A canceled task stays canceled whatever checks were still on their way.
     tokio::time::sleep(Duration::from_millis(700)).await;
-    assert_eq!(tasks::task(&app, &key, &ids[0]).await["status"], "CANCELED");
+    for id in &videos {
+        assert_eq!(tasks::task(&app, &key, id).await["status"], "CANCELED");
+    }
     done(env, app).await;
 }
 

@@ -18,6 +18,7 @@ use crate::domains::ai_tasks::kinds::Status;
 use crate::domains::ai_tasks::messages::{
     CANCEL_JOB, CHECK_STEP, CancelJob, CheckStep, RunStep, publish_events,
 };
+use crate::domains::ai_tasks::parked::approval;
 use crate::domains::ai_tasks::parked::entity::APPROVAL;
 use crate::domains::ai_tasks::parked::store::{self as waits, Wait, check_message};
 use crate::domains::ai_tasks::queues::check_delay;
@@ -203,7 +204,17 @@ impl AiTaskHandler {
         if Utc::now() < w.deadline_at {
             return Ok(());
         }
-        let _ = ctx;
+        let reason = format!(
+            "approval_timeout: no decision within {} s",
+            (w.deadline_at - w.parked_at).num_seconds()
+        );
+        let percent = self.ai.cancel_refund_started_percent;
+        if let Some((_, ev, _)) = approval::reject(&ctx.db, w, reason, "timeout", percent)
+            .await
+            .map_err(transient)?
+        {
+            publish_events(ctx.broker.as_ref(), &[ev]).await;
+        }
         Ok(())
     }
 }

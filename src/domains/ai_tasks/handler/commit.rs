@@ -52,7 +52,10 @@ impl AiTaskHandler {
             .iter()
             .map(|ran| {
                 let last = ran.run.step as usize + 1 >= ran.task.kind.steps().len();
+                let kind = self.ai.kinds.get(ran.task.kind.as_str());
+                let next = ran.task.kind.steps().get(ran.run.step as usize + 1);
                 StepResult {
+                    approval: kind.zip(next).and_then(|(k, step)| k.approval_for(step)),
                     task: &ran.task,
                     step: ran.step,
                     result: if last {

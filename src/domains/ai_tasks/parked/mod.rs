@@ -6,9 +6,12 @@
 //! backoff, or commits the finished step, or fails it; a provider's callback
 //! ([`callbacks`]) wakes the check early. The wait is the truth: the [`sweep`] re-sends
 //! checks whose messages were lost, and the deadline of the kind is enforced on the
-//! wait itself, not by the broker.
+//! wait itself, not by the broker. A pipeline step may wait the same way for a
+//! person's approval ([`approval`], decided over [`decisions`]).
 
+pub mod approval;
 pub mod callbacks;
+pub mod decisions;
 pub mod entity;
 pub mod store;
 pub mod sweep;

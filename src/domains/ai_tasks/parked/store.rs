@@ -214,14 +214,22 @@ pub async fn forget_many(txn: &impl ConnectionTrait, ids: &[&str]) -> Result<(),
         .map(drop)
 }
 
-/// Waits whose next check was due before `before`, oldest first.
+/// Waits due: a provider wait whose next check was due before `before` (its message
+/// is late or lost), an approval whose deadline passed `now`; oldest first.
 pub async fn overdue(
     db: &impl ConnectionTrait,
     before: DateTime<Utc>,
+    now: DateTime<Utc>,
     limit: u64,
 ) -> Result<Vec<Wait>, DbErr> {
+    use sea_orm::Condition;
     wait::Entity::find()
-        .filter(wait::Column::CheckAt.lt(before))
+        .filter(wait::Column::CheckAt.lt(now))
+        .filter(
+            Condition::any()
+                .add(wait::Column::CheckAt.lt(before))
+                .add(wait::Column::WaitingFor.eq(super::entity::APPROVAL)),
+        )
         .order_by_asc(wait::Column::CheckAt)
         .limit(limit)
         .all(db)

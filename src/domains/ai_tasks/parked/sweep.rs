@@ -2,7 +2,8 @@
 //! whose next check is overdue by more than [`GRACE`] lost its message (a purged queue,
 //! a broker replaced, a publish that failed): it is sent again, and the wait's
 //! `check_at` moved on so the next pass does not send it twice. After a broker outage
-//! every parked job is checked within a pass or two of the broker's return.
+//! every parked job is checked within a pass or two of the broker's return. An
+//! approval's only check is its timeout, sent by the sweep when its deadline passes.
 
 use std::time::Duration;
 
@@ -25,7 +26,7 @@ pub async fn sweep_once(db: &DatabaseConnection, broker: &dyn Broker) -> anyhow:
     let now = Utc::now();
     let before = now - chrono::Duration::from_std(GRACE)?;
     let mut sent = 0;
-    for w in waits::overdue(db, before, PASS).await? {
+    for w in waits::overdue(db, before, now, PASS).await? {
         // Until the check it sends comes, the wait is due again after a full period.
         let period = check_delay(i32::MAX).delay;
         let next = now + chrono::Duration::from_std(period)?;

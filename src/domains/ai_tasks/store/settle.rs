@@ -112,12 +112,7 @@ pub async fn cancel(
         }
     }
     let refund = cancel_refund(&before, started_percent, at_provider);
-    if refund > 0 {
-        credits::refund(&txn, &t.user_id, refund, &format!("refund:{}", t.id)).await?;
-    }
-    if refund < t.cost {
-        credits::consume(&txn, &t.user_id, &format!("consume:{}", t.id)).await?;
-    }
+    book_cancel(&txn, &t, refund).await?;
     if let Some(actor) = admin {
         crate::users::audit::record(
             &txn,
@@ -131,6 +126,18 @@ pub async fn cancel(
     txn.commit().await?;
     crate::domains::ai_tasks::metrics::ended(&t, refund);
     Ok(Some((t, ev, refund)))
+}
+
+/// Books a canceled task's credits: `refund` back, the rest of its reservation kept as
+/// consumed.
+pub async fn book_cancel(txn: &impl ConnectionTrait, t: &Task, refund: i64) -> Result<(), DbErr> {
+    if refund > 0 {
+        credits::refund(txn, &t.user_id, refund, &format!("refund:{}", t.id)).await?;
+    }
+    if refund < t.cost {
+        credits::consume(txn, &t.user_id, &format!("consume:{}", t.id)).await?;
+    }
+    Ok(())
 }
 
 /// Moves a task to a terminal failure state (FAILED or CANCELED) from `from`, refunding.

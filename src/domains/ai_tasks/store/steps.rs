@@ -28,6 +28,9 @@ pub struct StepResult<'a> {
     pub usage: Usage,
     /// How the task's kind is priced (its charge is booked with its last step).
     pub price: Price,
+    /// The next step waits this long for a person's approval before it runs (its task
+    /// goes WAITING instead of the next step's message going out).
+    pub approval: Option<std::time::Duration>,
 }
 
 /// A result that applied: the task as it is now, its event, and the credits its success
@@ -109,9 +112,15 @@ pub async fn commit_steps(
         .map(|(_, t)| t.id.as_str())
         .collect();
     crate::domains::ai_tasks::parked::store::forget_many(txn, &parked).await?;
-    // The next steps are published only once this transaction committed (outbox).
-    let next: Vec<(Target, Envelope)> = done()
+    // A step that needs an approval waits for it; the others are published only once
+    // this transaction committed (outbox).
+    let gated: Vec<(&Task, std::time::Duration)> = done()
         .filter(|(r, _)| !r.last)
+        .filter_map(|(r, t)| r.approval.map(|a| (t, a)))
+        .collect();
+    crate::domains::ai_tasks::parked::approval::wait_many(txn, &gated).await?;
+    let next: Vec<(Target, Envelope)> = done()
+        .filter(|(r, _)| !r.last && r.approval.is_none())
         .map(|(_, t)| (Target::Queue(t.kind.queue()), run_message(t, t.step_index)))
         .collect();
     outbox::enqueue_many(txn, &next, max_payload).await?;
@@ -177,11 +186,15 @@ fn step_end(r: &StepResult<'_>) -> (Status, i32, String) {
         (Status::Success, 100, "done".to_owned())
     } else {
         let steps = Ord::max(r.task.kind.steps().len() as i32, 1);
-        (
-            Status::Processing,
-            (r.task.step_index + 1) * 100 / steps,
-            format!("{} done", r.step),
-        )
+        let progress = (r.task.step_index + 1) * 100 / steps;
+        match r.approval {
+            Some(_) => (
+                Status::Waiting,
+                progress,
+                format!("{} done; waiting for approval", r.step),
+            ),
+            None => (Status::Processing, progress, format!("{} done", r.step)),
+        }
     }
 }
 
@@ -198,7 +211,7 @@ async fn update_steps(
     for r in results {
         let (status, progress, message) = step_end(r);
         let change = Change {
-            status: r.last.then_some(status),
+            status: (r.last || r.approval.is_some()).then_some(status),
             progress: Some(progress),
             step_index: Some(r.task.step_index + 1),
             // A terminal status clears the lease itself.
