@@ -1,6 +1,6 @@
 //! `task_waits`: a step that waits without holding a worker. A provider job parked
 //! (`waiting_for = 'provider'`: the provider's job handle, the next check, the checks so
-//! far, the callback token) or a step waiting for a person's approval (`'approval'`:
+//! far, the callback token, when its provider's jobs usually end) or a step waiting for a person's approval (`'approval'`:
 //! the decision's deadline). The task itself is `WAITING`; this row is the truth a lost
 //! delay message is rebuilt from (the sweep reads `check_at`).
 //!
@@ -26,6 +26,7 @@ enum TaskWaits {
     Checks,
     ParkedAt,
     CheckAt,
+    ExpectedAt,
     DeadlineAt,
 }
 
@@ -70,6 +71,7 @@ impl MigrationTrait for Migration {
                     .col(integer(TaskWaits::Checks))
                     .col(timestamp_with_time_zone(TaskWaits::ParkedAt))
                     .col(timestamp_with_time_zone(TaskWaits::CheckAt))
+                    .col(timestamp_with_time_zone(TaskWaits::ExpectedAt))
                     .col(timestamp_with_time_zone(TaskWaits::DeadlineAt))
                     .to_owned(),
             )

@@ -18,6 +18,7 @@ use sea_orm::{
 
 use super::entity;
 use super::notify::{self, Notice};
+use super::panel::Condition;
 use super::snapshot::{AlertView, AlertsView, QueueRow, Snapshot};
 use crate::dedupe::{Claim, DedupeStore};
 use crate::ops::settings::AlertReceiver;
@@ -33,17 +34,6 @@ enum Rule {
 }
 
 impl Rule {
-    const ALL: [Rule; 4] = [
-        Rule::Backlog,
-        Rule::OldestMessage,
-        Rule::SlowConsumption,
-        Rule::LowSuccess,
-    ];
-
-    fn parse(s: &str) -> Option<Rule> {
-        Rule::ALL.into_iter().find(|r| r.as_str() == s)
-    }
-
     fn as_str(self) -> &'static str {
         match self {
             Rule::Backlog => "backlog",
@@ -54,9 +44,9 @@ impl Rule {
     }
 }
 
-/// One rule's reading for one queue.
+/// One rule's reading for one queue (or, for a domain's rule, one subject).
 struct Reading {
-    rule: Rule,
+    rule: &'static str,
     on: bool,
     value: f64,
     threshold: f64,
@@ -82,7 +72,7 @@ fn readings(s: &AlertSettings, q: &QueueRow) -> [Reading; 4] {
     let key = &q.queue;
     [
         Reading {
-            rule: Rule::Backlog,
+            rule: Rule::Backlog.as_str(),
             on: backlog > backlog_limit,
             value: backlog,
             threshold: backlog_limit,
@@ -93,7 +83,7 @@ fn readings(s: &AlertSettings, q: &QueueRow) -> [Reading; 4] {
             ),
         },
         Reading {
-            rule: Rule::OldestMessage,
+            rule: Rule::OldestMessage.as_str(),
             on: age > s.oldest_secs,
             value: age,
             threshold: s.oldest_secs,
@@ -104,7 +94,7 @@ fn readings(s: &AlertSettings, q: &QueueRow) -> [Reading; 4] {
             ),
         },
         Reading {
-            rule: Rule::SlowConsumption,
+            rule: Rule::SlowConsumption.as_str(),
             on: q.published_per_sec >= s.consume_min_rate && consumed_ratio < s.consume_ratio,
             value: consumed_ratio,
             threshold: s.consume_ratio,
@@ -118,7 +108,7 @@ fn readings(s: &AlertSettings, q: &QueueRow) -> [Reading; 4] {
             ),
         },
         Reading {
-            rule: Rule::LowSuccess,
+            rule: Rule::LowSuccess.as_str(),
             on: finished >= s.success_min_rate && success < s.success_ratio,
             value: success,
             threshold: s.success_ratio,
@@ -130,6 +120,30 @@ fn readings(s: &AlertSettings, q: &QueueRow) -> [Reading; 4] {
             ),
         },
     ]
+}
+
+/// A domain condition's reading: on (it is listed), held for its `for_secs`.
+fn domain_reading(c: &Condition) -> Reading {
+    Reading {
+        rule: c.rule,
+        on: true,
+        value: c.value,
+        threshold: c.threshold,
+        hold: Duration::from_secs(c.for_secs),
+        summary: c.summary.clone(),
+    }
+}
+
+/// The reading of a domain rule's subject no longer listed: off.
+fn cleared(rule: &'static str) -> Reading {
+    Reading {
+        rule,
+        on: false,
+        value: 0.0,
+        threshold: 0.0,
+        hold: Duration::ZERO,
+        summary: String::new(),
+    }
 }
 
 /// How many past episodes the view lists.
@@ -174,8 +188,8 @@ pub struct Alerts {
     firing: Option<HashMap<Key, i64>>,
 }
 
-/// An alert: a rule on a queue.
-type Key = (Rule, String);
+/// An alert: a rule (by name) on a queue, or on a domain's subject.
+type Key = (String, String);
 
 const LEADER_KEY: &str = "ops:alerts-leader";
 
@@ -249,30 +263,73 @@ impl Alerts {
                 .filter(entity::Column::ResolvedAt.is_null())
                 .all(&self.db)
                 .await?;
-            // A rule this build does not know (another version fired it) is left alone.
+            // A rule this build does not evaluate (another version fired it) is left
+            // alone: nothing reads it, so nothing resolves it.
             self.firing = Some(
                 open.into_iter()
-                    .filter_map(|m| Some(((Rule::parse(&m.rule)?, m.queue), m.id)))
+                    .map(|m| ((m.rule, m.queue), m.id))
                     .collect(),
             );
         }
         let now = snapshot.at;
         for q in &snapshot.queues {
             for r in readings(&self.settings, q) {
-                let key = (r.rule, q.queue.clone());
-                let since = if r.on {
-                    Some(*self.pending.entry(key.clone()).or_insert(now))
-                } else {
-                    self.pending.remove(&key);
-                    None
-                };
-                let held = since.is_some_and(|s| (now - s).to_std().unwrap_or_default() >= r.hold);
-                match self.firing.as_ref().and_then(|f| f.get(&key)).copied() {
-                    None if held => self.fire(key, &r, now).await?,
-                    Some(id) if !r.on => self.resolve(id, &key, now).await?,
-                    _ => {}
+                self.judge((r.rule.to_owned(), q.queue.clone()), &r, now)
+                    .await?;
+            }
+        }
+        for panel in &snapshot.panels {
+            for c in &panel.conditions {
+                self.judge(
+                    (c.rule.to_owned(), c.subject.clone()),
+                    &domain_reading(c),
+                    now,
+                )
+                .await?;
+            }
+            // A rule of the panel's whose subject it no longer lists has cleared.
+            for rule in panel.rules {
+                let gone: Vec<Key> = self
+                    .firing
+                    .iter()
+                    .flat_map(|f| f.keys())
+                    .chain(self.pending.keys())
+                    .filter(|(r, subject)| {
+                        r == rule
+                            && !panel
+                                .conditions
+                                .iter()
+                                .any(|c| c.rule == *rule && c.subject == *subject)
+                    })
+                    .cloned()
+                    .collect();
+                for key in gone {
+                    self.judge(key, &cleared(rule), now).await?;
                 }
             }
+        }
+        Ok(())
+    }
+
+    /// Fires `key` once its condition has held for the reading's hold; resolves it when
+    /// the condition clears.
+    async fn judge(
+        &mut self,
+        key: Key,
+        r: &Reading,
+        now: DateTime<Utc>,
+    ) -> Result<(), sea_orm::DbErr> {
+        let since = if r.on {
+            Some(*self.pending.entry(key.clone()).or_insert(now))
+        } else {
+            self.pending.remove(&key);
+            None
+        };
+        let held = since.is_some_and(|s| (now - s).to_std().unwrap_or_default() >= r.hold);
+        match self.firing.as_ref().and_then(|f| f.get(&key)).copied() {
+            None if held => self.fire(key, r, now).await?,
+            Some(id) if !r.on => self.resolve(id, &key, now).await?,
+            _ => {}
         }
         Ok(())
     }
@@ -284,7 +341,7 @@ impl Alerts {
         now: DateTime<Utc>,
     ) -> Result<(), sea_orm::DbErr> {
         let row = entity::ActiveModel {
-            rule: Set(r.rule.as_str().to_owned()),
+            rule: Set(r.rule.to_owned()),
             queue: Set(key.1.clone()),
             summary: Set(r.summary.clone()),
             value: Set(r.value),
@@ -296,7 +353,7 @@ impl Alerts {
         .insert(&self.db)
         .await?;
         tracing::warn!(rule = %row.rule, queue = %row.queue, summary = %row.summary, "alert firing");
-        metrics::gauge!("conveyor_alerts_firing", "rule" => r.rule.as_str(), "queue" => row.queue.clone())
+        metrics::gauge!("conveyor_alerts_firing", "rule" => r.rule, "queue" => row.queue.clone())
             .set(1.0);
         if let Some(f) = self.firing.as_mut() {
             f.insert(key, row.id);

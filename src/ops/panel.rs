@@ -28,6 +28,25 @@ pub struct PanelView {
     /// When the oldest work still waiting for each queue (by key) was submitted.
     #[serde(skip)]
     pub oldest_waiting: BTreeMap<String, DateTime<Utc>>,
+    /// The domain's own alert rules (by name) this panel reads: a subject of one that
+    /// fired and is no longer in `conditions` has cleared.
+    #[serde(skip)]
+    pub rules: &'static [&'static str],
+    /// The conditions of those rules that hold now, one per subject.
+    #[serde(skip)]
+    pub conditions: Vec<Condition>,
+}
+
+/// A domain's alert condition that holds, on one subject (a provider, a tenant); it
+/// fires once it has held for `for_secs`, like the queue rules.
+#[derive(Debug, Clone)]
+pub struct Condition {
+    pub rule: &'static str,
+    pub subject: String,
+    pub value: f64,
+    pub threshold: f64,
+    pub for_secs: u64,
+    pub summary: String,
 }
 
 /// A table of cells (strings or numbers), drawn as it comes.

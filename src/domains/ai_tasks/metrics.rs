@@ -69,5 +69,38 @@ async fn active_tasks(db: &DatabaseConnection) -> anyhow::Result<()> {
         metrics::gauge!("conveyor_tasks_oldest_active_seconds", "status" => status.as_str())
             .set(oldest);
     }
+    waiting(super::parked::census::census(db).await?);
     Ok(())
+}
+
+/// The waits by provider; a provider that had some and has none now reads 0 (a gauge
+/// keeps its last value otherwise).
+fn waiting(census: Vec<super::parked::census::Census>) {
+    static SEEN: std::sync::Mutex<Vec<(String, String)>> = std::sync::Mutex::new(Vec::new());
+    let mut seen = SEEN.lock().unwrap_or_else(|p| p.into_inner());
+    for (waiting_for, provider) in seen.iter() {
+        if !census
+            .iter()
+            .any(|c| c.waiting_for == *waiting_for && c.provider == *provider)
+        {
+            let labels = [
+                ("waiting_for", waiting_for.clone()),
+                ("provider", provider.clone()),
+            ];
+            metrics::gauge!("conveyor_ai_waiting", &labels).set(0.0);
+            metrics::gauge!("conveyor_ai_waiting_oldest_seconds", &labels).set(0.0);
+            metrics::gauge!("conveyor_ai_waiting_overdue", &labels).set(0.0);
+        }
+    }
+    seen.clear();
+    for c in census {
+        let labels = [
+            ("waiting_for", c.waiting_for.clone()),
+            ("provider", c.provider.clone()),
+        ];
+        metrics::gauge!("conveyor_ai_waiting", &labels).set(c.count as f64);
+        metrics::gauge!("conveyor_ai_waiting_oldest_seconds", &labels).set(age_secs(c.oldest));
+        metrics::gauge!("conveyor_ai_waiting_overdue", &labels).set(c.overdue as f64);
+        seen.push((c.waiting_for, c.provider));
+    }
 }

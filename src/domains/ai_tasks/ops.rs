@@ -1,5 +1,6 @@
 //! The AI tasks' panel on the ops console: active tasks by kind and status, the oldest
-//! active ones, the latest failures, and per queue when its oldest waiting task was
+//! active ones, the latest failures, the parked jobs and approvals waiting (and the
+//! `parked_overdue` alert per provider), and per queue when its oldest waiting task was
 //! submitted (the queue row's "oldest" and the `oldest_message` alert).
 
 use std::collections::BTreeMap;
@@ -10,7 +11,10 @@ use sea_orm::{ColumnTrait, DatabaseConnection, EntityTrait, QueryFilter, QueryOr
 use serde_json::json;
 
 use super::entity::task;
+use super::parked::census::PARKED_OVERDUE;
+use super::parked::entity::PROVIDER;
 use super::{Status, TaskKind};
+use crate::ops::panel::Condition;
 use crate::ops::{Panel, PanelView, TableView};
 use crate::telemetry::gauges::age_secs;
 
@@ -62,6 +66,7 @@ async fn load(db: &DatabaseConnection) -> anyhow::Result<PanelView> {
         .limit(ROWS)
         .all(db)
         .await?;
+    let parked = super::parked::census::census(db).await?;
     let mut oldest_waiting: BTreeMap<String, DateTime<Utc>> = BTreeMap::new();
     for (kind, since) in waiting_since {
         let at = oldest_waiting
@@ -121,7 +126,47 @@ async fn load(db: &DatabaseConnection) -> anyhow::Result<PanelView> {
                     })
                     .collect(),
             },
+            TableView {
+                title: "Waiting: parked jobs by provider, and approvals".into(),
+                columns: vec![
+                    "waiting for".into(),
+                    "provider".into(),
+                    "count".into(),
+                    "oldest s".into(),
+                    "past expected".into(),
+                ],
+                rows: parked
+                    .iter()
+                    .map(|c| {
+                        vec![
+                            json!(c.waiting_for),
+                            json!(c.provider),
+                            json!(c.count),
+                            json!((age_secs(c.oldest) * 10.0).round() / 10.0),
+                            json!(c.overdue),
+                        ]
+                    })
+                    .collect(),
+            },
         ],
         oldest_waiting,
+        rules: &[PARKED_OVERDUE],
+        conditions: parked
+            .iter()
+            .filter(|c| c.waiting_for == PROVIDER && c.overdue > 0)
+            .map(|c| Condition {
+                rule: PARKED_OVERDUE,
+                subject: c.provider.clone(),
+                value: c.overdue as f64,
+                threshold: 0.0,
+                for_secs: 0,
+                summary: format!(
+                    "{}: {} jobs parked past their expected time (oldest parked {:.0} s ago)",
+                    c.provider,
+                    c.overdue,
+                    age_secs(c.oldest)
+                ),
+            })
+            .collect(),
     })
 }

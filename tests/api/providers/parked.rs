@@ -22,6 +22,7 @@ on_every_backend!(
     a_callback_finishes_a_job_before_its_next_poll_and_repeats_change_nothing,
     a_cancel_while_parked_cancels_at_the_provider_and_a_deadline_fails_with_a_refund,
     a_parked_job_whose_check_was_lost_is_found_by_the_sweep,
+    jobs_parked_past_their_expected_time_show_on_ops_and_raise_an_alert,
 );
 
 const VIDEO_COST: i64 = 20;
@@ -53,6 +54,7 @@ async fn parked_app(
         "model": "5c7d5dc6dd8bf75c1acaa8565735e7986bc5b66206b55cca93cb72c9bf15ccaa",
         "inputs": { "prompt": "prompt", "num_frames": "params.frames" },
         "webhook_secret": secret.unwrap_or(""),
+        "expected_secs": 1,
     });
     ai["kinds"]["video"]["provider"] = json!("replicate");
     // 3D renders run for hours: a deadline the broker would refuse on a worker.
@@ -70,6 +72,7 @@ async fn parked_app(
             },
         );
     }
+    env.settings.ops.sample_interval_ms = 200;
     *fake.secret.lock().unwrap() = secret.map(str::to_owned);
     let app = spawn_app(&env).await;
     *fake.app.lock().unwrap() = Some(app.url(""));
@@ -438,5 +441,75 @@ async fn a_parked_job_whose_check_was_lost_is_found_by_the_sweep(backend: Backen
         1,
         "the sweep's one check found it done"
     );
+    done(env, app).await;
+}
+
+async fn jobs_parked_past_their_expected_time_show_on_ops_and_raise_an_alert(backend: Backend) {
+    // Jobs of this provider usually end within a second.
+    let Some(Parked { env, app, .. }) = parked_app(
+        backend,
+        "parked_ops",
+        [300, 300, 300, 300, 300],
+        false,
+        None,
+        900,
+    )
+    .await
+    else {
+        return;
+    };
+    let admin = app.admin().await;
+    let (_, key) = app.user("director", 100).await;
+    let id = submit_video(&app, &key, "an endless take hold").await;
+    watch(&app, &key, &id, |t| t["status"] == "WAITING").await;
+    let alerts = || async {
+        app.get_json(&admin, "/v1/admin/alerts").await["active"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|a| a["rule"] == "parked_overdue" && a["queue"] == "replicate")
+            .count()
+    };
+    wait_until(
+        Duration::from_secs(20),
+        "the parked_overdue alert",
+        || async { alerts().await == 1 },
+    )
+    .await;
+    let board = app.get_json(&admin, "/v1/admin/ops").await;
+    let table = board["panels"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|p| p["tables"].as_array().unwrap())
+        .find(|t| t["title"].as_str().unwrap().starts_with("Waiting"))
+        .cloned()
+        .unwrap();
+    assert_eq!(table["rows"][0][0], "provider", "{table}");
+    assert_eq!(table["rows"][0][1], "replicate");
+    assert_eq!(table["rows"][0][2], 1);
+    assert_eq!(table["rows"][0][4], 1, "past its expected time: {table}");
+    let metrics = app.metrics(None).await;
+    assert!(
+        metrics
+            .lines()
+            .any(|l| l.starts_with("conveyor_ai_waiting{")
+                && l.contains("provider=\"replicate\"")
+                && l.ends_with(" 1")),
+        "{metrics}"
+    );
+    // Once the job is gone, the alert resolves.
+    let r = app
+        .client
+        .post(app.url(&format!("/v1/tasks/{id}/cancel")))
+        .bearer_auth(&key)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    wait_until(Duration::from_secs(20), "the alert resolved", || async {
+        alerts().await == 0
+    })
+    .await;
     done(env, app).await;
 }

@@ -23,10 +23,16 @@ impl AiTaskHandler {
         token: &str,
         deadline_at: DateTime<Utc>,
     ) -> Result<(), HandlerError> {
+        let expected = self
+            .ai
+            .providers
+            .get(&p.provider)
+            .map_or(0, |s| s.expected_secs);
         let park = Park {
             task: t,
             parked: p,
             token,
+            expected_at: Utc::now() + chrono::Duration::seconds(expected as i64),
             deadline_at,
         };
         match waits::park(&ctx.db, &park, self.max_payload).await {

@@ -47,6 +47,7 @@ pub async fn wait_many(
             parked_at: Set(now),
             // The sweep sends the timeout's check when it is due.
             check_at: Set(deadline),
+            expected_at: Set(deadline),
             deadline_at: Set(deadline),
         }
     });

@@ -25,6 +25,9 @@ pub struct Model {
     pub parked_at: DateTimeUtc,
     /// When the next check is due; the sweep re-sends a check overdue by much.
     pub check_at: DateTimeUtc,
+    /// When a job of its provider has usually ended (`expected_secs`): one parked past
+    /// it is flagged on /ops and by the `parked_overdue` alert.
+    pub expected_at: DateTimeUtc,
     /// When the wait gives up: the job is canceled and the task failed (a provider
     /// job), or the step rejected (an approval).
     pub deadline_at: DateTimeUtc,

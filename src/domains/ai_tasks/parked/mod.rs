@@ -11,6 +11,7 @@
 
 pub mod approval;
 pub mod callbacks;
+pub mod census;
 pub mod decisions;
 pub mod entity;
 pub mod store;

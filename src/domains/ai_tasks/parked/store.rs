@@ -58,6 +58,8 @@ pub struct Park<'a> {
     pub parked: &'a Parked,
     /// The callback token's secret half.
     pub token: &'a str,
+    /// When jobs of its provider have usually ended.
+    pub expected_at: DateTime<Utc>,
     /// When the wait gives up (the kind's deadline from now).
     pub deadline_at: DateTime<Utc>,
 }
@@ -101,6 +103,7 @@ pub async fn park(
         checks: Set(0),
         parked_at: Set(now),
         check_at: Set(now + first.delay),
+        expected_at: Set(p.expected_at),
         deadline_at: Set(p.deadline_at),
     })
     .exec_without_returning(&txn)
