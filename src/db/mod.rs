@@ -56,7 +56,9 @@ pub fn own_sessions(
             })
         })
         .connect_lazy_with(options);
-    sea_orm::SqlxPostgresConnector::from_sqlx_postgres_pool(pool)
+    counted(sea_orm::SqlxPostgresConnector::from_sqlx_postgres_pool(
+        pool,
+    ))
 }
 
 /// Opens a pool for `settings.url`, creating the directory of a SQLite file if needed.
@@ -101,7 +103,25 @@ pub async fn connect_url(url: &str, max_connections: u32) -> anyhow::Result<Data
     }
     Database::connect(opts)
         .await
+        .map(counted)
         .with_context(|| format!("connecting to database {}", crate::config::mask_url(url)))
+}
+
+/// Statements this process has run on its pools, every backend: what the benches divide
+/// by the work done (the statement costs in docs/performance.md).
+static STATEMENTS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// How many statements this process has run so far.
+pub fn statements_run() -> u64 {
+    STATEMENTS.load(std::sync::atomic::Ordering::Relaxed)
+}
+
+/// `db`, each of its statements counted in [`statements_run`].
+fn counted(mut db: DatabaseConnection) -> DatabaseConnection {
+    db.set_metric_callback(|_| {
+        STATEMENTS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    });
+    db
 }
 
 fn ensure_sqlite_dir(url: &str) -> anyhow::Result<()> {

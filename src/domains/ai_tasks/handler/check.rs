@@ -24,6 +24,11 @@ use crate::domains::ai_tasks::parked::store::{self as waits, Wait, check_message
 use crate::domains::ai_tasks::queues::check_delay;
 use crate::domains::ai_tasks::store;
 
+/// Counts a check by what it found.
+fn checked(outcome: &'static str) {
+    metrics::counter!("conveyor_ai_checks_total", "outcome" => outcome).increment(1);
+}
+
 /// Whether a message belongs to the check queue's handler.
 pub(super) fn is_check(m: &Envelope) -> bool {
     m.kind == CHECK_STEP || m.kind == CANCEL_JOB
@@ -74,6 +79,7 @@ impl AiTaskHandler {
             return Ok(());
         };
         if w.attempt != c.attempt || w.checks != c.checks {
+            checked("stale");
             return Ok(());
         }
         if t.status != Status::Waiting || t.attempt != w.attempt || t.step_index != w.step_index {
@@ -82,6 +88,7 @@ impl AiTaskHandler {
             if t.status.is_terminal() {
                 waits::forget(&ctx.db, &t.id).await.map_err(transient)?;
             }
+            checked("stale");
             return Ok(());
         }
         if w.waiting_for == APPROVAL {
@@ -94,6 +101,7 @@ impl AiTaskHandler {
             .copied()
             .unwrap_or("generate");
         if Utc::now() >= w.deadline_at {
+            checked("deadline");
             let _ = self
                 .executor
                 .cancel_job(&w.provider, w.job.as_deref().unwrap_or(""))
@@ -116,6 +124,7 @@ impl AiTaskHandler {
             .await
         {
             Ok(Outcome::Parked(p)) => {
+                checked("running");
                 let progress = p
                     .progress
                     .map(|pct| waits::overall(&t, pct))
@@ -124,6 +133,7 @@ impl AiTaskHandler {
                 self.repark(ctx, &w, progress).await
             }
             Ok(Outcome::Done(output)) => {
+                checked("succeeded");
                 let ran = Ran {
                     index: 0,
                     run: RunStep {
@@ -143,10 +153,12 @@ impl AiTaskHandler {
             // The provider could not be asked: try again at the next check (the
             // deadline bounds how long).
             Err(ExecError::Transient(e)) => {
+                checked("unreachable");
                 tracing::warn!(task_id = %t.id, job = %handle, error = %e, "checking a parked job failed");
                 self.repark(ctx, &w, None).await
             }
             Err(ExecError::Permanent(e)) => {
+                checked("failed");
                 tracing::warn!(task_id = %t.id, job = %handle, error = %e, "parked job failed");
                 let error = format!("provider_rejected: the provider's job failed ({step})");
                 self.end_wait(ctx, &w, Status::Failed, error).await
