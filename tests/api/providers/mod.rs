@@ -8,6 +8,7 @@ mod fake_dify;
 mod fake_openai;
 mod fake_openai_media;
 mod fake_prediction;
+mod fake_studio;
 mod openai;
 mod openai_media;
 mod parked;

@@ -177,7 +177,8 @@ impl AiTaskHandler {
         progress: Option<(i32, Option<String>)>,
     ) -> Result<(), HandlerError> {
         let delay = check_delay(w.checks + 1);
-        let next = Utc::now() + chrono::Duration::from_std(delay.delay).unwrap_or_default();
+        let after = ctx.broker.topology().delay(delay).delay;
+        let next = Utc::now() + chrono::Duration::from_std(after).unwrap_or_default();
         let Some(event) = waits::repark(&ctx.db, w, next, progress)
             .await
             .map_err(transient)?

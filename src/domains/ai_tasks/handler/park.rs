@@ -9,6 +9,7 @@ use crate::consumer::{Context, HandlerError};
 use crate::domains::ai_tasks::executor::Parked;
 use crate::domains::ai_tasks::messages::publish_events;
 use crate::domains::ai_tasks::parked::store::{self as waits, Park};
+use crate::domains::ai_tasks::queues::check_delay;
 use crate::domains::ai_tasks::store::Task;
 
 impl AiTaskHandler {
@@ -34,6 +35,7 @@ impl AiTaskHandler {
             token,
             expected_at: Utc::now() + chrono::Duration::seconds(expected as i64),
             deadline_at,
+            first_delay: ctx.broker.topology().delay(check_delay(0)).delay,
         };
         match waits::park(&ctx.db, &park, self.max_payload).await {
             Ok(Some((_, ev))) => {

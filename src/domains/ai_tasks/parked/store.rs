@@ -62,6 +62,8 @@ pub struct Park<'a> {
     pub expected_at: DateTime<Utc>,
     /// When the wait gives up (the kind's deadline from now).
     pub deadline_at: DateTime<Utc>,
+    /// The first check's delay as the broker's topology has it (`[queues."ai.check.1"]`).
+    pub first_delay: std::time::Duration,
 }
 
 /// Parks a claimed step in one transaction: the task `WAITING` (lease released), its
@@ -102,7 +104,7 @@ pub async fn park(
         token: Set(p.token.to_owned()),
         checks: Set(0),
         parked_at: Set(now),
-        check_at: Set(now + first.delay),
+        check_at: Set(now + p.first_delay),
         expected_at: Set(p.expected_at),
         deadline_at: Set(p.deadline_at),
     })

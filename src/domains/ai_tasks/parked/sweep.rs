@@ -28,7 +28,7 @@ pub async fn sweep_once(db: &DatabaseConnection, broker: &dyn Broker) -> anyhow:
     let mut sent = 0;
     for w in waits::overdue(db, before, now, PASS).await? {
         // Until the check it sends comes, the wait is due again after a full period.
-        let period = check_delay(i32::MAX).delay;
+        let period = broker.topology().delay(check_delay(i32::MAX)).delay;
         let next = now + chrono::Duration::from_std(period)?;
         if !waits::postpone(db, &w, next).await? {
             continue;

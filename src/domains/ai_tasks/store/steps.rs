@@ -211,7 +211,8 @@ async fn update_steps(
     for r in results {
         let (status, progress, message) = step_end(r);
         let change = Change {
-            status: (r.last || r.approval.is_some()).then_some(status),
+            // Also for a middle step: one that finished at its provider leaves WAITING.
+            status: Some(status),
             progress: Some(progress),
             step_index: Some(r.task.step_index + 1),
             // A terminal status clears the lease itself.

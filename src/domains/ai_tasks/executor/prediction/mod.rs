@@ -86,7 +86,14 @@ impl Prediction {
 
     /// Where a job stands, from its JSON: finished (its outputs stored), failed, or
     /// still running (parked, with its progress).
-    async fn outcome(&self, job: &Job<'_>, answer: &Value) -> Result<Outcome, ExecError> {
+    /// A create's answer may carry the id alone (many APIs answer `{"task_id"}`): the job
+    /// is then taken as started (`created`).
+    async fn outcome(
+        &self,
+        job: &Job<'_>,
+        answer: &Value,
+        created: bool,
+    ) -> Result<Outcome, ExecError> {
         let text = |pointer: &str| {
             answer
                 .pointer(pointer)
@@ -104,11 +111,15 @@ impl Prediction {
                 )));
             }
         };
-        let Some(status) = text(&self.api.status_pointer) else {
-            return Err(ExecError::Transient(format!(
-                "the job's answer has no status at {}",
-                self.api.status_pointer
-            )));
+        let status = match text(&self.api.status_pointer) {
+            Some(status) => status,
+            None if created => String::new(),
+            None => {
+                return Err(ExecError::Transient(format!(
+                    "the job's answer has no status at {}",
+                    self.api.status_pointer
+                )));
+            }
         };
         if self.api.failed.contains(&status) {
             let error = answer
@@ -143,7 +154,7 @@ impl Prediction {
             provider: String::new(),
             handle: id,
             progress,
-            message: Some(status),
+            message: (!status.is_empty()).then_some(status),
         }))
     }
 }
@@ -194,7 +205,7 @@ impl Executor for Prediction {
             .send(|| self.http.post(&path, &body), 0, cancel)
             .await?;
         let answer = Self::json(resp).await?;
-        self.outcome(job, &answer).await
+        self.outcome(job, &answer, true).await
     }
 
     async fn check(
@@ -207,7 +218,7 @@ impl Executor for Prediction {
         let path = self.path(&self.api.get_path, handle);
         let resp = self.http.send(|| self.http.get(&path), 0, cancel).await?;
         let answer = Self::json(resp).await?;
-        self.outcome(job, &answer).await
+        self.outcome(job, &answer, false).await
     }
 
     async fn cancel_job(&self, _provider: &str, handle: &str) -> Result<(), ExecError> {
