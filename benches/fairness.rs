@@ -8,6 +8,9 @@
 //! Capacity: `ai.short` with 8 worker slots, copywriting steps of 200 ms = 40 tasks/s.
 //! Load: the small tenant 5 tasks/s, the flood 50 tasks/s, for 15 s.
 
+// Bench code: a failed unwrap is a failed run, which is what it should be.
+#![allow(clippy::unwrap_used)]
+
 #[path = "common/mod.rs"]
 mod common;
 

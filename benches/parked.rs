@@ -11,6 +11,9 @@
 //!     cargo bench --bench parked -- 2000      # parked jobs (10,000 by default)
 //!     PARKED_WINDOW_SECS=120 cargo bench --bench parked
 
+// Bench code: a failed unwrap is a failed run, which is what it should be.
+#![allow(clippy::unwrap_used)]
+
 #[path = "common/mod.rs"]
 mod common;
 

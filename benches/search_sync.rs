@@ -12,6 +12,8 @@
 //!    linger 20 ms; OpenSearch's 1 s refresh interval, no forced refresh); one material in
 //!    ten is watched until a search finds it: p50/p99 from its commit to searchable.
 //!
+//! Run:
+//!
 //!     cargo bench --bench search_sync              # 1000 / 10000 documents, 10 s of writes
 //!     cargo bench --bench search_sync -- 2000 20000 20
 

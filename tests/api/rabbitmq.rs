@@ -118,7 +118,11 @@ async fn declared_arguments_match_the_topology() {
             dlq["arguments"].get("x-dead-letter-exchange").is_none(),
             "no DLX cycle"
         );
-        let timer = &t.delays[0];
+        let timer = t
+            .delays
+            .iter()
+            .find(|d| d.spec.key == "orders.payment-timeout")
+            .unwrap();
         let d = find(&queues, &timer.name);
         assert_eq!(d["arguments"]["x-message-ttl"], 30 * 60 * 1000);
         if queue_type == QueueType::Quorum {

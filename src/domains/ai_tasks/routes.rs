@@ -266,7 +266,7 @@ pub(crate) async fn read(
     let so_far = wait
         .as_ref()
         .filter(|w| w.waiting_for == super::parked::entity::APPROVAL)
-        .and_then(|_| task.result.as_deref())
+        .and(task.result.as_deref())
         .and_then(|r| serde_json::from_str(r).ok());
     let mut view = TaskView::from(task);
     view.files = crate::storage::view::FileView::all(&state.core.storage, files).await?;

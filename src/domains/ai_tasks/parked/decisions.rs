@@ -72,10 +72,20 @@ pub(crate) async fn decide(
     State(state): State<Tasks>,
     AuthUser(user): AuthUser,
     Path(id): Path<String>,
-    ApiJson(body): ApiJson<DecisionRequest>,
+    ApiJson(body): ApiJson<serde_json::Value>,
 ) -> Result<axum::Json<TaskView>, ApiError> {
-    let decision = body.checked()?;
+    // Someone else's task is 404 whatever the body says.
     let t = visible(&state, &user, &id).await?;
+    // As the JSON extractor words it: serde's message names the field.
+    let body: DecisionRequest = serde_json::from_value(body).map_err(|e| {
+        let message = e.to_string();
+        ApiError::Unprocessable {
+            code: "invalid_field",
+            field: message.split('`').nth(1).map(str::to_owned),
+            message,
+        }
+    })?;
+    let decision = body.checked()?;
     let w = waits::get(&state.core.db, &t.id)
         .await?
         .filter(|w| w.waiting_for == APPROVAL)
