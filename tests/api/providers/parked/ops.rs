@@ -40,15 +40,25 @@ async fn jobs_parked_past_their_expected_time_show_on_ops_and_raise_an_alert(bac
         || async { alerts().await == 1 },
     )
     .await;
-    let board = app.get_json(&admin, "/v1/admin/ops").await;
-    let table = board["panels"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .flat_map(|p| p["tables"].as_array().unwrap())
-        .find(|t| t["title"].as_str().unwrap().starts_with("Waiting"))
-        .cloned()
-        .unwrap();
+    // The board's snapshot is published after its round's alerts are written.
+    let waiting = || async {
+        let board = app.get_json(&admin, "/v1/admin/ops").await;
+        board["panels"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .flat_map(|p| p["tables"].as_array().unwrap())
+            .find(|t| t["title"].as_str().unwrap().starts_with("Waiting"))
+            .cloned()
+            .unwrap()
+    };
+    wait_until(
+        Duration::from_secs(5),
+        "the board's next snapshot",
+        || async { waiting().await["rows"][0][4] == 1 },
+    )
+    .await;
+    let table = waiting().await;
     assert_eq!(table["rows"][0][0], "provider", "{table}");
     assert_eq!(table["rows"][0][1], "replicate");
     assert_eq!(table["rows"][0][2], 1);
