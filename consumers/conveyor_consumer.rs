@@ -22,7 +22,11 @@ async fn main() -> ExitCode {
         }
     };
     conveyor::telemetry::init(&settings.log, conveyor::telemetry::LogTo::Stdout);
-    match conveyor::cli::consume(settings, &group, conveyor::shutdown::on_signal()).await {
+    let args = conveyor::cli::ConsumeArgs {
+        group: Some(group),
+        queues: Vec::new(),
+    };
+    match conveyor::cli::consume(settings, &args, conveyor::shutdown::on_signal()).await {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("error: {e:#}");

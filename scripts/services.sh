@@ -61,8 +61,9 @@ declare -A LOGS=(
 # --- install ----------------------------------------------------------------------------
 
 # curl: the payments CLI test runs the command `conveyor payments sign` prints; curl + jq:
-# tools/opensearch-node/check-semantics.sh.
-PACKAGES=(rabbitmq-server redis-server mariadb-server mariadb-client postgresql postgresql-client curl jq)
+# tools/opensearch-node/check-semantics.sh; ffmpeg: the video-analysis pipeline's
+# extraction stage (and the tests that make their media with it).
+PACKAGES=(rabbitmq-server redis-server mariadb-server mariadb-client postgresql postgresql-client curl jq ffmpeg)
 
 missing_packages() {
   local p

@@ -9,13 +9,15 @@ use tokio_util::sync::CancellationToken;
 
 use super::install;
 use super::retention;
+use crate::broker::QueueSpec;
 use crate::domains::{Domain, Handlers, Job};
 use crate::housekeeping::Retention;
 use crate::{consumer, dead_letters};
 
 pub use crate::platform::Platform;
 
-/// Installs `domains` and runs their consumers and jobs in `groups` (`None`: every
+/// Installs `domains` and runs their consumers and jobs in `groups` (consumer groups or
+/// queue keys, `conveyor consume --queues`; `None`: every
 /// group; empty: none), the outbox relay and housekeeping until `shutdown`.
 pub async fn run_workers(
     platform: &Platform,
@@ -43,16 +45,23 @@ pub(super) async fn serve_workers(
     groups: Option<&[String]>,
     shutdown: CancellationToken,
 ) -> anyhow::Result<()> {
-    let wanted = |group: &str| groups.is_none_or(|gs| gs.iter().any(|g| g == group));
+    // Each name is a consumer group (`ai`) or a queue's key (`ai.media.extract`): the two
+    // never collide (keys have a dot).
+    let wanted = |queue: &QueueSpec| {
+        groups.is_none_or(|gs| gs.iter().any(|g| g == queue.group || g == queue.key))
+    };
     let mut tasks = JoinSet::new();
     let mut kept = Vec::new();
     for (domain, handlers, jobs) in workers {
-        if wanted(domain.group) {
+        // A domain's jobs (its reaper, its sweeps) run beside any of its consumers; they
+        // are safe to run in several processes.
+        let named = groups.is_none_or(|gs| gs.iter().any(|g| g == domain.group));
+        if named || handlers.iter().any(|(q, _)| wanted(q)) {
             for job in jobs {
                 tasks.spawn(job(shutdown.clone()));
             }
         }
-        for (queue, handler) in handlers.into_iter().filter(|(q, _)| wanted(q.group)) {
+        for (queue, handler) in handlers.into_iter().filter(|(q, _)| wanted(q)) {
             kept.push(queue);
             let (deps, token) = (platform.consumer_deps(), shutdown.clone());
             tasks.spawn(async move { consumer::run::serve(deps, queue, handler, token).await });

@@ -56,9 +56,14 @@ pub enum Command {
 }
 
 #[derive(Debug, Args)]
+#[command(group(clap::ArgGroup::new("what").required(true).args(["group", "queues"])))]
 pub struct ConsumeArgs {
-    /// Consumer group (see `conveyor topology`): ai or orders.
-    pub group: String,
+    /// Consumer group (see `conveyor topology`): ai, orders, payments, search, …
+    pub group: Option<String>,
+    /// Only these queues, by key (`ai.media.extract,ai.media.asr`): a pool of its own for
+    /// a stage (FFmpeg's CPU, a provider's calls).
+    #[arg(long, value_delimiter = ',', conflicts_with = "group")]
+    pub queues: Vec<String>,
 }
 
 /// A failure the CLI reports as one line and an exit code.
@@ -132,7 +137,7 @@ pub async fn run(cli: Cli) -> Result<(), CliError> {
             let app = Application::build(settings).await?;
             app.run_until(shutdown::on_signal()).await?;
         }
-        Command::Consume(args) => consume(settings, &args.group, shutdown::on_signal()).await?,
+        Command::Consume(args) => consume(settings, &args, shutdown::on_signal()).await?,
         Command::Migrate => {
             let conn = db::connect(&settings.database).await?;
             db::migrate(&conn).await?;
@@ -164,19 +169,37 @@ fn actor() -> String {
     )
 }
 
-/// `conveyor consume <group>`: one consumer process against RabbitMQ.
+/// `conveyor consume <group>` or `conveyor consume --queues <keys>`: one consumer process
+/// against RabbitMQ.
 pub async fn consume(
     settings: Settings,
-    group: &str,
+    args: &ConsumeArgs,
     shutdown: CancellationToken,
 ) -> anyhow::Result<()> {
-    let groups = app::groups(domains::ALL);
-    if !groups.contains(&group) {
-        anyhow::bail!(
-            "unknown consumer group `{group}`; groups: {}",
-            groups.join(", ")
-        );
-    }
+    let selected: Vec<String> = match &args.group {
+        Some(group) => {
+            let groups = app::groups(domains::ALL);
+            if !groups.contains(&group.as_str()) {
+                anyhow::bail!(
+                    "unknown consumer group `{group}`; groups: {}",
+                    groups.join(", ")
+                );
+            }
+            vec![group.clone()]
+        }
+        None => {
+            let known: Vec<&str> = domains::ALL
+                .iter()
+                .flat_map(|d| d.queues.iter().map(|q| q.key))
+                .collect();
+            if let Some(bad) = args.queues.iter().find(|q| !known.contains(&q.as_str())) {
+                anyhow::bail!("unknown queue `{bad}`; queues: {}", known.join(", "));
+            }
+            args.queues.clone()
+        }
+    };
+    let group = selected.join(",");
+    let group = group.as_str();
     if settings.broker.kind != BrokerKind::Rabbitmq {
         anyhow::bail!(
             "`consume` needs broker.kind = \"rabbitmq\": the embedded broker lives inside `conveyor serve`, which already runs every consumer"
@@ -184,8 +207,7 @@ pub async fn consume(
     }
     let platform = app::platform(settings).await?;
     tracing::info!(group, "consumer process started");
-    let result =
-        app::run_workers(&platform, domains::ALL, Some(&[group.to_owned()]), shutdown).await;
+    let result = app::run_workers(&platform, domains::ALL, Some(&selected), shutdown).await;
     platform.broker.close().await;
     tracing::info!(group, "consumer process stopped");
     result

@@ -6,7 +6,9 @@
 use sea_orm::entity::prelude::{DeriveActiveEnum, EnumIter, StringLen};
 use serde::{Deserialize, Serialize};
 
-use super::queues::{AI_LONG, AI_PIPELINE, AI_SHORT};
+use super::queues::{
+    AI_LONG, AI_MEDIA_ASR, AI_MEDIA_EXTRACT, AI_MEDIA_SUMMARY, AI_MEDIA_VECTORIZE, AI_SHORT,
+};
 use crate::broker::QueueSpec;
 
 #[derive(
@@ -60,12 +62,23 @@ impl TaskKind {
         ALL_KINDS.into_iter().find(|k| k.as_str() == s)
     }
 
-    /// Short kinds never wait behind long ones: they have their own queue.
+    /// Short kinds never wait behind long ones: they have their own queue. The queue of
+    /// a kind's first step.
     pub fn queue(self) -> &'static QueueSpec {
+        self.queue_of(0)
+    }
+
+    /// The queue of step `step`: the pipeline's stages each have their own.
+    pub fn queue_of(self, step: i32) -> &'static QueueSpec {
         match self {
             TaskKind::Copywriting | TaskKind::Image => &AI_SHORT,
             TaskKind::Video | TaskKind::Model3d => &AI_LONG,
-            TaskKind::VideoAnalysis => &AI_PIPELINE,
+            TaskKind::VideoAnalysis => match step {
+                0 => &AI_MEDIA_EXTRACT,
+                1 => &AI_MEDIA_ASR,
+                2 => &AI_MEDIA_SUMMARY,
+                _ => &AI_MEDIA_VECTORIZE,
+            },
         }
     }
 

@@ -15,6 +15,7 @@ pub mod cli;
 pub mod entity;
 pub mod executor;
 pub mod handler;
+pub mod inputs;
 pub mod kinds;
 pub mod limits;
 pub mod messages;
@@ -83,7 +84,12 @@ async fn gates(
         .values()
         .flat_map(|k| std::iter::once(&k.provider).chain(k.steps.values()))
         .filter_map(|name| ai.providers.get(name))
-        .any(|p| p.protocol != settings::Protocol::Simulated);
+        .any(|p| {
+            !matches!(
+                p.protocol,
+                settings::Protocol::Simulated | settings::Protocol::Ffmpeg
+            )
+        });
     if calls_out {
         executor::gate::Gates::connect(dedupe).await
     } else {
@@ -98,6 +104,7 @@ fn install(platform: &Platform) -> BoxFuture<'_, anyhow::Result<Installed>> {
         let tasks = Arc::new(AiTaskHandler {
             executor: executor::from_settings(
                 &ai,
+                platform.db.clone(),
                 platform.storage.clone(),
                 gates(&ai, &platform.settings.dedupe).await?,
             )?,

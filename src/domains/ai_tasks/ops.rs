@@ -45,12 +45,14 @@ async fn load(db: &DatabaseConnection) -> anyhow::Result<PanelView> {
         .into_tuple()
         .all(db)
         .await?;
-    let waiting_since: Vec<(TaskKind, DateTime<Utc>)> = task::Entity::find()
+    let waiting_since: Vec<(TaskKind, i32, DateTime<Utc>)> = task::Entity::find()
         .select_only()
         .column(task::Column::Kind)
+        .column(task::Column::StepIndex)
         .column_as(task::Column::CreatedAt.min(), "since")
         .filter(task::Column::Status.is_in(QUEUED))
         .group_by(task::Column::Kind)
+        .group_by(task::Column::StepIndex)
         .into_tuple()
         .all(db)
         .await?;
@@ -68,9 +70,9 @@ async fn load(db: &DatabaseConnection) -> anyhow::Result<PanelView> {
         .await?;
     let parked = super::parked::census::census(db).await?;
     let mut oldest_waiting: BTreeMap<String, DateTime<Utc>> = BTreeMap::new();
-    for (kind, since) in waiting_since {
+    for (kind, step, since) in waiting_since {
         let at = oldest_waiting
-            .entry(kind.queue().key.to_owned())
+            .entry(kind.queue_of(step).key.to_owned())
             .or_insert(since);
         *at = (*at).min(since);
     }

@@ -20,8 +20,28 @@ pub const AI_SHORT: QueueSpec =
 pub const AI_LONG: QueueSpec = QueueSpec::new("ai.long", "ai", "long AI generation (video, 3D)")
     .prefetch(4)
     .max_attempts(3);
-pub const AI_PIPELINE: QueueSpec =
-    QueueSpec::new("ai.pipeline", "ai", "video-analysis pipeline steps").prefetch(8);
+/// The video-analysis pipeline, one queue per stage so each gets the pool it needs
+/// (`conveyor consume --queues`): extraction is FFmpeg (CPU-bound, at most
+/// `max_concurrent` processes of the `ffmpeg` provider however many are prefetched), ASR
+/// and the language-model stages wait on their providers. A video's stages run in
+/// order (each message is published when the stage before committed); videos run side by
+/// side.
+pub const AI_MEDIA_EXTRACT: QueueSpec = QueueSpec::new(
+    "ai.media.extract",
+    "ai",
+    "video analysis: FFmpeg probe, audio and keyframes",
+)
+.prefetch(4);
+pub const AI_MEDIA_ASR: QueueSpec =
+    QueueSpec::new("ai.media.asr", "ai", "video analysis: speech to text").prefetch(8);
+pub const AI_MEDIA_SUMMARY: QueueSpec =
+    QueueSpec::new("ai.media.summary", "ai", "video analysis: summary").prefetch(8);
+pub const AI_MEDIA_VECTORIZE: QueueSpec = QueueSpec::new(
+    "ai.media.vectorize",
+    "ai",
+    "video analysis: the knowledge entry",
+)
+.prefetch(8);
 
 /// Checks of parked provider jobs, provider cancels and approval timeouts: each a
 /// quick HTTP call and a few statements, no worker held in between.
@@ -33,7 +53,15 @@ pub const AI_CHECK: QueueSpec = QueueSpec::new(
 .prefetch(64);
 
 /// Every queue of the flow, in declaration order.
-pub const QUEUES: &[&QueueSpec] = &[&AI_SHORT, &AI_LONG, &AI_PIPELINE, &AI_CHECK];
+pub const QUEUES: &[&QueueSpec] = &[
+    &AI_SHORT,
+    &AI_LONG,
+    &AI_MEDIA_EXTRACT,
+    &AI_MEDIA_ASR,
+    &AI_MEDIA_SUMMARY,
+    &AI_MEDIA_VECTORIZE,
+    &AI_CHECK,
+];
 
 const fn check_after(key: &'static str, secs: u64) -> DelaySpec {
     DelaySpec {

@@ -192,6 +192,7 @@ pub(crate) async fn submit(
     let limits = &state.core.limits;
     limits.take(&super::limits::SUBMITS, &user.id).await?;
     let (kind, params) = validate(&state, &req)?;
+    super::inputs::check(&state.core.db, &state.ai, &user.id, kind, &params).await?;
     let cost = state
         .ai
         .kinds

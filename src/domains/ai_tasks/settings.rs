@@ -43,6 +43,9 @@ pub enum Protocol {
     /// Any API of the same shape (Kling, Runway, Luma, Tripo, an in-house farm), its
     /// paths and fields in `[ai.providers.<name>.prediction]`.
     Prediction,
+    /// FFmpeg on this machine: the video-analysis pipeline's extraction (audio segments
+    /// and keyframes from the task's upload).
+    Ffmpeg,
 }
 
 impl Protocol {
@@ -212,6 +215,19 @@ pub struct ProviderSettings {
     /// the `parked_overdue` alert.
     #[serde(default = "default_expected_secs")]
     pub expected_secs: u64,
+    /// FFmpeg: the length of each audio segment (one speech-to-text request each).
+    #[serde(default = "default_segment_secs")]
+    pub segment_secs: u64,
+    /// FFmpeg: JPEG thumbnails taken evenly across the video.
+    #[serde(default = "default_keyframes")]
+    pub keyframes: u32,
+}
+
+fn default_segment_secs() -> u64 {
+    600
+}
+fn default_keyframes() -> u32 {
+    3
 }
 
 fn default_expected_secs() -> u64 {
@@ -380,6 +396,10 @@ impl AiSettings {
                     // A workflow answers text: copywriting, or a pipeline's text steps.
                     (Protocol::Dify, "copywriting") => true,
                     (Protocol::Dify, _) => k.steps.values().any(|s| s == provider),
+                    (Protocol::Ffmpeg, "video_analysis") => {
+                        k.steps.get("extract_audio") == Some(provider) && k.provider != *provider
+                    }
+                    (Protocol::Ffmpeg, _) => false,
                     // A job answers files: images, videos, 3D models.
                     (Protocol::Replicate | Protocol::Prediction, kind) => {
                         matches!(kind, "image" | "video" | "model3d") && !p.base_url.is_empty()

@@ -41,10 +41,11 @@ async fn decide(app: &TestApp, key: Option<&str>, path: &str, body: Value) -> (u
 }
 
 async fn submit(app: &TestApp, key: &str, prompt: &str) -> String {
+    let upload = videos::analysable(app, key).await;
     tasks::submit_id(
         app,
         key,
-        json!({"kind": "video_analysis", "prompt": prompt}),
+        json!({"kind": "video_analysis", "prompt": prompt, "params": {"upload_id": upload}}),
     )
     .await
 }

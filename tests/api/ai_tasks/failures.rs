@@ -201,14 +201,26 @@ async fn cancel_refunds_follow_the_policy(backend: Backend) {
         );
     }
     app.start_consumers();
-    // A 4-step pipeline (cost 10) at its first step: 3 steps back and half of the first.
-    let id = submit("video_analysis").await;
-    tasks::wait_status(&app, &key, &id, "PROCESSING").await;
+    // A 4-step pipeline (cost 10) at its second step (the extraction, FFmpeg's, is quick):
+    // 2 steps back and half of the second.
+    let upload = crate::helpers::videos::analysable(&app, &key).await;
+    let body = json!({ "kind": "video_analysis", "prompt": "x",
+        "params": { "upload_id": upload, "simulate": { "step_ms": 5000 } } });
+    let id = tasks::submit_id(&app, &key, body).await;
+    crate::helpers::wait_until(
+        Duration::from_secs(30),
+        "the transcription running",
+        || async {
+            let t = tasks::task(&app, &key, &id).await;
+            t["status"] == "PROCESSING" && t["step"] == "transcribe"
+        },
+    )
+    .await;
     cancel(id.clone(), key.clone()).await;
     assert_eq!(
         app.credits(&user.id).await,
-        1000 - 10 + 8,
-        "10 × (3 + 0.5) / 4, rounded down"
+        1000 - 10 + 6,
+        "10 × (2 + 0.5) / 4, rounded down"
     );
     // An admin cancels a one-step image (cost 4): half back, audited.
     let (_, root) = conveyor::users::create(&app.platform.db, "root", 0, true)

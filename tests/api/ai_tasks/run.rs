@@ -80,11 +80,13 @@ async fn every_kind_succeeds_and_pipeline_steps_run_in_order(backend: Backend) {
     };
     let (user, key) = app.user("ada", 1000).await;
     let mut ids = Vec::new();
+    let upload = crate::helpers::videos::analysable(&app, &key).await;
     for kind in ["copywriting", "image", "video", "model3d", "video_analysis"] {
         let r = tasks::submit(
             &app,
             &key,
-            json!({ "kind": kind, "prompt": format!("a {kind} about tea") }),
+            json!({ "kind": kind, "prompt": format!("a {kind} about tea"),
+                "params": { "upload_id": upload } }),
         )
         .await;
         assert_eq!(r.status(), 202, "{kind}");

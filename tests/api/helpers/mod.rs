@@ -16,6 +16,7 @@ pub mod process;
 mod proxy;
 mod services;
 pub mod tasks;
+pub mod videos;
 
 pub use app::*;
 pub use direct::Direct;

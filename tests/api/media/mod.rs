@@ -2,6 +2,7 @@
 //! backends) and a real S3 server, SeaweedFS (with RabbitMQ + MariaDB and with
 //! RabbitMQ + PostgreSQL, so the usage and rows run on every database).
 
+mod analysis;
 mod files;
 mod generated;
 mod ingest;

@@ -47,6 +47,8 @@ fn settings(base_url: &str, mode: &str) -> ProviderSettings {
         prediction: None,
         webhook_secret: String::new(),
         expected_secs: 1800,
+        segment_secs: 600,
+        keyframes: 3,
     }
 }
 

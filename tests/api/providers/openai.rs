@@ -40,6 +40,8 @@ pub(super) fn settings(base_url: &str, rps: u32) -> ProviderSettings {
         prediction: None,
         webhook_secret: String::new(),
         expected_secs: 1800,
+        segment_secs: 600,
+        keyframes: 3,
     }
 }
 

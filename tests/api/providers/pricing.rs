@@ -117,10 +117,12 @@ async fn a_task_priced_by_the_token_is_charged_what_the_provider_reported(backen
     );
 
     // A pipeline on the simulator: its steps' tokens summed, then priced once.
+    let upload = crate::helpers::videos::analysable(&app, &key).await;
     let va = tasks::submit_id(
         &app,
         &key,
-        json!({"kind": "video_analysis", "prompt": "unbox the new blender"}),
+        json!({"kind": "video_analysis", "prompt": "unbox the new blender",
+            "params": {"upload_id": upload}}),
     )
     .await;
     tasks::wait_status(&app, &key, &va, "SUCCESS").await;

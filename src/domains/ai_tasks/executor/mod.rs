@@ -7,6 +7,7 @@
 
 pub mod artifacts;
 pub mod dify;
+pub mod ffmpeg;
 pub mod fleet_slots;
 pub mod gate;
 pub mod http;
@@ -157,6 +158,7 @@ pub trait Executor: Send + Sync + 'static {
 /// provider` and `steps`).
 pub fn from_settings(
     ai: &AiSettings,
+    db: sea_orm::DatabaseConnection,
     storage: Arc<Storage>,
     gates: Arc<gate::Gates>,
 ) -> anyhow::Result<Arc<dyn Executor>> {
@@ -171,6 +173,7 @@ pub fn from_settings(
             Protocol::Simulated => Arc::new(simulated::Simulated::new(ai, storage.clone())),
             Protocol::Openai => Arc::new(openai::OpenAi::new(p, gate(name, p), storage.clone())?),
             Protocol::Dify => Arc::new(dify::Dify::new(p, gate(name, p))?),
+            Protocol::Ffmpeg => Arc::new(ffmpeg::Ffmpeg::new(p, db.clone(), storage.clone())),
             Protocol::Replicate | Protocol::Prediction => Arc::new(prediction::Prediction::new(
                 p,
                 gate(name, p),

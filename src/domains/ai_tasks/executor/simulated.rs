@@ -122,9 +122,8 @@ impl Executor for Simulated {
             (_, "extract_audio") => {
                 json!({ "audio_url": format!("https://cdn.conveyor.local/audio/{}.wav", &h[..16]) })
             }
-            (_, "transcribe") => {
-                json!({ "transcript": format!("Transcript of: {}", words.join(" ")) })
-            }
+            // One piece per segment the extraction stored, in their order.
+            (_, "transcribe") => transcript(job, &words.join(" ")),
             (_, "summarize") => {
                 json!({ "summary": format!("Summary ({}): {}", &h[..6], words.iter().take(6).copied().collect::<Vec<_>>().join(" ")) })
             }
@@ -149,4 +148,27 @@ fn simulated_usage(prompt: &str, text: &str) -> serde_json::Value {
     let tokens = |s: &str| s.len().div_ceil(4) as u64;
     let (input, output) = (tokens(prompt) + 16, tokens(text));
     json!({ "prompt_tokens": input, "completion_tokens": output, "total_tokens": input + output })
+}
+
+/// The simulator's transcript: a piece per stored audio segment (one for the whole when
+/// the extraction was simulated too), with each segment's start.
+fn transcript(job: &Job<'_>, words: &str) -> serde_json::Value {
+    let segments = job
+        .previous
+        .pointer("/extract_audio/audio")
+        .and_then(|a| a.as_array())
+        .cloned()
+        .unwrap_or_default();
+    let n = segments.len().max(1);
+    let parts: Vec<serde_json::Value> = (0..n)
+        .map(|i| {
+            let start = segments
+                .get(i)
+                .and_then(|s| s["start_s"].as_f64())
+                .unwrap_or(0.0);
+            json!({ "start_s": start, "text": format!("[{}/{n}] Transcript of: {words}", i + 1) })
+        })
+        .collect();
+    let text: Vec<&str> = parts.iter().filter_map(|p| p["text"].as_str()).collect();
+    json!({ "transcript": text.join(" "), "segments": parts })
 }

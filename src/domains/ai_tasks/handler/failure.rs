@@ -74,11 +74,41 @@ impl AiTaskHandler {
 /// Failure classes a tenant may read, as the handler words them; anything else (a
 /// database error, a panic's text, a broker error) is internal: logged with the task id,
 /// shown as `internal_error`.
-pub(super) const PUBLIC_CODES: [&str; 3] = [
+pub(super) const PUBLIC_CODES: [&str; 7] = [
     "provider_unavailable:",
     "provider_rejected:",
     "deadline_exceeded:",
+    "no_audio_track:",
+    "media_unreadable:",
+    "input_missing:",
+    "input_unavailable:",
 ];
+
+/// Failures of the task's own input, which the tenant can act on: the code a step's
+/// permanent error starts with, and what the tenant reads (never the tool's own words).
+const INPUT_FAILURES: [(&str, &str); 4] = [
+    (
+        "no_audio_track",
+        "the video has no audio track to transcribe",
+    ),
+    (
+        "media_unreadable",
+        "the upload could not be read as a video",
+    ),
+    ("input_missing", "the task's input is missing"),
+    (
+        "input_unavailable",
+        "the task's upload is not a ready video of its owner's",
+    ),
+];
+
+/// The public wording of a permanent step failure that is the input's fault, if it is.
+pub(super) fn input_failure(raw: &str, step: &str) -> Option<String> {
+    INPUT_FAILURES
+        .iter()
+        .find(|(code, _)| raw.strip_prefix(code).is_some_and(|r| r.starts_with(':')))
+        .map(|(code, said)| format!("{code}: {said} ({step})"))
+}
 
 /// What a tenant reads of a failure (`tasks.error`, event messages): a stable code and a
 /// short message, never internal detail.

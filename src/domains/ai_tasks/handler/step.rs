@@ -91,9 +91,11 @@ impl AiTaskHandler {
             }
             Ok(Err(ExecError::Permanent(e))) => {
                 tracing::warn!(task_id = %t.id, attempt, step, error = %e, "provider refused");
-                return fail(HandlerError::Permanent(format!(
-                    "provider_rejected: the provider refused this request ({step})"
-                )));
+                return fail(HandlerError::Permanent(
+                    super::failure::input_failure(&e, step).unwrap_or_else(|| {
+                        format!("provider_rejected: the provider refused this request ({step})")
+                    }),
+                ));
             }
             Ok(Ok(Outcome::Parked(p))) => {
                 let deadline_at = chrono::Utc::now()

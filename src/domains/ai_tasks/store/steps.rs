@@ -97,9 +97,15 @@ pub async fn commit_steps(
     // usage) with the step's commit: a file exists for the API exactly when its step
     // does. A fenced result's files are left to the collector as orphans.
     for (r, t) in done() {
-        let files: Vec<GeneratedFile> = r
-            .result
-            .get("files")
+        // A pipeline's result holds every step's output by name: the files are the
+        // step's own.
+        let own = if t.kind.steps().len() > 1 {
+            r.result.get(r.step)
+        } else {
+            Some(&r.result)
+        };
+        let files: Vec<GeneratedFile> = own
+            .and_then(|o| o.get("files"))
             .and_then(|f| serde_json::from_value(f.clone()).ok())
             .unwrap_or_default();
         if !files.is_empty() {
@@ -121,7 +127,12 @@ pub async fn commit_steps(
     crate::domains::ai_tasks::parked::approval::wait_many(txn, &gated).await?;
     let next: Vec<(Target, Envelope)> = done()
         .filter(|(r, _)| !r.last && r.approval.is_none())
-        .map(|(_, t)| (Target::Queue(t.kind.queue()), run_message(t, t.step_index)))
+        .map(|(_, t)| {
+            (
+                Target::Queue(t.kind.queue_of(t.step_index)),
+                run_message(t, t.step_index),
+            )
+        })
         .collect();
     outbox::enqueue_many(txn, &next, max_payload).await?;
     Ok(applied

@@ -229,7 +229,7 @@ pub async fn enqueue_step(
 ) -> Result<(), OutboxError> {
     outbox::enqueue(
         txn,
-        Target::Queue(t.kind.queue()),
+        Target::Queue(t.kind.queue_of(step)),
         &run_message(t, step),
         max_payload,
     )

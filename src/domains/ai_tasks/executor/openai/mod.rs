@@ -12,6 +12,7 @@ pub mod audio;
 mod chat;
 pub mod embeddings;
 mod images;
+mod segments;
 
 use std::sync::Arc;
 
@@ -56,6 +57,10 @@ impl Executor for OpenAi {
         progress: &Progress,
         cancel: &CancellationToken,
     ) -> Result<Value, ExecError> {
+        // Each transcription takes its own place in the limits.
+        if job.step == "transcribe" {
+            return self.transcribe_segments(job, progress, cancel).await;
+        }
         let _slot = self.http.slot(cancel).await?;
         match job.kind {
             TaskKind::Image => self.image(job, progress, cancel).await,
