@@ -48,6 +48,26 @@ fn a_bad_config_value_exits_non_zero_naming_the_key() {
     }
 }
 
+/// `consume` takes a group or `--queues`, never neither; an unknown queue is named, with
+/// the ones there are.
+#[test]
+fn consume_names_what_it_cannot_consume() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = command(BIN, dir.path()).arg("consume").output().unwrap();
+    assert_eq!(out.status.code(), Some(2), "neither a group nor queues");
+    let out = command(BIN, dir.path())
+        .args(["consume", "--queues", "ai.media.extract,ai.nope"])
+        .env("CONVEYOR__BROKER__KIND", "rabbitmq")
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("unknown queue `ai.nope`") && stderr.contains("ai.media.asr"),
+        "{stderr}"
+    );
+}
+
 /// Fail closed: an empty, blank, short or repeated HMAC secret stops the start-up (an
 /// empty one verifies a signature anyone can make), and so does a non-loopback bind
 /// without an operator token or with a weak one.

@@ -244,3 +244,72 @@ async fn ffmpeg_runs_at_most_its_limit_at_once_whatever_the_prefetch(backend: Ba
     assert!(most >= 2, "they ran side by side ({most})");
     media_done(env, app).await;
 }
+
+/// A consumer process started on chosen queues (`conveyor consume --queues`) consumes
+/// only those: the extraction runs, the next stage waits in its queue until a process
+/// that consumes it starts.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_process_started_on_chosen_queues_consumes_only_those() {
+    let Some(env) = media_env(Backend::RabbitPostgres, "analysis_queues").await else {
+        return;
+    };
+    let app = spawn_app(&env).await;
+    let (_, key) = app.user("editor", 100).await;
+    let upload = upload_video(&app, &key, video(3, true)).await;
+    let token = tokio_util::sync::CancellationToken::new();
+    let extract_only = {
+        let (p, t) = (app.platform.clone(), token.clone());
+        tokio::spawn(async move {
+            conveyor::app::run_workers(
+                &p,
+                conveyor::domains::ALL,
+                Some(&["ai.media.extract".to_owned()]),
+                t,
+            )
+            .await
+        })
+    };
+    let id = tasks::submit_id(
+        &app,
+        &key,
+        json!({"kind": "video_analysis", "prompt": "p", "params": {"upload_id": upload}}),
+    )
+    .await;
+    let asr = app
+        .platform
+        .broker
+        .topology()
+        .queue(&conveyor::domains::ai_tasks::queues::AI_MEDIA_ASR)
+        .name;
+    wait_until(
+        Duration::from_secs(20),
+        "the transcription waiting in its queue",
+        || async { app.platform.broker.depth(&asr).await.unwrap_or(0) == 1 },
+    )
+    .await;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let t = tasks::task(&app, &key, &id).await;
+    assert_eq!(
+        (t["status"].as_str(), t["progress"].as_i64()),
+        (Some("PROCESSING"), Some(25)),
+        "{t}"
+    );
+    assert_eq!(
+        app.platform.broker.depth(&asr).await.unwrap(),
+        1,
+        "nobody took it"
+    );
+    // A process for the other stages finishes it.
+    let rest = {
+        let (p, t) = (app.platform.clone(), token.clone());
+        let queues = ["ai.media.asr", "ai.media.summary", "ai.media.vectorize"].map(str::to_owned);
+        tokio::spawn(async move {
+            conveyor::app::run_workers(&p, conveyor::domains::ALL, Some(&queues), t).await
+        })
+    };
+    tasks::wait_status(&app, &key, &id, "SUCCESS").await;
+    token.cancel();
+    let _ = extract_only.await;
+    let _ = rest.await;
+    media_done(env, app).await;
+}

@@ -14,6 +14,7 @@ mod openai_media;
 mod parked;
 mod pricing;
 mod streaming;
+mod transcripts;
 
 use conveyor::domains::ai_tasks::executor::{ExecError, Executor, Job, Report};
 use conveyor::domains::ai_tasks::kinds::TaskKind;
