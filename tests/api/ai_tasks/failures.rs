@@ -229,7 +229,7 @@ async fn cancel_refunds_follow_the_policy(backend: Backend) {
     let image = submit("image").await;
     tasks::wait_status(&app, &key, &image, "PROCESSING").await;
     cancel(image.clone(), root).await;
-    assert_eq!(app.credits(&user.id).await, 998 - 4 + 2);
+    assert_eq!(app.credits(&user.id).await, 996 - 4 + 2);
     let trail = conveyor::users::audit::of(&app.platform.db, &format!("task:{image}"))
         .await
         .unwrap();
@@ -247,7 +247,7 @@ async fn cancel_refunds_follow_the_policy(backend: Backend) {
         .filter(|l| l.reason == "refund")
         .map(|l| l.delta)
         .collect();
-    assert!(refunds.contains(&8) && refunds.contains(&2), "{refunds:?}");
+    assert!(refunds.contains(&6) && refunds.contains(&2), "{refunds:?}");
     assert_eq!(
         ledger.iter().map(|l| l.delta).sum::<i64>(),
         app.credits(&user.id).await

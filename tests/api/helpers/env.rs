@@ -47,6 +47,7 @@ impl TestEnv {
             Settings::load_from(std::path::Path::new(config_dir), "test", Vec::new())
                 .expect("test settings");
         settings.server.port = 0;
+        super::videos::ffmpeg_or_simulated(&mut settings);
         settings.broker.namespace = ns.clone();
         settings.dedupe.key_prefix = ns.clone();
         settings.broker.embedded_path = dir.path().join("broker.sqlite");

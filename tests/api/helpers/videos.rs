@@ -1,5 +1,8 @@
 //! Real media for the tests, made by FFmpeg in the test: a test-pattern video with a
-//! tone for its soundtrack (or none), and its upload.
+//! tone for its soundtrack (or none), and its upload. Without FFmpeg on the machine
+//! (a fresh one before `scripts/services.sh`), the tests that are about media skip (fail
+//! with `CONVEYOR_REQUIRE_SERVICES=1`) and the others run the pipeline's extraction on
+//! the simulator ([`ffmpeg_or_simulated`]).
 
 use std::collections::HashMap;
 use std::sync::Mutex;
@@ -62,7 +65,55 @@ pub async fn upload_video(app: &TestApp, key: &str, bytes: Vec<u8>) -> String {
     v["id"].as_str().unwrap().to_owned()
 }
 
-/// A 3-second video with sound, uploaded for `key`: what a video analysis takes.
+/// A 3-second video with sound, uploaded for `key`: what a video analysis takes (without
+/// FFmpeg, an MP4's first bytes: the simulated extraction reads nothing).
 pub async fn analysable(app: &TestApp, key: &str) -> String {
-    upload_video(app, key, video(3, true)).await
+    let bytes = if ffmpeg_available() {
+        video(3, true)
+    } else {
+        let mut b = b"\0\0\0\x18ftypmp42\0\0\0\0mp42isom".to_vec();
+        b.resize(4096, 0);
+        b
+    };
+    upload_video(app, key, bytes).await
+}
+
+/// Whether FFmpeg and ffprobe run here.
+pub fn ffmpeg_available() -> bool {
+    static AVAILABLE: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *AVAILABLE.get_or_init(|| {
+        ["ffmpeg", "ffprobe"].iter().all(|p| {
+            std::process::Command::new(p)
+                .arg("-version")
+                .output()
+                .is_ok_and(|o| o.status.success())
+        })
+    })
+}
+
+/// For a test about media: whether FFmpeg is here; a skip line if not (a failure when
+/// CONVEYOR_REQUIRE_SERVICES=1).
+pub fn ffmpeg(test: &str) -> bool {
+    if ffmpeg_available() {
+        return true;
+    }
+    assert!(
+        !super::required(),
+        "{test}: FFmpeg is not installed and CONVEYOR_REQUIRE_SERVICES=1 (scripts/services.sh installs it)"
+    );
+    eprintln!("SKIPPED {test}: FFmpeg is not installed (scripts/services.sh installs it)");
+    false
+}
+
+/// Settings for a test that is not about media: where FFmpeg is missing, the pipeline's
+/// extraction runs on the simulator (which reads no upload).
+pub fn ffmpeg_or_simulated(settings: &mut conveyor::settings::Settings) {
+    if !ffmpeg_available()
+        && let Some(steps) = settings
+            .sections
+            .get_mut("ai")
+            .and_then(|ai| ai.pointer_mut("/kinds/video_analysis/steps"))
+    {
+        steps["extract_audio"] = serde_json::json!("simulated");
+    }
 }

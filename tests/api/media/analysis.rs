@@ -40,6 +40,9 @@ fn audio_format(bytes: &[u8]) -> (String, i64) {
 }
 
 async fn analysis_app(backend: Backend, test: &str) -> Option<(TestEnv, TestApp)> {
+    if !crate::helpers::videos::ffmpeg(test) {
+        return None;
+    }
     let mut env = media_env(backend, test).await?;
     let ai = env.settings.sections.get_mut("ai").unwrap();
     // Segments of 2 s: a 5 s clip is three transcription requests.
@@ -195,6 +198,9 @@ fn ffmpeg_for(ids: &[String]) -> usize {
 }
 
 async fn ffmpeg_runs_at_most_its_limit_at_once_whatever_the_prefetch(backend: Backend) {
+    if !crate::helpers::videos::ffmpeg("analysis_limit") {
+        return;
+    }
     let Some(mut env) = media_env(backend, "analysis_limit").await else {
         return;
     };
@@ -250,6 +256,9 @@ async fn ffmpeg_runs_at_most_its_limit_at_once_whatever_the_prefetch(backend: Ba
 /// that consumes it starts.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_process_started_on_chosen_queues_consumes_only_those() {
+    if !crate::helpers::videos::ffmpeg("analysis_queues") {
+        return;
+    }
     let Some(env) = media_env(Backend::RabbitPostgres, "analysis_queues").await else {
         return;
     };

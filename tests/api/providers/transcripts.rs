@@ -14,6 +14,9 @@ use crate::on_every_backend;
 on_every_backend!(speech_to_text_runs_per_segment_and_comes_back_in_order);
 
 async fn speech_to_text_runs_per_segment_and_comes_back_in_order(backend: Backend) {
+    if !crate::helpers::videos::ffmpeg("transcripts") {
+        return;
+    }
     let Some(mut env) = media_env(backend, "transcripts").await else {
         return;
     };

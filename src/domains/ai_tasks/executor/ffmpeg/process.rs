@@ -99,3 +99,110 @@ pub async fn run(
         ExecError::Transient(detail)
     })
 }
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use std::time::{Duration, Instant};
+
+    fn alive(pid: u32) -> bool {
+        // A killed child not yet reaped is a zombie: gone for our purposes.
+        std::fs::read_to_string(format!("/proc/{pid}/stat"))
+            .is_ok_and(|s| !s.split_whitespace().nth(2).is_some_and(|st| st == "Z"))
+    }
+
+    /// The pid of the FFmpeg process whose command line holds `marker`.
+    fn pid_of(marker: &str) -> Option<u32> {
+        std::fs::read_dir("/proc").ok()?.flatten().find_map(|p| {
+            let cmd = std::fs::read(p.path().join("cmdline")).ok()?;
+            let cmd = String::from_utf8_lossy(&cmd);
+            (cmd.starts_with("ffmpeg") && cmd.contains(marker))
+                .then(|| p.file_name().to_string_lossy().parse().ok())
+                .flatten()
+        })
+    }
+
+    /// A cancel kills the process at once (no orphan left running), and so does
+    /// dropping the future (a deadline, a shutdown); scratch directories go with their
+    /// step and a dead process's are swept.
+    #[tokio::test]
+    async fn a_cancel_or_a_drop_kills_ffmpeg_and_scratch_is_cleaned() {
+        if std::process::Command::new("ffmpeg")
+            .arg("-version")
+            .output()
+            .is_err()
+        {
+            assert!(
+                std::env::var("CONVEYOR_REQUIRE_SERVICES").as_deref() != Ok("1"),
+                "FFmpeg is not installed"
+            );
+            eprintln!("SKIPPED: FFmpeg is not installed");
+            return;
+        }
+        for drop_it in [false, true] {
+            let dir = scratch("kill-test").unwrap();
+            let out = dir.path().join("out.wav").display().to_string();
+            // A minute of tone read in real time: it runs until stopped.
+            let args = [
+                "-nostdin",
+                "-v",
+                "error",
+                "-re",
+                "-f",
+                "lavfi",
+                "-i",
+                "sine=duration=60",
+                "-y",
+                out.as_str(),
+            ];
+            let cancel = CancellationToken::new();
+            let started = Instant::now();
+            let run = run("ffmpeg", &args, &cancel);
+            let watch = async {
+                let mut pid = None;
+                while pid.is_none() {
+                    tokio::time::sleep(Duration::from_millis(20)).await;
+                    pid = pid_of(&out);
+                }
+                pid.unwrap()
+            };
+            let pid = if drop_it {
+                tokio::select! {
+                    _ = run => panic!("it ran to its end"),
+                    pid = watch => pid,
+                }
+            } else {
+                let (result, pid) = tokio::join!(run, async {
+                    let pid = watch.await;
+                    cancel.cancel();
+                    pid
+                });
+                assert_eq!(result, Err(ExecError::Canceled));
+                pid
+            };
+            let gone = Instant::now();
+            while alive(pid) {
+                assert!(
+                    gone.elapsed() < Duration::from_secs(5),
+                    "ffmpeg {pid} still runs"
+                );
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+            assert!(started.elapsed() < Duration::from_secs(30));
+            let path = dir.path().to_owned();
+            drop(dir);
+            assert!(!path.exists(), "the scratch directory went with its step");
+        }
+        // What a process that died left behind is swept; the living's stays.
+        let root = tempfile::tempdir().unwrap();
+        std::fs::create_dir(root.path().join("999999999-task-x")).unwrap();
+        std::fs::create_dir(root.path().join(format!("{}-task-y", std::process::id()))).unwrap();
+        assert_eq!(sweep_orphans(root.path()), 1);
+        assert!(
+            root.path()
+                .join(format!("{}-task-y", std::process::id()))
+                .exists()
+        );
+    }
+}
