@@ -130,7 +130,13 @@ async fn the_board_shows_queues_rates_and_panels(backend: Backend) {
         tokio::time::sleep(Duration::from_millis(100)).await;
     };
     // Every queue of the topology has a row; the AI panel lists the failures table.
-    for key in ["ai.short", "ai.long", "ai.media.extract", "ai.check", "search.sync"] {
+    for key in [
+        "ai.short",
+        "ai.long",
+        "ai.media.extract",
+        "ai.check",
+        "search.sync",
+    ] {
         assert!(queue(&last, key).is_object(), "{key} missing: {last}");
     }
     let panel = last["panels"]
