@@ -52,6 +52,14 @@ pub enum ApiError {
     },
     #[error("{0}")]
     Unavailable(String),
+    /// 503 with `Retry-After` and a code: the platform sheds this work for now to keep
+    /// its core path moving (`shedding_load`); nothing was done.
+    #[error("{message}")]
+    Overloaded {
+        code: &'static str,
+        message: String,
+        retry_after_secs: u64,
+    },
     /// 503 with `Retry-After`: a dependency is away for now; nothing was done.
     #[error("{message}; retry in {retry_after_secs} s")]
     RetryLater {
@@ -103,6 +111,7 @@ impl ApiError {
             ApiError::Unavailable(_) | ApiError::RetryLater { .. } => {
                 (StatusCode::SERVICE_UNAVAILABLE, "unavailable", None)
             }
+            ApiError::Overloaded { code, .. } => (StatusCode::SERVICE_UNAVAILABLE, code, None),
             ApiError::Internal(_) => (StatusCode::INTERNAL_SERVER_ERROR, "internal", None),
         }
     }
@@ -117,7 +126,10 @@ impl From<sea_orm::DbErr> for ApiError {
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         let (status, code, field) = self.parts();
-        let told = matches!(self, ApiError::Unavailable(_) | ApiError::RetryLater { .. });
+        let told = matches!(
+            self,
+            ApiError::Unavailable(_) | ApiError::RetryLater { .. } | ApiError::Overloaded { .. }
+        );
         let message = if status.is_server_error() && !told {
             tracing::error!(error = ?self, "request failed");
             "internal error; see the server log".to_owned()
@@ -137,6 +149,9 @@ impl IntoResponse for ApiError {
             retry_after_secs, ..
         }
         | ApiError::RetryLater {
+            retry_after_secs, ..
+        }
+        | ApiError::Overloaded {
             retry_after_secs, ..
         } = &self
         {

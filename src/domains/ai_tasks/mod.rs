@@ -26,6 +26,7 @@ pub mod queues;
 pub mod reaper;
 pub mod routes;
 pub mod settings;
+pub mod shedding;
 pub mod store;
 pub mod stream;
 pub mod submitter;
@@ -151,10 +152,16 @@ fn install(platform: &Platform) -> BoxFuture<'_, anyhow::Result<Installed>> {
                         db.group_commit_writers,
                         Duration::from_millis(db.group_commit_linger_ms),
                     );
+                    let shedding = shedding::Shedding::start(
+                        &ai.shedding,
+                        core.broker.clone(),
+                        core.shutdown.clone(),
+                    );
                     Ok(routes::routes(routes::Tasks {
                         core,
                         ai,
                         submitter,
+                        shedding,
                     }))
                 }
                 .boxed()

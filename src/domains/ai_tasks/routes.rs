@@ -29,6 +29,8 @@ pub struct Tasks {
     pub ai: Arc<AiSettings>,
     /// Group-commits submissions without an idempotency key.
     pub submitter: Submitter,
+    /// Sheds some kinds while the video-analysis pipeline is far behind.
+    pub shedding: super::shedding::Shedding,
 }
 
 pub fn routes(state: Tasks) -> Router {
@@ -192,6 +194,7 @@ pub(crate) async fn submit(
     let limits = &state.core.limits;
     limits.take(&super::limits::SUBMITS, &user.id).await?;
     let (kind, params) = validate(&state, &req)?;
+    state.shedding.admit(kind)?;
     super::inputs::check(&state.core.db, &state.ai, &user.id, kind, &params).await?;
     let cost = state
         .ai

@@ -19,6 +19,7 @@ pub const SECTION: Section = Section::new("ai", check).lists(&[
     ListKey::plain("ai.kinds.video.approval_before"),
     ListKey::plain("ai.kinds.model3d.approval_before"),
     ListKey::plain("ai.kinds.video_analysis.approval_before"),
+    ListKey::plain("ai.shedding.kinds"),
 ]);
 
 fn check(settings: &Settings) -> Result<(), ConfigError> {
@@ -78,6 +79,9 @@ pub struct AiSettings {
     /// <token>`. Empty: parked jobs are polled only.
     #[serde(default)]
     pub callback_base_url: String,
+    /// Shedding other kinds while the video-analysis pipeline is far behind.
+    #[serde(default)]
+    pub shedding: super::shedding::SheddingSettings,
     pub kinds: BTreeMap<String, KindSettings>,
     /// Providers by name (`[ai.providers.<name>]`); kinds name the one that serves them.
     pub providers: BTreeMap<String, ProviderSettings>,
@@ -338,6 +342,16 @@ impl AiSettings {
                     format!(
                         "ai.kinds.{kind}.deadline_secs must be above 0 and below broker.consumer_timeout_ms ({consumer_timeout_ms} ms): \
                          the broker takes back a delivery unacked that long"
+                    ),
+                );
+            }
+        }
+        for kind in &ai.shedding.kinds {
+            if super::TaskKind::parse(kind).is_none_or(|k| k == super::TaskKind::VideoAnalysis) {
+                return bad(
+                    "ai.shedding.kinds",
+                    format!(
+                        "{kind:?}: name kinds other than video_analysis (the core path it protects)"
                     ),
                 );
             }

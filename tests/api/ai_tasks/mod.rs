@@ -17,6 +17,7 @@ use crate::helpers::{Backend, TestApp, TestEnv, done, spawn_app};
 mod approval;
 mod failures;
 mod run;
+mod shedding;
 mod submit;
 
 async fn app(backend: Backend, test: &str) -> Option<(TestEnv, TestApp)> {

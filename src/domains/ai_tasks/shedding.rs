@@ -1,0 +1,103 @@
+//! Protecting the core path under a heavy backlog (seed 000: "at a heavy backlog, serve
+//! the core stages first"). When the video-analysis pipeline's extraction and
+//! speech-to-text queues hold `[ai.shedding] backlog` messages or more, submissions of
+//! the kinds in `kinds` are answered 503 `shedding_load` with `Retry-After`, while video
+//! analysis (and every kind not listed) is still taken and the pipeline's consumers keep
+//! running. The backlog is read from the broker once a second by each API process, not
+//! per request. Off (`backlog = 0`) by default.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+use tokio_util::sync::CancellationToken;
+
+use super::TaskKind;
+use super::queues::{AI_MEDIA_ASR, AI_MEDIA_EXTRACT};
+use crate::broker::Broker;
+use crate::error::ApiError;
+
+/// `[ai.shedding]`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct SheddingSettings {
+    /// Messages waiting in `ai.media.extract` + `ai.media.asr` from which the listed
+    /// kinds are shed; 0: never.
+    pub backlog: u64,
+    /// The kinds shed (never `video_analysis`, the core path).
+    pub kinds: Vec<String>,
+    /// What `Retry-After` says.
+    pub retry_after_secs: u64,
+}
+
+impl Default for SheddingSettings {
+    fn default() -> Self {
+        SheddingSettings {
+            backlog: 0,
+            kinds: vec!["image".into(), "video".into(), "model3d".into()],
+            retry_after_secs: 30,
+        }
+    }
+}
+
+/// The API process's view of the pipeline's backlog.
+#[derive(Clone)]
+pub struct Shedding {
+    settings: Arc<SheddingSettings>,
+    backlog: Arc<AtomicU64>,
+}
+
+impl Shedding {
+    /// Starts reading the backlog every second (when shedding is on) until `shutdown`.
+    pub fn start(
+        settings: &SheddingSettings,
+        broker: Arc<dyn Broker>,
+        shutdown: CancellationToken,
+    ) -> Self {
+        let shedding = Shedding {
+            settings: Arc::new(settings.clone()),
+            backlog: Arc::default(),
+        };
+        if settings.backlog > 0 {
+            let backlog = shedding.backlog.clone();
+            tokio::spawn(async move {
+                let names =
+                    [&AI_MEDIA_EXTRACT, &AI_MEDIA_ASR].map(|q| broker.topology().queue(q).name);
+                loop {
+                    let mut n = 0;
+                    for name in &names {
+                        n += broker.depth(name).await.unwrap_or(0);
+                    }
+                    backlog.store(n, Ordering::Relaxed);
+                    metrics::gauge!("conveyor_ai_pipeline_backlog").set(n as f64);
+                    tokio::select! {
+                        _ = shutdown.cancelled() => return,
+                        _ = tokio::time::sleep(Duration::from_secs(1)) => {}
+                    }
+                }
+            });
+        }
+        shedding
+    }
+
+    /// Whether a submission of `kind` is taken now: 503 `shedding_load` while the
+    /// pipeline is too far behind and `kind` is one that gives way.
+    pub fn admit(&self, kind: TaskKind) -> Result<(), ApiError> {
+        let s = &self.settings;
+        let n = self.backlog.load(Ordering::Relaxed);
+        if s.backlog == 0 || n < s.backlog || !s.kinds.iter().any(|k| k == kind.as_str()) {
+            return Ok(());
+        }
+        metrics::counter!("conveyor_ai_shed_total", "kind" => kind.as_str()).increment(1);
+        Err(ApiError::Overloaded {
+            code: "shedding_load",
+            message: format!(
+                "the video-analysis pipeline is {n} messages behind (ai.shedding.backlog {}): {} tasks are not taken for now",
+                s.backlog,
+                kind.as_str()
+            ),
+            retry_after_secs: s.retry_after_secs,
+        })
+    }
+}
