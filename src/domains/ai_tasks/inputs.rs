@@ -17,11 +17,8 @@ const FIELD: &str = "params.upload_id";
 fn needs_upload(ai: &AiSettings, kind: TaskKind) -> bool {
     kind == TaskKind::VideoAnalysis
         && ai
-            .kinds
-            .get(kind.as_str())
-            .and_then(|k| k.steps.get("extract_audio"))
-            .and_then(|p| ai.providers.get(p))
-            .is_some_and(|p| p.protocol == Protocol::Ffmpeg)
+            .provider_of(kind, "extract_audio")
+            .is_some_and(|(_, p)| p.protocol == Protocol::Ffmpeg)
 }
 
 /// Checks the inputs `params` names for `user`.

@@ -274,6 +274,23 @@ fn default_rps() -> u32 {
 }
 
 impl AiSettings {
+    /// The provider that serves step `step` of `kind`.
+    pub fn provider_of(
+        &self,
+        kind: super::TaskKind,
+        step: &str,
+    ) -> Option<(&str, &ProviderSettings)> {
+        let k = self.kinds.get(kind.as_str())?;
+        let name = k.steps.get(step).unwrap_or(&k.provider);
+        self.providers.get(name).map(|p| (name.as_str(), p))
+    }
+
+    /// Whether step `step` of `kind` runs at a provider that parks its jobs.
+    pub fn parks(&self, kind: super::TaskKind, step: &str) -> bool {
+        self.provider_of(kind, step)
+            .is_some_and(|(_, p)| p.protocol.parks())
+    }
+
     /// The `[ai]` section, checked.
     pub fn from_settings(settings: &Settings) -> Result<Self, ConfigError> {
         let ai: AiSettings = settings.section(SECTION.key)?;

@@ -9,10 +9,13 @@ use std::sync::Mutex;
 
 use super::TestApp;
 
+/// Videos made so far, by (seconds, with sound).
+type Made = Option<HashMap<(u32, bool), Vec<u8>>>;
+
 /// An MP4 of `secs` seconds (320x240 test pattern at 10 fps), with a 440 Hz tone when
 /// `audio`; made once per shape and kept for the run.
 pub fn video(secs: u32, audio: bool) -> Vec<u8> {
-    static MADE: Mutex<Option<HashMap<(u32, bool), Vec<u8>>>> = Mutex::new(None);
+    static MADE: Mutex<Made> = Mutex::new(None);
     let mut made = MADE.lock().unwrap();
     let made = made.get_or_insert_with(HashMap::new);
     made.entry((secs, audio))

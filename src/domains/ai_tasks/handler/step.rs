@@ -46,7 +46,11 @@ impl AiTaskHandler {
         let callback = parked::callbacks::url(&self.ai, kind, step, &t.id, &token);
         let job = inputs.job(&t, run.step, step, callback.as_deref());
         // A step that parks holds its worker only while the job is created.
-        let hold = self.deadline(kind).min(START_LIMIT);
+        let hold = if self.ai.parks(kind, step) {
+            self.deadline(kind).min(START_LIMIT)
+        } else {
+            self.deadline(kind)
+        };
         let step_run = async {
             let outcome = tokio::time::timeout(hold, self.executor.start(&job, &tx, &stop)).await;
             stop.cancel();

@@ -36,9 +36,7 @@ pub fn url(
     if ai.callback_base_url.is_empty() {
         return None;
     }
-    let k = ai.kinds.get(kind.as_str())?;
-    let name = k.steps.get(step).unwrap_or(&k.provider);
-    let p = ai.providers.get(name)?;
+    let (name, p) = ai.provider_of(kind, step)?;
     p.protocol.parks().then(|| {
         format!(
             "{}/v1/callbacks/providers/{name}/{task_id}.{token}",

@@ -109,7 +109,7 @@ mod tests {
     fn alive(pid: u32) -> bool {
         // A killed child not yet reaped is a zombie: gone for our purposes.
         std::fs::read_to_string(format!("/proc/{pid}/stat"))
-            .is_ok_and(|s| !s.split_whitespace().nth(2).is_some_and(|st| st == "Z"))
+            .is_ok_and(|s| s.split_whitespace().nth(2).is_none_or(|st| st != "Z"))
     }
 
     /// The pid of the FFmpeg process whose command line holds `marker`.
