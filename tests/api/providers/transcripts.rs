@@ -1,7 +1,8 @@
 //! The pipeline's speech to text on a real provider (the OpenAI-compatible fake): each
 //! audio segment FFmpeg extracted is one transcription request, several at once, and the
 //! transcript comes back in segment order (the first segment's answer is the slowest),
-//! the seconds the provider billed recorded as usage.
+//! the seconds the provider billed recorded as usage; the summary is then written from
+//! the transcript by the chat model.
 
 use serde_json::json;
 
@@ -26,6 +27,7 @@ async fn speech_to_text_runs_per_segment_and_comes_back_in_order(backend: Backen
     ai["providers"]["openai"]["api_key"] = json!("sk-test");
     ai["providers"]["ffmpeg"]["segment_secs"] = json!(2);
     ai["kinds"]["video_analysis"]["steps"]["transcribe"] = json!("openai");
+    ai["kinds"]["video_analysis"]["steps"]["summarize"] = json!("openai");
     let app = spawn_app(&env).await;
     app.start_consumers();
     let (_, key) = app.user("editor", 100).await;
@@ -53,9 +55,17 @@ async fn speech_to_text_runs_per_segment_and_comes_back_in_order(backend: Backen
     // What the provider billed: whole seconds per request (each segment rounded up).
     let seconds = t["usage"]["seconds"].as_f64().unwrap();
     assert!((5.0..=8.0).contains(&seconds), "{seconds}");
+    // The summary is written from the transcript, on the chat model, streamed.
+    let summary = task["result"]["summarize"]["summary"].as_str().unwrap();
     assert!(
-        fake.calls.load(std::sync::atomic::Ordering::SeqCst) == 0,
-        "no chat call counted as a transcription"
+        summary.contains(&names[0]) && summary.contains(&names[2]),
+        "{summary}"
+    );
+    assert_eq!(task["result"]["summarize"]["provider"], "openai");
+    assert_eq!(
+        fake.calls.load(std::sync::atomic::Ordering::SeqCst),
+        1,
+        "one chat call: the summary (transcriptions are not chat calls)"
     );
     media_done(env, app).await;
 }

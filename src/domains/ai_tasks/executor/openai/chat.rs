@@ -14,9 +14,6 @@ use crate::domains::ai_tasks::executor::http::snippet;
 use crate::domains::ai_tasks::executor::sse::Events;
 use crate::domains::ai_tasks::executor::{ExecError, Job, Progress, Report};
 
-/// The instructions every copywriting call starts with.
-const SYSTEM: &str = "You write short, punchy marketing copy for short videos.";
-
 impl OpenAi {
     pub(super) async fn chat(
         &self,
@@ -24,13 +21,14 @@ impl OpenAi {
         progress: &Progress,
         cancel: &CancellationToken,
     ) -> Result<Value, ExecError> {
+        let (system, user) = super::prompts::messages(job);
         let mut body = json!({
             "model": self.model,
             "stream": true,
             "stream_options": { "include_usage": true },
             "messages": [
-                { "role": "system", "content": SYSTEM },
-                { "role": "user", "content": job.prompt },
+                { "role": "system", "content": system },
+                { "role": "user", "content": user },
             ],
         });
         if let Some(max) = job.max_output_tokens {
@@ -42,7 +40,7 @@ impl OpenAi {
             .http
             .send(
                 || self.http.post("/chat/completions", &body),
-                job.token_estimate(SYSTEM.len()),
+                job.token_estimate(system.len() + user.len() - job.prompt.len()),
                 cancel,
             )
             .await?;
@@ -88,8 +86,16 @@ impl OpenAi {
             return Err(ExecError::Permanent("the provider streamed no text".into()));
         }
         let _ = progress.send(Report::Progress(100, Some("the model finished".into())));
-        Ok(
-            json!({ "text": text, "model": if model.is_null() { json!(self.model) } else { model }, "usage": usage }),
-        )
+        let model = if model.is_null() {
+            json!(self.model)
+        } else {
+            model
+        };
+        let mut out = json!({ "text": text, "model": model, "usage": usage });
+        // The pipeline's later steps read a summary by its name.
+        if job.step == "summarize" {
+            out["summary"] = out["text"].clone();
+        }
+        Ok(out)
     }
 }

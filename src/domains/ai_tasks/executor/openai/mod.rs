@@ -12,6 +12,7 @@ pub mod audio;
 mod chat;
 pub mod embeddings;
 mod images;
+pub mod prompts;
 mod segments;
 
 use std::sync::Arc;
