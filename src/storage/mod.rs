@@ -182,6 +182,18 @@ impl Storage {
         }))
     }
 
+    /// Where a tool that reads files or URLs (ffprobe) can read `key` from: its path on
+    /// the local store, a presigned GET on S3.
+    pub async fn readable_at(&self, key: &Key) -> Result<String, StorageError> {
+        match &self.s3 {
+            Some(_) => Ok(self.download_url(key).await?.url),
+            None => Ok(std::path::Path::new(&self.settings.root)
+                .join(self.full_path(key).as_ref())
+                .display()
+                .to_string()),
+        }
+    }
+
     /// `key`'s path in the bucket, with `storage.prefix`.
     fn full_path(&self, key: &Key) -> object_store::path::Path {
         if self.prefix.is_empty() {

@@ -7,8 +7,11 @@ use sea_orm::DatabaseConnection;
 use serde_json::Value;
 
 use super::TaskKind;
+use super::executor::ffmpeg::probe;
+use super::kinds::Lane;
 use super::settings::{AiSettings, Protocol};
 use crate::error::ApiError;
+use crate::storage::Storage;
 use crate::storage::records::{self, READY};
 
 const FIELD: &str = "params.upload_id";
@@ -21,16 +24,19 @@ fn needs_upload(ai: &AiSettings, kind: TaskKind) -> bool {
             .is_some_and(|(_, p)| p.protocol == Protocol::Ffmpeg)
 }
 
-/// Checks the inputs `params` names for `user`.
+/// Checks the inputs `params` names for `user`; the lane the task takes (a video longer
+/// than `long_video_secs` takes the long one; its length read with ffprobe where it is
+/// stored, without downloading it).
 pub async fn check(
     db: &DatabaseConnection,
+    storage: &Storage,
     ai: &AiSettings,
     user: &str,
     kind: TaskKind,
     params: &Value,
-) -> Result<(), ApiError> {
+) -> Result<Lane, ApiError> {
     if !needs_upload(ai, kind) {
-        return Ok(());
+        return Ok(Lane::Regular);
     }
     let Some(id) = params.get("upload_id").and_then(Value::as_str) else {
         return Err(ApiError::invalid(
@@ -42,7 +48,9 @@ pub async fn check(
         .await
         .map_err(|e| ApiError::Internal(e.into()))?;
     match upload {
-        Some(u) if u.purpose == "video" && u.status == READY => Ok(()),
+        Some(u) if u.purpose == "video" && u.status == READY => {
+            Ok(lane(storage, ai, kind, &u).await)
+        }
         Some(u) if u.purpose != "video" => Err(ApiError::invalid(
             FIELD,
             format!("upload {id} is a {} upload, not a video", u.purpose),
@@ -52,5 +60,35 @@ pub async fn check(
             format!("upload {id} is {}, not READY", u.status),
         )),
         None => Err(ApiError::invalid(FIELD, format!("no upload {id} of yours"))),
+    }
+}
+
+/// The lane of a video `u`: long when ffprobe says it runs past `long_video_secs`. A video
+/// that cannot be probed here (no ffprobe on the API's machine, a store it cannot reach)
+/// takes the regular lane; the extraction reads it anyway.
+async fn lane(storage: &Storage, ai: &AiSettings, kind: TaskKind, u: &records::Object) -> Lane {
+    let long_secs = ai.kinds.get(kind.as_str()).map_or(0, |k| k.long_video_secs);
+    let Some(key) = u.store_key.as_deref().filter(|_| long_secs > 0) else {
+        return Lane::Regular;
+    };
+    let Ok(key) = crate::storage::Key::parse(key) else {
+        return Lane::Regular;
+    };
+    let Ok(source) = storage.readable_at(&key).await else {
+        return Lane::Regular;
+    };
+    let cancel = tokio_util::sync::CancellationToken::new();
+    let probed = tokio::time::timeout(
+        std::time::Duration::from_secs(15),
+        probe::probe(&source, &cancel),
+    )
+    .await;
+    match probed {
+        Ok(Ok(p)) if p.duration_s > long_secs as f64 => Lane::Long,
+        Ok(Ok(_)) => Lane::Regular,
+        other => {
+            tracing::warn!(upload = %u.id, outcome = ?other.map(|r| r.err()), "could not read the video's length; the regular lane");
+            Lane::Regular
+        }
     }
 }

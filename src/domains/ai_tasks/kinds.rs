@@ -7,7 +7,8 @@ use sea_orm::entity::prelude::{DeriveActiveEnum, EnumIter, StringLen};
 use serde::{Deserialize, Serialize};
 
 use super::queues::{
-    AI_LONG, AI_MEDIA_ASR, AI_MEDIA_EXTRACT, AI_MEDIA_SUMMARY, AI_MEDIA_VECTORIZE, AI_SHORT,
+    AI_LONG, AI_MEDIA_ASR, AI_MEDIA_ASR_LONG, AI_MEDIA_EXTRACT, AI_MEDIA_EXTRACT_LONG,
+    AI_MEDIA_SUMMARY, AI_MEDIA_VECTORIZE, AI_SHORT,
 };
 use crate::broker::QueueSpec;
 
@@ -70,13 +71,21 @@ impl TaskKind {
 
     /// The queue of step `step`: the pipeline's stages each have their own.
     pub fn queue_of(self, step: i32) -> &'static QueueSpec {
+        self.queue_in(step, Lane::Regular)
+    }
+
+    /// The queue of step `step` in `lane`: a long video's extraction and transcription
+    /// have queues of their own.
+    pub fn queue_in(self, step: i32, lane: Lane) -> &'static QueueSpec {
         match self {
             TaskKind::Copywriting | TaskKind::Image => &AI_SHORT,
             TaskKind::Video | TaskKind::Model3d => &AI_LONG,
-            TaskKind::VideoAnalysis => match step {
-                0 => &AI_MEDIA_EXTRACT,
-                1 => &AI_MEDIA_ASR,
-                2 => &AI_MEDIA_SUMMARY,
+            TaskKind::VideoAnalysis => match (step, lane) {
+                (0, Lane::Regular) => &AI_MEDIA_EXTRACT,
+                (0, Lane::Long) => &AI_MEDIA_EXTRACT_LONG,
+                (1, Lane::Regular) => &AI_MEDIA_ASR,
+                (1, Lane::Long) => &AI_MEDIA_ASR_LONG,
+                (2, _) => &AI_MEDIA_SUMMARY,
                 _ => &AI_MEDIA_VECTORIZE,
             },
         }
@@ -98,6 +107,39 @@ impl TaskKind {
     /// Whether the result is text (stored as is) or media (a URL and metadata).
     pub fn is_text(self) -> bool {
         matches!(self, TaskKind::Copywriting | TaskKind::VideoAnalysis)
+    }
+}
+
+/// Which queues a task's heavy stages take: a long video's have their own.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Lane {
+    Regular,
+    Long,
+}
+
+/// The params key the server sets on a long video's task (params starting with `_`
+/// are the server's: a submission naming one is refused).
+pub const LANE_PARAM: &str = "_lane";
+
+impl Lane {
+    /// The lane a task's params (as stored) put it in.
+    pub fn of(params: &str) -> Lane {
+        // Only the server writes it, so a cheap look before a parse.
+        if !params.contains(LANE_PARAM) {
+            return Lane::Regular;
+        }
+        match serde_json::from_str::<serde_json::Value>(params)
+            .ok()
+            .and_then(|p| {
+                p.get(LANE_PARAM)
+                    .and_then(|l| l.as_str())
+                    .map(str::to_owned)
+            })
+            .as_deref()
+        {
+            Some("long") => Lane::Long,
+            _ => Lane::Regular,
+        }
     }
 }
 

@@ -32,6 +32,20 @@ pub const AI_MEDIA_EXTRACT: QueueSpec = QueueSpec::new(
     "video analysis: FFmpeg probe, audio and keyframes",
 )
 .prefetch(4);
+/// Videos longer than `ai.kinds.video_analysis.long_video_secs` are extracted and
+/// transcribed on queues of their own, so one long video never holds up short ones.
+pub const AI_MEDIA_EXTRACT_LONG: QueueSpec = QueueSpec::new(
+    "ai.media.extract.long",
+    "ai",
+    "video analysis of long videos: FFmpeg",
+)
+.prefetch(1);
+pub const AI_MEDIA_ASR_LONG: QueueSpec = QueueSpec::new(
+    "ai.media.asr.long",
+    "ai",
+    "video analysis of long videos: speech to text",
+)
+.prefetch(2);
 pub const AI_MEDIA_ASR: QueueSpec =
     QueueSpec::new("ai.media.asr", "ai", "video analysis: speech to text").prefetch(8);
 pub const AI_MEDIA_SUMMARY: QueueSpec =
@@ -58,6 +72,8 @@ pub const QUEUES: &[&QueueSpec] = &[
     &AI_LONG,
     &AI_MEDIA_EXTRACT,
     &AI_MEDIA_ASR,
+    &AI_MEDIA_EXTRACT_LONG,
+    &AI_MEDIA_ASR_LONG,
     &AI_MEDIA_SUMMARY,
     &AI_MEDIA_VECTORIZE,
     &AI_CHECK,

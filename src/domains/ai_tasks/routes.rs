@@ -146,6 +146,16 @@ fn validate(state: &Tasks, req: &SubmitRequest) -> Result<(TaskKind, Value), Api
             ),
         ));
     }
+    // Keys starting with `_` are the server's (a long video's lane).
+    if let Some(key) = params
+        .as_object()
+        .and_then(|o| o.keys().find(|k| k.starts_with('_')))
+    {
+        return Err(ApiError::invalid(
+            format!("params.{key}"),
+            "params starting with `_` are reserved for the server",
+        ));
+    }
     if let Some(sim) = params.get("simulate") {
         if !ai.allow_failure_injection {
             return Err(ApiError::invalid(
@@ -193,9 +203,20 @@ pub(crate) async fn submit(
 ) -> Result<Response, ApiError> {
     let limits = &state.core.limits;
     limits.take(&super::limits::SUBMITS, &user.id).await?;
-    let (kind, params) = validate(&state, &req)?;
+    let (kind, mut params) = validate(&state, &req)?;
     state.shedding.admit(kind)?;
-    super::inputs::check(&state.core.db, &state.ai, &user.id, kind, &params).await?;
+    let lane = super::inputs::check(
+        &state.core.db,
+        &state.core.storage,
+        &state.ai,
+        &user.id,
+        kind,
+        &params,
+    )
+    .await?;
+    if lane == super::kinds::Lane::Long {
+        params[super::kinds::LANE_PARAM] = "long".into();
+    }
     let cost = state
         .ai
         .kinds

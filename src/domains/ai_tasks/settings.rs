@@ -114,6 +114,10 @@ pub struct KindSettings {
     /// refund applies).
     #[serde(default = "default_approval_timeout_secs")]
     pub approval_timeout_secs: u64,
+    /// Video analysis: videos longer than this are extracted and transcribed on queues of
+    /// their own (`ai.media.extract.long`, `ai.media.asr.long`); 0: one lane.
+    #[serde(default)]
+    pub long_video_secs: u64,
 }
 
 fn default_approval_timeout_secs() -> u64 {

@@ -322,3 +322,78 @@ async fn a_process_started_on_chosen_queues_consumes_only_those() {
     let _ = rest.await;
     media_done(env, app).await;
 }
+
+/// A video longer than `long_video_secs` is extracted and transcribed on the long queues
+/// (its length read with ffprobe at submission, where the upload is stored): with only
+/// the regular queues consumed, a short video finishes while the long one waits in
+/// `ai.media.extract.long`, until a process for the long queues starts.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_long_video_takes_the_long_queues_while_short_ones_finish() {
+    if !crate::helpers::videos::ffmpeg("analysis_long") {
+        return;
+    }
+    let Some(mut env) = media_env(Backend::RabbitPostgres, "analysis_long").await else {
+        return;
+    };
+    env.settings.sections.get_mut("ai").unwrap()["kinds"]["video_analysis"]["long_video_secs"] =
+        json!(4);
+    let app = spawn_app(&env).await;
+    let (_, key) = app.user("editor", 100).await;
+    let submit = |upload: String| {
+        let (app, key) = (&app, &key);
+        async move {
+            tasks::submit_id(
+                app,
+                key,
+                json!({"kind": "video_analysis", "prompt": "p", "params": {"upload_id": upload}}),
+            )
+            .await
+        }
+    };
+    let long = submit(upload_video(&app, &key, video(6, true)).await).await;
+    let short = submit(upload_video(&app, &key, video(3, true)).await).await;
+    let token = tokio_util::sync::CancellationToken::new();
+    let regular = {
+        let (p, t) = (app.platform.clone(), token.clone());
+        let queues = [
+            "ai.media.extract",
+            "ai.media.asr",
+            "ai.media.summary",
+            "ai.media.vectorize",
+        ]
+        .map(str::to_owned);
+        tokio::spawn(async move {
+            conveyor::app::run_workers(&p, conveyor::domains::ALL, Some(&queues), t).await
+        })
+    };
+    tasks::wait_status(&app, &key, &short, "SUCCESS").await;
+    let long_queue = app
+        .platform
+        .broker
+        .topology()
+        .queue(&conveyor::domains::ai_tasks::queues::AI_MEDIA_EXTRACT_LONG)
+        .name;
+    assert_eq!(app.platform.broker.depth(&long_queue).await.unwrap(), 1);
+    assert_eq!(tasks::task(&app, &key, &long).await["status"], "PENDING");
+    let long_lane = {
+        let (p, t) = (app.platform.clone(), token.clone());
+        let queues = ["ai.media.extract.long", "ai.media.asr.long"].map(str::to_owned);
+        tokio::spawn(async move {
+            conveyor::app::run_workers(&p, conveyor::domains::ALL, Some(&queues), t).await
+        })
+    };
+    let t = tasks::wait_status(&app, &key, &long, "SUCCESS").await;
+    assert!((t["result"]["extract_audio"]["duration_s"].as_f64().unwrap() - 6.0).abs() < 0.2);
+    // The lane is the server's to set.
+    let r = tasks::submit(
+        &app,
+        &key,
+        json!({"kind": "copywriting", "prompt": "p", "params": {"_lane": "long"}}),
+    )
+    .await;
+    assert_eq!(r.status(), 422);
+    token.cancel();
+    let _ = regular.await;
+    let _ = long_lane.await;
+    media_done(env, app).await;
+}

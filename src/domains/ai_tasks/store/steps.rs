@@ -8,7 +8,7 @@ use sea_orm::{ConnectionTrait, DbErr, EntityTrait};
 
 use crate::broker::{Envelope, Target};
 use crate::domains::ai_tasks::entity::{event, task};
-use crate::domains::ai_tasks::kinds::{Status, TaskKind};
+use crate::domains::ai_tasks::kinds::{Lane, Status, TaskKind};
 use crate::domains::ai_tasks::messages::TaskEvent;
 use crate::domains::ai_tasks::usage::{self, Usage, pricing::Price};
 use crate::domains::search_sync;
@@ -129,7 +129,7 @@ pub async fn commit_steps(
         .filter(|(r, _)| !r.last && r.approval.is_none())
         .map(|(_, t)| {
             (
-                Target::Queue(t.kind.queue_of(t.step_index)),
+                Target::Queue(t.kind.queue_in(t.step_index, Lane::of(&t.params))),
                 run_message(t, t.step_index),
             )
         })

@@ -182,7 +182,8 @@ async fn write_batch(
         }
         let ev = event_of(&t, Some("accepted".into()));
         events.push(event_row(&ev));
-        messages.push((Target::Queue(n.kind.queue()), run_message(&t, 0)));
+        let lane = crate::domains::ai_tasks::kinds::Lane::of(&t.params);
+        messages.push((Target::Queue(n.kind.queue_in(0, lane)), run_message(&t, 0)));
         tasks.push(task::ActiveModel::from(t.clone()));
         results.push(Ok((t, ev)));
     }
@@ -229,7 +230,10 @@ pub async fn enqueue_step(
 ) -> Result<(), OutboxError> {
     outbox::enqueue(
         txn,
-        Target::Queue(t.kind.queue_of(step)),
+        Target::Queue(
+            t.kind
+                .queue_in(step, crate::domains::ai_tasks::kinds::Lane::of(&t.params)),
+        ),
         &run_message(t, step),
         max_payload,
     )

@@ -11,7 +11,7 @@
 //! the consumer shuts down; scratch directories go with the step, and those a crash left
 //! are removed when the next process starts.
 
-mod probe;
+pub mod probe;
 mod process;
 
 use std::sync::Arc;

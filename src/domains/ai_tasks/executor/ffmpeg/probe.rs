@@ -15,7 +15,7 @@ pub struct Probe {
     pub height: Option<i32>,
 }
 
-/// Reads `path` with ffprobe.
+/// Reads `path` (a file, or a URL ffprobe can read) with ffprobe.
 pub async fn probe(path: &str, cancel: &CancellationToken) -> Result<Probe, ExecError> {
     let out = process::run(
         "ffprobe",
