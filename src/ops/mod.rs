@@ -20,6 +20,7 @@ pub mod notify;
 pub mod panel;
 pub mod reporter;
 pub mod routes;
+mod rules;
 pub mod settings;
 pub mod snapshot;
 

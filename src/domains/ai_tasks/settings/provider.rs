@@ -1,0 +1,162 @@
+//! `[ai.providers.<name>]`: a provider, the protocol it speaks and its limits.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+/// The wire protocol a provider speaks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Protocol {
+    /// The built-in simulator (deterministic output, real files, no network).
+    Simulated,
+    /// OpenAI-compatible: `/chat/completions` (streamed) for text, `/images/generations`
+    /// for images. OpenAI, DeepSeek, Qwen (DashScope compatible mode), vLLM, Ollama, …
+    Openai,
+    /// A Dify workflow: `/workflows/run`, streamed (node events as progress, text
+    /// chunks as deltas) or blocking.
+    Dify,
+    /// Replicate's predictions API: the job is created, parked, and checked (or
+    /// called back) until it ends; outputs are downloaded into storage.
+    Replicate,
+    /// Any API of the same shape (Kling, Runway, Luma, Tripo, an in-house farm), its
+    /// paths and fields in `[ai.providers.<name>.prediction]`.
+    Prediction,
+    /// FFmpeg on this machine: the video-analysis pipeline's extraction (audio segments
+    /// and keyframes from the task's upload).
+    Ffmpeg,
+}
+
+impl Protocol {
+    /// Whether a step at this provider parks instead of holding its worker.
+    pub fn parks(self) -> bool {
+        matches!(self, Protocol::Replicate | Protocol::Prediction)
+    }
+}
+
+/// One provider: `[ai.providers.<name>]`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ProviderSettings {
+    pub protocol: Protocol,
+    /// The API's base (`https://api.openai.com/v1`, `https://api.deepseek.com/v1`).
+    #[serde(default)]
+    pub base_url: String,
+    /// Secret: set it from the environment (`CONVEYOR__AI__PROVIDERS__<NAME>__API_KEY`).
+    #[serde(default)]
+    pub api_key: String,
+    /// The model for text.
+    #[serde(default)]
+    pub model: String,
+    /// The model for images (`/images/generations`); empty: this provider makes none.
+    #[serde(default)]
+    pub image_model: String,
+    /// The model for speech to text (`/audio/transcriptions`).
+    #[serde(default = "default_audio_model")]
+    pub audio_model: String,
+    /// The model for embeddings (`/embeddings`).
+    #[serde(default = "default_embedding_model")]
+    pub embedding_model: String,
+    /// Per request; a stream may run this long in all.
+    #[serde(default = "default_timeout_ms")]
+    pub timeout_ms: u64,
+    /// A stream that sends nothing for this long is given up on (a transient failure).
+    #[serde(default = "default_idle_ms")]
+    pub stream_idle_ms: u64,
+    /// Client-side requests per second of this process.
+    #[serde(default = "default_rps")]
+    pub requests_per_second: u32,
+    /// The provider's quota for the whole fleet, requests per minute (in Redis with the
+    /// real backends; 0: none).
+    #[serde(default)]
+    pub requests_per_minute: u32,
+    /// The provider's token quota for the whole fleet, per minute (ten seconds' worth
+    /// may go at once); each call takes its estimate (the prompt's bytes / 4 and its
+    /// output limit) before it is sent, as OpenAI counts it. 0: none.
+    #[serde(default)]
+    pub tokens_per_minute: u32,
+    /// A 429 that says to come back within this long pauses the provider for the whole
+    /// fleet and the call waits, then tries again (no retry tier, no dead letter); a
+    /// longer one fails the attempt as transient.
+    #[serde(default = "default_retry_wait_ms")]
+    pub max_retry_wait_ms: u64,
+    /// Calls in flight at once from this process (a stream counts until it ends); 0:
+    /// no cap. With N consumer processes the provider sees at most N times this.
+    #[serde(default)]
+    pub max_concurrent: u32,
+    /// Calls in flight at once across the whole fleet (leased places in Redis with the
+    /// real backends; a stream holds its place until it ends); 0: no cap.
+    #[serde(default)]
+    pub fleet_max_concurrent: u32,
+    /// Dify: the workflow's inputs, each from the task: `"prompt"`, or `"params.<key>"`
+    /// (a string field of the task's params).
+    #[serde(default = "default_inputs")]
+    pub inputs: BTreeMap<String, String>,
+    /// Dify: the workflow output that holds the text.
+    #[serde(default = "default_output")]
+    pub output: String,
+    /// Dify: `streaming` (node progress and text chunks live) or `blocking`.
+    #[serde(default = "default_response_mode")]
+    pub response_mode: String,
+    /// A prediction-style API's paths and fields (`protocol = "prediction"`; the
+    /// `replicate` preset needs none).
+    #[serde(default)]
+    pub prediction: Option<crate::domains::ai_tasks::executor::prediction::api::PredictionApi>,
+    /// The secret callbacks are signed with (Standard Webhooks, as Replicate signs:
+    /// `whsec_…`); empty: callbacks are taken on their unguessable URL alone. Secret:
+    /// set it from the environment.
+    #[serde(default)]
+    pub webhook_secret: String,
+    /// How long a job here usually takes: one parked longer is flagged on /ops and by
+    /// the `parked_overdue` alert.
+    #[serde(default = "default_expected_secs")]
+    pub expected_secs: u64,
+    /// FFmpeg: the length of each audio segment (one speech-to-text request each).
+    #[serde(default = "default_segment_secs")]
+    pub segment_secs: u64,
+    /// FFmpeg: JPEG thumbnails taken evenly across the video.
+    #[serde(default = "default_keyframes")]
+    pub keyframes: u32,
+}
+
+fn default_segment_secs() -> u64 {
+    600
+}
+fn default_keyframes() -> u32 {
+    3
+}
+
+fn default_expected_secs() -> u64 {
+    1800
+}
+
+fn default_audio_model() -> String {
+    "whisper-1".to_owned()
+}
+fn default_embedding_model() -> String {
+    "text-embedding-3-small".to_owned()
+}
+
+fn default_inputs() -> BTreeMap<String, String> {
+    BTreeMap::from([("prompt".to_owned(), "prompt".to_owned())])
+}
+fn default_output() -> String {
+    "text".to_owned()
+}
+fn default_response_mode() -> String {
+    "streaming".to_owned()
+}
+
+fn default_retry_wait_ms() -> u64 {
+    30_000
+}
+
+fn default_timeout_ms() -> u64 {
+    120_000
+}
+fn default_idle_ms() -> u64 {
+    30_000
+}
+fn default_rps() -> u32 {
+    10
+}
