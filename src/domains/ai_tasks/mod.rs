@@ -27,6 +27,7 @@ pub mod reaper;
 pub mod routes;
 pub mod settings;
 pub mod shedding;
+pub mod state;
 pub mod store;
 pub mod stream;
 pub mod submitter;

@@ -1,10 +1,8 @@
 //! HTTP: submit, read, list and cancel tasks. Every read and write is scoped to the
 //! caller (another user's task is 404); admins may read any task.
 
-use std::sync::Arc;
-
 use axum::Router;
-use axum::extract::{FromRef, Path, State};
+use axum::extract::{Path, State};
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
@@ -14,24 +12,15 @@ use serde_json::{Value, json};
 use super::kinds::{ALL_KINDS, Status, TaskKind};
 use super::messages::publish_events;
 use super::store::{self, NewTask, StoreError, Task};
-use super::submitter::{Submitter, announce};
+use super::submitter::announce;
 pub use super::view::TaskView;
 use crate::api::openapi::ErrorBody;
-use crate::api::{ApiJson, ApiQuery, AuthUser, Core};
-use crate::domains::ai_tasks::settings::AiSettings;
+use crate::api::{ApiJson, ApiQuery, AuthUser};
 use crate::error::ApiError;
 use crate::idempotency::{self, IdempotencyKey, Once};
 
-/// The task routes' state.
-#[derive(Clone, FromRef)]
-pub struct Tasks {
-    pub core: Core,
-    pub ai: Arc<AiSettings>,
-    /// Group-commits submissions without an idempotency key.
-    pub submitter: Submitter,
-    /// Sheds some kinds while the video-analysis pipeline is far behind.
-    pub shedding: super::shedding::Shedding,
-}
+pub use super::state::Tasks;
+use super::state::visible;
 
 pub fn routes(state: Tasks) -> Router {
     Router::new()
@@ -254,18 +243,6 @@ pub(crate) async fn submit(
         announce(&state.core.relay, &state.core.broker, vec![event]);
     }
     Ok(resp)
-}
-
-/// The task if the caller may see it; 404 otherwise (never "forbidden": existence is private).
-pub(crate) async fn visible(
-    state: &Tasks,
-    user: &crate::users::User,
-    id: &str,
-) -> Result<Task, ApiError> {
-    match store::get(&state.core.db, id).await? {
-        Some(t) if user.can_see(&t.user_id) => Ok(t),
-        _ => Err(ApiError::NotFound("task")),
-    }
 }
 
 /// `GET /v1/tasks/{id}`.

@@ -59,7 +59,7 @@ impl WaitingView {
             provider: (!approval).then(|| w.provider.clone()),
             since: w.parked_at,
             deadline_at: w.deadline_at,
-            approval_link: approval.then(|| super::parked::decisions::link(w)),
+            approval_link: approval.then(|| super::parked::store::approval_link(w)),
         }
     }
 }

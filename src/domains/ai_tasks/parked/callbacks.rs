@@ -20,8 +20,8 @@ use crate::broker::Target;
 use crate::domains::ai_tasks::executor::prediction::webhook;
 use crate::domains::ai_tasks::kinds::TaskKind;
 use crate::domains::ai_tasks::queues::AI_CHECK;
-use crate::domains::ai_tasks::routes::Tasks;
 use crate::domains::ai_tasks::settings::AiSettings;
+use crate::domains::ai_tasks::state::Tasks;
 use crate::error::ApiError;
 
 /// The callback URL of a job that `kind`'s step `step` starts for `task_id`, when its

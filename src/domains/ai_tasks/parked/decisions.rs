@@ -14,7 +14,8 @@ use super::store::{self as waits, Wait};
 use crate::api::openapi::ErrorBody;
 use crate::api::{ApiJson, AuthUser};
 use crate::domains::ai_tasks::messages::publish_events;
-use crate::domains::ai_tasks::routes::{TaskView, Tasks, visible};
+use crate::domains::ai_tasks::state::{Tasks, visible};
+use crate::domains::ai_tasks::view::TaskView;
 use crate::error::ApiError;
 
 /// Longest comment kept with a decision.
@@ -134,11 +135,6 @@ pub(crate) async fn decide_by_link(
         body.comment.as_deref(),
     )
     .await
-}
-
-/// The path of a waiting approval's one-time link.
-pub fn link(w: &Wait) -> String {
-    format!("/v1/approvals/{}.{}", w.task_id, w.token)
 }
 
 async fn apply(

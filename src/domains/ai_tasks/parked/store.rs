@@ -31,6 +31,11 @@ pub fn check_message(task_id: &str, attempt: i32, checks: i32) -> Envelope {
     Envelope::new(CHECK_STEP, payload).with_correlation_id(task_id.to_owned())
 }
 
+/// The path of a waiting approval's one-time link (`POST` it with a decision).
+pub fn approval_link(w: &Wait) -> String {
+    format!("/v1/approvals/{}.{}", w.task_id, w.token)
+}
+
 /// A fresh secret for a callback or approval link: 128 random bits, hex.
 pub fn new_token() -> String {
     hex::encode(rand::random::<[u8; 16]>())
