@@ -18,12 +18,10 @@ use std::collections::HashMap;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use conveyor::app::Application;
 use conveyor::domains::ai_tasks::entity::{event, task};
 use conveyor::domains::ai_tasks::kinds::Status;
 use sea_orm::{ColumnTrait, EntityTrait, PaginatorTrait, QueryFilter, QueryOrder};
 use serde_json::{Value, json};
-use tokio_util::sync::CancellationToken;
 
 const SECS: u32 = 10;
 
@@ -148,23 +146,8 @@ async fn main() {
     let ai = s.sections.get_mut("ai").unwrap();
     ai["kinds"]["video_analysis"]["simulated_step_ms"] = json!(0);
     ai["kinds"]["video_analysis"]["cost"] = json!(0);
-    let a = Application::build(s.clone()).await.unwrap();
-    let b = Application::build(s.clone()).await.unwrap();
-    let base = format!("http://{}", a.addr());
-    let db = a.platform().db.clone();
-    let (_, key) = conveyor::users::create(&db, "studio", 1_000_000, false)
-        .await
-        .unwrap();
-    let stop = CancellationToken::new();
-    let workers = [a.platform().clone(), b.platform().clone()].map(|p| {
-        let t = stop.clone();
-        tokio::spawn(async move {
-            conveyor::app::run_workers(&p, conveyor::domains::ALL, Some(&["ai".to_owned()]), t)
-                .await
-        })
-    });
-    let server = tokio::spawn(a.run_until(stop.clone()));
-    drop(b);
+    let app = common::TwoConsumers::start(&s).await;
+    let (base, db, key) = (app.base.clone(), app.db.clone(), app.key.clone());
     let client = reqwest::Client::new();
     let mut uploads = Vec::new();
     for _ in 0..n {
@@ -297,10 +280,6 @@ async fn main() {
             pct(&mut waits[i], 1.0)
         );
     }
-    stop.cancel();
-    let _ = server.await;
-    for w in workers {
-        let _ = w.await;
-    }
+    app.stop().await;
     stack.teardown().await;
 }

@@ -25,7 +25,6 @@ use std::time::{Duration, Instant};
 use axum::Json;
 use axum::extract::{Path, State};
 use axum::routing::{get, post};
-use conveyor::app::Application;
 use conveyor::domains::ai_tasks::entity::{event, task};
 use conveyor::domains::ai_tasks::kinds::Status;
 use conveyor::settings::Settings;
@@ -33,7 +32,6 @@ use sea_orm::{
     ColumnTrait, ConnectionTrait, DatabaseConnection, EntityTrait, PaginatorTrait, QueryFilter,
 };
 use serde_json::{Value, json};
-use tokio_util::sync::CancellationToken;
 
 use common::cpu::cpu_ticks;
 
@@ -239,24 +237,9 @@ async fn main() {
     };
     let (provider, fake) = fake().await;
     let s = settings(&stack.settings, &provider);
-    // Two consumer processes: the API's and a second one of its own.
-    let a = Application::build(s.clone()).await.unwrap();
-    let b = Application::build(s.clone()).await.unwrap();
-    let url = format!("http://{}/v1/tasks", a.addr());
-    let db = a.platform().db.clone();
-    let (_, key) = conveyor::users::create(&db, "studio", 1_000_000, false)
-        .await
-        .unwrap();
-    let stop = CancellationToken::new();
-    let workers = [a.platform().clone(), b.platform().clone()].map(|p| {
-        let t = stop.clone();
-        tokio::spawn(async move {
-            conveyor::app::run_workers(&p, conveyor::domains::ALL, Some(&["ai".to_owned()]), t)
-                .await
-        })
-    });
-    let server = tokio::spawn(a.run_until(stop.clone()));
-    drop(b);
+    let app = common::TwoConsumers::start(&s).await;
+    let url = format!("{}/v1/tasks", app.base);
+    let (db, key) = (app.db.clone(), app.key.clone());
 
     let idle = measure(&db, &fake, 10).await;
     let idle_per_sec = idle.statements as f64 / idle.secs;
@@ -331,10 +314,6 @@ async fn main() {
         "copywriting beside {parked} parked jobs: {beside:.0} tasks/s ({:.0} % of alone)",
         beside / alone * 100.0
     );
-    stop.cancel();
-    let _ = server.await;
-    for w in workers {
-        let _ = w.await;
-    }
+    app.stop().await;
     stack.teardown().await;
 }

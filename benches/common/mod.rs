@@ -169,3 +169,55 @@ pub fn raise_file_limit() -> u64 {
     );
     getrlimit(Resource::Nofile).current.unwrap_or(1024)
 }
+
+/// The API and the `ai` consumers of two processes (the API's own, and a second
+/// platform of its own, as `conveyor serve` beside two `conveyor consume ai`), with a
+/// tenant of ample credits.
+pub struct TwoConsumers {
+    /// `http://host:port` of the API.
+    pub base: String,
+    pub db: sea_orm::DatabaseConnection,
+    /// The tenant's API key.
+    pub key: String,
+    stop: tokio_util::sync::CancellationToken,
+    server: tokio::task::JoinHandle<anyhow::Result<()>>,
+    workers: [tokio::task::JoinHandle<anyhow::Result<()>>; 2],
+}
+
+impl TwoConsumers {
+    pub async fn start(s: &conveyor::settings::Settings) -> TwoConsumers {
+        let a = conveyor::app::Application::build(s.clone()).await.unwrap();
+        let b = conveyor::app::Application::build(s.clone()).await.unwrap();
+        let base = format!("http://{}", a.addr());
+        let db = a.platform().db.clone();
+        let (_, key) = conveyor::users::create(&db, "studio", 1_000_000, false)
+            .await
+            .unwrap();
+        let stop = tokio_util::sync::CancellationToken::new();
+        let workers = [a.platform().clone(), b.platform().clone()].map(|p| {
+            let t = stop.clone();
+            tokio::spawn(async move {
+                conveyor::app::run_workers(&p, conveyor::domains::ALL, Some(&["ai".to_owned()]), t)
+                    .await
+            })
+        });
+        let server = tokio::spawn(a.run_until(stop.clone()));
+        TwoConsumers {
+            base,
+            db,
+            key,
+            stop,
+            server,
+            workers,
+        }
+    }
+
+    /// Stops the API and both consumers.
+    pub async fn stop(self) {
+        self.stop.cancel();
+        let _ = self.server.await;
+        for w in self.workers {
+            let _ = w.await;
+        }
+    }
+}

@@ -49,7 +49,7 @@ pub async fn check(
         .map_err(|e| ApiError::Internal(e.into()))?;
     match upload {
         Some(u) if u.purpose == "video" && u.status == READY => {
-            Ok(lane(storage, ai, kind, &u).await)
+            Ok(lane(db, storage, ai, kind, &u).await)
         }
         Some(u) if u.purpose != "video" => Err(ApiError::invalid(
             FIELD,
@@ -63,20 +63,39 @@ pub async fn check(
     }
 }
 
-/// The lane of a video `u`: long when ffprobe says it runs past `long_video_secs`. A video
-/// that cannot be probed here (no ffprobe on the API's machine, a store it cannot reach)
-/// takes the regular lane; the extraction reads it anyway.
-async fn lane(storage: &Storage, ai: &AiSettings, kind: TaskKind, u: &records::Object) -> Lane {
+/// The lane of a video `u`: long when it runs past `long_video_secs`.
+async fn lane(
+    db: &DatabaseConnection,
+    storage: &Storage,
+    ai: &AiSettings,
+    kind: TaskKind,
+    u: &records::Object,
+) -> Lane {
     let long_secs = ai.kinds.get(kind.as_str()).map_or(0, |k| k.long_video_secs);
-    let Some(key) = u.store_key.as_deref().filter(|_| long_secs > 0) else {
+    if long_secs == 0 {
         return Lane::Regular;
+    }
+    let duration_ms = match u.duration_ms {
+        Some(ms) => Some(ms),
+        None => probe_length(db, storage, u).await,
     };
-    let Ok(key) = crate::storage::Key::parse(key) else {
-        return Lane::Regular;
-    };
-    let Ok(source) = storage.readable_at(&key).await else {
-        return Lane::Regular;
-    };
+    match duration_ms {
+        Some(ms) if ms > (long_secs * 1000) as i64 => Lane::Long,
+        _ => Lane::Regular,
+    }
+}
+
+/// Reads `u`'s length with ffprobe where it is stored (no download) and keeps it on the
+/// upload, so each upload is probed once however many analyses name it. `None` when it
+/// cannot be read here (no ffprobe on the API's machine, a store it cannot reach): the
+/// regular lane, and the extraction reads the video anyway.
+async fn probe_length(
+    db: &DatabaseConnection,
+    storage: &Storage,
+    u: &records::Object,
+) -> Option<i64> {
+    let key = crate::storage::Key::parse(u.store_key.as_deref()?).ok()?;
+    let source = storage.readable_at(&key).await.ok()?;
     let cancel = tokio_util::sync::CancellationToken::new();
     let probed = tokio::time::timeout(
         std::time::Duration::from_secs(15),
@@ -84,11 +103,16 @@ async fn lane(storage: &Storage, ai: &AiSettings, kind: TaskKind, u: &records::O
     )
     .await;
     match probed {
-        Ok(Ok(p)) if p.duration_s > long_secs as f64 => Lane::Long,
-        Ok(Ok(_)) => Lane::Regular,
+        Ok(Ok(p)) => {
+            let ms = (p.duration_s * 1000.0) as i64;
+            if let Err(e) = records::set_duration(db, &u.id, ms).await {
+                tracing::warn!(upload = %u.id, error = %e, "keeping the video's length failed");
+            }
+            Some(ms)
+        }
         other => {
-            tracing::warn!(upload = %u.id, outcome = ?other.map(|r| r.err()), "could not read the video's length; the regular lane");
-            Lane::Regular
+            tracing::debug!(upload = %u.id, outcome = ?other.map(|r| r.err()), "could not read the video's length; the regular lane");
+            None
         }
     }
 }

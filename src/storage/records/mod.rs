@@ -109,6 +109,22 @@ pub async fn create_pending_with_id(
 /// The upload is stored: READY with what the write measured; its reservation becomes
 /// its size (the difference goes back to the quota). The row as it is now, or `None` if
 /// it was no longer PENDING (collected as abandoned meanwhile).
+/// Records a stored file's length once something read it (ffprobe, at a video
+/// analysis's submission): the next reader takes it from the row.
+pub async fn set_duration(
+    db: &impl ConnectionTrait,
+    id: &str,
+    duration_ms: i64,
+) -> Result<(), DbErr> {
+    Entity::update_many()
+        .col_expr(Column::DurationMs, Expr::value(duration_ms))
+        .filter(Column::Id.eq(id))
+        .filter(Column::DurationMs.is_null())
+        .exec(db)
+        .await
+        .map(drop)
+}
+
 pub async fn mark_ready(
     db: &impl ConnectionTrait,
     upload: &Object,

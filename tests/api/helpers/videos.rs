@@ -7,6 +7,8 @@
 use std::collections::HashMap;
 use std::sync::Mutex;
 
+use serde_json::Value;
+
 use super::TestApp;
 
 /// Videos made so far, by (seconds, with sound).
@@ -44,14 +46,20 @@ pub fn video(secs: u32, audio: bool) -> Vec<u8> {
         .clone()
 }
 
-/// Uploads `bytes` as a video of `key`'s; the upload's id.
-pub async fn upload_video(app: &TestApp, key: &str, bytes: Vec<u8>) -> String {
+/// `POST /v1/uploads` with `purpose` and `bytes` named `name`: status and body.
+pub async fn upload(
+    app: &TestApp,
+    key: &str,
+    purpose: &str,
+    name: &str,
+    bytes: Vec<u8>,
+) -> (u16, Value) {
     let form = reqwest::multipart::Form::new()
-        .text("purpose", "video")
+        .text("purpose", purpose.to_owned())
         .part(
             "file",
             reqwest::multipart::Part::bytes(bytes)
-                .file_name("clip.mp4")
+                .file_name(name.to_owned())
                 .mime_str("video/mp4")
                 .unwrap(),
         );
@@ -63,7 +71,12 @@ pub async fn upload_video(app: &TestApp, key: &str, bytes: Vec<u8>) -> String {
         .send()
         .await
         .unwrap();
-    let v: serde_json::Value = r.json().await.unwrap();
+    (r.status().as_u16(), r.json().await.unwrap_or(Value::Null))
+}
+
+/// Uploads `bytes` as a video of `key`'s; the upload's id.
+pub async fn upload_video(app: &TestApp, key: &str, bytes: Vec<u8>) -> String {
+    let (_, v) = upload(app, key, "video", "clip.mp4", bytes).await;
     assert_eq!(v["status"], "READY", "{v}");
     v["id"].as_str().unwrap().to_owned()
 }

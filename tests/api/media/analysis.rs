@@ -350,7 +350,17 @@ async fn a_long_video_takes_the_long_queues_while_short_ones_finish() {
             .await
         }
     };
-    let long = submit(upload_video(&app, &key, video(6, true)).await).await;
+    let long_upload = upload_video(&app, &key, video(6, true)).await;
+    let long = submit(long_upload.clone()).await;
+    // Its length was read once and kept on the upload's row.
+    use sea_orm::EntityTrait as _;
+    let kept = conveyor::storage::records::entity::object::Entity::find_by_id(long_upload)
+        .one(&app.platform.db)
+        .await
+        .unwrap()
+        .unwrap();
+    let ms = kept.duration_ms.unwrap_or_else(|| panic!("{kept:?}"));
+    assert!((5800..=6200).contains(&ms), "{kept:?}");
     let short = submit(upload_video(&app, &key, video(3, true)).await).await;
     let token = tokio_util::sync::CancellationToken::new();
     let regular = {

@@ -13,7 +13,6 @@ mod uploads;
 
 use conveyor::storage::settings::Backend as StoreBackend;
 use futures::StreamExt as _;
-use serde_json::Value;
 
 use crate::helpers::*;
 
@@ -86,33 +85,7 @@ pub const PNG: &[u8] = b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR\0\0\0\x01\0\0\0\x01\x08\x
 /// The start of a Windows executable.
 pub const EXE: &[u8] = b"MZ\x90\0\x03\0\0\0\x04\0\0\0\xff\xff\0\0\xb8\0\0\0\0\0\0\0@\0";
 
-/// `POST /v1/uploads` with `purpose` and `bytes` named `name`: status and body.
-pub async fn upload(
-    app: &TestApp,
-    key: &str,
-    purpose: &str,
-    name: &str,
-    bytes: Vec<u8>,
-) -> (u16, Value) {
-    let form = reqwest::multipart::Form::new()
-        .text("purpose", purpose.to_owned())
-        .part(
-            "file",
-            reqwest::multipart::Part::bytes(bytes)
-                .file_name(name.to_owned())
-                .mime_str("video/mp4")
-                .unwrap(),
-        );
-    let r = app
-        .client
-        .post(app.url("/v1/uploads"))
-        .bearer_auth(key)
-        .multipart(form)
-        .send()
-        .await
-        .unwrap();
-    (r.status().as_u16(), r.json().await.unwrap_or(Value::Null))
-}
+pub use crate::helpers::videos::upload;
 
 /// GET a download URL (relative ones on this app), with optional headers.
 pub async fn fetch(app: &TestApp, url: &str, headers: &[(&str, &str)]) -> reqwest::Response {

@@ -240,17 +240,19 @@ impl Routed {
 /// job (its checks go back to it).
 fn stamped(outcome: Outcome, name: &str) -> Outcome {
     match outcome {
-        Outcome::Done(mut output) => {
-            if let Some(o) = output.as_object_mut() {
-                o.insert("provider".into(), name.into());
-            }
-            Outcome::Done(output)
-        }
+        Outcome::Done(output) => Outcome::Done(stamp(output, name)),
         Outcome::Parked(p) => Outcome::Parked(Parked {
             provider: name.to_owned(),
             ..p
         }),
     }
+}
+
+fn stamp(mut output: serde_json::Value, name: &str) -> serde_json::Value {
+    if let Some(o) = output.as_object_mut() {
+        o.insert("provider".into(), name.into());
+    }
+    output
 }
 
 #[async_trait]
@@ -262,10 +264,7 @@ impl Executor for Routed {
         cancel: &CancellationToken,
     ) -> Result<serde_json::Value, ExecError> {
         let (name, exec) = self.route(job)?;
-        match stamped(Outcome::Done(exec.run(job, progress, cancel).await?), name) {
-            Outcome::Done(output) => Ok(output),
-            Outcome::Parked(_) => Err(ExecError::Permanent("a run cannot park".into())),
-        }
+        Ok(stamp(exec.run(job, progress, cancel).await?, name))
     }
 
     async fn start(

@@ -41,12 +41,19 @@ impl AiTaskHandler {
         let (tx, rx) = mpsc::unbounded_channel::<Report>();
         let inputs = JobInputs::of(&t, &self.ai);
         // A provider that parks its jobs may call back: its URL carries a fresh secret,
-        // kept with the wait if the step parks.
-        let token = parked::store::new_token();
-        let callback = parked::callbacks::url(&self.ai, kind, step, &t.id, &token);
+        // kept with the wait if the step parks. Steps on other providers make none.
+        let parks = self.ai.parks(kind, step);
+        let token = if parks {
+            parked::store::new_token()
+        } else {
+            String::new()
+        };
+        let callback = parks
+            .then(|| parked::callbacks::url(&self.ai, kind, step, &t.id, &token))
+            .flatten();
         let job = inputs.job(&t, run.step, step, callback.as_deref());
         // A step that parks holds its worker only while the job is created.
-        let hold = if self.ai.parks(kind, step) {
+        let hold = if parks {
             self.deadline(kind).min(START_LIMIT)
         } else {
             self.deadline(kind)

@@ -16,11 +16,11 @@ use sea_orm::{
 };
 
 use super::entity::{self as wait, APPROVAL};
-use super::store::{Wait, forget, new_token};
+use super::store::{Wait, forget, new_token, waiting};
 use crate::domains::ai_tasks::entity::task;
 use crate::domains::ai_tasks::kinds::Status;
 use crate::domains::ai_tasks::messages::TaskEvent;
-use crate::domains::ai_tasks::store::{self, Change, Guard, StoreError, Task};
+use crate::domains::ai_tasks::store::{self, Change, StoreError, Task};
 
 /// Starts the approval waits of tasks whose next step needs one (in the transaction
 /// that committed the step before): `t` as it is now (at the gated step), and how long
@@ -55,16 +55,6 @@ pub async fn wait_many(
         .exec_without_returning(txn)
         .await
         .map(drop)
-}
-
-/// The guard of a decision: the task still waits at the approval's step and claim.
-fn waiting(w: &Wait) -> Guard<'static> {
-    Guard {
-        statuses: &[Status::Waiting],
-        attempt: Some(w.attempt),
-        step_index: Some(w.step_index),
-        lease_free_before: None,
-    }
 }
 
 /// Approves the step `w` waits before: the task back to PROCESSING (no lease yet) with

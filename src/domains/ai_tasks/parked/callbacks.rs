@@ -62,7 +62,10 @@ pub(crate) async fn callback(
     body: Bytes,
 ) -> Result<Response, ApiError> {
     let not_found = || ApiError::NotFound("waiting job");
-    let (task_id, secret) = token.rsplit_once('.').ok_or_else(not_found)?;
+    let (task_id, secret) = token
+        .rsplit_once('.')
+        .filter(|(_, secret)| !secret.is_empty())
+        .ok_or_else(not_found)?;
     let w = waits::get(&state.core.db, task_id)
         .await
         .map_err(|e| ApiError::Internal(e.into()))?

@@ -47,8 +47,9 @@ pub fn overall(t: &Task, percent: i32) -> i32 {
     (t.step_index * 100 + percent.clamp(0, 100)) / steps
 }
 
-/// The guard of a waiting task's own transitions: still waiting, at this claim and step.
-fn waiting(w: &Wait) -> Guard<'static> {
+/// The guard of a waiting task's own transitions (a check, a decision): still waiting,
+/// at the claim and step of its wait.
+pub(super) fn waiting(w: &Wait) -> Guard<'static> {
     Guard {
         statuses: &[Status::Waiting],
         attempt: Some(w.attempt),

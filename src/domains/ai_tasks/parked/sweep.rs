@@ -10,7 +10,7 @@ use std::time::Duration;
 use chrono::Utc;
 use sea_orm::DatabaseConnection;
 
-use super::store::{self as waits, Wait, check_message};
+use super::store::{self as waits, check_message};
 use crate::broker::{Broker, Target};
 use crate::domains::ai_tasks::queues::{AI_CHECK, check_delay};
 
@@ -36,15 +36,7 @@ pub async fn sweep_once(db: &DatabaseConnection, broker: &dyn Broker) -> anyhow:
         let message = check_message(&w.task_id, w.attempt, w.checks);
         if let Err(e) = broker.publish(Target::Queue(&AI_CHECK), &message).await {
             // Not sent (the broker is away): due again at once, for the next pass.
-            waits::postpone(
-                db,
-                &Wait {
-                    checks: w.checks,
-                    ..w.clone()
-                },
-                w.check_at,
-            )
-            .await?;
+            waits::postpone(db, &w, w.check_at).await?;
             return Err(e.into());
         }
         sent += 1;

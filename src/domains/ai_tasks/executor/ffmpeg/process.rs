@@ -61,7 +61,15 @@ pub async fn run(
         // A dropped future (cancel, deadline, shutdown) kills the process: no orphan.
         .kill_on_drop(true)
         .spawn()
-        .map_err(|e| ExecError::Transient(format!("starting {program}: {e}")))?;
+        .map_err(|e| {
+            // Retried through the tiers, then dead-lettered: an operator's to fix.
+            let hint = if e.kind() == std::io::ErrorKind::NotFound {
+                " (FFmpeg is not installed on this consumer's machine; Debian: apt-get install ffmpeg)"
+            } else {
+                ""
+            };
+            ExecError::Transient(format!("starting {program}: {e}{hint}"))
+        })?;
     metrics::gauge!("conveyor_ffmpeg_running").increment(1.0);
     let out = tokio::select! {
         _ = cancel.cancelled() => None,
