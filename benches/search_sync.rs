@@ -78,6 +78,7 @@ fn search_settings(backend: Backend, alias: &str) -> SearchSettings {
         refresh: false,
         breaker_failures: 3,
         breaker_open_ms: 1000,
+        semantic_min_score: 0.2,
     }
 }
 
@@ -119,6 +120,7 @@ fn material(owner: &str, title: &str) -> NewMaterial {
         kind: "copywriting".into(),
         title: title.into(),
         content: "春季新品 green tea launch copy for a short video, with a call to action".into(),
+        vectors: None,
     }
 }
 
@@ -212,6 +214,8 @@ async fn count(index: &dyn SearchIndex, backend: Backend, alias: &str, owner: &s
         owner: owner.into(),
         text: String::new(),
         kind: None,
+        semantic: None,
+        min_score: 0.0,
         offset: 0,
         limit: 1,
     };
@@ -251,6 +255,8 @@ async fn visible(
             owner: owner.clone(),
             text: String::new(),
             kind: None,
+            semantic: None,
+            min_score: 0.0,
             offset: 0,
             limit: 1,
         };

@@ -35,7 +35,8 @@
 //!   per-user overrides by admins; failed authentication is bounded in [`api`].
 //! - [`search`]: the search backend seam (versioned bulk writes, owner-filtered search)
 //!   with its embedded index (tantivy, with a CJK bigram tokenizer) and Elasticsearch
-//!   adapter.
+//!   adapter; search by meaning (`search::semantic`: vectors, exact cosine, the query
+//!   embedder's slot that the AI domain fills).
 //! - [`storage`]: media files in an object store (a local directory or S3-compatible):
 //!   checked keys, sniffed kinds, streamed writes, ranged reads, signed URLs.
 //! - [`platform`]: [`platform::Platform`], the connected backends of one process (no domain).

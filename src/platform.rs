@@ -13,6 +13,7 @@ use crate::consumer::{Deps, Fence};
 use crate::db;
 use crate::dedupe::{self, DedupeStore};
 use crate::outbox::Relay;
+use crate::search::semantic::EmbedderSlot;
 use crate::settings::Settings;
 use crate::storage::Storage;
 use crate::tally::Tally;
@@ -30,6 +31,9 @@ pub struct Platform {
     pub tally: Arc<Tally>,
     /// Media files (uploads, generated outputs).
     pub storage: Arc<Storage>,
+    /// The query embedder of a search by meaning, put here by the domain that has one
+    /// (the AI providers) for the domain that searches.
+    pub embedder: Arc<EmbedderSlot>,
 }
 
 impl Platform {
@@ -66,6 +70,7 @@ impl Platform {
             fence,
             tally,
             storage,
+            embedder: Arc::default(),
         })
     }
 

@@ -26,6 +26,7 @@ mod m20261206_000019_media;
 mod m20261206_000020_task_event_text;
 mod m20261206_000021_ai_usage;
 mod m20261207_000022_task_waits;
+mod m20261208_000023_material_vectors;
 
 pub struct Migrator;
 
@@ -55,6 +56,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261206_000020_task_event_text::Migration),
             Box::new(m20261206_000021_ai_usage::Migration),
             Box::new(m20261207_000022_task_waits::Migration),
+            Box::new(m20261208_000023_material_vectors::Migration),
         ]
     }
 }

@@ -9,13 +9,14 @@
 pub mod cjk;
 pub mod elastic;
 pub mod embedded;
+pub mod semantic;
 
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 
 /// One searchable material, as indexed.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Doc {
     pub id: String,
     /// Who may find it: every search filters on it, server-side.
@@ -27,10 +28,13 @@ pub struct Doc {
     pub created_at: DateTime<Utc>,
     /// The source row's version; only a higher one replaces it.
     pub version: i64,
+    /// What it is found by in a search by meaning (unit length each; none for a material
+    /// that was never embedded).
+    pub vectors: Vec<Vec<f32>>,
 }
 
 /// One write of a bulk request.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub enum Op {
     Index(Doc),
     /// Deletes `id` as of `version` (the row's version at deletion).
@@ -77,6 +81,10 @@ pub struct Query {
     /// Words to match in title, content and tags; empty matches everything.
     pub text: String,
     pub kind: Option<String>,
+    /// Rank by meaning instead: the query's vector (unit length). Only materials with
+    /// vectors whose best cosine reaches `min_score` match, best first.
+    pub semantic: Option<Vec<f32>>,
+    pub min_score: f32,
     pub offset: usize,
     pub limit: usize,
 }
@@ -132,6 +140,8 @@ pub struct Hit {
     pub version: i64,
     /// A fragment of the content with the matched words in `<em>…</em>`.
     pub highlight: String,
+    /// A search by meaning: the best cosine of the material's vectors with the query's.
+    pub score: Option<f32>,
 }
 
 #[derive(Debug, Clone, Serialize, PartialEq)]

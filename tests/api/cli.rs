@@ -678,6 +678,11 @@ async fn search_reindex_rebuilds_the_index_from_the_database() {
                 kind: "copywriting".into(),
                 title: format!("reindexed {i}"),
                 content: "green tea".into(),
+                // The reindex copies vectors too.
+                vectors: Some(conveyor::search::semantic::Embedded {
+                    model: "simulated-hashed-512".into(),
+                    vectors: vec![conveyor::search::semantic::hashed("green tea reindexed")],
+                }),
             },
         )
         .await
@@ -709,6 +714,20 @@ async fn search_reindex_rebuilds_the_index_from_the_database() {
             owner: "ada".into(),
             text: "reindexed".into(),
             kind: None,
+            semantic: None,
+            min_score: 0.0,
+            offset: 0,
+            limit: 10,
+        })
+        .await
+        .unwrap();
+    let by_meaning = index
+        .search(&conveyor::search::Query {
+            owner: "ada".into(),
+            text: String::new(),
+            kind: None,
+            semantic: Some(conveyor::search::semantic::hashed("green tea")),
+            min_score: 0.3,
             offset: 0,
             limit: 10,
         })
@@ -716,6 +735,10 @@ async fn search_reindex_rebuilds_the_index_from_the_database() {
         .unwrap();
     assert_eq!(hits.total, 4, "the deleted one is not indexed: {hits:?}");
     assert!(hits.hits.iter().all(|h| h.id != ids[0]));
+    assert_eq!(
+        by_meaning.total, 4,
+        "the vectors were copied: {by_meaning:?}"
+    );
     env.cleanup(Some(&platform)).await;
 }
 

@@ -840,6 +840,7 @@ async fn payment_intents_and_material_writes_have_budgets(backend: Backend) {
             kind: "copywriting".into(),
             title: "spring tea".into(),
             content: "green tea".into(),
+            vectors: None,
         },
     )
     .await

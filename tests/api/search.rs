@@ -19,6 +19,7 @@ fn doc(id: &str, owner: &str, title: &str, content: &str, version: i64) -> Doc {
         tags: vec!["spring".into(), "茶".into()],
         created_at: chrono::DateTime::from_timestamp_millis(1_764_000_000_000).unwrap(),
         version,
+        vectors: Vec::new(),
     }
 }
 
@@ -27,6 +28,8 @@ fn query(owner: &str, text: &str) -> Query {
         owner: owner.into(),
         text: text.into(),
         kind: None,
+        semantic: None,
+        min_score: 0.0,
         offset: 0,
         limit: 10,
     }
@@ -113,6 +116,88 @@ async fn behaves(idx: &dyn SearchIndex) {
     );
     assert_ne!(first.hits[0].id, second.hits[0].id);
     ranking_ignores_other_tenants(idx).await;
+    by_meaning(idx).await;
+}
+
+/// A search by meaning ranks the owner's embedded documents by their best vector, keeps
+/// to the owner and kind, leaves out documents without vectors and those below the
+/// least score, pages, and follows the versions like any write.
+async fn by_meaning(idx: &dyn SearchIndex) {
+    use conveyor::search::semantic::hashed;
+    let with = |id: &str, owner: &str, texts: &[&str]| {
+        let mut d = doc(id, owner, "video", texts.join(" ").as_str(), 1);
+        d.vectors = texts.iter().map(|t| hashed(t)).collect();
+        Op::Index(d)
+    };
+    let ops = vec![
+        with(
+            "s1",
+            "sem",
+            &["matcha latte recipe", "whisk the green powder slowly"],
+        ),
+        with(
+            "s2",
+            "sem",
+            &["mountain bike review", "carbon frame and disc brakes"],
+        ),
+        with("s3", "sem", &["green smoothie with spinach"]),
+        // Another tenant's near-identical video, and a document with no vectors.
+        with("x1", "other", &["matcha latte recipe"]),
+        Op::Index(doc(
+            "s4",
+            "sem",
+            "matcha latte recipe",
+            "matcha latte recipe",
+            1,
+        )),
+    ];
+    let done = idx.bulk(ops).await.unwrap();
+    assert!(done.iter().all(|o| *o == Outcome::Done), "{done:?}");
+    let near = |owner: &str, text: &str| {
+        let mut q = query(owner, "");
+        q.semantic = Some(hashed(text));
+        q.min_score = 0.1;
+        q
+    };
+    let hits = idx
+        .search(&near("sem", "how to make a matcha latte"))
+        .await
+        .unwrap();
+    let ids: Vec<&str> = hits.hits.iter().map(|h| h.id.as_str()).collect();
+    assert_eq!(ids, ["s1"], "{hits:?}");
+    let score = hits.hits[0].score.unwrap();
+    assert!((0.1..=1.0001).contains(&score), "{score}");
+    // A detail said in one chunk finds its video; two videos share "green", best first.
+    let hits = idx.search(&near("sem", "green powder")).await.unwrap();
+    let ids: Vec<&str> = hits.hits.iter().map(|h| h.id.as_str()).collect();
+    assert_eq!(ids, ["s1", "s3"], "{hits:?}");
+    assert!(hits.hits[0].score > hits.hits[1].score);
+    assert_eq!(hits.total, 2);
+    let mut page = near("sem", "green powder");
+    (page.offset, page.limit) = (1, 1);
+    let second = idx.search(&page).await.unwrap();
+    assert_eq!((second.total, second.hits[0].id.as_str()), (2, "s3"));
+    // Nothing near: nothing listed; a lower bar lists everything embedded.
+    assert_eq!(total(idx, near("sem", "quarterly tax filing")).await, 0);
+    let mut all = near("sem", "quarterly tax filing");
+    all.min_score = -1.0;
+    assert_eq!(
+        total(idx, all).await,
+        3,
+        "every embedded document, none without vectors"
+    );
+    let mut other_kind = near("sem", "matcha latte");
+    other_kind.kind = Some("image".into());
+    assert_eq!(total(idx, other_kind).await, 0);
+    // A newer version without the words moves it away.
+    let mut v2 = doc("s1", "sem", "video", "tyres", 2);
+    v2.vectors = vec![hashed("winter tyres")];
+    assert_eq!(
+        idx.bulk(vec![Op::Index(v2)]).await.unwrap(),
+        [Outcome::Done]
+    );
+    assert_eq!(total(idx, near("sem", "matcha latte")).await, 0);
+    assert_eq!(total(idx, near("other", "matcha latte")).await, 1);
 }
 
 /// A tenant's results are ordered newest first with no score, so another tenant

@@ -88,7 +88,7 @@ async fn search(app: &TestApp, key: &str, query: &str) -> Value {
 }
 
 /// Waits until the search `query` answers `total` hits, and returns the answer.
-async fn search_until(app: &TestApp, key: &str, query: &str, total: u64) -> Value {
+pub(crate) async fn search_until(app: &TestApp, key: &str, query: &str, total: u64) -> Value {
     let mut last = Value::Null;
     let deadline = std::time::Instant::now() + Duration::from_secs(30);
     while std::time::Instant::now() < deadline {
@@ -131,6 +131,7 @@ async fn materials(app: &TestApp, user_id: &str, title: &str, n: usize) -> Vec<S
                 kind: "copywriting".into(),
                 title: format!("{title} {i}"),
                 content: format!("copy number {i} about green tea"),
+                vectors: None,
             },
         )
         .await
@@ -227,6 +228,11 @@ async fn materials_reach_the_index_and_owners_see_only_their_own(backend: Backen
         "q=owner%3Abob",
         "q=tea%2A",
         "q=version%3A%5B1%20TO%209%5D",
+        // By meaning: not with words, not blank, a cosine for the least score.
+        "q=tea&semantic=tea",
+        "semantic=%20%20",
+        "semantic=tea&min_score=2",
+        "semantic=tea&min_score=abc",
     ] {
         let r = app
             .client
@@ -237,6 +243,9 @@ async fn materials_reach_the_index_and_owners_see_only_their_own(backend: Backen
             .unwrap();
         assert_eq!(r.status(), 400, "{query}");
     }
+    // Copy is not embedded: a search by meaning lists none of it.
+    let near = search(&app, &ada_key, "semantic=green%20tea&min_score=-1").await;
+    assert_eq!(near["total"], 0, "{near}");
 
     // An edit: a new version, searchable by its new title and tags.
     let (status, edited) = send(

@@ -103,13 +103,20 @@ fn install(platform: &Platform) -> BoxFuture<'_, anyhow::Result<Installed>> {
     async move {
         let s = &platform.settings;
         let ai = Arc::new(AiSettings::from_settings(s)?);
+        let executor = executor::from_settings(
+            &ai,
+            platform.db.clone(),
+            platform.storage.clone(),
+            gates(&ai, &platform.settings.dedupe).await?,
+        )?;
+        // Searches by meaning embed their query with the provider that embeds videos.
+        platform
+            .embedder
+            .set(Arc::new(executor::vectorize::QueryEmbedder(
+                executor.clone(),
+            )));
         let tasks = Arc::new(AiTaskHandler {
-            executor: executor::from_settings(
-                &ai,
-                platform.db.clone(),
-                platform.storage.clone(),
-                gates(&ai, &platform.settings.dedupe).await?,
-            )?,
+            executor,
             ai: ai.clone(),
             relay: platform.relay.clone(),
             max_payload: s.broker.max_payload_bytes,

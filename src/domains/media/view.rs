@@ -27,6 +27,10 @@ pub struct UploadView {
     /// A signed download URL (READY only); relative on the embedded store.
     pub url: Option<String>,
     pub url_expires_at: Option<DateTime<Utc>>,
+    /// A video's length in milliseconds, once something read it (a video analysis
+    /// submitted on it probes it once).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub duration_ms: Option<i64>,
 }
 
 impl UploadView {
@@ -43,6 +47,7 @@ impl UploadView {
             sha256: o.sha256,
             reason: o.reason,
             created_at: o.created_at,
+            duration_ms: o.duration_ms,
         })
     }
 }

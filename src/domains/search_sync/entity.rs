@@ -31,3 +31,26 @@ pub mod material {
 
     impl ActiveModelBehavior for ActiveModel {}
 }
+
+/// The vectors a material is found by in a search by meaning, one row each.
+pub mod material_vector {
+    use sea_orm::entity::prelude::*;
+
+    #[derive(Clone, Debug, PartialEq, DeriveEntityModel)]
+    #[sea_orm(table_name = "material_vectors")]
+    pub struct Model {
+        #[sea_orm(primary_key, auto_increment = false)]
+        pub material_id: String,
+        #[sea_orm(primary_key, auto_increment = false)]
+        pub seq: i16,
+        pub model: String,
+        /// Little-endian `f32`s.
+        #[sea_orm(column_type = "Blob")]
+        pub vector: Vec<u8>,
+    }
+
+    #[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]
+    pub enum Relation {}
+
+    impl ActiveModelBehavior for ActiveModel {}
+}

@@ -96,12 +96,21 @@ impl SyncHandler {
             // through and that ends here is retried after `breaker_open_ms`).
             Err(e) => return Err(format!("loading materials: {e}")),
         };
+        let live: Vec<String> = rows
+            .iter()
+            .filter(|r| r.deleted_at.is_none())
+            .map(|r| r.id.clone())
+            .collect();
+        let mut vectors = match super::vectors::of(&ctx.db, &live).await {
+            Ok(v) => v,
+            Err(e) => return Err(format!("loading vectors: {e}")),
+        };
         let rows: HashMap<&str, &store::Material> =
             rows.iter().map(|r| (r.id.as_str(), r)).collect();
         let ops: Vec<Op> = ids
             .iter()
             .map(|id| match rows.get(id.as_str()) {
-                Some(row) => store::op(row),
+                Some(row) => store::op(row, vectors.remove(id).unwrap_or_default()),
                 // Never inserted (its transaction rolled back after all) or purged: make
                 // sure no document stays behind, fenced at the version the message named.
                 None => Op::Delete {

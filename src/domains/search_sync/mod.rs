@@ -8,7 +8,8 @@
 //!
 //! Files: [`routes`] (materials and search over HTTP), [`store`] (materials and their
 //! sync messages), [`messages`], [`queues`], [`handler`] (the batch consumer),
-//! [`backend`] (this process's index and breaker), [`reindex`] (a new index from the
+//! [`vectors`] (what a material is found by in a search by meaning), [`backend`]
+//! (this process's index and breaker), [`reindex`] (a new index from the
 //! database, swapped in atomically), [`settings`] (`[search]`).
 
 pub mod backend;
@@ -23,6 +24,7 @@ pub mod reindex;
 pub mod routes;
 pub mod settings;
 pub mod store;
+pub mod vectors;
 pub mod view;
 
 use std::sync::Arc;
@@ -53,6 +55,7 @@ fn install(platform: &Platform) -> BoxFuture<'_, anyhow::Result<Installed>> {
             search: search.clone(),
         });
         let (for_routes, for_probe) = (search.clone(), search);
+        let embedder = platform.embedder.clone();
         // Reported by `/readyz` and `/metrics` but not required: the API takes work while
         // search is away (only searches answer 503 meanwhile).
         let probe = Probe::optional("search", move || {
@@ -71,6 +74,7 @@ fn install(platform: &Platform) -> BoxFuture<'_, anyhow::Result<Installed>> {
                     Ok(routes::routes(routes::Materials {
                         core,
                         search: for_routes.get()?,
+                        embedder,
                     }))
                 }
                 .boxed()

@@ -92,7 +92,9 @@ async fn copy(
         let rows = store::page(db, since, after.as_deref(), batch).await?;
         let Some(last) = rows.last() else { break };
         after = Some(last.id.clone());
-        *rejected += write(sink, &rows).await?;
+        let ids: Vec<String> = rows.iter().map(|r| r.id.clone()).collect();
+        let vectors = super::vectors::of(db, &ids).await?;
+        *rejected += write(sink, &rows, &vectors).await?;
         n += rows.len() as u64;
         progress(n);
     }
@@ -100,11 +102,18 @@ async fn copy(
 }
 
 /// One bulk request for `rows`, its transient failures retried; how many were rejected.
-async fn write(sink: &Sink<'_>, rows: &[Material]) -> anyhow::Result<u64> {
+async fn write(
+    sink: &Sink<'_>,
+    rows: &[Material],
+    vectors: &std::collections::HashMap<String, Vec<Vec<f32>>>,
+) -> anyhow::Result<u64> {
     let mut pending: Vec<&Material> = rows.iter().collect();
     let mut rejected = 0;
     for attempt in 1..=BULK_ATTEMPTS {
-        let ops = pending.iter().map(|r| store::op(r)).collect();
+        let ops = pending
+            .iter()
+            .map(|r| store::op(r, vectors.get(&r.id).cloned().unwrap_or_default()))
+            .collect();
         let outcomes = match sink.bulk(ops).await {
             Ok(o) => o,
             Err(e) if attempt < BULK_ATTEMPTS => {

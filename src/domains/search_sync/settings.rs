@@ -39,6 +39,8 @@ pub struct SearchSettings {
     /// How long an open breaker keeps batches away from the backend (they go to the
     /// retry tiers) before one is let through to try it.
     pub breaker_open_ms: u64,
+    /// The least cosine a search by meaning lists, unless the request says otherwise.
+    pub semantic_min_score: f32,
 }
 
 impl SearchSettings {
@@ -58,6 +60,12 @@ impl SearchSettings {
             return Err(ConfigError::Invalid {
                 key: "search.alias",
                 problem: "must be lowercase letters, digits, '-', '_' or '.'".into(),
+            });
+        }
+        if !(-1.0..=1.0).contains(&s.semantic_min_score) {
+            return Err(ConfigError::Invalid {
+                key: "search.semantic_min_score",
+                problem: "must be a cosine, from -1 to 1".into(),
             });
         }
         if s.breaker_failures == 0 {

@@ -41,6 +41,8 @@ pub struct NewMaterial {
     /// Derived from the prompt (cut to [`MAX_TITLE_CHARS`]); the owner may change it.
     pub title: String,
     pub content: String,
+    /// What it is found by in a search by meaning (a video's summary and transcript).
+    pub vectors: Option<crate::search::semantic::Embedded>,
 }
 
 /// What an owner may change.
@@ -73,20 +75,27 @@ pub async fn create_many(
         return Ok(Vec::new());
     }
     let now = Utc::now();
+    let mut vectors = Vec::new();
     let rows: Vec<Material> = new
         .into_iter()
-        .map(|new| material::Model {
-            id: uuid::Uuid::now_v7().to_string(),
-            user_id: new.user_id,
-            task_id: new.task_id,
-            kind: new.kind,
-            content: new.content,
-            title: title_of(&new.title),
-            tags: "[]".into(),
-            version: 1,
-            created_at: now,
-            updated_at: Some(now),
-            deleted_at: None,
+        .map(|new| {
+            let id = uuid::Uuid::now_v7().to_string();
+            if let Some(v) = new.vectors {
+                vectors.push((id.clone(), v));
+            }
+            material::Model {
+                id,
+                user_id: new.user_id,
+                task_id: new.task_id,
+                kind: new.kind,
+                content: new.content,
+                title: title_of(&new.title),
+                tags: "[]".into(),
+                version: 1,
+                created_at: now,
+                updated_at: Some(now),
+                deleted_at: None,
+            }
         })
         .collect();
     material::Entity::insert_many(rows.iter().map(|row| material::ActiveModel {
@@ -104,6 +113,9 @@ pub async fn create_many(
     }))
     .exec_without_returning(txn)
     .await?;
+    let vectors: Vec<(&str, &crate::search::semantic::Embedded)> =
+        vectors.iter().map(|(id, v)| (id.as_str(), v)).collect();
+    super::vectors::write(txn, &vectors).await?;
     announce_many(txn, &rows).await?;
     Ok(rows)
 }
@@ -290,8 +302,9 @@ pub fn tags(row: &Material) -> Vec<String> {
     serde_json::from_str(&row.tags).unwrap_or_default()
 }
 
-/// What the index should hold for `row`: the document, or its delete.
-pub fn op(row: &Material) -> Op {
+/// What the index should hold for `row` (with its `vectors`): the document, or its
+/// delete.
+pub fn op(row: &Material, vectors: Vec<Vec<f32>>) -> Op {
     if row.deleted_at.is_some() {
         return Op::Delete {
             id: row.id.clone(),
@@ -307,5 +320,6 @@ pub fn op(row: &Material) -> Op {
         tags: tags(row),
         created_at: row.created_at,
         version: row.version,
+        vectors,
     })
 }

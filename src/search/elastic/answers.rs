@@ -24,7 +24,8 @@ pub(super) fn outcome(item: &Value) -> Outcome {
     }
 }
 
-pub(super) fn hit(h: &Value) -> Hit {
+/// A search hit; `score` is set for a search by meaning.
+pub(super) fn hit(h: &Value, score: Option<f32>) -> Hit {
     let s = &h["_source"];
     let text = |v: &Value| v.as_str().unwrap_or_default().to_owned();
     Hit {
@@ -45,5 +46,6 @@ pub(super) fn hit(h: &Value) -> Hit {
             .unwrap_or_default(),
         version: s["version"].as_i64().unwrap_or_default(),
         highlight: text(&h["highlight"]["content"][0]),
+        score,
     }
 }

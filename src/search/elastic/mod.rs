@@ -9,13 +9,14 @@
 
 mod answers;
 mod rebuild;
+mod semantic;
 
 use async_trait::async_trait;
 use elasticsearch::http::response::Response;
 use elasticsearch::http::transport::Transport;
 use elasticsearch::indices::{
     IndicesCreateParts, IndicesDeleteParts, IndicesExistsAliasParts, IndicesGetAliasParts,
-    IndicesGetParts,
+    IndicesGetParts, IndicesPutMappingParts,
 };
 use elasticsearch::params::Refresh;
 use elasticsearch::{BulkParts, Elasticsearch, SearchParts};
@@ -34,6 +35,24 @@ pub struct ElasticIndex {
     /// Set once the alias is known to exist: checked on first use, not at start-up, so a
     /// process starts while the engine is down and catches up when it returns.
     ensured: tokio::sync::OnceCell<()>,
+}
+
+/// The most one `_bulk` request carries (the engines' `http.max_content_length` is
+/// 100 MB by default; smaller requests also keep the engine's heap calm).
+const MAX_BULK_BYTES: usize = 8 << 20;
+
+/// About how many bytes `op` takes in a bulk request (a vector's value is four bytes,
+/// base64: under six characters).
+fn approx_bytes(op: &Op) -> usize {
+    match op {
+        Op::Index(d) => {
+            256 + d.title.len()
+                + d.content.len()
+                + d.tags.iter().map(|t| t.len() + 4).sum::<usize>()
+                + d.vectors.iter().map(|v| 8 + 6 * v.len()).sum::<usize>()
+        }
+        Op::Delete { .. } => 128,
+    }
 }
 
 pub(super) fn unavailable(e: impl std::fmt::Display) -> SearchError {
@@ -68,6 +87,7 @@ fn mapping() -> Value {
                 "tags": text,
                 "created_at": { "type": "date", "format": "epoch_millis" },
                 "version": { "type": "long" },
+                "vectors": semantic::mapping(),
             }
         }
     })
@@ -110,7 +130,17 @@ impl ElasticIndex {
             .await
             .map_err(unavailable)?;
         if exists.status_code().is_success() {
-            return Ok(());
+            // An index made before vectors were: the field is added (adding a field is
+            // allowed on a live index, and repeating it changes nothing).
+            let r = self
+                .client
+                .indices()
+                .put_mapping(IndicesPutMappingParts::Index(&[&self.alias]))
+                .body(json!({ "properties": { "vectors": semantic::mapping() } }))
+                .send()
+                .await
+                .map_err(unavailable)?;
+            return check(r).await.map(|_| ());
         }
         let name = format!("{}-v1", self.alias);
         let mut body = mapping();
@@ -196,7 +226,27 @@ impl ElasticIndex {
     }
 
     /// One `_bulk` request into `index` (an alias or an index name).
+    /// Requests of at most about [`MAX_BULK_BYTES`] each (a batch of analysed videos
+    /// carries megabytes of vectors; an engine refuses a request over
+    /// `http.max_content_length`), sent one after another; the outcomes in order.
     async fn bulk_into(&self, index: &str, ops: Vec<Op>) -> Result<Vec<Outcome>, SearchError> {
+        let mut out = Vec::with_capacity(ops.len());
+        let mut part = Vec::new();
+        let mut bytes = 0;
+        for op in ops {
+            let size = approx_bytes(&op);
+            if !part.is_empty() && bytes + size > MAX_BULK_BYTES {
+                out.extend(self.one_bulk(index, std::mem::take(&mut part)).await?);
+                bytes = 0;
+            }
+            bytes += size;
+            part.push(op);
+        }
+        out.extend(self.one_bulk(index, part).await?);
+        Ok(out)
+    }
+
+    async fn one_bulk(&self, index: &str, ops: Vec<Op>) -> Result<Vec<Outcome>, SearchError> {
         if ops.is_empty() {
             return Ok(Vec::new());
         }
@@ -221,6 +271,29 @@ impl ElasticIndex {
         Ok(items.iter().map(outcome).collect())
     }
 
+    /// A search for words: every clause in filter context, no score at all. BM25's
+    /// statistics come from the whole index, so a scored order would let one tenant learn
+    /// whether another tenant's materials hold a word; results are newest first instead.
+    fn words_body(q: &Query, mut filter: Vec<Value>) -> Value {
+        let words = json!({ "multi_match": { "query": q.text, "fields": ["title", "content", "tags"], "operator": "and" } });
+        if !q.text.trim().is_empty() {
+            filter.push(words.clone());
+        }
+        let mut body = json!({
+            "from": q.offset, "size": q.limit.max(1), "track_total_hits": true,
+            "_source": { "excludes": ["vectors"] },
+            "query": { "bool": { "filter": filter } },
+            "sort": [ { "created_at": { "order": "desc" } } ],
+        });
+        if !q.text.trim().is_empty() {
+            // Filters are not highlighted by themselves: the words are named again.
+            body["highlight"] = json!({ "pre_tags": ["<em>"], "post_tags": ["</em>"], "encoder": "html",
+                "highlight_query": words,
+                "fields": { "content": { "fragment_size": 160, "number_of_fragments": 1 } } });
+        }
+        body
+    }
+
     fn lines(ops: &[Op]) -> Vec<Value> {
         let mut lines = Vec::with_capacity(ops.len() * 2);
         for op in ops {
@@ -229,11 +302,15 @@ impl ElasticIndex {
             match op {
                 Op::Index(d) => {
                     lines.push(json!({ "index": meta }));
-                    lines.push(json!({
+                    let mut source = json!({
                         "owner": d.owner, "kind": d.kind, "title": d.title, "content": d.content,
                         "tags": d.tags, "created_at": d.created_at.timestamp_millis(),
                         "version": d.version,
-                    }));
+                    });
+                    if !d.vectors.is_empty() {
+                        source["vectors"] = semantic::field(&d.vectors);
+                    }
+                    lines.push(source);
                 }
                 Op::Delete { .. } => lines.push(json!({ "delete": meta })),
             }
@@ -241,8 +318,6 @@ impl ElasticIndex {
         lines
     }
 }
-
-/// One bulk item's answer.
 
 #[async_trait]
 impl SearchIndex for ElasticIndex {
@@ -258,24 +333,10 @@ impl SearchIndex for ElasticIndex {
         if let Some(kind) = &q.kind {
             filter.push(json!({ "term": { "kind": kind } }));
         }
-        // Every clause in filter context: no score at all. BM25's statistics come from
-        // the whole index, so a scored order would let one tenant learn whether another
-        // tenant's materials hold a word; results are newest first instead.
-        let words = json!({ "multi_match": { "query": q.text, "fields": ["title", "content", "tags"], "operator": "and" } });
-        if !q.text.trim().is_empty() {
-            filter.push(words.clone());
-        }
-        let mut body = json!({
-            "from": q.offset, "size": q.limit.max(1), "track_total_hits": true,
-            "query": { "bool": { "filter": filter } },
-            "sort": [ { "created_at": { "order": "desc" } } ],
-        });
-        if !q.text.trim().is_empty() {
-            // Filters are not highlighted by themselves: the words are named again.
-            body["highlight"] = json!({ "pre_tags": ["<em>"], "post_tags": ["</em>"], "encoder": "html",
-                "highlight_query": words,
-                "fields": { "content": { "fragment_size": 160, "number_of_fragments": 1 } } });
-        }
+        let body = match &q.semantic {
+            Some(vector) => semantic::body(q, vector, filter),
+            None => Self::words_body(q, filter),
+        };
         let r = self
             .client
             .search(SearchParts::Index(&[&self.alias]))
@@ -287,10 +348,12 @@ impl SearchIndex for ElasticIndex {
         let hits = body["hits"]["hits"].as_array().cloned().unwrap_or_default();
         Ok(Hits {
             total: body["hits"]["total"]["value"].as_u64().unwrap_or(0),
-            hits: hits.iter().map(hit).collect(),
+            hits: hits
+                .iter()
+                .map(|h| hit(h, q.semantic.as_ref().and_then(|_| semantic::score(h))))
+                .collect(),
         })
     }
-
     async fn ping(&self) -> Result<(), SearchError> {
         let r = self.client.ping().send().await.map_err(unavailable)?;
         if r.status_code().is_success() {

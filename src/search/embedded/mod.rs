@@ -5,6 +5,7 @@
 //! request is one commit. tantivy is synchronous: requests run on the blocking pool,
 //! one writer at a time.
 
+mod semantic;
 #[cfg(test)]
 mod tests;
 
@@ -44,6 +45,10 @@ struct Fields {
     created_at: Field,
     version: Field,
     state: Field,
+    /// [`crate::search::semantic::encode`]d vectors, and a term marking the documents
+    /// that have them (the candidates of a search by meaning).
+    vectors: Field,
+    embedded: Field,
 }
 
 fn schema() -> (Schema, Fields) {
@@ -66,6 +71,8 @@ fn schema() -> (Schema, Fields) {
         created_at: b.add_i64_field("created_at", STORED | FAST),
         version: b.add_i64_field("version", INDEXED | STORED),
         state: b.add_text_field("state", STRING | STORED),
+        vectors: b.add_bytes_field("vectors", STORED),
+        embedded: b.add_text_field("embedded", STRING),
     };
     (b.build(), fields)
 }
@@ -180,6 +187,10 @@ impl Inner {
                 }
                 doc.add_i64(f.created_at, d.created_at.timestamp_millis());
                 doc.add_text(f.state, LIVE);
+                if !d.vectors.is_empty() {
+                    doc.add_bytes(f.vectors, &crate::search::semantic::encode(&d.vectors));
+                    doc.add_text(f.embedded, semantic::EMBEDDED);
+                }
             }
             Op::Delete { .. } => doc.add_text(f.state, DELETED),
         }
@@ -223,6 +234,9 @@ impl Inner {
     }
 
     fn search(&self, q: &Query) -> Result<Hits, SearchError> {
+        if let Some(vector) = &q.semantic {
+            return self.search_semantic(q, vector);
+        }
         let f = self.f;
         let term = term_text;
         // The owner and liveness filters are always applied, whatever the text says.
@@ -293,41 +307,48 @@ impl Inner {
         let mut hits = Vec::with_capacity(top.len());
         for (_, addr) in top {
             let doc: TantivyDocument = searcher.doc(addr).map_err(backend)?;
-            let text_of = |field: Field| {
-                doc.get_first(field)
-                    .and_then(|v| v.as_str())
-                    .unwrap_or_default()
-                    .to_owned()
-            };
             let highlight = snippets.as_ref().map_or_else(String::new, |g| {
                 let mut s = g.snippet_from_doc(&doc);
                 s.set_snippet_prefix_postfix("<em>", "</em>");
                 s.to_html()
             });
-            hits.push(Hit {
-                id: text_of(f.id),
-                kind: text_of(f.kind),
-                title: text_of(f.title),
-                tags: doc
-                    .get_all(f.tags)
-                    .filter_map(|v| v.as_str().map(str::to_owned))
-                    .collect(),
-                created_at: doc
-                    .get_first(f.created_at)
-                    .and_then(|v| v.as_i64())
-                    .and_then(DateTime::<Utc>::from_timestamp_millis)
-                    .unwrap_or_default(),
-                version: doc
-                    .get_first(f.version)
-                    .and_then(|v| v.as_i64())
-                    .unwrap_or_default(),
-                highlight,
-            });
+            hits.push(self.hit(&doc, highlight, None));
         }
         Ok(Hits {
             total: total as u64,
             hits,
         })
+    }
+
+    /// A stored document as a search result.
+    fn hit(&self, doc: &TantivyDocument, highlight: String, score: Option<f32>) -> Hit {
+        let f = self.f;
+        let text_of = |field: Field| {
+            doc.get_first(field)
+                .and_then(|v| v.as_str())
+                .unwrap_or_default()
+                .to_owned()
+        };
+        Hit {
+            id: text_of(f.id),
+            kind: text_of(f.kind),
+            title: text_of(f.title),
+            tags: doc
+                .get_all(f.tags)
+                .filter_map(|v| v.as_str().map(str::to_owned))
+                .collect(),
+            created_at: doc
+                .get_first(f.created_at)
+                .and_then(|v| v.as_i64())
+                .and_then(DateTime::<Utc>::from_timestamp_millis)
+                .unwrap_or_default(),
+            version: doc
+                .get_first(f.version)
+                .and_then(|v| v.as_i64())
+                .unwrap_or_default(),
+            highlight,
+            score,
+        }
     }
 }
 

@@ -19,6 +19,7 @@ async fn it_survives_a_reopen_and_takes_any_typed_text() {
         tags: Vec::new(),
         created_at: DateTime::from_timestamp_millis(0).unwrap(),
         version: 1,
+        vectors: vec![crate::search::semantic::hashed("green tea")],
     };
     assert_eq!(
         idx.bulk(vec![Op::Index(doc)]).await.unwrap(),
@@ -30,6 +31,8 @@ async fn it_survives_a_reopen_and_takes_any_typed_text() {
         owner: "ada".into(),
         text: text.into(),
         kind: None,
+        semantic: None,
+        min_score: 0.0,
         offset: 0,
         limit: 10,
     };
@@ -41,4 +44,12 @@ async fn it_survives_a_reopen_and_takes_any_typed_text() {
     assert_eq!(idx.search(&query("id:*")).await.unwrap().total, 0);
     assert_eq!(idx.search(&query("owner:ada")).await.unwrap().total, 0);
     assert_eq!(idx.search(&query("((( ")).await.unwrap().total, 0);
+    // The vectors survive the reopen too.
+    let by_meaning = Query {
+        semantic: Some(crate::search::semantic::hashed("tea")),
+        ..query("")
+    };
+    let hits = idx.search(&by_meaning).await.unwrap();
+    assert_eq!(hits.total, 1);
+    assert!(hits.hits[0].score.unwrap() > 0.5);
 }

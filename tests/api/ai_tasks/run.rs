@@ -403,6 +403,7 @@ async fn a_wave_of_results_commits_each_on_its_own_terms(backend: Backend) {
                 tokens: None,
             },
             approval: None,
+            vectors: None,
         })
         .collect();
     let txn = db.begin().await.unwrap();

@@ -125,6 +125,34 @@ async fn a_video_is_analysed_from_its_upload_with_real_ffmpeg(backend: Backend) 
         })
         .unwrap_or_default();
     assert!(left.is_empty(), "{left:?}");
+    // The video is found by meaning, by its owner only; its vectors are not in the result.
+    assert!(
+        task["result"]["build_knowledge_entry"]
+            .get("vectors")
+            .is_none(),
+        "{task}"
+    );
+    let found =
+        crate::search_sync::search_until(&app, &key, "semantic=the%20tea%20ceremony%20video", 1)
+            .await;
+    let hit = &found["items"][0];
+    assert_eq!(hit["kind"], "video_analysis", "{found}");
+    assert!(hit["score"].as_f64().unwrap() > 0.2, "{found}");
+    let by_words = app
+        .get_json(
+            &key,
+            "/v1/materials/search?semantic=quarterly%20tax%20filing",
+        )
+        .await;
+    assert_eq!(by_words["total"], 0, "nothing near: {by_words}");
+    let (_, stranger) = app.user("stranger", 100).await;
+    let theirs = app
+        .get_json(
+            &stranger,
+            "/v1/materials/search?semantic=the%20tea%20ceremony%20video",
+        )
+        .await;
+    assert_eq!(theirs["total"], 0, "another tenant's video: {theirs}");
     media_done(env, app).await;
 }
 
@@ -352,15 +380,14 @@ async fn a_long_video_takes_the_long_queues_while_short_ones_finish() {
     };
     let long_upload = upload_video(&app, &key, video(6, true)).await;
     let long = submit(long_upload.clone()).await;
-    // Its length was read once and kept on the upload's row.
-    use sea_orm::EntityTrait as _;
-    let kept = conveyor::storage::records::entity::object::Entity::find_by_id(long_upload)
-        .one(&app.platform.db)
-        .await
-        .unwrap()
-        .unwrap();
-    let ms = kept.duration_ms.unwrap_or_else(|| panic!("{kept:?}"));
-    assert!((5800..=6200).contains(&ms), "{kept:?}");
+    // Its length was read once, kept on the upload's row and shown with it.
+    let kept = app
+        .get_json(&key, &format!("/v1/uploads/{long_upload}"))
+        .await;
+    let ms = kept["duration_ms"]
+        .as_i64()
+        .unwrap_or_else(|| panic!("{kept}"));
+    assert!((5800..=6200).contains(&ms), "{kept}");
     let short = submit(upload_video(&app, &key, video(3, true)).await).await;
     let token = tokio_util::sync::CancellationToken::new();
     let regular = {

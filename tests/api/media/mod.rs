@@ -3,6 +3,7 @@
 //! RabbitMQ + PostgreSQL, so the usage and rows run on every database).
 
 mod analysis;
+mod cancel;
 mod files;
 mod generated;
 mod ingest;

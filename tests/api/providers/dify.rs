@@ -49,6 +49,7 @@ fn settings(base_url: &str, mode: &str) -> ProviderSettings {
         expected_secs: 1800,
         segment_secs: 600,
         keyframes: 3,
+        program: "ffmpeg".into(),
     }
 }
 

@@ -42,6 +42,7 @@ pub(super) fn settings(base_url: &str, rps: u32) -> ProviderSettings {
         expected_secs: 1800,
         segment_secs: 600,
         keyframes: 3,
+        program: "ffmpeg".into(),
     }
 }
 

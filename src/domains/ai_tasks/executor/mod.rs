@@ -13,20 +13,20 @@ pub mod gate;
 pub mod http;
 pub mod openai;
 pub mod prediction;
+mod routed;
 pub mod simulated;
 pub mod sse;
+pub mod vectorize;
 
-use std::collections::HashMap;
-use std::sync::Arc;
+pub use routed::from_settings;
 
 use async_trait::async_trait;
 
-use crate::storage::Storage;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use super::kinds::TaskKind;
-use crate::domains::ai_tasks::settings::{AiSettings, Protocol, ProviderSettings};
+use crate::search::semantic::Embedded;
 
 /// One step of one task, as the executor sees it.
 #[derive(Debug)]
@@ -152,146 +152,15 @@ pub trait Executor: Send + Sync + 'static {
         let _ = (provider, handle);
         Ok(())
     }
-}
 
-/// The configured providers, routed per kind and pipeline step (`[ai.kinds.<kind>]
-/// provider` and `steps`).
-pub fn from_settings(
-    ai: &AiSettings,
-    db: sea_orm::DatabaseConnection,
-    storage: Arc<Storage>,
-    gates: Arc<gate::Gates>,
-) -> anyhow::Result<Arc<dyn Executor>> {
-    let gate = |name: &str, p: &ProviderSettings| {
-        gates
-            .gate(name, p.requests_per_minute, p.tokens_per_minute)
-            .with_fleet_cap(p.fleet_max_concurrent)
-    };
-    let mut providers: HashMap<&str, Named> = HashMap::new();
-    for (name, p) in &ai.providers {
-        let exec: Arc<dyn Executor> = match p.protocol {
-            Protocol::Simulated => Arc::new(simulated::Simulated::new(ai, storage.clone())),
-            Protocol::Openai => Arc::new(openai::OpenAi::new(p, gate(name, p), storage.clone())?),
-            Protocol::Dify => Arc::new(dify::Dify::new(p, gate(name, p))?),
-            Protocol::Ffmpeg => Arc::new(ffmpeg::Ffmpeg::new(p, db.clone(), storage.clone())),
-            Protocol::Replicate | Protocol::Prediction => Arc::new(prediction::Prediction::new(
-                p,
-                gate(name, p),
-                storage.clone(),
-            )?),
-        };
-        providers.insert(name, (name.clone(), exec));
-    }
-    let pick = |name: &str| {
-        providers
-            .get(name)
-            .cloned()
-            .ok_or_else(|| anyhow::anyhow!("no provider {name:?} in [ai.providers]"))
-    };
-    let mut by_kind = HashMap::new();
-    let mut by_step = HashMap::new();
-    for (kind, k) in &ai.kinds {
-        by_kind.insert(kind.clone(), pick(&k.provider)?);
-        for (step, provider) in &k.steps {
-            by_step.insert((kind.clone(), step.clone()), pick(provider)?);
-        }
-    }
-    let by_name = providers
-        .into_iter()
-        .map(|(name, (_, exec))| (name.to_owned(), exec))
-        .collect();
-    Ok(Arc::new(Routed {
-        by_kind,
-        by_step,
-        by_name,
-    }))
-}
-
-/// A provider with the name it is configured under.
-type Named = (String, Arc<dyn Executor>);
-
-/// Each step to the provider its kind (or the step) names; the output is stamped with
-/// that name (`provider`), which the usage records.
-struct Routed {
-    by_kind: HashMap<String, Named>,
-    by_step: HashMap<(String, String), Named>,
-    /// A parked job is checked (and canceled) at the provider it was started at, even
-    /// if the kind has moved to another since.
-    by_name: HashMap<String, Arc<dyn Executor>>,
-}
-
-impl Routed {
-    fn route(&self, job: &Job<'_>) -> Result<&Named, ExecError> {
-        let kind = job.kind.as_str();
-        self.by_step
-            .get(&(kind.to_owned(), job.step.to_owned()))
-            .or_else(|| self.by_kind.get(kind))
-            .ok_or_else(|| ExecError::Permanent(format!("no provider serves {kind}")))
-    }
-
-    fn named(&self, provider: &str) -> Result<&Arc<dyn Executor>, ExecError> {
-        self.by_name.get(provider).ok_or_else(|| {
-            ExecError::Permanent(format!("no provider {provider:?} in [ai.providers]"))
-        })
-    }
-}
-
-/// Stamps the provider's name on a finished output (the usage records it) or a parked
-/// job (its checks go back to it).
-fn stamped(outcome: Outcome, name: &str) -> Outcome {
-    match outcome {
-        Outcome::Done(output) => Outcome::Done(stamp(output, name)),
-        Outcome::Parked(p) => Outcome::Parked(Parked {
-            provider: name.to_owned(),
-            ..p
-        }),
-    }
-}
-
-fn stamp(mut output: serde_json::Value, name: &str) -> serde_json::Value {
-    if let Some(o) = output.as_object_mut() {
-        o.insert("provider".into(), name.into());
-    }
-    output
-}
-
-#[async_trait]
-impl Executor for Routed {
-    async fn run(
+    /// Embeds `inputs` for a search by meaning, one unit vector each in order; `None`
+    /// from a provider that has no embeddings.
+    async fn embed_texts(
         &self,
-        job: &Job<'_>,
-        progress: &Progress,
+        inputs: &[String],
         cancel: &CancellationToken,
-    ) -> Result<serde_json::Value, ExecError> {
-        let (name, exec) = self.route(job)?;
-        Ok(stamp(exec.run(job, progress, cancel).await?, name))
-    }
-
-    async fn start(
-        &self,
-        job: &Job<'_>,
-        progress: &Progress,
-        cancel: &CancellationToken,
-    ) -> Result<Outcome, ExecError> {
-        let (name, exec) = self.route(job)?;
-        Ok(stamped(exec.start(job, progress, cancel).await?, name))
-    }
-
-    async fn check(
-        &self,
-        provider: &str,
-        job: &Job<'_>,
-        handle: &str,
-        cancel: &CancellationToken,
-    ) -> Result<Outcome, ExecError> {
-        let exec = self.named(provider)?;
-        Ok(stamped(
-            exec.check(provider, job, handle, cancel).await?,
-            provider,
-        ))
-    }
-
-    async fn cancel_job(&self, provider: &str, handle: &str) -> Result<(), ExecError> {
-        self.named(provider)?.cancel_job(provider, handle).await
+    ) -> Result<Option<Embedded>, ExecError> {
+        let _ = (inputs, cancel);
+        Ok(None)
     }
 }

@@ -17,6 +17,7 @@ use tokio_util::sync::CancellationToken;
 use super::artifacts::{self, ArtifactError};
 use super::{ExecError, Executor, Job, Progress, Report};
 use crate::domains::ai_tasks::settings::AiSettings;
+use crate::search::semantic;
 use crate::storage::Storage;
 
 const TICKS: u64 = 5;
@@ -140,7 +141,22 @@ impl Executor for Simulated {
         }
         Ok(output)
     }
+
+    /// Words hashed into a vector ([`semantic::hashed`]): texts that share words are near.
+    async fn embed_texts(
+        &self,
+        inputs: &[String],
+        _cancel: &CancellationToken,
+    ) -> Result<Option<semantic::Embedded>, ExecError> {
+        Ok(Some(semantic::Embedded {
+            model: SIMULATED_EMBEDDINGS.into(),
+            vectors: inputs.iter().map(|t| semantic::hashed(t)).collect(),
+        }))
+    }
 }
+
+/// The simulated embedder's model name.
+pub const SIMULATED_EMBEDDINGS: &str = "simulated-hashed-512";
 
 /// Token counts as a model would report them (about four bytes a token), so per-token
 /// pricing works the same on the simulator.

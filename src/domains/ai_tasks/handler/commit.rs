@@ -7,6 +7,7 @@ use sea_orm::TransactionTrait;
 
 use crate::consumer::Context;
 use crate::consumer::answers::Answer;
+use crate::domains::ai_tasks::executor::vectorize;
 use crate::domains::ai_tasks::messages::{TaskEvent, publish_events};
 use crate::domains::ai_tasks::store::{self, Committed, StepResult};
 use crate::domains::ai_tasks::usage::{Usage, pricing::Price};
@@ -66,6 +67,11 @@ impl AiTaskHandler {
                         serde_json::Value::Object(all)
                     },
                     last,
+                    vectors: if last {
+                        vectorize::take(&mut ran.output.clone())
+                    } else {
+                        None
+                    },
                     usage: Usage::of(&ran.output),
                     price: self
                         .ai

@@ -13,7 +13,7 @@ use super::report;
 use crate::consumer::Context;
 use crate::consumer::HandlerError;
 use crate::consumer::answers::Answer;
-use crate::domains::ai_tasks::executor::{ExecError, Outcome, Report};
+use crate::domains::ai_tasks::executor::{ExecError, Outcome, Report, vectorize};
 use crate::domains::ai_tasks::parked;
 use crate::domains::ai_tasks::store::Task;
 
@@ -131,7 +131,10 @@ impl AiTaskHandler {
 pub(super) fn final_result(ran: &Ran) -> serde_json::Value {
     if ran.task.kind.steps().len() > 1 {
         let mut all = ran.previous.as_object().cloned().unwrap_or_default();
-        all.insert(ran.step.to_owned(), ran.output.clone());
+        let mut output = ran.output.clone();
+        // Written beside the material, not into the result.
+        vectorize::take(&mut output);
+        all.insert(ran.step.to_owned(), output);
         all.insert(
             "text".into(),
             ran.output.get("text").cloned().unwrap_or_default(),

@@ -117,6 +117,14 @@ pub struct ProviderSettings {
     /// FFmpeg: JPEG thumbnails taken evenly across the video.
     #[serde(default = "default_keyframes")]
     pub keyframes: u32,
+    /// FFmpeg: the program run (a name looked up on PATH, or a path: a build of its own
+    /// in /opt, a wrapper that sets a nice level).
+    #[serde(default = "default_program")]
+    pub program: String,
+}
+
+fn default_program() -> String {
+    "ffmpeg".into()
 }
 
 fn default_segment_secs() -> u64 {

@@ -31,6 +31,8 @@ pub struct StepResult<'a> {
     /// The next step waits this long for a person's approval before it runs (its task
     /// goes WAITING instead of the next step's message going out).
     pub approval: Option<std::time::Duration>,
+    /// What the material is found by in a search by meaning (a video's last step).
+    pub vectors: Option<crate::search::semantic::Embedded>,
 }
 
 /// A result that applied: the task as it is now, its event, and the credits its success
@@ -90,6 +92,7 @@ pub async fn commit_steps(
             kind: t.kind.as_str().to_owned(),
             title: t.prompt.clone(),
             content: material_content(t.kind, &r.result),
+            vectors: r.vectors.clone(),
         })
         .collect();
     search_sync::store::create_many(txn, materials).await?;

@@ -1,5 +1,7 @@
 //! Search over the caller's materials: the owner filter is set here from the API key,
-//! never taken from the request; plain words only (no query syntax), newest first.
+//! never taken from the request. By words (plain words only, no query syntax), newest
+//! first; or by meaning (`semantic`: the text embedded by the model that embedded the
+//! videos), best match first.
 
 use axum::extract::State;
 use chrono::{DateTime, Utc};
@@ -14,6 +16,7 @@ use crate::search;
 /// Search results beyond this offset are not served (the engines' default window).
 const MAX_OFFSET: usize = 10_000;
 const MAX_QUERY_CHARS: usize = 200;
+const MAX_SEMANTIC_CHARS: usize = 500;
 
 #[derive(Debug, Deserialize, utoipa::IntoParams)]
 #[serde(deny_unknown_fields)]
@@ -23,6 +26,15 @@ pub(crate) struct SearchQuery {
     /// Words only: field queries (`name:value`), wildcards (`*`) and ranges are 400.
     #[param(max_length = 200)]
     q: Option<String>,
+    /// Search by meaning instead of words: materials ranked by how close their content
+    /// (a video's summary, knowledge entry and transcript) is to this text, best first,
+    /// each with its `score`. Not together with `q`.
+    #[param(min_length = 1, max_length = 500)]
+    semantic: Option<String>,
+    /// With `semantic`: the least score (cosine, -1 to 1) listed; `search.semantic_min_score`
+    /// by default.
+    #[param(minimum = -1.0, maximum = 1.0)]
+    min_score: Option<f32>,
     /// Only materials of this kind (a task kind: `copywriting`, `image`, …).
     #[param(pattern = "^[a-z0-9_]{1,32}$")]
     kind: Option<String>,
@@ -43,8 +55,12 @@ pub struct SearchHit {
     pub tags: Vec<String>,
     pub created_at: DateTime<Utc>,
     pub version: i64,
-    /// A fragment of the content, HTML-escaped, with the matched words in `<em>…</em>`.
+    /// A fragment of the content, HTML-escaped, with the matched words in `<em>…</em>`
+    /// (empty in a search by meaning).
     pub highlight: String,
+    /// A search by meaning: how close the material is to the query (cosine, up to 1).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub score: Option<f32>,
 }
 
 #[derive(Debug, Serialize, utoipa::ToSchema)]
@@ -56,15 +72,16 @@ pub struct SearchPage {
 }
 
 /// `GET /v1/materials/search?q=&kind=&cursor=&limit=`: the caller's materials that match
-/// every word of `q`, newest first, with highlights. Changes become searchable when the sync has run (within
-/// about a second).
+/// every word of `q`, newest first, with highlights; or, with `semantic=` instead of `q`,
+/// those closest in meaning, best first. Changes become searchable when the sync has run
+/// (within about a second).
 #[utoipa::path(get, path = "/v1/materials/search", tag = "materials", security(("api_key" = [])),
     params(SearchQuery),
     responses(
         (status = 200, description = "Matches among the caller's materials", body = SearchPage),
         (status = 400, description = "Bad query, kind, cursor or limit (named in `field`)", body = ErrorBody),
         (status = 401, description = "Missing or invalid API key", body = ErrorBody),
-        (status = 503, description = "The search backend is unavailable; retry later", body = ErrorBody)))]
+        (status = 503, description = "The search backend (or, for `semantic`, the embeddings provider) is unavailable; retry later", body = ErrorBody)))]
 pub(crate) async fn find(
     State(state): State<Materials>,
     AuthUser(user): AuthUser,
@@ -107,10 +124,29 @@ pub(crate) async fn find(
             .filter(|o| *o <= MAX_OFFSET)
             .ok_or_else(|| ApiError::bad_request("cursor", "is not a cursor this API issued"))?,
     };
+    let semantic = match q.semantic {
+        None => None,
+        Some(_) if !text.trim().is_empty() => {
+            return Err(ApiError::bad_request(
+                "semantic",
+                "search by words (q) or by meaning (semantic), not both",
+            ));
+        }
+        Some(s) => Some(embed(&state, &s).await?),
+    };
+    let min_score = match q.min_score {
+        Some(m) if !(-1.0..=1.0).contains(&m) => {
+            return Err(ApiError::bad_request("min_score", "must be from -1 to 1"));
+        }
+        Some(m) => m,
+        None => state.search.settings.semantic_min_score,
+    };
     let query = search::Query {
         owner: user.id.clone(),
         text,
         kind,
+        semantic,
+        min_score,
         offset,
         limit,
     };
@@ -135,8 +171,26 @@ pub(crate) async fn find(
                 created_at: h.created_at,
                 version: h.version,
                 highlight: h.highlight,
+                score: h.score,
             })
             .collect(),
         next_cursor,
     }))
+}
+
+/// The vector of a search by meaning's text.
+async fn embed(state: &Materials, text: &str) -> Result<Vec<f32>, ApiError> {
+    if text.trim().is_empty() || text.chars().count() > MAX_SEMANTIC_CHARS {
+        return Err(ApiError::bad_request(
+            "semantic",
+            format!("1 to {MAX_SEMANTIC_CHARS} characters, not only blanks"),
+        ));
+    }
+    let embedder = state.embedder.get().ok_or_else(|| {
+        ApiError::Unavailable("search by meaning is not available in this process".into())
+    })?;
+    embedder.embed_query(text).await.map_err(|e| {
+        tracing::warn!(error = %e, "embedding a search query failed");
+        ApiError::Unavailable(format!("{e}; retry later"))
+    })
 }

@@ -39,6 +39,8 @@ pub struct Ffmpeg {
     slots: Arc<Semaphore>,
     segment_secs: u64,
     keyframes: u32,
+    /// The FFmpeg binary (`program`).
+    program: String,
 }
 
 impl Ffmpeg {
@@ -56,6 +58,7 @@ impl Ffmpeg {
             slots: Arc::new(Semaphore::new(s.max_concurrent.max(1) as usize)),
             segment_secs: s.segment_secs.max(1),
             keyframes: s.keyframes,
+            program: s.program.clone(),
         }
     }
 
@@ -153,7 +156,7 @@ impl Ffmpeg {
         let segment = self.segment_secs.to_string();
         let pattern = dir.path().join("audio-%03d.wav").display().to_string();
         process::run(
-            "ffmpeg",
+            &self.program,
             &[
                 "-nostdin",
                 "-v",
@@ -188,7 +191,7 @@ impl Ffmpeg {
             let n = self.keyframes.to_string();
             let pattern = dir.path().join("frame-%02d.jpg").display().to_string();
             process::run(
-                "ffmpeg",
+                &self.program,
                 &[
                     "-nostdin",
                     "-v",

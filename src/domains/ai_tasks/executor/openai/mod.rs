@@ -68,4 +68,20 @@ impl Executor for OpenAi {
             _ => self.chat(job, progress, cancel).await,
         }
     }
+
+    async fn embed_texts(
+        &self,
+        inputs: &[String],
+        cancel: &CancellationToken,
+    ) -> Result<Option<crate::search::semantic::Embedded>, ExecError> {
+        let e = self.embed(inputs, cancel).await?;
+        Ok(Some(crate::search::semantic::Embedded {
+            model: e.model,
+            vectors: e
+                .vectors
+                .into_iter()
+                .map(crate::search::semantic::normalized)
+                .collect(),
+        }))
+    }
 }

@@ -1,0 +1,201 @@
+//! The providers as one executor: each step goes to the provider its kind (or the step)
+//! names, and its output is stamped with that name.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use tokio_util::sync::CancellationToken;
+
+use super::{
+    ExecError, Executor, Job, Outcome, Parked, Progress, dify, ffmpeg, gate, openai, prediction,
+    simulated, vectorize,
+};
+use crate::domains::ai_tasks::settings::{AiSettings, Protocol, ProviderSettings};
+use crate::search::semantic::Embedded;
+use crate::storage::Storage;
+
+/// The configured providers, routed per kind and pipeline step (`[ai.kinds.<kind>]
+/// provider` and `steps`).
+pub fn from_settings(
+    ai: &AiSettings,
+    db: sea_orm::DatabaseConnection,
+    storage: Arc<Storage>,
+    gates: Arc<gate::Gates>,
+) -> anyhow::Result<Arc<dyn Executor>> {
+    let gate = |name: &str, p: &ProviderSettings| {
+        gates
+            .gate(name, p.requests_per_minute, p.tokens_per_minute)
+            .with_fleet_cap(p.fleet_max_concurrent)
+    };
+    let mut providers: HashMap<&str, Named> = HashMap::new();
+    for (name, p) in &ai.providers {
+        let exec: Arc<dyn Executor> = match p.protocol {
+            Protocol::Simulated => Arc::new(simulated::Simulated::new(ai, storage.clone())),
+            Protocol::Openai => Arc::new(openai::OpenAi::new(p, gate(name, p), storage.clone())?),
+            Protocol::Dify => Arc::new(dify::Dify::new(p, gate(name, p))?),
+            Protocol::Ffmpeg => Arc::new(ffmpeg::Ffmpeg::new(p, db.clone(), storage.clone())),
+            Protocol::Replicate | Protocol::Prediction => Arc::new(prediction::Prediction::new(
+                p,
+                gate(name, p),
+                storage.clone(),
+            )?),
+        };
+        providers.insert(name, (name.clone(), exec));
+    }
+    let pick = |name: &str| {
+        providers
+            .get(name)
+            .cloned()
+            .ok_or_else(|| anyhow::anyhow!("no provider {name:?} in [ai.providers]"))
+    };
+    let mut by_kind = HashMap::new();
+    let mut by_step = HashMap::new();
+    for (kind, k) in &ai.kinds {
+        by_kind.insert(kind.clone(), pick(&k.provider)?);
+        for (step, provider) in &k.steps {
+            by_step.insert((kind.clone(), step.clone()), pick(provider)?);
+        }
+    }
+    let by_name = providers
+        .into_iter()
+        .map(|(name, (_, exec))| (name.to_owned(), exec))
+        .collect();
+    Ok(Arc::new(Routed {
+        by_kind,
+        by_step,
+        by_name,
+    }))
+}
+
+/// A provider with the name it is configured under.
+type Named = (String, Arc<dyn Executor>);
+
+/// Each step to the provider its kind (or the step) names; the output is stamped with
+/// that name (`provider`), which the usage records.
+struct Routed {
+    by_kind: HashMap<String, Named>,
+    by_step: HashMap<(String, String), Named>,
+    /// A parked job is checked (and canceled) at the provider it was started at, even
+    /// if the kind has moved to another since.
+    by_name: HashMap<String, Arc<dyn Executor>>,
+}
+
+impl Routed {
+    fn route(&self, job: &Job<'_>) -> Result<&Named, ExecError> {
+        let kind = job.kind.as_str();
+        self.by_step
+            .get(&(kind.to_owned(), job.step.to_owned()))
+            .or_else(|| self.by_kind.get(kind))
+            .ok_or_else(|| ExecError::Permanent(format!("no provider serves {kind}")))
+    }
+
+    /// The provider that embeds: the one that writes a video's knowledge entry.
+    fn embedder(&self) -> Option<&Arc<dyn Executor>> {
+        let kind = crate::domains::ai_tasks::kinds::TaskKind::VideoAnalysis.as_str();
+        self.by_step
+            .get(&(kind.to_owned(), vectorize::STEP.to_owned()))
+            .or_else(|| self.by_kind.get(kind))
+            .map(|(_, exec)| exec)
+    }
+
+    /// A finished output of the step that makes vectors gets them, from the provider
+    /// that ran it.
+    async fn vectorized(
+        exec: &dyn Executor,
+        job: &Job<'_>,
+        outcome: Outcome,
+        cancel: &CancellationToken,
+    ) -> Result<Outcome, ExecError> {
+        match outcome {
+            Outcome::Done(output) if vectorize::applies(job) => Ok(Outcome::Done(
+                vectorize::attach(exec, job, output, cancel).await?,
+            )),
+            other => Ok(other),
+        }
+    }
+
+    fn named(&self, provider: &str) -> Result<&Arc<dyn Executor>, ExecError> {
+        self.by_name.get(provider).ok_or_else(|| {
+            ExecError::Permanent(format!("no provider {provider:?} in [ai.providers]"))
+        })
+    }
+}
+
+/// Stamps the provider's name on a finished output (the usage records it) or a parked
+/// job (its checks go back to it).
+fn stamped(outcome: Outcome, name: &str) -> Outcome {
+    match outcome {
+        Outcome::Done(output) => Outcome::Done(stamp(output, name)),
+        Outcome::Parked(p) => Outcome::Parked(Parked {
+            provider: name.to_owned(),
+            ..p
+        }),
+    }
+}
+
+fn stamp(mut output: serde_json::Value, name: &str) -> serde_json::Value {
+    if let Some(o) = output.as_object_mut() {
+        o.insert("provider".into(), name.into());
+    }
+    output
+}
+
+#[async_trait]
+impl Executor for Routed {
+    async fn run(
+        &self,
+        job: &Job<'_>,
+        progress: &Progress,
+        cancel: &CancellationToken,
+    ) -> Result<serde_json::Value, ExecError> {
+        let (name, exec) = self.route(job)?;
+        let output = exec.run(job, progress, cancel).await?;
+        let output = if vectorize::applies(job) {
+            vectorize::attach(exec.as_ref(), job, output, cancel).await?
+        } else {
+            output
+        };
+        Ok(stamp(output, name))
+    }
+
+    async fn start(
+        &self,
+        job: &Job<'_>,
+        progress: &Progress,
+        cancel: &CancellationToken,
+    ) -> Result<Outcome, ExecError> {
+        let (name, exec) = self.route(job)?;
+        let outcome = exec.start(job, progress, cancel).await?;
+        let outcome = Self::vectorized(exec.as_ref(), job, outcome, cancel).await?;
+        Ok(stamped(outcome, name))
+    }
+
+    async fn check(
+        &self,
+        provider: &str,
+        job: &Job<'_>,
+        handle: &str,
+        cancel: &CancellationToken,
+    ) -> Result<Outcome, ExecError> {
+        let exec = self.named(provider)?;
+        let outcome = exec.check(provider, job, handle, cancel).await?;
+        let outcome = Self::vectorized(exec.as_ref(), job, outcome, cancel).await?;
+        Ok(stamped(outcome, provider))
+    }
+
+    async fn cancel_job(&self, provider: &str, handle: &str) -> Result<(), ExecError> {
+        self.named(provider)?.cancel_job(provider, handle).await
+    }
+
+    async fn embed_texts(
+        &self,
+        inputs: &[String],
+        cancel: &CancellationToken,
+    ) -> Result<Option<Embedded>, ExecError> {
+        match self.embedder() {
+            Some(exec) => exec.embed_texts(inputs, cancel).await,
+            None => Ok(None),
+        }
+    }
+}
