@@ -37,6 +37,8 @@
 //!   with its embedded index (tantivy, with a CJK bigram tokenizer) and Elasticsearch
 //!   adapter; search by meaning (`search::semantic`: vectors, exact cosine, the query
 //!   embedder's slot that the AI domain fills).
+//! - [`standard_webhooks`]: Standard Webhooks signatures (provider callbacks in, the
+//!   tenants' webhooks out).
 //! - [`storage`]: media files in an object store (a local directory or S3-compatible):
 //!   checked keys, sniffed kinds, streamed writes, ranged reads, signed URLs.
 //! - [`platform`]: [`platform::Platform`], the connected backends of one process (no domain).
@@ -87,6 +89,7 @@ pub mod outbox;
 pub mod platform;
 pub mod search;
 pub mod settings;
+pub mod standard_webhooks;
 
 /// A fail point (`--features failpoints` only): with `FAILPOINTS=<name>=1%return` the
 /// process aborts there one time in a hundred, as a crash at that spot would. Compiled to

@@ -27,6 +27,7 @@ mod m20261206_000020_task_event_text;
 mod m20261206_000021_ai_usage;
 mod m20261207_000022_task_waits;
 mod m20261208_000023_material_vectors;
+mod m20261208_000024_webhooks;
 
 pub struct Migrator;
 
@@ -57,6 +58,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261206_000021_ai_usage::Migration),
             Box::new(m20261207_000022_task_waits::Migration),
             Box::new(m20261208_000023_material_vectors::Migration),
+            Box::new(m20261208_000024_webhooks::Migration),
         ]
     }
 }

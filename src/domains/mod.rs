@@ -18,6 +18,7 @@ pub mod flash_sale;
 pub mod media;
 pub mod payments;
 pub mod search_sync;
+pub mod webhooks;
 
 use std::sync::Arc;
 
@@ -231,6 +232,7 @@ pub const ALL: &[&Domain] = &[
     &flash_sale::DOMAIN,
     &payments::DOMAIN,
     &search_sync::DOMAIN,
+    &webhooks::DOMAIN,
     &canary::DOMAIN,
     &media::DOMAIN,
 ];

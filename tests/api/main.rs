@@ -30,3 +30,4 @@ mod rabbitmq;
 mod search;
 mod search_sync;
 mod server;
+mod webhooks;

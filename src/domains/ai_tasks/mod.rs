@@ -20,6 +20,7 @@ pub mod kinds;
 pub mod limits;
 pub mod messages;
 pub mod metrics;
+pub mod notify;
 pub mod ops;
 pub mod parked;
 pub mod queues;

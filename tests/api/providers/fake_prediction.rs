@@ -198,13 +198,7 @@ pub async fn send_webhook(fake: &Fake, base: &str, hook: &str, id: &str) -> u16 
     if let Some(secret) = fake.secret.lock().unwrap().clone() {
         let msg_id = format!("msg_{}", uuid::Uuid::new_v4().simple());
         let ts = chrono::Utc::now().timestamp();
-        let sig = conveyor::domains::ai_tasks::executor::prediction::webhook::sign(
-            &secret,
-            &msg_id,
-            ts,
-            body.as_bytes(),
-        )
-        .unwrap();
+        let sig = conveyor::standard_webhooks::sign(&secret, &msg_id, ts, body.as_bytes()).unwrap();
         req = req
             .header("webhook-id", msg_id)
             .header("webhook-timestamp", ts.to_string())

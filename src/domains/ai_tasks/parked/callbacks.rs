@@ -17,12 +17,12 @@ use subtle::ConstantTimeEq as _;
 use super::entity::PROVIDER;
 use super::store::{self as waits, check_message};
 use crate::broker::Target;
-use crate::domains::ai_tasks::executor::prediction::webhook;
 use crate::domains::ai_tasks::kinds::TaskKind;
 use crate::domains::ai_tasks::queues::AI_CHECK;
 use crate::domains::ai_tasks::settings::AiSettings;
 use crate::domains::ai_tasks::state::Tasks;
 use crate::error::ApiError;
+use crate::standard_webhooks as webhook;
 
 /// The callback URL of a job that `kind`'s step `step` starts for `task_id`, when its
 /// provider parks jobs and a public base URL is configured.

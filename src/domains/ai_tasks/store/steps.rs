@@ -96,6 +96,8 @@ pub async fn commit_steps(
         })
         .collect();
     search_sync::store::create_many(txn, materials).await?;
+    crate::domains::ai_tasks::notify::ended(txn, done().filter(|(r, _)| r.last).map(|(_, t)| t))
+        .await?;
     // Files the steps wrote to the store are recorded (and counted in their owner's
     // usage) with the step's commit: a file exists for the API exactly when its step
     // does. A fenced result's files are left to the collector as orphans.

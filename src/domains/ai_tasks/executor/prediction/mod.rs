@@ -12,7 +12,6 @@
 
 pub mod api;
 mod outputs;
-pub mod webhook;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;

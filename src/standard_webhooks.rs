@@ -1,5 +1,6 @@
-//! Callback signatures as Standard Webhooks define them (Replicate signs this way, as do
-//! Svix and the many APIs built on it): `webhook-id`, `webhook-timestamp` and
+//! Signatures as Standard Webhooks define them (standardwebhooks.com; Replicate signs its
+//! callbacks this way, as do Svix and the many APIs built on it, and conveyor signs its
+//! outgoing webhooks so): `webhook-id`, `webhook-timestamp` and
 //! `webhook-signature` headers; the signature is base64 HMAC-SHA256 of
 //! `{id}.{timestamp}.{body}` with the secret (`whsec_` + base64), listed as `v1,<sig>`
 //! (several, space-separated, while a secret rotates). A timestamp more than five

@@ -1,0 +1,217 @@
+//! How a domain reports a state change to its tenant's webhook endpoints: it hands the
+//! events to [`record_many`] inside the transaction of the change. The tenants' endpoints
+//! that want each event are read there (one indexed query; nothing more for a tenant
+//! without endpoints), and the event, one delivery per endpoint and their messages
+//! (through the outbox) are written with the change: committed together or not at all,
+//! so no final state is missed and none is reported twice.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use chrono::Utc;
+use sea_orm::{
+    ActiveValue::Set, ColumnTrait, ConnectionTrait, DbErr, EntityTrait, QueryFilter, QuerySelect,
+};
+use serde_json::{Value, json};
+
+use super::entity::{PENDING, delivery, endpoint, event};
+use super::messages::Deliver;
+use super::queues::WEBHOOKS_DELIVER;
+use crate::broker::Target;
+use crate::outbox;
+
+/// The event types an endpoint may subscribe to.
+pub const EVENT_TYPES: &[&str] = &[
+    "task.succeeded",
+    "task.failed",
+    "task.canceled",
+    "order.paid",
+    "order.canceled",
+    "payment.succeeded",
+    "payment.refunded",
+    "material.created",
+];
+
+/// The type of the event `POST /v1/webhooks/endpoints/{id}/test` sends.
+pub const TEST_EVENT: &str = "webhook.test";
+
+/// A body larger than this leaves the `result` out (the receiver reads it from the API):
+/// the events table holds text of at most 64 KiB on MariaDB.
+const MAX_PAYLOAD_BYTES: usize = 60_000;
+
+/// Seconds a new delivery is retried for (`webhooks.give_up_after_secs`, set at install).
+static GIVE_UP_SECS: AtomicU64 = AtomicU64::new(3 * 24 * 3600);
+
+pub fn set_give_up_secs(secs: u64) {
+    GIVE_UP_SECS.store(secs, Ordering::Relaxed);
+}
+
+/// One state change to report.
+#[derive(Debug, Clone)]
+pub struct Event {
+    pub user_id: String,
+    /// One of [`EVENT_TYPES`].
+    pub event_type: &'static str,
+    /// What the API shows of the thing that changed (its public view).
+    pub data: Value,
+}
+
+/// Whether an endpoint subscribed to these `types` (its JSON array) wants `event_type`.
+pub fn wants(types: &str, event_type: &str) -> bool {
+    let list: Vec<String> = serde_json::from_str(types).unwrap_or_default();
+    list.is_empty() || list.iter().any(|t| t == event_type)
+}
+
+/// The body of an event: Standard Webhooks' recommended shape.
+fn payload(event_type: &str, data: &Value) -> String {
+    let at = Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true);
+    let body = json!({ "type": event_type, "timestamp": at, "data": data });
+    let text = body.to_string();
+    if text.len() <= MAX_PAYLOAD_BYTES {
+        return text;
+    }
+    let mut data = data.clone();
+    if let Some(o) = data.as_object_mut() {
+        o.insert("result".into(), Value::Null);
+        o.insert("result_omitted".into(), Value::Bool(true));
+    }
+    json!({ "type": event_type, "timestamp": at, "data": data }).to_string()
+}
+
+/// Records `events` for the endpoints that want them, in the caller's transaction.
+pub async fn record_many(txn: &impl ConnectionTrait, events: &[Event]) -> Result<(), DbErr> {
+    if events.is_empty() {
+        return Ok(());
+    }
+    let mut users: Vec<&str> = events.iter().map(|e| e.user_id.as_str()).collect();
+    users.sort_unstable();
+    users.dedup();
+    let endpoints: Vec<(String, String, String)> = endpoint::Entity::find()
+        .select_only()
+        .column(endpoint::Column::Id)
+        .column(endpoint::Column::UserId)
+        .column(endpoint::Column::EventTypes)
+        .filter(endpoint::Column::UserId.is_in(users.iter().copied()))
+        .filter(endpoint::Column::Enabled.eq(true))
+        .into_tuple()
+        .all(txn)
+        .await?;
+    if endpoints.is_empty() {
+        return Ok(());
+    }
+    let mut by_user: HashMap<&str, Vec<(&str, &str)>> = HashMap::new();
+    for (id, user, types) in &endpoints {
+        by_user
+            .entry(user.as_str())
+            .or_default()
+            .push((id.as_str(), types.as_str()));
+    }
+    let mut plan = Vec::new();
+    for e in events {
+        let targets: Vec<&str> = by_user
+            .get(e.user_id.as_str())
+            .into_iter()
+            .flatten()
+            .filter(|(_, types)| wants(types, e.event_type))
+            .map(|(id, _)| *id)
+            .collect();
+        if !targets.is_empty() {
+            plan.push((e, targets));
+        }
+    }
+    let plan: Vec<(&Event, Vec<&str>)> = plan;
+    insert(txn, &plan).await
+}
+
+/// Writes the events of `plan`, a delivery for each of their endpoints, and the
+/// deliveries' messages.
+pub(super) async fn insert(
+    txn: &impl ConnectionTrait,
+    plan: &[(&Event, Vec<&str>)],
+) -> Result<(), DbErr> {
+    if plan.is_empty() {
+        return Ok(());
+    }
+    let now = Utc::now();
+    let give_up = now + chrono::Duration::seconds(GIVE_UP_SECS.load(Ordering::Relaxed) as i64);
+    let mut events = Vec::with_capacity(plan.len());
+    let mut deliveries = Vec::new();
+    let mut messages = Vec::new();
+    for (e, targets) in plan {
+        let event_id = format!("evt_{}", uuid::Uuid::now_v7().simple());
+        events.push(event::ActiveModel {
+            id: Set(event_id.clone()),
+            user_id: Set(e.user_id.clone()),
+            event_type: Set(e.event_type.to_owned()),
+            payload: Set(payload(e.event_type, &e.data)),
+            created_at: Set(now),
+        });
+        for endpoint_id in targets {
+            let id = uuid::Uuid::now_v7().to_string();
+            messages.push((
+                Target::Queue(&WEBHOOKS_DELIVER),
+                Deliver {
+                    delivery_id: id.clone(),
+                    attempts: 0,
+                }
+                .envelope(),
+            ));
+            deliveries.push(delivery::ActiveModel {
+                id: Set(id),
+                event_id: Set(event_id.clone()),
+                endpoint_id: Set((*endpoint_id).to_owned()),
+                user_id: Set(e.user_id.clone()),
+                event_type: Set(e.event_type.to_owned()),
+                status: Set(PENDING.into()),
+                attempts: Set(0),
+                next_attempt_at: Set(Some(now)),
+                give_up_at: Set(give_up),
+                last_status: Set(None),
+                last_response: Set(None),
+                last_latency_ms: Set(None),
+                last_error: Set(None),
+                created_at: Set(now),
+                delivered_at: Set(None),
+            });
+        }
+    }
+    event::Entity::insert_many(events)
+        .exec_without_returning(txn)
+        .await?;
+    delivery::Entity::insert_many(deliveries)
+        .exec_without_returning(txn)
+        .await?;
+    // Ids only: far below any payload limit.
+    outbox::enqueue_many(txn, &messages, usize::MAX)
+        .await
+        .map_err(|e| DbErr::Custom(e.to_string()))?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_empty_list_wants_everything_and_a_list_only_itself() {
+        assert!(wants("[]", "task.failed"));
+        assert!(wants(r#"["task.failed"]"#, "task.failed"));
+        assert!(!wants(r#"["task.failed"]"#, "task.succeeded"));
+    }
+
+    #[test]
+    fn a_large_result_is_left_out_of_the_body() {
+        let big = json!({ "id": "t1", "result": { "text": "x".repeat(70_000) } });
+        let body: Value =
+            serde_json::from_str(&payload("task.succeeded", &big)).unwrap_or_default();
+        assert_eq!(body["data"]["result"], Value::Null);
+        assert_eq!(body["data"]["result_omitted"], true);
+        assert_eq!(body["data"]["id"], "t1");
+        let small: Value = serde_json::from_str(&payload("task.failed", &json!({ "id": "t2" })))
+            .unwrap_or_default();
+        assert_eq!(
+            (small["type"].as_str(), small["data"]["id"].as_str()),
+            (Some("task.failed"), Some("t2"))
+        );
+    }
+}

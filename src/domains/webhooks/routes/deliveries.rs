@@ -1,0 +1,120 @@
+//! An endpoint's delivery log.
+
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use serde::Deserialize;
+
+use super::Webhooks;
+use crate::api::openapi::ErrorBody;
+use crate::api::{ApiQuery, AuthUser, Page};
+use crate::domains::webhooks::entity::{FAILED, PENDING, SUCCEEDED};
+use crate::domains::webhooks::store::{self, StoreError};
+use crate::domains::webhooks::view::DeliveryView;
+use crate::error::ApiError;
+
+#[derive(Debug, Deserialize, utoipa::IntoParams)]
+#[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
+pub(crate) struct ListQuery {
+    /// Only deliveries in this state: `PENDING`, `SUCCEEDED` or `FAILED`.
+    #[param(pattern = "^(PENDING|SUCCEEDED|FAILED)$")]
+    status: Option<String>,
+    /// `next_cursor` of the previous page.
+    #[param(pattern = "^[0-9A-Za-z-]{1,64}$")]
+    cursor: Option<String>,
+    /// Page size, 1 to 100 (default 20).
+    #[param(minimum = 1, maximum = 100)]
+    limit: Option<u64>,
+}
+
+/// `GET /v1/webhooks/endpoints/{id}/deliveries`: newest first, each with its latest
+/// attempt (status code, the answer's first bytes, latency).
+#[utoipa::path(get, path = "/v1/webhooks/endpoints/{id}/deliveries", tag = "webhooks", security(("api_key" = [])),
+    params(("id" = String, Path, description = "Endpoint id"), ListQuery),
+    responses(
+        (status = 200, description = "The endpoint's deliveries, newest first", body = Page<DeliveryView>),
+        (status = 400, description = "Bad status, limit or cursor (named in `field`)", body = ErrorBody),
+        (status = 401, description = "Missing or invalid API key", body = ErrorBody),
+        (status = 404, description = "No such endpoint of the caller's", body = ErrorBody)))]
+pub(crate) async fn list(
+    State(state): State<Webhooks>,
+    AuthUser(user): AuthUser,
+    Path(id): Path<String>,
+    ApiQuery(q): ApiQuery<ListQuery>,
+) -> Result<axum::Json<Page<DeliveryView>>, ApiError> {
+    let limit = crate::api::page::limit(q.limit)?;
+    let cursor = crate::api::page::id_cursor(q.cursor.as_deref())?;
+    if let Some(s) = q
+        .status
+        .as_deref()
+        .filter(|s| ![PENDING, SUCCEEDED, FAILED].contains(s))
+    {
+        return Err(ApiError::bad_request(
+            "status",
+            format!("`{s}` is not PENDING, SUCCEEDED or FAILED"),
+        ));
+    }
+    let e = state.endpoint(&user.id, &id).await?;
+    let rows = store::deliveries(&state.core.db, &e.id, q.status.as_deref(), cursor, limit).await?;
+    let items: Vec<DeliveryView> = rows.into_iter().map(Into::into).collect();
+    Ok(axum::Json(Page::new(items, limit, |d| d.id.clone())))
+}
+
+/// `GET /v1/webhooks/endpoints/{id}/deliveries/{delivery}`: with every attempt (`log`).
+#[utoipa::path(get, path = "/v1/webhooks/endpoints/{id}/deliveries/{delivery}", tag = "webhooks", security(("api_key" = [])),
+    params(("id" = String, Path, description = "Endpoint id"), ("delivery" = String, Path, description = "Delivery id")),
+    responses(
+        (status = 200, description = "The delivery and its attempts", body = DeliveryView),
+        (status = 401, description = "Missing or invalid API key", body = ErrorBody),
+        (status = 404, description = "No such endpoint or delivery of the caller's", body = ErrorBody)))]
+pub(crate) async fn read(
+    State(state): State<Webhooks>,
+    AuthUser(user): AuthUser,
+    Path((id, delivery)): Path<(String, String)>,
+) -> Result<axum::Json<DeliveryView>, ApiError> {
+    let e = state.endpoint(&user.id, &id).await?;
+    let (d, attempts) = store::delivery(&state.core.db, &e.id, &delivery)
+        .await?
+        .ok_or(ApiError::NotFound("delivery"))?;
+    let mut view = DeliveryView::from(d);
+    view.log = Some(attempts.into_iter().map(Into::into).collect());
+    Ok(axum::Json(view))
+}
+
+/// `POST /v1/webhooks/endpoints/{id}/deliveries/{delivery}/retry`: sends a finished
+/// delivery (answered or given up) again, with its `webhook-id`; retried on the usual
+/// schedule if it fails.
+#[utoipa::path(post, path = "/v1/webhooks/endpoints/{id}/deliveries/{delivery}/retry", tag = "webhooks", security(("api_key" = [])),
+    params(("id" = String, Path, description = "Endpoint id"), ("delivery" = String, Path, description = "Delivery id")),
+    responses(
+        (status = 202, description = "On its way again", body = DeliveryView),
+        (status = 401, description = "Missing or invalid API key", body = ErrorBody),
+        (status = 404, description = "No such endpoint or delivery of the caller's", body = ErrorBody),
+        (status = 409, description = "`delivery_pending`: it is still being attempted; `endpoint_disabled`: enable the endpoint first", body = ErrorBody)))]
+pub(crate) async fn retry(
+    State(state): State<Webhooks>,
+    AuthUser(user): AuthUser,
+    Path((id, delivery)): Path<(String, String)>,
+) -> Result<(StatusCode, axum::Json<DeliveryView>), ApiError> {
+    let e = state.endpoint(&user.id, &id).await?;
+    if !e.enabled {
+        return Err(ApiError::Refused {
+            code: "endpoint_disabled",
+            message: "the endpoint is disabled: enable it (PATCH enabled=true) first".into(),
+        });
+    }
+    let give_up = chrono::Duration::seconds(state.settings.give_up_after_secs as i64);
+    let d = store::retry(&state.core.db, &e.id, &delivery, give_up)
+        .await
+        .map_err(|err| match err {
+            StoreError::StillPending => ApiError::Refused {
+                code: "delivery_pending",
+                message: "the delivery is still being attempted".into(),
+            },
+            StoreError::Db(e) => e.into(),
+            other => ApiError::Internal(other.into()),
+        })?
+        .ok_or(ApiError::NotFound("delivery"))?;
+    state.core.relay.notify();
+    Ok((StatusCode::ACCEPTED, axum::Json(d.into())))
+}

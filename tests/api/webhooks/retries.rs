@@ -1,0 +1,109 @@
+//! A receiver that answers 500 three times gets the event on the fourth attempt, at the
+//! scheduled delays, always with the same `webhook-id`; every attempt is in the log. A
+//! delivery retried by hand goes again (a second click changes nothing); a test event
+//! reaches an endpoint whatever it subscribed to.
+
+use std::time::Duration;
+
+use serde_json::json;
+
+use super::receiver::{Receiver, verify};
+use super::{RETRY_MS, deliveries, endpoint, post, webhooks_env};
+use crate::helpers::*;
+use crate::on_every_backend;
+
+on_every_backend!(a_failing_receiver_gets_the_event_on_schedule_with_one_id);
+
+async fn a_failing_receiver_gets_the_event_on_schedule_with_one_id(backend: Backend) {
+    let Some(env) = webhooks_env(backend, "webhook_retries").await else {
+        return;
+    };
+    let app = spawn_app(&env).await;
+    app.start_consumers();
+    let (_, key) = app.user("ada", 100).await;
+    let rx = Receiver::start().await;
+    rx.script
+        .fail_first
+        .store(3, std::sync::atomic::Ordering::SeqCst);
+    let (id, secret) = endpoint(
+        &app,
+        &key,
+        json!({ "url": rx.url, "event_types": ["task.succeeded"] }),
+    )
+    .await;
+    let task = tasks::submit_id(&app, &key, json!({ "kind": "copywriting", "prompt": "p" })).await;
+    tasks::wait_status(&app, &key, &task, "SUCCESS").await;
+    let got = rx.wait_for(4, Duration::from_secs(30)).await;
+    assert_eq!(
+        got.len(),
+        4,
+        "three failures and the success, nothing after: {got:#?}"
+    );
+    assert!(
+        got.iter().all(|r| r.id() == got[0].id()),
+        "one webhook-id throughout"
+    );
+    assert!(got.iter().all(|r| r.body == got[0].body), "the same body");
+    assert_eq!(verify(&secret, &got), ["ok"; 4]);
+    // Each retry waited at least its delay (and not wildly more).
+    for (i, pair) in got.windows(2).enumerate() {
+        let gap = pair[1].at - pair[0].at;
+        let want = Duration::from_millis(RETRY_MS[i]);
+        assert!(
+            gap >= want.mul_f64(0.9) && gap < want + Duration::from_secs(3),
+            "retry {} after {gap:?}, scheduled {want:?}",
+            i + 1
+        );
+    }
+    // The log: one delivery, four attempts (500, 500, 500, 200).
+    let log = deliveries(&app, &key, &id).await;
+    assert_eq!(log.len(), 1, "{log:#?}");
+    assert_eq!(
+        (log[0]["status"].as_str(), log[0]["attempts"].as_i64()),
+        (Some("SUCCEEDED"), Some(4))
+    );
+    let path = format!(
+        "/v1/webhooks/endpoints/{id}/deliveries/{}",
+        log[0]["id"].as_str().unwrap()
+    );
+    let one = app.get_json(&key, &path).await;
+    let codes: Vec<i64> = one["log"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a["status"].as_i64().unwrap())
+        .collect();
+    assert_eq!(codes, [500, 500, 500, 200], "{one}");
+    assert_eq!(one["log"][0]["response"], "try again later");
+    assert!(
+        one["log"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|a| a["latency_ms"].as_i64().unwrap() >= 0)
+    );
+
+    // By hand: sent again with the same id; a second click while it is pending is 409.
+    let (status, body) = post(&app, &key, &format!("{path}/retry"), None).await;
+    assert_eq!(status, 202, "{body}");
+    let (again, body) = post(&app, &key, &format!("{path}/retry"), None).await;
+    assert!(again == 409 || again == 202, "{again} {body}");
+    let got = rx.wait_for(5, Duration::from_secs(10)).await;
+    assert_eq!(got.len(), 5, "one more delivery, not two: {got:#?}");
+    assert_eq!(got[4].id(), got[0].id());
+
+    // A test event, whatever the endpoint subscribed to.
+    let (status, sent) = post(
+        &app,
+        &key,
+        &format!("/v1/webhooks/endpoints/{id}/test"),
+        None,
+    )
+    .await;
+    assert_eq!(status, 202, "{sent}");
+    let got = rx.wait_for(6, Duration::from_secs(10)).await;
+    assert_eq!(got[5].json()["type"], "webhook.test");
+    assert_eq!(got[5].id(), sent["event_id"]);
+    assert_eq!(verify(&secret, &got[5..]), ["ok"]);
+    done(env, app).await;
+}
