@@ -28,6 +28,7 @@ mod m20261206_000021_ai_usage;
 mod m20261207_000022_task_waits;
 mod m20261208_000023_material_vectors;
 mod m20261208_000024_webhooks;
+mod m20261208_000025_task_retries;
 
 pub struct Migrator;
 
@@ -59,6 +60,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261207_000022_task_waits::Migration),
             Box::new(m20261208_000023_material_vectors::Migration),
             Box::new(m20261208_000024_webhooks::Migration),
+            Box::new(m20261208_000025_task_retries::Migration),
         ]
     }
 }

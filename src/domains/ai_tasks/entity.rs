@@ -38,6 +38,8 @@ pub mod task {
         pub updated_at: DateTimeUtc,
         pub started_at: Option<DateTimeUtc>,
         pub finished_at: Option<DateTimeUtc>,
+        /// The task this one retries (`POST /v1/tasks/{id}/retry`); unique.
+        pub retry_of: Option<String>,
     }
 
     #[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]

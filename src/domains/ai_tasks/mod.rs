@@ -25,6 +25,7 @@ pub mod ops;
 pub mod parked;
 pub mod queues;
 pub mod reaper;
+pub mod retry;
 pub mod routes;
 pub mod settings;
 pub mod shedding;

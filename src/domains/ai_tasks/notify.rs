@@ -24,11 +24,15 @@ fn event_of(t: &Task) -> Option<Event> {
     })
 }
 
+/// The webhook events of those of `tasks` that ended.
+pub fn events<'a>(tasks: impl IntoIterator<Item = &'a Task>) -> Vec<Event> {
+    tasks.into_iter().filter_map(event_of).collect()
+}
+
 /// Records the webhook events of those of `tasks` that ended.
 pub async fn ended<'a>(
     txn: &impl ConnectionTrait,
     tasks: impl IntoIterator<Item = &'a Task>,
 ) -> Result<(), DbErr> {
-    let events: Vec<Event> = tasks.into_iter().filter_map(event_of).collect();
-    emit::record_many(txn, &events).await
+    emit::record_many(txn, &events(tasks)).await
 }

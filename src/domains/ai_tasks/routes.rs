@@ -27,6 +27,7 @@ pub fn routes(state: Tasks) -> Router {
         .route("/v1/tasks", post(submit).get(list))
         .route("/v1/tasks/{id}", get(read))
         .route("/v1/tasks/{id}/cancel", post(cancel))
+        .route("/v1/tasks/{id}/retry", post(super::retry::retry))
         .route("/v1/me/usage", get(super::usage::routes::usage))
         .route(
             "/v1/tasks/{id}/approval",
@@ -51,6 +52,7 @@ pub fn routes(state: Tasks) -> Router {
         list,
         read,
         cancel,
+        super::retry::retry,
         super::usage::routes::usage,
         super::parked::callbacks::callback,
         super::parked::decisions::decide,
@@ -75,11 +77,11 @@ pub struct SubmitRequest {
     pub params: Option<Value>,
 }
 
-fn view_json(t: Task) -> Result<Value, ApiError> {
+pub(super) fn view_json(t: Task) -> Result<Value, ApiError> {
     serde_json::to_value(TaskView::from(t)).map_err(|e| ApiError::Internal(e.into()))
 }
 
-fn submit_error(e: StoreError) -> ApiError {
+pub(super) fn submit_error(e: StoreError) -> ApiError {
     match e {
         StoreError::InsufficientCredits { needed, balance } => {
             ApiError::PaymentRequired { needed, balance }
@@ -90,7 +92,7 @@ fn submit_error(e: StoreError) -> ApiError {
     }
 }
 
-fn with_location(status: u16, body: Value) -> Response {
+pub(super) fn with_location(status: u16, body: Value) -> Response {
     let code = StatusCode::from_u16(status).unwrap_or(StatusCode::ACCEPTED);
     let location = body["id"]
         .as_str()
@@ -219,6 +221,7 @@ pub(crate) async fn submit(
         params,
         cost,
         max_in_flight: limits.value(&super::limits::IN_FLIGHT, &user.id).await,
+        resume: None,
     };
     let Some(key) = key else {
         // Without a key, submissions share transactions (group commit); the submitter

@@ -27,6 +27,9 @@ pub struct TaskView {
     /// `GET /v1/tasks/{id}`, absent elsewhere.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub files: Vec<crate::storage::view::FileView>,
+    /// The task this one retries (`POST /v1/tasks/{id}/retry`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub retry_of: Option<String>,
     /// What a `WAITING` task waits for; filled by `GET /v1/tasks/{id}`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub waiting: Option<WaitingView>,
@@ -89,6 +92,7 @@ impl From<Task> for TaskView {
             started_at: t.started_at,
             finished_at: t.finished_at,
             files: Vec::new(),
+            retry_of: t.retry_of,
             waiting: None,
         }
     }

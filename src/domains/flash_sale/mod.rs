@@ -20,6 +20,7 @@ pub mod intake;
 pub mod jobs;
 pub mod limits;
 pub mod messages;
+pub mod notify;
 pub mod publisher;
 pub mod queues;
 pub mod routes;
@@ -68,6 +69,7 @@ fn install(platform: &Platform) -> BoxFuture<'_, anyhow::Result<Installed>> {
         let (db, broker) = (platform.db.clone(), platform.broker.clone());
         let (for_jobs, for_routes) = (sales.clone(), sales.clone());
         let currency = sales.settings.currency.clone();
+        notify::set_currency(&currency);
         Ok(Installed::default()
             .handler(&queues::ORDERS_CREATE, Worker::One(create))
             .handler(&queues::ORDERS_EXPIRE, Worker::One(expire))

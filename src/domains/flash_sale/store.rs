@@ -234,6 +234,7 @@ async fn leave_unpaid(
     event::Entity::insert(event_row(&ev))
         .exec_without_returning(txn)
         .await?;
+    super::notify::left_unpaid(txn, &o).await?;
     Ok(Some((o, ev)))
 }
 

@@ -24,6 +24,7 @@ pub mod jobs;
 pub mod limits;
 pub mod messages;
 pub mod metrics;
+pub mod notify;
 pub mod queues;
 pub mod recorder;
 pub mod routes;

@@ -19,6 +19,7 @@ pub mod entity;
 pub mod handler;
 pub mod limits;
 pub mod messages;
+pub mod notify;
 pub mod queues;
 pub mod reindex;
 pub mod routes;

@@ -13,6 +13,7 @@ use crate::helpers::*;
 mod alipay;
 mod forgeries;
 mod hmac;
+mod notify;
 mod orders;
 mod refunds;
 mod wechat;

@@ -9,7 +9,8 @@
 //!
 //! Fault modes, chosen by the prompt: `rate-limit` (429 with `Retry-After: 1`), `boom`
 //! (503), `rate-limit-once…` (the first call 429 with `Retry-After: 3`, then fine), `bad`
-//! (400 `content_policy_violation`), `cut-once` (the first stream for that
+//! (400 `content_policy_violation`), `bad-once…` (the first call for that prompt 400, later ones
+//! fine), `cut-once` (the first stream for that
 //! prompt stops halfway without `[DONE]`, later ones are whole), `malformed` (a chunk
 //! that is not JSON), `stall` (two tokens, then silence), `slow` (200 ms per token).
 
@@ -38,6 +39,7 @@ pub struct Fake {
     /// Milliseconds between tokens.
     pub token_ms: u64,
     limited_once: AtomicU32,
+    refused_once: std::sync::Mutex<std::collections::HashSet<String>>,
     /// When the `rate-limit-once` 429 was sent.
     pub limited_at: std::sync::Mutex<Option<std::time::Instant>>,
     /// Streams being sent now, and the most at once.
@@ -123,6 +125,15 @@ async fn completions(
         r.headers_mut()
             .insert(header::RETRY_AFTER, "3".parse().unwrap());
         return r;
+    }
+    // Refused once per prompt: the first `bad-once…` call is a 400, later ones are fine.
+    if prompt.starts_with("bad-once") && fake.refused_once.lock().unwrap().insert(prompt.clone()) {
+        return error(
+            StatusCode::BAD_REQUEST,
+            "invalid_request_error",
+            "content_policy_violation",
+            "Your request was rejected by the safety system",
+        );
     }
     match prompt.as_str() {
         "rate-limit" => {

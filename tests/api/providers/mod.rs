@@ -13,6 +13,7 @@ mod openai;
 mod openai_media;
 mod parked;
 mod pricing;
+mod retry;
 mod streaming;
 mod transcripts;
 

@@ -1,5 +1,5 @@
-//! A task's success, failure and cancel each reach every subscribed endpoint exactly
-//! once, verified with the reference library; an endpoint that did not subscribe to a
+//! A task's success (and the material it left), failure and cancel each reach every
+//! subscribed endpoint exactly once, verified with the reference library; an endpoint that did not subscribe to a
 //! type does not get it; the body is the task's public view.
 
 use std::time::Duration;
@@ -73,20 +73,26 @@ async fn final_states_reach_each_subscribed_endpoint_once_signed(backend: Backen
         .unwrap();
     assert_eq!(r.status(), 200);
 
-    let got = everything.wait_for(3, Duration::from_secs(20)).await;
-    assert_eq!(got.len(), 3, "one each: {got:#?}");
+    let got = everything.wait_for(4, Duration::from_secs(20)).await;
+    assert_eq!(got.len(), 4, "one each: {got:#?}");
     let mut seen: Vec<(String, String)> = got
         .iter()
         .map(|r| {
             let b = r.json();
+            // A material names the task that made it.
+            let task = match b["type"].as_str() {
+                Some("material.created") => &b["data"]["task_id"],
+                _ => &b["data"]["id"],
+            };
             (
                 b["type"].as_str().unwrap().to_owned(),
-                b["data"]["id"].as_str().unwrap().to_owned(),
+                task.as_str().unwrap().to_owned(),
             )
         })
         .collect();
     seen.sort();
     let mut want = vec![
+        ("material.created".to_owned(), ok.clone()),
         ("task.canceled".to_owned(), slow.clone()),
         ("task.failed".to_owned(), bad.clone()),
         ("task.succeeded".to_owned(), ok.clone()),
@@ -106,7 +112,7 @@ async fn final_states_reach_each_subscribed_endpoint_once_signed(backend: Backen
         "no internals: {success}"
     );
     assert!(got.iter().all(|r| r.id().starts_with("evt_")));
-    assert_eq!(verify(&all_secret, &got), ["ok", "ok", "ok"]);
+    assert_eq!(verify(&all_secret, &got), ["ok"; 4]);
     assert!(
         verify(&failed_secret, &got).iter().all(|v| v != "ok"),
         "another endpoint's secret does not verify"
@@ -119,7 +125,7 @@ async fn final_states_reach_each_subscribed_endpoint_once_signed(backend: Backen
 
     // The delivery log agrees: one delivery each, answered at the first attempt.
     let log = deliveries(&app, &key, &all_id).await;
-    assert_eq!(log.len(), 3);
+    assert_eq!(log.len(), 4);
     assert!(
         log.iter()
             .all(|d| d["status"] == "SUCCEEDED" && d["attempts"] == 1 && d["last_status"] == 200),

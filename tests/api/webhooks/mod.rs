@@ -7,7 +7,7 @@
 mod endpoints;
 mod events;
 mod isolation;
-mod receiver;
+pub mod receiver;
 mod retries;
 
 use conveyor::broker::settings::QueueOverride;

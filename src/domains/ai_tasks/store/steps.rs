@@ -95,9 +95,12 @@ pub async fn commit_steps(
             vectors: r.vectors.clone(),
         })
         .collect();
-    search_sync::store::create_many(txn, materials).await?;
-    crate::domains::ai_tasks::notify::ended(txn, done().filter(|(r, _)| r.last).map(|(_, t)| t))
-        .await?;
+    let created = search_sync::store::create_many(txn, materials).await?;
+    // The tasks that ended and the materials they left, with one lookup of endpoints.
+    let mut events =
+        crate::domains::ai_tasks::notify::events(done().filter(|(r, _)| r.last).map(|(_, t)| t));
+    events.extend(search_sync::notify::created(&created));
+    crate::domains::webhooks::emit::record_many(txn, &events).await?;
     // Files the steps wrote to the store are recorded (and counted in their owner's
     // usage) with the step's commit: a file exists for the API exactly when its step
     // does. A fenced result's files are left to the collector as orphans.

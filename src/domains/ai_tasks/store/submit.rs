@@ -24,6 +24,17 @@ pub struct NewTask {
     /// The user's cap on tasks PENDING, PROCESSING or RETRYING (0: none), checked in the
     /// submission's transaction.
     pub max_in_flight: u32,
+    /// A retry: where the task it retries left off.
+    pub resume: Option<Resume>,
+}
+
+/// Where a retry starts: the step that failed, with the outputs of the steps before it.
+#[derive(Debug, Clone)]
+pub struct Resume {
+    pub retry_of: String,
+    pub step_index: i32,
+    /// The earlier steps' outputs (the retried task's result as it was).
+    pub result: Option<String>,
 }
 
 /// (user, cost) of each submission, for the credit reservation.
@@ -171,6 +182,13 @@ async fn write_batch(
             updated_at: now,
             started_at: None,
             finished_at: None,
+            retry_of: n.resume.as_ref().map(|r| r.retry_of.clone()),
+        };
+        let from = n.resume.as_ref().map_or(0, |r| r.step_index);
+        let t = task::Model {
+            step_index: from,
+            result: n.resume.as_ref().and_then(|r| r.result.clone()),
+            ..t
         };
         if n.cost > 0 {
             ledger.push((
@@ -183,7 +201,10 @@ async fn write_batch(
         let ev = event_of(&t, Some("accepted".into()));
         events.push(event_row(&ev));
         let lane = crate::domains::ai_tasks::kinds::Lane::of(&t.params);
-        messages.push((Target::Queue(n.kind.queue_in(0, lane)), run_message(&t, 0)));
+        messages.push((
+            Target::Queue(n.kind.queue_in(from, lane)),
+            run_message(&t, from),
+        ));
         tasks.push(task::ActiveModel::from(t.clone()));
         results.push(Ok((t, ev)));
     }

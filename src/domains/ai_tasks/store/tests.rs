@@ -25,6 +25,7 @@ fn task(kind: TaskKind, status: Status, step_index: i32, leased: bool, started: 
         updated_at: now,
         started_at: started.then_some(now),
         finished_at: None,
+        retry_of: None,
     }
 }
 

@@ -90,6 +90,7 @@ pub async fn apply(
         "refund" | "refund_total" => refund(&txn, &ev, &p).await?,
         _ => pay(&txn, &p, max_bytes).await?,
     };
+    crate::domains::payments::notify::applied(&txn, &p.id, &outcome).await?;
     if let Some(note) = note {
         event::Entity::update_many()
             .col_expr(event::Column::Note, Expr::value(note))

@@ -75,7 +75,7 @@ pub async fn get(db: &impl ConnectionTrait, id: &str) -> Result<Option<Payment>,
 }
 
 /// A payment's events, in the order they arrived.
-pub async fn events_of(db: &DatabaseConnection, payment_id: &str) -> Result<Vec<Event>, DbErr> {
+pub async fn events_of(db: &impl ConnectionTrait, payment_id: &str) -> Result<Vec<Event>, DbErr> {
     event::Entity::find()
         .filter(event::Column::PaymentId.eq(payment_id))
         .order_by_asc(event::Column::Id)

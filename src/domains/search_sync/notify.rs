@@ -1,0 +1,17 @@
+//! `material.created` webhook events: built here, recorded by whoever creates the
+//! materials, in its transaction (a batch of finished tasks records them together with
+//! the tasks' own events, one lookup of endpoints for both).
+
+use super::store::Material;
+use super::view::MaterialView;
+use crate::domains::webhooks::emit::Event;
+
+pub fn created(rows: &[Material]) -> Vec<Event> {
+    rows.iter()
+        .map(|m| Event {
+            user_id: m.user_id.clone(),
+            event_type: "material.created",
+            data: serde_json::to_value(MaterialView::from(m.clone())).unwrap_or_default(),
+        })
+        .collect()
+}
