@@ -29,6 +29,7 @@ mod m20261207_000022_task_waits;
 mod m20261208_000023_material_vectors;
 mod m20261208_000024_webhooks;
 mod m20261208_000025_task_retries;
+mod m20261208_000026_dead_letter_business_ids;
 
 pub struct Migrator;
 
@@ -61,6 +62,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261208_000023_material_vectors::Migration),
             Box::new(m20261208_000024_webhooks::Migration),
             Box::new(m20261208_000025_task_retries::Migration),
+            Box::new(m20261208_000026_dead_letter_business_ids::Migration),
         ]
     }
 }

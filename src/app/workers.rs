@@ -69,11 +69,32 @@ pub(super) async fn serve_workers(
     }
     // The DLQ keeper of the queues this process consumes.
     if !kept.is_empty() {
+        let consumed: Vec<&'static str> = kept.iter().map(|q| q.key).collect();
         tasks.spawn(dead_letters::keeper::run(
             platform.db.clone(),
             platform.broker.clone(),
             kept,
             Duration::from_millis(platform.settings.dead_letters.keeper_interval_ms),
+            shutdown.clone(),
+        ));
+        let dl = &platform.settings.dead_letters;
+        let compensation = crate::dead_letters::compensation::CompensationSettings {
+            // The policies of the queues this process consumes.
+            queues: dl
+                .compensation
+                .queues
+                .iter()
+                .filter(|(q, _)| consumed.contains(&q.as_str()))
+                .map(|(q, p)| (q.clone(), p.clone()))
+                .collect(),
+            ..dl.compensation.clone()
+        };
+        tasks.spawn(crate::dead_letters::compensation::run(
+            platform.db.clone(),
+            platform.broker.topology().clone(),
+            compensation,
+            dl.replay_per_second,
+            platform.settings.broker.max_payload_bytes,
             shutdown.clone(),
         ));
     }

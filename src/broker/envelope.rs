@@ -48,6 +48,9 @@ pub struct Failure {
     pub queue: String,
     pub error: String,
     pub at: DateTime<Utc>,
+    /// The consumer instance it failed in (`host:pid:run`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub consumer: Option<String>,
 }
 
 #[derive(Debug, thiserror::Error, PartialEq)]
@@ -157,6 +160,7 @@ impl Envelope {
             queue: queue.to_owned(),
             error,
             at: Utc::now(),
+            consumer: Some(crate::telemetry::report::instance().to_owned()),
         });
         if next.failures.len() > MAX_FAILURES {
             next.failures.remove(0);

@@ -21,6 +21,10 @@ pub enum DeadLettersCommand {
         /// malformed, permanent, exhausted or crash_loop.
         #[arg(long)]
         reason: Option<String>,
+        /// What the message was about: a task, order, payment, material or webhook
+        /// delivery id.
+        #[arg(long)]
+        business_id: Option<String>,
         #[arg(long, default_value_t = 20)]
         limit: u64,
     },
@@ -61,6 +65,7 @@ pub async fn run(settings: &Settings, cmd: DeadLettersCommand) -> anyhow::Result
             queue,
             status,
             reason,
+            business_id,
             limit,
         } => {
             let status = status
@@ -74,6 +79,7 @@ pub async fn run(settings: &Settings, cmd: DeadLettersCommand) -> anyhow::Result
                 queue: queue.as_deref(),
                 status,
                 reason: reason.as_deref(),
+                business_id: business_id.as_deref(),
                 ..Filter::default()
             };
             let rows = dead_letters::search(&db, &filter, None, limit.clamp(1, 1000)).await?;
@@ -153,12 +159,13 @@ pub async fn run(settings: &Settings, cmd: DeadLettersCommand) -> anyhow::Result
 
 fn line(d: &DeadLetter) -> String {
     format!(
-        "{:>6}  {:<9}  {:<12}  {:<9}  attempts {}  {}  {}",
+        "{:>6}  {:<9}  {:<12}  {:<9}  attempts {}  about {}  {}  {}",
         d.id,
         d.status,
         d.queue,
         d.reason,
         d.attempts,
+        d.business_id.as_deref().unwrap_or("-"),
         d.created_at.format("%Y-%m-%d %H:%M:%S"),
         d.last_error.chars().take(80).collect::<String>()
     )

@@ -26,6 +26,11 @@ pub struct Model {
     pub status: String,
     pub created_at: DateTimeUtc,
     pub updated_at: DateTimeUtc,
+    /// What the message was about: its correlation id (a task, an order, a payment, a
+    /// material, a webhook delivery). Indexed.
+    pub business_id: Option<String>,
+    /// The consumer instance that handled it last (`host:pid:run`).
+    pub consumer: Option<String>,
 }
 
 #[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]

@@ -4,6 +4,7 @@
 //! audited.
 
 pub mod action_entity;
+pub mod compensation;
 pub mod entity;
 pub mod gauge;
 pub mod keeper;
@@ -82,6 +83,18 @@ pub struct Filter<'a> {
     pub kind: Option<&'a str>,
     /// Dead-lettered (last) at or after this time.
     pub since: Option<chrono::DateTime<Utc>>,
+    /// What the message was about: a task, order, payment, material or delivery id.
+    pub business_id: Option<&'a str>,
+}
+
+/// What a dead message was about: its envelope's correlation id (cut to the column),
+/// when it has one.
+fn business_id_of(body: &[u8]) -> Option<String> {
+    let envelope = crate::broker::Envelope::decode(body, usize::MAX).ok()?;
+    envelope
+        .correlation_id
+        .filter(|c| !c.is_empty())
+        .map(|c| c.chars().take(64).collect())
 }
 
 /// The id a malformed body (not an envelope) is recorded under: its digest.
@@ -121,6 +134,8 @@ pub async fn record(
 ) -> Result<(), DbErr> {
     let now = Utc::now();
     let attempts = i32::try_from(info.attempts).unwrap_or(i32::MAX);
+    let consumer = history.iter().rev().find_map(|f| f.consumer.clone());
+    let business_id = business_id_of(body);
     let history = serde_json::to_string(history).unwrap_or_else(|_| "[]".into());
     let body = String::from_utf8_lossy(body).into_owned();
     let row = entity::ActiveModel {
@@ -135,6 +150,8 @@ pub async fn record(
         status: Set(Status::Dead.as_str().to_owned()),
         created_at: Set(now),
         updated_at: Set(now),
+        business_id: Set(business_id),
+        consumer: Set(consumer.clone()),
         ..Default::default()
     };
     entity::Entity::insert(row)
@@ -180,6 +197,7 @@ pub async fn record(
         )
         .col_expr(entity::Column::History, Expr::value(history))
         .col_expr(entity::Column::Body, Expr::value(body))
+        .col_expr(entity::Column::Consumer, Expr::value(consumer))
         .col_expr(entity::Column::UpdatedAt, Expr::value(now))
         .filter(entity::Column::Id.eq(replayed.id))
         .filter(entity::Column::Status.eq(Status::Replayed.as_str()))
@@ -225,6 +243,9 @@ pub async fn search(
     }
     if let Some(t) = filter.since {
         q = q.filter(entity::Column::UpdatedAt.gte(t));
+    }
+    if let Some(b) = filter.business_id {
+        q = q.filter(entity::Column::BusinessId.eq(b));
     }
     if let Some(id) = before {
         q = q.filter(entity::Column::Id.lt(id));

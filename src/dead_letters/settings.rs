@@ -16,6 +16,9 @@ pub struct DeadLetterSettings {
     /// A letter replayed this many times that dies again is parked as `needs_fix`: a
     /// replay by filter skips it unless forced (0: never).
     pub needs_fix_after_replays: u32,
+    /// Replays on a schedule, per queue (off by default).
+    #[serde(default)]
+    pub compensation: super::compensation::CompensationSettings,
 }
 
 impl DeadLetterSettings {
@@ -27,6 +30,6 @@ impl DeadLetterSettings {
                 problem: "must be greater than 0".into(),
             });
         }
-        Ok(())
+        self.compensation.validate()
     }
 }

@@ -9,7 +9,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::broker::Broker;
 use crate::tally::Tally;
-use crate::telemetry::report::{ProcessReport, REPORTS, process_name};
+use crate::telemetry::report::{ProcessReport, REPORTS};
 
 pub async fn run(
     broker: Arc<dyn Broker>,
@@ -17,7 +17,7 @@ pub async fn run(
     every: Duration,
     shutdown: CancellationToken,
 ) -> anyhow::Result<()> {
-    let process = process_name();
+    let process = crate::telemetry::report::instance().to_owned();
     let mut tick = tokio::time::interval(every);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {

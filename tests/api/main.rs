@@ -10,6 +10,7 @@ mod batches;
 mod browser;
 mod canary;
 mod cli;
+mod compensation;
 mod concurrency;
 mod dead_letters;
 mod delivery;

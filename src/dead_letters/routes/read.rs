@@ -25,6 +25,10 @@ pub(crate) struct ListQuery {
     reason: Option<String>,
     /// The message kind (`ai.task.run`, …).
     kind: Option<String>,
+    /// What the message was about: a task, order, payment, material or webhook delivery
+    /// id (indexed).
+    #[param(max_length = 64)]
+    business_id: Option<String>,
     /// Only letters that died (last) at or after this time (RFC 3339).
     #[param(value_type = Option<String>, format = DateTime)]
     since: Option<String>,
@@ -72,6 +76,7 @@ pub(crate) async fn list(
         reason: q.reason.as_deref(),
         kind: q.kind.as_deref(),
         since,
+        business_id: q.business_id.as_deref(),
     };
     let rows = crate::dead_letters::search(&state.db, &filter, before, limit).await?;
     let items: Vec<DeadLetterView> = rows.into_iter().map(DeadLetterView::from).collect();

@@ -19,6 +19,10 @@ pub struct DeadLetterView {
     pub attempts: i32,
     pub last_error: String,
     pub history: Value,
+    /// What the message was about (a task, order, payment, material or delivery id).
+    pub business_id: Option<String>,
+    /// The consumer instance that handled it last.
+    pub consumer: Option<String>,
     pub created_at: chrono::DateTime<chrono::Utc>,
     pub updated_at: chrono::DateTime<chrono::Utc>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -46,6 +50,8 @@ impl From<DeadLetter> for DeadLetterView {
             status: d.status,
             attempts: d.attempts,
             last_error: d.last_error,
+            business_id: d.business_id,
+            consumer: d.consumer,
             created_at: d.created_at,
             updated_at: d.updated_at,
             body: None,
