@@ -30,6 +30,7 @@ mod m20261208_000023_material_vectors;
 mod m20261208_000024_webhooks;
 mod m20261208_000025_task_retries;
 mod m20261208_000026_dead_letter_business_ids;
+mod m20261208_000027_task_metadata;
 
 pub struct Migrator;
 
@@ -63,6 +64,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261208_000024_webhooks::Migration),
             Box::new(m20261208_000025_task_retries::Migration),
             Box::new(m20261208_000026_dead_letter_business_ids::Migration),
+            Box::new(m20261208_000027_task_metadata::Migration),
         ]
     }
 }

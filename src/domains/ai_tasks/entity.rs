@@ -40,6 +40,9 @@ pub mod task {
         pub finished_at: Option<DateTimeUtc>,
         /// The task this one retries (`POST /v1/tasks/{id}/retry`); unique.
         pub retry_of: Option<String>,
+        /// The client's metadata: a flat JSON object of strings.
+        #[sea_orm(column_type = "Text", nullable)]
+        pub metadata: Option<String>,
     }
 
     #[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]
@@ -71,6 +74,27 @@ pub mod event {
         pub kind: String,
         #[sea_orm(column_type = "Text", nullable)]
         pub delta: Option<String>,
+    }
+
+    #[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]
+    pub enum Relation {}
+
+    impl ActiveModelBehavior for ActiveModel {}
+}
+
+/// A task's metadata, one row per key: what a search by key and value finds.
+pub mod metadata {
+    use sea_orm::entity::prelude::*;
+
+    #[derive(Clone, Debug, PartialEq, Eq, DeriveEntityModel)]
+    #[sea_orm(table_name = "task_metadata")]
+    pub struct Model {
+        #[sea_orm(primary_key, auto_increment = false)]
+        pub task_id: String,
+        #[sea_orm(primary_key, auto_increment = false)]
+        pub key: String,
+        pub user_id: String,
+        pub value: String,
     }
 
     #[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]

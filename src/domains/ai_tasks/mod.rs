@@ -11,14 +11,17 @@
 //! the previous step committed. Every step's provider usage is recorded, and kinds can
 //! be priced by the token ([`usage`]).
 
+pub mod admin;
 pub mod cli;
 pub mod entity;
 pub mod executor;
+pub mod find;
 pub mod handler;
 pub mod inputs;
 pub mod kinds;
 pub mod limits;
 pub mod messages;
+pub mod metadata;
 pub mod metrics;
 pub mod notify;
 pub mod ops;

@@ -44,6 +44,10 @@ pub(crate) async fn retry(
         cost: t.cost,
         max_in_flight: limits.value(&super::limits::IN_FLIGHT, &user.id).await,
         resume: None,
+        metadata: t
+            .metadata
+            .as_deref()
+            .and_then(|m| serde_json::from_str(m).ok()),
     };
     let max_payload = state.core.broker.max_payload();
     match store::retry(&state.core.db, &t, new, max_payload)

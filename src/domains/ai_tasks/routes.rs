@@ -28,6 +28,8 @@ pub fn routes(state: Tasks) -> Router {
         .route("/v1/tasks/{id}", get(read))
         .route("/v1/tasks/{id}/cancel", post(cancel))
         .route("/v1/tasks/{id}/retry", post(super::retry::retry))
+        .route("/v1/admin/tasks", get(super::admin::find))
+        .route("/v1/admin/tasks/bulk", post(super::admin::bulk))
         .route("/v1/me/usage", get(super::usage::routes::usage))
         .route(
             "/v1/tasks/{id}/approval",
@@ -53,6 +55,8 @@ pub fn routes(state: Tasks) -> Router {
         read,
         cancel,
         super::retry::retry,
+        super::admin::find,
+        super::admin::bulk,
         super::usage::routes::usage,
         super::parked::callbacks::callback,
         super::parked::decisions::decide,
@@ -75,6 +79,13 @@ pub struct SubmitRequest {
     #[serde(default)]
     #[schema(value_type = Option<Object>)]
     pub params: Option<Value>,
+    /// The client's own labels: a flat object of at most 16 string values (keys of 1 to
+    /// 40 letters, digits, `_`, `-`, `.`; values of at most 200 characters), returned in
+    /// the task's view and webhook bodies; tasks are found by them
+    /// (`GET /v1/tasks?metadata=campaign:42`).
+    #[serde(default)]
+    #[schema(value_type = Option<std::collections::HashMap<String, String>>)]
+    pub metadata: Option<Value>,
 }
 
 pub(super) fn view_json(t: Task) -> Result<Value, ApiError> {
@@ -208,6 +219,12 @@ pub(crate) async fn submit(
     if lane == super::kinds::Lane::Long {
         params[super::kinds::LANE_PARAM] = "long".into();
     }
+    let metadata = req
+        .metadata
+        .as_ref()
+        .map(super::metadata::check)
+        .transpose()
+        .map_err(|why| ApiError::invalid("metadata", why))?;
     let cost = state
         .ai
         .kinds
@@ -222,6 +239,7 @@ pub(crate) async fn submit(
         cost,
         max_in_flight: limits.value(&super::limits::IN_FLIGHT, &user.id).await,
         resume: None,
+        metadata,
     };
     let Some(key) = key else {
         // Without a key, submissions share transactions (group commit); the submitter
@@ -231,7 +249,7 @@ pub(crate) async fn submit(
     };
     // With one, the stored answer commits in the task's own transaction.
     let max_payload = state.core.broker.max_payload();
-    let request = json!({ "kind": kind.as_str(), "prompt": new.prompt, "params": new.params });
+    let request = json!({ "kind": kind.as_str(), "prompt": new.prompt, "params": new.params, "metadata": new.metadata });
     let done = idempotency::once(&state.core.db, &user.id, &key, &request, async |txn| {
         let (task, event) = store::submit(txn, &new, max_payload)
             .await
@@ -282,53 +300,24 @@ pub(crate) async fn read(
     Ok(axum::Json(view))
 }
 
-#[derive(Debug, Deserialize, utoipa::IntoParams)]
-#[serde(deny_unknown_fields)]
-#[into_params(parameter_in = Query)]
-pub(crate) struct ListQuery {
-    /// Only tasks in this status (case-insensitive).
-    #[param(value_type = Option<Status>)]
-    status: Option<String>,
-    /// Only tasks of this kind.
-    #[param(value_type = Option<TaskKind>)]
-    kind: Option<String>,
-    /// `next_cursor` of the previous page (a task id).
-    #[param(pattern = "^[0-9A-Za-z-]{1,64}$")]
-    cursor: Option<String>,
-    /// Page size, 1 to 100 (default 20).
-    #[param(minimum = 1, maximum = 100)]
-    limit: Option<u64>,
-}
-
-/// `GET /v1/tasks?status=&kind=&cursor=&limit=`: newest first; `next_cursor` continues.
+/// `GET /v1/tasks?status=&kind=&since=&until=&metadata=key:value&cursor=&limit=`: the
+/// caller's tasks, newest first; `next_cursor` continues.
 #[utoipa::path(get, path = "/v1/tasks", tag = "tasks", operation_id = "list_tasks", security(("api_key" = [])),
-    params(ListQuery),
+    params(super::find::FindQuery),
     responses(
         (status = 200, description = "The caller's tasks, newest first", body = crate::api::Page<TaskView>),
         (status = 401, description = "Missing or invalid API key", body = ErrorBody),
-        (status = 400, description = "Unknown status or kind, bad limit or cursor (named in `field`)", body = ErrorBody)))]
+        (status = 400, description = "Unknown status or kind, a bad time, metadata term, limit or cursor (named in `field`)", body = ErrorBody)))]
 pub(crate) async fn list(
     State(state): State<Tasks>,
     AuthUser(user): AuthUser,
-    ApiQuery(q): ApiQuery<ListQuery>,
+    ApiQuery(q): ApiQuery<super::find::FindQuery>,
 ) -> Result<axum::Json<crate::api::Page<TaskView>>, ApiError> {
-    let status = match q.status.as_deref() {
-        None => None,
-        Some(s) => Some(
-            Status::parse(&s.to_ascii_uppercase())
-                .ok_or_else(|| ApiError::bad_request("status", format!("unknown status `{s}`")))?,
-        ),
-    };
-    let kind = match q.kind.as_deref() {
-        None => None,
-        Some(k) => Some(
-            TaskKind::parse(k)
-                .ok_or_else(|| ApiError::bad_request("kind", format!("unknown kind `{k}`")))?,
-        ),
-    };
+    let mut filter = q.filter(false)?;
+    filter.user_id = Some(user.id.clone());
     let limit = crate::api::page::limit(q.limit)?;
     let cursor = crate::api::page::id_cursor(q.cursor.as_deref())?;
-    let tasks = store::list(&state.core.db, &user.id, status, kind, cursor, limit).await?;
+    let tasks = store::search(&state.core.db, &filter, cursor, limit, false).await?;
     let items: Vec<TaskView> = tasks.into_iter().map(TaskView::from).collect();
     Ok(axum::Json(crate::api::Page::new(items, limit, |t| {
         t.id.clone()

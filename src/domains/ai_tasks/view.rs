@@ -27,6 +27,10 @@ pub struct TaskView {
     /// `GET /v1/tasks/{id}`, absent elsewhere.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub files: Vec<crate::storage::view::FileView>,
+    /// The client's metadata, as submitted.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<Object>)]
+    pub metadata: Option<Value>,
     /// The task this one retries (`POST /v1/tasks/{id}/retry`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub retry_of: Option<String>,
@@ -93,6 +97,10 @@ impl From<Task> for TaskView {
             finished_at: t.finished_at,
             files: Vec::new(),
             retry_of: t.retry_of,
+            metadata: t
+                .metadata
+                .as_deref()
+                .and_then(|m| serde_json::from_str(m).ok()),
             waiting: None,
         }
     }

@@ -16,6 +16,7 @@ use crate::helpers::{Backend, TestApp, TestEnv, done, spawn_app};
 
 mod approval;
 mod failures;
+mod find;
 mod run;
 mod shedding;
 mod submit;

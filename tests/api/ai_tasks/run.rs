@@ -166,6 +166,7 @@ async fn a_killed_consumer_leaves_a_task_that_finishes_once(backend: Backend) {
         cost: 4,
         max_in_flight: 0,
         resume: None,
+        metadata: None,
     };
     let (t, _) = store::submit(&txn, &new, 65536).await.unwrap();
     txn.commit().await.unwrap();
@@ -358,6 +359,7 @@ async fn a_wave_of_results_commits_each_on_its_own_terms(backend: Backend) {
             cost: 1,
             max_in_flight: 0,
             resume: None,
+            metadata: None,
         };
         let (t, _) = store::submit(&txn, &new, 1 << 20).await.unwrap();
         txn.commit().await.unwrap();

@@ -47,6 +47,9 @@ pub struct AiSettings {
     /// Cancel policy: a task canceled after it started gets back its steps not started
     /// and this percent of the share of the step it was at (0-100).
     pub cancel_refund_started_percent: u8,
+    /// Tasks a bulk retry or cancel (`POST /v1/admin/tasks/bulk`) acts on per second, per
+    /// process: retrying a whole outage's failures must not flood the queues at once.
+    pub bulk_per_second: u32,
     /// Streamed text is written (and pushed to subscribers) at most once per this many
     /// milliseconds per task, the pieces in between joined: the price of a stream in
     /// database writes and events against how soon a reader sees each token.

@@ -26,6 +26,8 @@ pub struct NewTask {
     pub max_in_flight: u32,
     /// A retry: where the task it retries left off.
     pub resume: Option<Resume>,
+    /// The client's metadata.
+    pub metadata: Option<crate::domains::ai_tasks::metadata::Metadata>,
 }
 
 /// Where a retry starts: the step that failed, with the outputs of the steps before it.
@@ -157,6 +159,7 @@ async fn write_batch(
     let mut results = Vec::with_capacity(batch.len());
     let (mut tasks, mut ledger, mut events, mut messages) =
         (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    let mut tags = Vec::new();
     for (n, admitted) in batch.iter().zip(admitted) {
         if let Err(refused) = admitted {
             results.push(Err(refused));
@@ -183,7 +186,17 @@ async fn write_batch(
             started_at: None,
             finished_at: None,
             retry_of: n.resume.as_ref().map(|r| r.retry_of.clone()),
+            metadata: n
+                .metadata
+                .as_ref()
+                .filter(|m| !m.is_empty())
+                .and_then(|m| serde_json::to_string(m).ok()),
         };
+        if let Some(m) = &n.metadata {
+            tags.extend(crate::domains::ai_tasks::metadata::rows(
+                &t.id, &t.user_id, m,
+            ));
+        }
         let from = n.resume.as_ref().map_or(0, |r| r.step_index);
         let t = task::Model {
             step_index: from,
@@ -217,6 +230,11 @@ async fn write_batch(
             .await?;
         credits::book_many(txn, &ledger).await?;
         outbox::enqueue_many(txn, &messages, max_payload).await?;
+        if !tags.is_empty() {
+            crate::domains::ai_tasks::entity::metadata::Entity::insert_many(tags)
+                .exec_without_returning(txn)
+                .await?;
+        }
     }
     Ok(results)
 }

@@ -26,6 +26,7 @@ fn task(kind: TaskKind, status: Status, step_index: i32, leased: bool, started: 
         started_at: started.then_some(now),
         finished_at: None,
         retry_of: None,
+        metadata: None,
     }
 }
 
