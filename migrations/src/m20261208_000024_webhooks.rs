@@ -162,6 +162,18 @@ impl MigrationTrait for Migration {
                     .to_owned(),
             )
             .await?;
+        // What is still being attempted (the ops console's backlog by tenant).
+        manager
+            .create_index(
+                Index::create()
+                    .if_not_exists()
+                    .name("ix_webhook_deliveries_status_user")
+                    .table(WebhookDeliveries::Table)
+                    .col(WebhookDeliveries::Status)
+                    .col(WebhookDeliveries::UserId)
+                    .to_owned(),
+            )
+            .await?;
         // The delivery log of an endpoint, newest first.
         manager
             .create_index(

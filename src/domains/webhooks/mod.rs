@@ -18,6 +18,7 @@ pub mod emit;
 pub mod entity;
 pub mod handler;
 pub mod messages;
+pub mod ops;
 pub mod queues;
 pub mod routes;
 pub mod secrets;
@@ -41,6 +42,8 @@ use settings::WebhookSettings;
 pub const DOMAIN: Domain = Domain::new("webhooks", "webhooks", queues::QUEUES, install)
     .delays(queues::RETRY_DELAYS)
     .settings(settings::SECTION)
+    .panels(ops::PANELS)
+    .retention(ops::RETENTION)
     .openapi(<routes::Doc as utoipa::OpenApi>::openapi);
 
 fn install(platform: &Platform) -> BoxFuture<'_, anyhow::Result<Installed>> {

@@ -107,3 +107,68 @@ async fn a_failing_receiver_gets_the_event_on_schedule_with_one_id(backend: Back
     assert_eq!(verify(&secret, &got[5..]), ["ok"]);
     done(env, app).await;
 }
+
+/// An endpoint that keeps failing shows on /ops, with its tenant's deliveries still being
+/// attempted.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failing_endpoint_and_its_backlog_show_on_ops() {
+    let Some(mut env) = webhooks_env(Backend::Embedded, "webhook_ops").await else {
+        return;
+    };
+    env.settings.ops.sample_interval_ms = 200;
+    let app = spawn_app(&env).await;
+    app.start_consumers();
+    let (ada, key) = app.user("ada", 100).await;
+    let admin = app.admin().await;
+    let rx = Receiver::start().await;
+    rx.script
+        .fail_first
+        .store(1_000, std::sync::atomic::Ordering::SeqCst);
+    let (id, _) = endpoint(&app, &key, json!({ "url": rx.url })).await;
+    let (status, _) = post(
+        &app,
+        &key,
+        &format!("/v1/webhooks/endpoints/{id}/test"),
+        None,
+    )
+    .await;
+    assert_eq!(status, 202);
+    let table = |title: &'static str| {
+        let (app, admin) = (&app, admin.clone());
+        async move {
+            let board = app.get_json(&admin, "/v1/admin/ops").await;
+            board["panels"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter(|p| p["source"] == "webhooks")
+                .flat_map(|p| p["tables"].as_array().unwrap().clone())
+                .find(|t| t["title"] == title)
+                .unwrap_or_default()
+        }
+    };
+    wait_until(
+        Duration::from_secs(15),
+        "the failing endpoint on /ops",
+        || async {
+            table("Failing endpoints").await["rows"]
+                .as_array()
+                .is_some_and(|rows| rows.iter().any(|r| r[1] == id.as_str()))
+        },
+    )
+    .await;
+    let backlog = table("Deliveries being attempted, by tenant").await;
+    let row = backlog["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r[0] == ada.id.as_str())
+        .cloned()
+        .unwrap_or_else(|| panic!("{backlog}"));
+    assert_eq!(row[1], 1, "{backlog}");
+    let shown = app
+        .get_json(&key, &format!("/v1/webhooks/endpoints/{id}"))
+        .await;
+    assert!(shown["failing_since"].is_string(), "{shown}");
+    done(env, app).await;
+}
