@@ -30,7 +30,12 @@ pub const EVENT_TYPES: &[&str] = &[
     "payment.succeeded",
     "payment.refunded",
     "material.created",
+    ENDPOINT_DISABLED,
 ];
+
+/// The notice an endpoint's tenant gets (at its other endpoints) when the platform
+/// disables one that failed for days.
+pub const ENDPOINT_DISABLED: &str = "webhook.endpoint_disabled";
 
 /// The type of the event `POST /v1/webhooks/endpoints/{id}/test` sends.
 pub const TEST_EVENT: &str = "webhook.test";

@@ -271,10 +271,22 @@ async fn health(
         metrics::counter!("conveyor_webhook_endpoints_disabled_total").increment(1);
         update
             .col_expr(endpoint::Column::Enabled, Expr::value(false))
-            .col_expr(endpoint::Column::DisabledReason, Expr::value(why))
+            .col_expr(endpoint::Column::DisabledReason, Expr::value(why.clone()))
             .col_expr(endpoint::Column::UpdatedAt, Expr::value(now))
             .exec(txn)
             .await?;
+        // The notice, to the tenant's other endpoints (this one is disabled now).
+        let notice = super::emit::Event {
+            user_id: to.user_id.clone(),
+            event_type: super::emit::ENDPOINT_DISABLED,
+            data: serde_json::json!({
+                "endpoint_id": to.id,
+                "url": to.url,
+                "failing_since": since,
+                "reason": why,
+            }),
+        };
+        super::emit::record_many(txn, &[notice]).await?;
     }
     Ok(())
 }

@@ -201,3 +201,71 @@ async fn endpoints_are_validated_owned_capped_rotated_and_disabled() {
     assert_eq!(status, 404);
     done(env, app).await;
 }
+
+/// An endpoint that fails for `disable_after_secs` is disabled, with a notice to its
+/// tenant's other endpoints; its owner enables it again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_endpoint_failing_for_long_is_disabled_with_a_notice() {
+    let Some(mut env) = webhooks_env(Backend::Embedded, "webhook_disable").await else {
+        return;
+    };
+    env.settings.sections.get_mut("webhooks").unwrap()["disable_after_secs"] = json!(1);
+    let app = spawn_app(&env).await;
+    app.start_consumers();
+    let (_, key) = app.user("ada", 100).await;
+    let (down, up) = (Receiver::start().await, Receiver::start().await);
+    down.script
+        .fail_first
+        .store(1_000, std::sync::atomic::Ordering::SeqCst);
+    let (bad, _) = endpoint(&app, &key, json!({ "url": down.url })).await;
+    let (_, secret) = endpoint(
+        &app,
+        &key,
+        json!({ "url": up.url, "event_types": ["webhook.endpoint_disabled"] }),
+    )
+    .await;
+    let (status, _) = post(
+        &app,
+        &key,
+        &format!("/v1/webhooks/endpoints/{bad}/test"),
+        None,
+    )
+    .await;
+    assert_eq!(status, 202);
+    let notice = up.wait_for(1, Duration::from_secs(15)).await;
+    let body = notice[0].json();
+    assert_eq!(body["type"], "webhook.endpoint_disabled", "{body}");
+    assert_eq!(body["data"]["endpoint_id"], bad.as_str());
+    assert_eq!(verify(&secret, &notice), ["ok"]);
+    let shown = app
+        .get_json(&key, &format!("/v1/webhooks/endpoints/{bad}"))
+        .await;
+    assert_eq!(shown["enabled"], false, "{shown}");
+    assert!(
+        shown["disabled_reason"]
+            .as_str()
+            .is_some_and(|r| r.contains("disabled")),
+        "{shown}"
+    );
+    let attempts = down.got().len();
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    assert_eq!(
+        down.got().len(),
+        attempts,
+        "nothing more is sent to a disabled endpoint"
+    );
+    let (status, enabled) = send(
+        &app,
+        reqwest::Method::PATCH,
+        &key,
+        &format!("/v1/webhooks/endpoints/{bad}"),
+        Some(json!({ "enabled": true })),
+    )
+    .await;
+    assert_eq!(
+        (status, enabled["disabled_reason"].clone()),
+        (200, Value::Null),
+        "{enabled}"
+    );
+    done(env, app).await;
+}
