@@ -54,6 +54,21 @@ impl Client {
         .await
     }
 
+    /// `GET path` with `query`.
+    pub async fn get(&self, path: &str, query: &[(&str, String)]) -> anyhow::Result<Value> {
+        let mut url = url::Url::parse(&format!("{}{path}", self.base))
+            .with_context(|| format!("{}{path} is not a URL", self.base))?;
+        url.query_pairs_mut()
+            .extend_pairs(query.iter().map(|(k, v)| (*k, v.as_str())));
+        self.call(self.http.get(url)).await
+    }
+
+    /// `POST path` with a JSON body.
+    pub async fn post(&self, path: &str, body: &Value) -> anyhow::Result<Value> {
+        self.call(self.http.post(format!("{}{path}", self.base)).json(body))
+            .await
+    }
+
     pub async fn task(&self, id: &str) -> anyhow::Result<Value> {
         self.call(self.http.get(format!("{}/v1/tasks/{id}", self.base)))
             .await

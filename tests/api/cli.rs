@@ -209,6 +209,15 @@ async fn serve_on_embedded_defaults_answers_and_stops_on_sigterm() {
     let dir = tempfile::tempdir().unwrap();
     // A user created from the CLI can use the API the server then runs.
     let key = cli_user(dir.path(), "ada", 100);
+    let out = command(BIN, dir.path())
+        .args(["users", "create", "--name", "root", "--admin"])
+        .output()
+        .unwrap();
+    let admin = String::from_utf8_lossy(&out.stdout)
+        .split_whitespace()
+        .find(|w| w.starts_with("cvk_"))
+        .unwrap_or_else(|| panic!("{out:?}"))
+        .to_owned();
 
     let port = free_port();
     let mut child = Running(
@@ -267,6 +276,49 @@ async fn serve_on_embedded_defaults_answers_and_stops_on_sigterm() {
         .output()
         .unwrap();
     assert!(!out.status.success(), "watching an unknown task fails");
+    // Tasks found by their metadata, and counted for a bulk action (an admin's).
+    let tagged: serde_json::Value = reqwest::Client::new()
+        .post(format!("{server}/v1/tasks"))
+        .bearer_auth(&key)
+        .json(&serde_json::json!({ "kind": "copywriting", "prompt": "p", "metadata": { "campaign": "9" } }))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let out = command(BIN, dir.path())
+        .args(["tasks", "list", "--metadata", "campaign:9"])
+        .args(server_args)
+        .output()
+        .unwrap();
+    let listed = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{listed}");
+    assert_eq!(listed.lines().count(), 1, "{listed}");
+    assert!(listed.contains(tagged["id"].as_str().unwrap()), "{listed}");
+    let out = command(BIN, dir.path())
+        .args([
+            "tasks",
+            "bulk",
+            "cancel",
+            "--metadata",
+            "campaign:9",
+            "--dry-run",
+        ])
+        .args(["--server", server.as_str(), "--key", admin.as_str()])
+        .output()
+        .unwrap();
+    let counted = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success() && counted.contains("tasks match"),
+        "{counted}"
+    );
+    let out = command(BIN, dir.path())
+        .args(["tasks", "bulk", "cancel", "--dry-run"])
+        .args(server_args)
+        .output()
+        .unwrap();
+    assert!(!out.status.success(), "a tenant's key is not an admin's");
 
     sigterm(&child);
     let status = wait_exit(&mut child, Duration::from_secs(10));

@@ -59,6 +59,28 @@ pub enum TasksCommand {
     },
     /// Follow a task to its end with a progress bar, then print its result or error.
     Watch { id: String },
+    /// Find tasks by status, kind, creation time and metadata, newest first (yours; with
+    /// --user or --all, every tenant's: an admin's key).
+    List {
+        #[command(flatten)]
+        filter: super::cli_find::FilterArgs,
+        /// Every tenant's tasks (admins).
+        #[arg(long)]
+        all: bool,
+        #[arg(long, default_value_t = 20)]
+        limit: u64,
+    },
+    /// Retry (FAILED ones, each once) or cancel (active ones) every task a filter finds:
+    /// counted first, then done in paced slices (an admin's key).
+    Bulk {
+        #[arg(value_enum)]
+        action: super::cli_find::BulkAction,
+        #[command(flatten)]
+        filter: super::cli_find::FilterArgs,
+        /// Count only.
+        #[arg(long)]
+        dry_run: bool,
+    },
 }
 
 async fn tasks(settings: &Settings, args: TasksArgs) -> anyhow::Result<()> {
@@ -86,6 +108,14 @@ async fn tasks(settings: &Settings, args: TasksArgs) -> anyhow::Result<()> {
             (id, watch)
         }
         TasksCommand::Watch { id } => (id, true),
+        TasksCommand::List { filter, all, limit } => {
+            return super::cli_find::list(&client, &filter, all, limit).await;
+        }
+        TasksCommand::Bulk {
+            action,
+            filter,
+            dry_run,
+        } => return super::cli_find::bulk(&client, action, &filter, dry_run).await,
     };
     if watch {
         let task = client.watch(&id).await?;

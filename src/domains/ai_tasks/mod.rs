@@ -13,6 +13,7 @@
 
 pub mod admin;
 pub mod cli;
+pub mod cli_find;
 pub mod entity;
 pub mod executor;
 pub mod find;
