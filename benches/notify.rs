@@ -33,7 +33,7 @@ const SLOW: Duration = Duration::from_secs(2);
 const CONCURRENCY: usize = 128;
 
 fn slow(n: usize) -> bool {
-    n % 10 == 0
+    n.is_multiple_of(10)
 }
 
 fn failing(n: usize) -> bool {
