@@ -99,6 +99,36 @@ fn report(name: &str, sent: &HashMap<String, Instant>, arrivals: &Arrivals, star
     );
 }
 
+/// Commits `events` events (data ids `<prefix><i>`) for the tenants in turn, 100 a
+/// transaction; when each was committed.
+async fn commit_events(
+    platform: &conveyor::app::Platform,
+    users: &[String],
+    prefix: &str,
+    events: usize,
+) -> HashMap<String, Instant> {
+    let mut committed = HashMap::with_capacity(events);
+    for chunk in (0..events).collect::<Vec<_>>().chunks(100) {
+        let batch: Vec<Event> = chunk
+            .iter()
+            .map(|i| Event {
+                user_id: users[i % ENDPOINTS].clone(),
+                event_type: "task.succeeded",
+                data: json!({ "id": format!("{prefix}{i}"), "status": "SUCCESS" }),
+            })
+            .collect();
+        let txn = platform.db.begin().await.unwrap();
+        emit::record_many(&txn, &batch).await.unwrap();
+        txn.commit().await.unwrap();
+        platform.relay.notify();
+        let now = Instant::now();
+        for i in chunk {
+            committed.insert(format!("{prefix}{i}"), now);
+        }
+    }
+    committed
+}
+
 #[tokio::main(flavor = "multi_thread")]
 async fn main() {
     let events: usize = std::env::args()
@@ -154,26 +184,8 @@ async fn main() {
         })
     };
     // The state changes: 100 events a transaction, each committed before it is timed.
-    let mut committed: HashMap<String, Instant> = HashMap::with_capacity(events);
     let start = Instant::now();
-    for chunk in (0..events).collect::<Vec<_>>().chunks(100) {
-        let batch: Vec<Event> = chunk
-            .iter()
-            .map(|i| Event {
-                user_id: users[i % ENDPOINTS].clone(),
-                event_type: "task.succeeded",
-                data: json!({ "id": format!("e{i}"), "status": "SUCCESS" }),
-            })
-            .collect();
-        let txn = db.begin().await.unwrap();
-        emit::record_many(&txn, &batch).await.unwrap();
-        txn.commit().await.unwrap();
-        platform.relay.notify();
-        let now = Instant::now();
-        for i in chunk {
-            committed.insert(format!("e{i}"), now);
-        }
-    }
+    let committed = commit_events(&platform, &users, "e", events).await;
     let emitted = start.elapsed();
     let deadline = Instant::now() + Duration::from_secs(600);
     while arrivals.at.lock().unwrap().len() < want && Instant::now() < deadline {
@@ -207,19 +219,7 @@ async fn main() {
 
     // A backlog: the same number of events committed with no consumer running, then one
     // started: how fast the delivery side drains what waits.
-    for chunk in (0..events).collect::<Vec<_>>().chunks(100) {
-        let batch: Vec<Event> = chunk
-            .iter()
-            .map(|i| Event {
-                user_id: users[i % ENDPOINTS].clone(),
-                event_type: "task.succeeded",
-                data: json!({ "id": format!("b{i}"), "status": "SUCCESS" }),
-            })
-            .collect();
-        let txn = db.begin().await.unwrap();
-        emit::record_many(&txn, &batch).await.unwrap();
-        txn.commit().await.unwrap();
-    }
+    commit_events(&platform, &users, "b", events).await;
     // Relayed into the broker before the consumer starts.
     while platform.relay.relay_once().await.unwrap() > 0 {}
     arrivals.at.lock().unwrap().clear();

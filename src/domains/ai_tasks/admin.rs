@@ -11,7 +11,7 @@ use super::find::FindQuery;
 use super::kinds::Status;
 use super::messages::publish_events;
 use super::state::Tasks;
-use super::store::{self, NewTask, Retried};
+use super::store::{self, Retried};
 use super::submitter::announce;
 use super::view::TaskView;
 use crate::api::openapi::ErrorBody;
@@ -35,10 +35,7 @@ pub(crate) async fn find(
     let limit = crate::api::page::limit(q.limit)?;
     let cursor = crate::api::page::id_cursor(q.cursor.as_deref())?;
     let tasks = store::search(&state.core.db, &filter, cursor, limit, false).await?;
-    let items: Vec<TaskView> = tasks.into_iter().map(TaskView::from).collect();
-    Ok(axum::Json(crate::api::Page::new(items, limit, |t| {
-        t.id.clone()
-    })))
+    Ok(axum::Json(super::find::page(tasks, limit)))
 }
 
 /// A bulk action by filter.
@@ -144,21 +141,9 @@ pub(crate) async fn bulk(
 
 async fn retry_one(state: &Tasks, actor: &str, t: store::Task) -> Result<BulkItem, ApiError> {
     let limits = &state.core.limits;
-    let new = NewTask {
-        user_id: t.user_id.clone(),
-        kind: t.kind,
-        prompt: t.prompt.clone(),
-        params: serde_json::from_str(&t.params).unwrap_or_default(),
-        cost: t.cost,
-        max_in_flight: limits.value(&super::limits::IN_FLIGHT, &t.user_id).await,
-        resume: None,
-        metadata: t
-            .metadata
-            .as_deref()
-            .and_then(|m| serde_json::from_str(m).ok()),
-    };
+    let cap = limits.value(&super::limits::IN_FLIGHT, &t.user_id).await;
     let max_payload = state.core.broker.max_payload();
-    let (outcome, retry_id) = match store::retry(&state.core.db, &t, new, max_payload).await {
+    let (outcome, retry_id) = match store::retry(&state.core.db, &t, cap, max_payload).await {
         Ok(Retried::Made(task, event)) => {
             announce(&state.core.relay, &state.core.broker, vec![event]);
             ("retried", Some(task.id))

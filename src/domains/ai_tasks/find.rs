@@ -47,6 +47,12 @@ pub struct FindQuery {
     pub limit: Option<u64>,
 }
 
+/// A page of tasks as the API shows them.
+pub fn page(tasks: Vec<super::store::Task>, limit: u64) -> crate::api::Page<super::view::TaskView> {
+    let items: Vec<super::view::TaskView> = tasks.into_iter().map(Into::into).collect();
+    crate::api::Page::new(items, limit, |t| t.id.clone())
+}
+
 impl FindQuery {
     /// The filter it asks for (`user_id` taken only when `admin`).
     pub fn filter(&self, admin: bool) -> Result<TaskFilter, ApiError> {

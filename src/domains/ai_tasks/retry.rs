@@ -6,7 +6,7 @@ use axum::response::Response;
 
 use super::routes::{submit_error, view_json, with_location};
 use super::state::{Tasks, visible};
-use super::store::{self, NewTask, Retried};
+use super::store::{self, Retried};
 use super::submitter::announce;
 use crate::api::AuthUser;
 use crate::api::openapi::ErrorBody;
@@ -36,21 +36,9 @@ pub(crate) async fn retry(
     }
     let limits = &state.core.limits;
     limits.take(&super::limits::SUBMITS, &user.id).await?;
-    let new = NewTask {
-        user_id: t.user_id.clone(),
-        kind: t.kind,
-        prompt: t.prompt.clone(),
-        params: serde_json::from_str(&t.params).unwrap_or_default(),
-        cost: t.cost,
-        max_in_flight: limits.value(&super::limits::IN_FLIGHT, &user.id).await,
-        resume: None,
-        metadata: t
-            .metadata
-            .as_deref()
-            .and_then(|m| serde_json::from_str(m).ok()),
-    };
+    let cap = limits.value(&super::limits::IN_FLIGHT, &user.id).await;
     let max_payload = state.core.broker.max_payload();
-    match store::retry(&state.core.db, &t, new, max_payload)
+    match store::retry(&state.core.db, &t, cap, max_payload)
         .await
         .map_err(submit_error)?
     {

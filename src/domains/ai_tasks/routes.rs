@@ -318,10 +318,7 @@ pub(crate) async fn list(
     let limit = crate::api::page::limit(q.limit)?;
     let cursor = crate::api::page::id_cursor(q.cursor.as_deref())?;
     let tasks = store::search(&state.core.db, &filter, cursor, limit, false).await?;
-    let items: Vec<TaskView> = tasks.into_iter().map(TaskView::from).collect();
-    Ok(axum::Json(crate::api::Page::new(items, limit, |t| {
-        t.id.clone()
-    })))
+    Ok(axum::Json(super::find::page(tasks, limit)))
 }
 
 /// `POST /v1/tasks/{id}/cancel` → CANCELED and refunded, or 409 if already terminal.

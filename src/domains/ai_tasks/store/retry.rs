@@ -49,12 +49,12 @@ async fn retry_of(db: &impl sea_orm::ConnectionTrait, id: &str) -> Result<Option
         .await
 }
 
-/// Retries `t` (its owner's, checked by the caller) as `new` describes it (kind,
-/// prompt, params and cost of `t`; the caller's limits).
+/// Retries `t` (its owner's, checked by the caller): the same kind, prompt, params,
+/// metadata and cost, for the same owner, under `max_in_flight` (the owner's cap).
 pub async fn retry(
     db: &DatabaseConnection,
     t: &Task,
-    new: NewTask,
+    max_in_flight: u32,
     max_payload: usize,
 ) -> Result<Retried, StoreError> {
     if let Some(before) = retry_of(db, &t.id).await? {
@@ -65,8 +65,17 @@ pub async fn retry(
         Err(why) => return Ok(Retried::Refused(why)),
     };
     let new = NewTask {
+        user_id: t.user_id.clone(),
+        kind: t.kind,
+        prompt: t.prompt.clone(),
+        params: serde_json::from_str(&t.params).unwrap_or_default(),
+        cost: t.cost,
+        max_in_flight,
         resume: Some(resume),
-        ..new
+        metadata: t
+            .metadata
+            .as_deref()
+            .and_then(|m| serde_json::from_str(m).ok()),
     };
     let txn = db.begin().await?;
     match submit(&txn, &new, max_payload).await {
