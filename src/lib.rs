@@ -37,6 +37,8 @@
 //!   with its embedded index (tantivy, with a CJK bigram tokenizer) and Elasticsearch
 //!   adapter; search by meaning (`search::semantic`: vectors, exact cosine, the query
 //!   embedder's slot that the AI domain fills).
+//! - [`instance`]: this process run's name (`host:pid:run`), in reports and failure
+//!   histories.
 //! - [`standard_webhooks`]: Standard Webhooks signatures (provider callbacks in, the
 //!   tenants' webhooks out).
 //! - [`storage`]: media files in an object store (a local directory or S3-compatible):
@@ -82,6 +84,7 @@ pub mod domains;
 pub mod error;
 pub mod housekeeping;
 pub mod idempotency;
+pub mod instance;
 pub mod limits;
 pub mod live;
 pub mod ops;

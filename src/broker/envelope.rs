@@ -160,7 +160,7 @@ impl Envelope {
             queue: queue.to_owned(),
             error,
             at: Utc::now(),
-            consumer: Some(crate::telemetry::report::instance().to_owned()),
+            consumer: Some(crate::instance::name().to_owned()),
         });
         if next.failures.len() > MAX_FAILURES {
             next.failures.remove(0);

@@ -17,7 +17,7 @@ pub async fn run(
     every: Duration,
     shutdown: CancellationToken,
 ) -> anyhow::Result<()> {
-    let process = crate::telemetry::report::instance().to_owned();
+    let process = crate::instance::name().to_owned();
     let mut tick = tokio::time::interval(every);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {

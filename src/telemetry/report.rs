@@ -75,19 +75,3 @@ impl ProcessReport {
         }
     }
 }
-
-/// This process run's name ([`process_name`], made once).
-pub fn instance() -> &'static str {
-    static NAME: std::sync::OnceLock<String> = std::sync::OnceLock::new();
-    NAME.get_or_init(process_name)
-}
-
-/// A name for this process run, unique among the instances sharing a broker.
-pub fn process_name() -> String {
-    let host = std::env::var("HOSTNAME").unwrap_or_else(|_| "localhost".into());
-    format!(
-        "{host}:{}:{}",
-        std::process::id(),
-        uuid::Uuid::new_v4().simple()
-    )
-}

@@ -304,6 +304,53 @@ async fn the_console_shows_a_burst_draining_and_replays_a_dead_letter_by_click()
     .await;
     shot(&c, "6-concurrency.png").await;
 
+    // Find a task by its metadata and retry it by clicking.
+    let mut lost = failing("lost");
+    lost["metadata"] = json!({ "wave": "b1" });
+    let lost = tasks::submit_id(&app, &user, lost).await;
+    tasks::wait_status(&app, &user, &lost, "FAILED").await;
+    c.find(Locator::Css("#tk-meta"))
+        .await
+        .unwrap()
+        .send_keys("wave:b1")
+        .await
+        .unwrap();
+    c.find(Locator::Css("#tk-apply"))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
+    wait_text(
+        &c,
+        "#tk-table tbody",
+        "the task found by its metadata",
+        |t| t.contains(&lost) && t.contains("FAILED"),
+    )
+    .await;
+    c.find(Locator::Css("#tk-retry"))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
+    // The confirmation comes once the dry run has counted.
+    let asked = std::time::Instant::now();
+    while c.accept_alert().await.is_err() {
+        assert!(
+            asked.elapsed() < std::time::Duration::from_secs(10),
+            "no confirmation: {}",
+            text(&c, "#tk-message").await
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    wait_text(&c, "#tk-progress", "the retry", |t| t == "retried 1/1").await;
+    wait_text(&c, "#tk-table tbody", "the retry listed beside it", |t| {
+        t.matches("wave").count() == 2
+    })
+    .await;
+    shot(&c, "7-tasks-retried.png").await;
+
     let errors = console_errors(&c, &d).await;
     assert!(errors.is_empty(), "console errors: {errors:?}");
     eprintln!(

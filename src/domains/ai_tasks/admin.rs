@@ -22,7 +22,7 @@ use crate::error::ApiError;
 #[utoipa::path(get, path = "/v1/admin/tasks", tag = "admin", operation_id = "find_tasks",
     security(("api_key" = [])), params(FindQuery),
     responses(
-        (status = 200, description = "Every tenant's tasks matching the filter, newest first", body = crate::api::Page<TaskView>),
+        (status = 200, description = "Every tenant's tasks matching the filter, newest first, with their tenant", body = crate::api::Page<TenantTask>),
         (status = 400, description = "A bad filter, limit or cursor (named in `field`)", body = ErrorBody),
         (status = 401, description = "Missing or invalid API key", body = ErrorBody),
         (status = 403, description = "Not an admin", body = ErrorBody)))]
@@ -30,12 +30,30 @@ pub(crate) async fn find(
     State(state): State<Tasks>,
     _: Admin,
     ApiQuery(q): ApiQuery<FindQuery>,
-) -> Result<axum::Json<crate::api::Page<TaskView>>, ApiError> {
+) -> Result<axum::Json<crate::api::Page<TenantTask>>, ApiError> {
     let filter = q.filter(true)?;
     let limit = crate::api::page::limit(q.limit)?;
     let cursor = crate::api::page::id_cursor(q.cursor.as_deref())?;
     let tasks = store::search(&state.core.db, &filter, cursor, limit, false).await?;
-    Ok(axum::Json(super::find::page(tasks, limit)))
+    let items: Vec<TenantTask> = tasks
+        .into_iter()
+        .map(|t| TenantTask {
+            user_id: t.user_id.clone(),
+            task: t.into(),
+        })
+        .collect();
+    Ok(axum::Json(crate::api::Page::new(items, limit, |t| {
+        t.task.id.clone()
+    })))
+}
+
+/// A task as operators see it: the tenant's view, and whose it is.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub struct TenantTask {
+    #[serde(flatten)]
+    pub task: TaskView,
+    /// The tenant (user id) the task belongs to.
+    pub user_id: String,
 }
 
 /// A bulk action by filter.
@@ -155,7 +173,7 @@ async fn retry_one(state: &Tasks, actor: &str, t: store::Task) -> Result<BulkIte
             store::StoreError::InsufficientCredits { .. }
             | store::StoreError::TooManyInFlight { .. },
         ) => ("skipped", None),
-        Err(e) => return Err(super::routes::submit_error(e)),
+        Err(e) => return Err(super::answers::submit_error(e)),
     };
     if outcome == "retried" {
         crate::users::audit::record(

@@ -12,6 +12,7 @@
 //! be priced by the token ([`usage`]).
 
 pub mod admin;
+pub mod answers;
 pub mod cli;
 pub mod cli_find;
 pub mod entity;

@@ -4,7 +4,7 @@
 use axum::extract::{Path, State};
 use axum::response::Response;
 
-use super::routes::{submit_error, view_json, with_location};
+use super::answers::{submit_error, view_json, with_location};
 use super::state::{Tasks, visible};
 use super::store::{self, Retried};
 use super::submitter::announce;

@@ -3,15 +3,14 @@
 
 use axum::Router;
 use axum::extract::{Path, State};
-use axum::http::{HeaderValue, StatusCode, header};
-use axum::response::{IntoResponse, Response};
+use axum::response::Response;
 use axum::routing::{get, post};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use super::kinds::{ALL_KINDS, Status, TaskKind};
 use super::messages::publish_events;
-use super::store::{self, NewTask, StoreError, Task};
+use super::store::{self, NewTask};
 use super::submitter::announce;
 pub use super::view::TaskView;
 use crate::api::openapi::ErrorBody;
@@ -19,6 +18,7 @@ use crate::api::{ApiJson, ApiQuery, AuthUser};
 use crate::error::ApiError;
 use crate::idempotency::{self, IdempotencyKey, Once};
 
+use super::answers::{submit_error, view_json, with_location};
 pub use super::state::Tasks;
 use super::state::visible;
 
@@ -86,33 +86,6 @@ pub struct SubmitRequest {
     #[serde(default)]
     #[schema(value_type = Option<std::collections::HashMap<String, String>>)]
     pub metadata: Option<Value>,
-}
-
-pub(super) fn view_json(t: Task) -> Result<Value, ApiError> {
-    serde_json::to_value(TaskView::from(t)).map_err(|e| ApiError::Internal(e.into()))
-}
-
-pub(super) fn submit_error(e: StoreError) -> ApiError {
-    match e {
-        StoreError::InsufficientCredits { needed, balance } => {
-            ApiError::PaymentRequired { needed, balance }
-        }
-        StoreError::TooManyInFlight { limit } => super::limits::in_flight_refusal(limit),
-        StoreError::Outbox(e) => ApiError::Internal(e.into()),
-        StoreError::Db(e) => e.into(),
-    }
-}
-
-pub(super) fn with_location(status: u16, body: Value) -> Response {
-    let code = StatusCode::from_u16(status).unwrap_or(StatusCode::ACCEPTED);
-    let location = body["id"]
-        .as_str()
-        .and_then(|id| HeaderValue::from_str(&format!("/v1/tasks/{id}")).ok());
-    let mut resp = (code, axum::Json(body)).into_response();
-    if let Some(loc) = location {
-        resp.headers_mut().insert(header::LOCATION, loc);
-    }
-    resp
 }
 
 /// Checks a submission; the error names the field.

@@ -6,8 +6,8 @@ use std::sync::OnceLock;
 
 use sea_orm::{ConnectionTrait, DbErr};
 
+use super::entity::order::Model as Order;
 use super::status::OrderStatus;
-use super::store::Order;
 use super::view::OrderView;
 use crate::domains::webhooks::emit::{self, Event};
 

@@ -5,7 +5,7 @@ use serde::Serialize;
 use utoipa::ToSchema;
 
 use super::OrderStatus;
-use super::store::{Order, Sale};
+use super::entity::{order::Model as Order, sale::Model as Sale};
 
 /// Where a sale stands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, ToSchema)]
