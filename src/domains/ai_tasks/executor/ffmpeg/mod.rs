@@ -106,7 +106,8 @@ impl Ffmpeg {
             .map_err(|e| ExecError::Transient(format!("scratch file: {e}")))
     }
 
-    /// Stores the scratch file `path` as the step's file `name`.
+    /// Stores the scratch file `path` as the step's file `name`, streamed (a 10-minute
+    /// segment is ~19 MB; it never sits in memory whole).
     async fn keep(
         &self,
         job: &Job<'_>,
@@ -114,17 +115,17 @@ impl Ffmpeg {
         name: &str,
         dims: Dimensions,
     ) -> Result<GeneratedFile, ExecError> {
-        let bytes = tokio::fs::read(path)
+        let file = tokio::fs::File::open(path)
             .await
             .map_err(|e| ExecError::Transient(format!("reading {}: {e}", path.display())))?;
-        let kind: Kind = sniff(&bytes).ok_or_else(|| {
-            ExecError::Transient(format!("{name}: FFmpeg wrote something unrecognisable"))
-        })?;
-        let key = artifacts::key_of(job.user_id, job.task_id, name, kind)
-            .map_err(|e| ExecError::Transient(e.to_string()))?;
+        let body = tokio_util::io::ReaderStream::with_capacity(file, 256 * 1024);
+        let accept = |head: &[u8]| {
+            sniff(head).ok_or_else(|| format!("{name}: FFmpeg wrote something unrecognisable"))
+        };
+        let key_for = |kind: Kind| artifacts::key_of(job.user_id, job.task_id, name, kind);
         let written = self
             .storage
-            .put(&key, bytes::Bytes::from(bytes), kind)
+            .write_stream(body, u64::MAX, accept, key_for)
             .await
             .map_err(|e| ExecError::Transient(format!("storing {name}: {e}")))?;
         Ok(GeneratedFile::new(&written, dims))
