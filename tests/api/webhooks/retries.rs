@@ -172,3 +172,70 @@ async fn a_failing_endpoint_and_its_backlog_show_on_ops() {
     assert!(shown["failing_since"].is_string(), "{shown}");
     done(env, app).await;
 }
+
+/// The delivery log's retention: ended deliveries go with their attempts and events; one
+/// still being attempted stays.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_delivery_log_is_trimmed_but_pending_deliveries_stay() {
+    let Some(env) = webhooks_env(Backend::Embedded, "webhook_trim").await else {
+        return;
+    };
+    let app = spawn_app(&env).await;
+    app.start_consumers();
+    let (_, key) = app.user("ada", 100).await;
+    let (ok, down) = (Receiver::start().await, Receiver::start().await);
+    down.script
+        .fail_first
+        .store(1_000, std::sync::atomic::Ordering::SeqCst);
+    let (good, _) = endpoint(&app, &key, json!({ "url": ok.url })).await;
+    let (bad, _) = endpoint(&app, &key, json!({ "url": down.url })).await;
+    for e in [&good, &bad] {
+        let (status, _) = post(
+            &app,
+            &key,
+            &format!("/v1/webhooks/endpoints/{e}/test"),
+            None,
+        )
+        .await;
+        assert_eq!(status, 202);
+    }
+    ok.wait_for(1, Duration::from_secs(10)).await;
+    down.wait_for(1, Duration::from_secs(10)).await;
+    let delivered = deliveries(&app, &key, &good).await;
+    let pending = deliveries(&app, &key, &bad).await;
+    assert_eq!(
+        (
+            delivered[0]["status"].as_str(),
+            pending[0]["status"].as_str()
+        ),
+        (Some("SUCCEEDED"), Some("PENDING"))
+    );
+    let trim = conveyor::domains::webhooks::ops::RETENTION[0].trim;
+    let gone = trim(
+        &app.platform.db,
+        chrono::Utc::now() + chrono::Duration::days(1),
+    )
+    .await
+    .unwrap();
+    assert_eq!(gone, 1, "the ended delivery");
+    assert!(deliveries(&app, &key, &good).await.is_empty());
+    let path = format!(
+        "/v1/webhooks/endpoints/{good}/deliveries/{}",
+        delivered[0]["id"].as_str().unwrap()
+    );
+    let r = app
+        .client
+        .get(app.url(&path))
+        .bearer_auth(&key)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 404);
+    let still = deliveries(&app, &key, &bad).await;
+    assert_eq!(
+        still.len(),
+        1,
+        "a delivery still being attempted stays: {still:?}"
+    );
+    done(env, app).await;
+}
