@@ -12,12 +12,14 @@
 //! Files: [`routes`] (endpoints and the delivery log over HTTP), [`store`], [`emit`]
 //! (the entry point of other domains), [`handler`] (one attempt), [`sender`] (the signed
 //! request), [`target`] (where a webhook may go), [`secrets`], [`messages`], [`queues`],
-//! [`view`], [`entity`], [`settings`] (`[webhooks]`).
+//! [`view`], [`entity`], [`settings`] (`[webhooks]`), [`ops`] (the /ops panel and the
+//! log's retention), [`metrics`] (the gauges).
 
 pub mod emit;
 pub mod entity;
 pub mod handler;
 pub mod messages;
+pub mod metrics;
 pub mod ops;
 pub mod queues;
 pub mod routes;
@@ -42,6 +44,7 @@ use settings::WebhookSettings;
 pub const DOMAIN: Domain = Domain::new("webhooks", "webhooks", queues::QUEUES, install)
     .delays(queues::RETRY_DELAYS)
     .settings(settings::SECTION)
+    .gauges(metrics::GAUGES)
     .panels(ops::PANELS)
     .retention(ops::RETENTION)
     .openapi(<routes::Doc as utoipa::OpenApi>::openapi);

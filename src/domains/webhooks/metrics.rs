@@ -1,0 +1,48 @@
+//! The webhooks' gauges, sampled at each scrape of `/metrics`: deliveries still being
+//! attempted and the oldest one's age (a growing age: the consumers are not sending, or
+//! every server is failing), and the endpoints failing now. The attempt counters are
+//! exported from the first scrape, so the failure-ratio alert has a series to read.
+
+use chrono::{DateTime, Utc};
+use futures::future::BoxFuture;
+use sea_orm::{
+    ColumnTrait, DatabaseConnection, EntityTrait, PaginatorTrait as _, QueryFilter, QuerySelect,
+};
+
+use super::entity::{PENDING, delivery, endpoint};
+use crate::telemetry::gauges::{Gauge, age_secs};
+
+pub const GAUGES: &[Gauge] = &[Gauge {
+    source: "webhooks",
+    sample,
+}];
+
+fn sample(db: &DatabaseConnection) -> BoxFuture<'_, anyhow::Result<()>> {
+    Box::pin(async move {
+        let pending = delivery::Entity::find()
+            .filter(delivery::Column::Status.eq(PENDING))
+            .count(db)
+            .await?;
+        let oldest: Option<DateTime<Utc>> = delivery::Entity::find()
+            .select_only()
+            .column_as(delivery::Column::CreatedAt.min(), "oldest")
+            .filter(delivery::Column::Status.eq(PENDING))
+            .into_tuple::<Option<DateTime<Utc>>>()
+            .one(db)
+            .await?
+            .flatten();
+        let failing = endpoint::Entity::find()
+            .filter(endpoint::Column::Enabled.eq(true))
+            .filter(endpoint::Column::FailingSince.is_not_null())
+            .count(db)
+            .await?;
+        metrics::gauge!("conveyor_webhook_deliveries_pending").set(pending as f64);
+        metrics::gauge!("conveyor_webhook_deliveries_oldest_seconds")
+            .set(oldest.map_or(0.0, age_secs));
+        metrics::gauge!("conveyor_webhook_endpoints_failing").set(failing as f64);
+        for result in ["delivered", "failed"] {
+            metrics::counter!("conveyor_webhook_attempts_total", "result" => result).increment(0);
+        }
+        Ok(())
+    })
+}
