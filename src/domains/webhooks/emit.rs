@@ -61,10 +61,66 @@ pub struct Event {
     pub data: Value,
 }
 
-/// Whether an endpoint subscribed to these `types` (its JSON array) wants `event_type`.
-pub fn wants(types: &str, event_type: &str) -> bool {
-    let list: Vec<String> = serde_json::from_str(types).unwrap_or_default();
-    list.is_empty() || list.iter().any(|t| t == event_type)
+/// Whether an endpoint subscribed to `types` (empty: every type) wants `event_type`.
+fn wants(types: &[String], event_type: &str) -> bool {
+    types.is_empty() || types.iter().any(|t| t == event_type)
+}
+
+/// The enabled endpoints of some tenants, with the event types each wants (read once,
+/// in the caller's transaction). A caller with costly event bodies asks [`Listeners::wants`]
+/// before building one: a tenant without endpoints costs this one query and nothing else.
+#[derive(Debug, Default)]
+pub struct Listeners {
+    /// Per tenant: (endpoint id, the types it wants).
+    by_user: HashMap<String, Vec<(String, Vec<String>)>>,
+}
+
+impl Listeners {
+    /// Whether any endpoint of `user` wants `event_type`.
+    pub fn wants(&self, user: &str, event_type: &str) -> bool {
+        self.targets(user, event_type).next().is_some()
+    }
+
+    fn targets<'a>(&'a self, user: &str, event_type: &'a str) -> impl Iterator<Item = &'a str> {
+        self.by_user
+            .get(user)
+            .into_iter()
+            .flatten()
+            .filter(move |(_, types)| wants(types, event_type))
+            .map(|(id, _)| id.as_str())
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.by_user.is_empty()
+    }
+}
+
+/// The enabled endpoints of `users`.
+pub async fn listeners(
+    txn: &impl ConnectionTrait,
+    mut users: Vec<&str>,
+) -> Result<Listeners, DbErr> {
+    if users.is_empty() {
+        return Ok(Listeners::default());
+    }
+    users.sort_unstable();
+    users.dedup();
+    let endpoints: Vec<(String, String, String)> = endpoint::Entity::find()
+        .select_only()
+        .column(endpoint::Column::Id)
+        .column(endpoint::Column::UserId)
+        .column(endpoint::Column::EventTypes)
+        .filter(endpoint::Column::UserId.is_in(users))
+        .filter(endpoint::Column::Enabled.eq(true))
+        .into_tuple()
+        .all(txn)
+        .await?;
+    let mut out = Listeners::default();
+    for (id, user, types) in endpoints {
+        let types: Vec<String> = serde_json::from_str(&types).unwrap_or_default();
+        out.by_user.entry(user).or_default().push((id, types));
+    }
+    Ok(out)
 }
 
 /// The body of an event: Standard Webhooks' recommended shape.
@@ -85,46 +141,29 @@ fn payload(event_type: &str, data: &Value) -> String {
 
 /// Records `events` for the endpoints that want them, in the caller's transaction.
 pub async fn record_many(txn: &impl ConnectionTrait, events: &[Event]) -> Result<(), DbErr> {
-    if events.is_empty() {
-        return Ok(());
-    }
-    let mut users: Vec<&str> = events.iter().map(|e| e.user_id.as_str()).collect();
-    users.sort_unstable();
-    users.dedup();
-    let endpoints: Vec<(String, String, String)> = endpoint::Entity::find()
-        .select_only()
-        .column(endpoint::Column::Id)
-        .column(endpoint::Column::UserId)
-        .column(endpoint::Column::EventTypes)
-        .filter(endpoint::Column::UserId.is_in(users.iter().copied()))
-        .filter(endpoint::Column::Enabled.eq(true))
-        .into_tuple()
-        .all(txn)
-        .await?;
-    if endpoints.is_empty() {
-        return Ok(());
-    }
-    let mut by_user: HashMap<&str, Vec<(&str, &str)>> = HashMap::new();
-    for (id, user, types) in &endpoints {
-        by_user
-            .entry(user.as_str())
-            .or_default()
-            .push((id.as_str(), types.as_str()));
-    }
-    let mut plan = Vec::new();
-    for e in events {
-        let targets: Vec<&str> = by_user
-            .get(e.user_id.as_str())
-            .into_iter()
-            .flatten()
-            .filter(|(_, types)| wants(types, e.event_type))
-            .map(|(id, _)| *id)
-            .collect();
-        if !targets.is_empty() {
-            plan.push((e, targets));
-        }
-    }
-    let plan: Vec<(&Event, Vec<&str>)> = plan;
+    let users = events.iter().map(|e| e.user_id.as_str()).collect();
+    let listeners = listeners(txn, users).await?;
+    record_for(txn, &listeners, events).await
+}
+
+/// Records `events` for those of `listeners` that want them.
+pub async fn record_for(
+    txn: &impl ConnectionTrait,
+    listeners: &Listeners,
+    events: &[Event],
+) -> Result<(), DbErr> {
+    let plan: Vec<(&Event, Vec<&str>)> = events
+        .iter()
+        .map(|e| {
+            (
+                e,
+                listeners
+                    .targets(&e.user_id, e.event_type)
+                    .collect::<Vec<_>>(),
+            )
+        })
+        .filter(|(_, targets)| !targets.is_empty())
+        .collect();
     insert(txn, &plan).await
 }
 
@@ -199,9 +238,10 @@ mod tests {
 
     #[test]
     fn an_empty_list_wants_everything_and_a_list_only_itself() {
-        assert!(wants("[]", "task.failed"));
-        assert!(wants(r#"["task.failed"]"#, "task.failed"));
-        assert!(!wants(r#"["task.failed"]"#, "task.succeeded"));
+        let failed = vec!["task.failed".to_owned()];
+        assert!(wants(&[], "task.failed"));
+        assert!(wants(&failed, "task.failed"));
+        assert!(!wants(&failed, "task.succeeded"));
     }
 
     #[test]

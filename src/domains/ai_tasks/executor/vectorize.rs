@@ -82,6 +82,16 @@ pub async fn attach(
 /// kept in the result).
 pub fn take(output: &mut Value) -> Option<Embedded> {
     let v = output.as_object_mut()?.remove(KEY)?;
+    parse(&v)
+}
+
+/// The vectors a step's output carries, read where they are (the commit writes them
+/// beside the material without copying the output).
+pub fn of(output: &Value) -> Option<Embedded> {
+    parse(output.get(KEY)?)
+}
+
+fn parse(v: &Value) -> Option<Embedded> {
     let model = v.get("model")?.as_str()?.to_owned();
     let vectors = v
         .get("vectors")?

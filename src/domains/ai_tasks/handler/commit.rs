@@ -67,11 +67,7 @@ impl AiTaskHandler {
                         serde_json::Value::Object(all)
                     },
                     last,
-                    vectors: if last {
-                        vectorize::take(&mut ran.output.clone())
-                    } else {
-                        None
-                    },
+                    vectors: last.then(|| vectorize::of(&ran.output)).flatten(),
                     usage: Usage::of(&ran.output),
                     price: self
                         .ai

@@ -96,11 +96,15 @@ pub async fn commit_steps(
         })
         .collect();
     let created = search_sync::store::create_many(txn, materials).await?;
-    // The tasks that ended and the materials they left, with one lookup of endpoints.
-    let mut events =
-        crate::domains::ai_tasks::notify::events(done().filter(|(r, _)| r.last).map(|(_, t)| t));
-    events.extend(search_sync::notify::created(&created));
-    crate::domains::webhooks::emit::record_many(txn, &events).await?;
+    // The tasks that ended and the materials they left (the same tenants), with one
+    // lookup of endpoints; views are built only for what an endpoint wants.
+    let ended: Vec<&Task> = done().filter(|(r, _)| r.last).map(|(_, t)| t).collect();
+    let listeners = crate::domains::ai_tasks::notify::listeners(txn, &ended).await?;
+    if !listeners.is_empty() {
+        let mut events = crate::domains::ai_tasks::notify::events(&listeners, ended);
+        events.extend(search_sync::notify::created(&listeners, &created));
+        crate::domains::webhooks::emit::record_for(txn, &listeners, &events).await?;
+    }
     // Files the steps wrote to the store are recorded (and counted in their owner's
     // usage) with the step's commit: a file exists for the API exactly when its step
     // does. A fenced result's files are left to the collector as orphans.

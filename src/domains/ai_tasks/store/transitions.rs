@@ -82,7 +82,7 @@ pub async fn apply(
     event::Entity::insert(event_row(&ev))
         .exec_without_returning(txn)
         .await?;
-    crate::domains::ai_tasks::notify::ended(txn, [&t]).await?;
+    crate::domains::ai_tasks::notify::ended(txn, &[&t]).await?;
     Ok(Some((t, ev)))
 }
 
