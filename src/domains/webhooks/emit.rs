@@ -164,18 +164,19 @@ pub async fn record_for(
         })
         .filter(|(_, targets)| !targets.is_empty())
         .collect();
-    insert(txn, &plan).await
+    insert(txn, &plan).await.map(|_| ())
 }
 
 /// Writes the events of `plan`, a delivery for each of their endpoints, and the
-/// deliveries' messages.
+/// deliveries' messages; the (event, delivery) ids written.
 pub(super) async fn insert(
     txn: &impl ConnectionTrait,
     plan: &[(&Event, Vec<&str>)],
-) -> Result<(), DbErr> {
+) -> Result<Vec<(String, String)>, DbErr> {
     if plan.is_empty() {
-        return Ok(());
+        return Ok(Vec::new());
     }
+    let mut written = Vec::new();
     let now = Utc::now();
     let give_up = now + chrono::Duration::seconds(GIVE_UP_SECS.load(Ordering::Relaxed) as i64);
     let mut events = Vec::with_capacity(plan.len());
@@ -192,6 +193,7 @@ pub(super) async fn insert(
         });
         for endpoint_id in targets {
             let id = uuid::Uuid::now_v7().to_string();
+            written.push((event_id.clone(), id.clone()));
             messages.push((
                 Target::Queue(&WEBHOOKS_DELIVER),
                 Deliver {
@@ -229,7 +231,7 @@ pub(super) async fn insert(
     outbox::enqueue_many(txn, &messages, usize::MAX)
         .await
         .map_err(|e| DbErr::Custom(e.to_string()))?;
-    Ok(())
+    Ok(written)
 }
 
 #[cfg(test)]

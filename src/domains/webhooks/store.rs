@@ -205,16 +205,13 @@ pub async fn send_test(db: &DatabaseConnection, e: &Endpoint) -> Result<(String,
             "message": "a test event from conveyor: this endpoint receives and verifies its webhooks",
         }),
     };
-    emit::insert(&txn, &[(&test, vec![e.id.as_str()])]).await?;
-    let d = delivery::Entity::find()
-        .filter(delivery::Column::EndpointId.eq(e.id.clone()))
-        .filter(delivery::Column::EventType.eq(TEST_EVENT))
-        .order_by_desc(delivery::Column::Id)
-        .one(&txn)
-        .await?
+    let written = emit::insert(&txn, &[(&test, vec![e.id.as_str()])]).await?;
+    let ids = written
+        .into_iter()
+        .next()
         .ok_or_else(|| DbErr::Custom("the test delivery was not written".into()))?;
     txn.commit().await?;
-    Ok((d.event_id, d.id))
+    Ok(ids)
 }
 
 /// The endpoint's deliveries, newest first, after `cursor` (a delivery id), optionally
