@@ -250,6 +250,7 @@ async fn main() {
             product: "credits_100".into(),
             credits: 100,
             membership_months: 0,
+            plan: None,
             order_id: None,
             amount: 990,
             currency: "CNY".into(),

@@ -25,6 +25,14 @@ pub enum ApiError {
     Unauthorized,
     #[error("not allowed")]
     Forbidden,
+    /// 403 `plan_required`: the caller's plan does not include this (`plan`: theirs;
+    /// `plans`: the ones that do).
+    #[error("{message}")]
+    PlanRequired {
+        message: String,
+        plan: String,
+        plans: Vec<String>,
+    },
     #[error("insufficient credits: {needed} needed, balance {balance}")]
     PaymentRequired { needed: i64, balance: i64 },
     #[error("{0} not found")]
@@ -98,6 +106,7 @@ impl ApiError {
             }
             ApiError::Unauthorized => (StatusCode::UNAUTHORIZED, "unauthorized", None),
             ApiError::Forbidden => (StatusCode::FORBIDDEN, "forbidden", None),
+            ApiError::PlanRequired { .. } => (StatusCode::FORBIDDEN, "plan_required", None),
             ApiError::PaymentRequired { .. } => {
                 (StatusCode::PAYMENT_REQUIRED, "insufficient_credits", None)
             }
@@ -143,6 +152,10 @@ impl IntoResponse for ApiError {
         if let ApiError::PaymentRequired { needed, balance } = &self {
             error["needed"] = json!(needed);
             error["balance"] = json!(balance);
+        }
+        if let ApiError::PlanRequired { plan, plans, .. } = &self {
+            error["plan"] = json!(plan);
+            error["plans"] = json!(plans);
         }
         let mut resp = (status, Json(json!({ "error": error }))).into_response();
         if let ApiError::TooManyRequests {

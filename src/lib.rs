@@ -29,10 +29,13 @@
 //!   batch handlers: admission, handler, settlement), the processed-message fence.
 //! - [`dead_letters`]: dead letters recorded for operators; replay and discard (audited, paced), admin API.
 //! - [`users`]: users, roles and the visibility rule, hashed API keys, the credit ledger,
-//!   memberships.
+//!   memberships, organisations (team accounts).
+//! - [`plans`]: what each plan gives (limits, kinds, weight, storage) and a user's
+//!   standing (their tenant and plan), cached and cleared by notices.
 //! - [`limits`]: what one tenant may take: limits declared as data by the modules that
 //!   enforce them, rates (GCRA in Redis or in-process), caps on what is held open,
-//!   per-user overrides by admins; failed authentication is bounded in [`api`].
+//!   layered configured → plan → per-tenant overrides by admins; failed authentication
+//!   is bounded in [`api`].
 //! - [`search`]: the search backend seam (versioned bulk writes, owner-filtered search)
 //!   with its embedded index (tantivy, with a CJK bigram tokenizer) and Elasticsearch
 //!   adapter; search by meaning (`search::semantic`: vectors, exact cosine, the query
@@ -89,6 +92,7 @@ pub mod limits;
 pub mod live;
 pub mod ops;
 pub mod outbox;
+pub mod plans;
 pub mod platform;
 pub mod search;
 pub mod settings;

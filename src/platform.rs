@@ -34,6 +34,8 @@ pub struct Platform {
     /// The query embedder of a search by meaning, put here by the domain that has one
     /// (the AI providers) for the domain that searches.
     pub embedder: Arc<EmbedderSlot>,
+    /// The plans of `[plans]` (`free` always among them).
+    pub plans: Arc<crate::plans::Plans>,
 }
 
 impl Platform {
@@ -61,7 +63,9 @@ impl Platform {
         );
         let fence = Fence::start(db.clone(), settings.consumer.fence_batch);
         let storage = Storage::open(&settings.storage).context("opening the media store")?;
+        let plans = Arc::new(crate::plans::Plans::new(&settings.plans));
         Ok(Platform {
+            plans,
             settings: Arc::new(settings),
             db,
             broker,

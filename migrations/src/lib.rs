@@ -31,6 +31,7 @@ mod m20261208_000024_webhooks;
 mod m20261208_000025_task_retries;
 mod m20261208_000026_dead_letter_business_ids;
 mod m20261208_000027_task_metadata;
+mod m20261209_000028_plans_orgs;
 
 pub struct Migrator;
 
@@ -65,6 +66,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261208_000025_task_retries::Migration),
             Box::new(m20261208_000026_dead_letter_business_ids::Migration),
             Box::new(m20261208_000027_task_metadata::Migration),
+            Box::new(m20261209_000028_plans_orgs::Migration),
         ]
     }
 }

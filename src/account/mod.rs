@@ -1,15 +1,17 @@
-//! Accounts over HTTP: the caller's own (`GET /v1/me`: balance, membership;
-//! `GET /v1/me/ledger`: every movement of the balance), and a tenant's keys and limits
-//! for admins (`/v1/admin/users/{id}/keys…`, `/v1/admin/users/{id}/limits`), with the
-//! administration both the API and the CLI use ([`keys`]).
+//! Accounts over HTTP: the caller's own (`GET /v1/me`: balance, membership, plan,
+//! limits and usage; `GET /v1/me/ledger`: every movement of the balance), a tenant's
+//! keys, limits and plan for admins (`/v1/admin/users/{id}/…`), organisations
+//! ([`orgs`]: admins and owners), with the administration both the API and the CLI use
+//! ([`keys`]).
 
 pub mod admin;
 pub mod keys;
 pub mod ledger;
 pub mod me;
+pub mod orgs;
 
 use axum::Router;
-use axum::routing::{get, post};
+use axum::routing::{delete, get, post, put};
 
 use crate::api::Core;
 
@@ -33,6 +35,18 @@ pub fn routes(core: Core) -> Router {
             "/v1/admin/users/{id}/limits",
             get(admin::get_limits).put(admin::set_limits),
         )
+        .route("/v1/admin/users/{id}/plan", put(orgs::set_user_plan))
+        .route("/v1/admin/orgs", post(orgs::create))
+        .route("/v1/admin/orgs/{id}", get(orgs::get))
+        .route("/v1/admin/orgs/{id}/plan", put(orgs::set_plan))
+        .route("/v1/admin/orgs/{id}/members", post(orgs::admin_add))
+        .route(
+            "/v1/admin/orgs/{id}/members/{user_id}",
+            delete(orgs::admin_remove),
+        )
+        .route("/v1/org", get(orgs::mine))
+        .route("/v1/org/members", post(orgs::owner_add))
+        .route("/v1/org/members/{user_id}", delete(orgs::owner_remove))
         .with_state(core)
 }
 
@@ -46,6 +60,15 @@ pub fn routes(core: Core) -> Router {
     admin::revoke_key,
     admin::rotate_key,
     admin::get_limits,
-    admin::set_limits
+    admin::set_limits,
+    orgs::set_user_plan,
+    orgs::create,
+    orgs::get,
+    orgs::set_plan,
+    orgs::admin_add,
+    orgs::admin_remove,
+    orgs::mine,
+    orgs::owner_add,
+    orgs::owner_remove
 ))]
 pub struct Doc;

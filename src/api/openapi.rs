@@ -18,7 +18,7 @@ pub struct ErrorBody {
 #[allow(dead_code)]
 pub struct ErrorDetail {
     /// Machine-readable: `invalid_request`, `invalid_field`, `unauthorized`,
-    /// `forbidden`, `insufficient_credits`, `not_found`, `conflict`,
+    /// `forbidden`, `plan_required`, `insufficient_credits`, `not_found`, `conflict`,
     /// `idempotency_key_reused`, `rate_limited`, `too_many_tasks_in_flight`,
     /// `too_many_streams`, …
     code: String,
@@ -28,6 +28,10 @@ pub struct ErrorDetail {
     /// With `insufficient_credits`: the cost and the balance.
     needed: Option<i64>,
     balance: Option<i64>,
+    /// With `plan_required`: the caller's plan, and the plans that include what was
+    /// asked.
+    plan: Option<String>,
+    plans: Option<Vec<String>>,
 }
 
 #[derive(OpenApi)]

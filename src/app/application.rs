@@ -50,6 +50,7 @@ impl Application {
         domains: &[&'static Domain],
     ) -> anyhow::Result<Self> {
         settings.check_sections(&sections(domains))?;
+        crate::plans::settings::check(&settings.plans, &super::limits(domains))?;
         let bind = format!("{}:{}", settings.server.host, settings.server.port);
         let topology = topology(&settings, domains);
         let platform = Platform::connect(settings, topology).await?;

@@ -48,6 +48,7 @@ pub(super) async fn compose(
             &platform.settings.limits,
             platform.db.clone(),
             limits(domains),
+            platform.plans.clone(),
         )
         .await
         .context("per-tenant limits")?,
@@ -68,6 +69,22 @@ pub(super) async fn compose(
             }
         });
     }
+    // A changed plan holds on the next request, on every instance.
+    {
+        let mut notices = hub.bus().subscribe(&crate::plans::notices::PLAN_NOTICES);
+        let limits = core.limits.clone();
+        tokio::spawn(async move {
+            loop {
+                match notices.recv().await {
+                    Ok(changed) => limits.forget_standings(&changed.users),
+                    Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {
+                        limits.forget_standings(&[]);
+                    }
+                    Err(tokio::sync::broadcast::error::RecvError::Closed) => return,
+                }
+            }
+        });
+    }
     // The dead letters' gauge, then every domain's.
     let domain_gauges: Arc<[Gauge]> = std::iter::once(dead_letters::GAUGE)
         .chain(domains.iter().flat_map(|d| d.gauges.iter().copied()))
@@ -82,6 +99,13 @@ pub(super) async fn compose(
         domain_routes.extend(routes.map(|r| (domain, r)));
     }
     let sources = live::Sources::new(sources);
+    live::refresh::start(
+        hub.clone(),
+        sources.clone(),
+        platform.db.clone(),
+        std::time::Duration::from_millis(platform.settings.live.refresh_ms),
+        core.shutdown.clone(),
+    );
     let board = ops::Board::start(
         ops::board::Sources {
             db: platform.db.clone(),

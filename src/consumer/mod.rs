@@ -51,6 +51,10 @@ pub enum HandlerError {
     /// retry tier as it came, no attempt counted, no failure hook.
     #[error("deferred: {0}")]
     Deferred(String),
+    /// Not now, but soon (another tenant's turn in a contended lane): back on the first
+    /// retry tier as it came, no attempt counted, no failure hook.
+    #[error("yielded: {0}")]
+    Yielded(String),
 }
 
 impl HandlerError {

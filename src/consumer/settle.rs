@@ -130,16 +130,23 @@ pub(super) async fn conclude(
                 Err(err) => Outcome::Unsettled(err.to_string()),
             }
         }
-        Err(HandlerError::Deferred(why)) => {
+        Err(e @ (HandlerError::Deferred(_) | HandlerError::Yielded(_))) => {
             release(deps, id, token.as_deref()).await;
-            tracing::debug!(reason = %why, "deferred");
+            tracing::debug!(reason = %e, "deferred");
             metrics::counter!("conveyor_messages_deferred_total", "queue" => queue.spec.key)
                 .increment(1);
             // The envelope is unchanged (no attempt counted): send back the bytes as received.
-            // On the second tier, not the first: a deferred backlog that came back every
-            // second would fill the queue ahead of everyone else's messages.
+            // A deferral (a tenant over its cap) goes on the second tier, not the first: a
+            // deferred backlog that came back every second would fill the queue ahead of
+            // everyone else's messages. A yield (over its weighted share while another
+            // tenant waits) is the contended turn-taking itself: on the first, so the share
+            // is taken up again within a second instead of the lane idling.
             let body = delivery.body.clone();
-            let tier = deps.broker.topology().retry_tier(&queue, 2);
+            let first = matches!(e, HandlerError::Yielded(_));
+            let tier = deps
+                .broker
+                .topology()
+                .retry_tier(&queue, if first { 1 } else { 2 });
             match delivery.retry(tier, body).await {
                 Ok(()) => Outcome::Deferred,
                 Err(err) => Outcome::Unsettled(err.to_string()),

@@ -9,14 +9,23 @@ use std::time::Duration;
 use crate::config::ConfigError;
 
 /// A per-tenant limit; 0 turns it off.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy)]
 pub struct Limit {
     /// Its key in `[limits]` and in overrides (`submits_per_sec`).
     pub key: &'static str,
     pub default: u32,
     /// What it bounds, for operators (`conveyor users limits`, the docs).
     pub about: &'static str,
+    /// How much of it a tenant holds now, for a cap on things held (tasks in flight),
+    /// shown by `GET /v1/me`; `None` for rates and caps counted elsewhere.
+    pub used: Option<Used>,
 }
+
+/// Counts what a tenant holds of a cap.
+pub type Used = for<'a> fn(
+    &'a sea_orm::DatabaseConnection,
+    &'a str,
+) -> futures::future::BoxFuture<'a, Result<u64, sea_orm::DbErr>>;
 
 /// A rate: `count` actions per `per`, with `burst` at once above it (`count` when none).
 #[derive(Debug, Clone, Copy)]
@@ -71,6 +80,7 @@ mod tests {
         key: "a_per_sec",
         default: 5,
         about: "a",
+        used: None,
     };
 
     #[test]

@@ -1,8 +1,10 @@
-//! What one user (tenant) may take of the platform. The limits themselves are data
-//! declared by the modules that enforce them ([`declared`]: a key, a default, a rate's
-//! period); this module counts and answers, and names no business action. Each value
-//! comes from `[limits]` (else the declared default), overridden per user by an admin
-//! ([`overrides`]). Rates are counted in Redis (GCRA, shared by every API instance) when
+//! What one tenant (an organisation, else a user alone) may take of the platform. The
+//! limits themselves are data declared by the modules that enforce them ([`declared`]: a
+//! key, a default, a rate's period); this module counts and answers, and names no
+//! business action. Each value comes from `[limits]` (else the declared default), then the
+//! tenant's plan ([`crate::plans`]), then an admin's per-tenant override ([`overrides`]);
+//! every member and every key of a tenant count together, so splitting work over keys or
+//! members gains nothing. Rates are counted in Redis (GCRA, shared by every API instance) when
 //! the dedupe store is Redis, else in this process ([`rate`]); caps on things held open
 //! (live streams) are counted per instance ([`streams`]). A refusal is a 429 with
 //! `Retry-After` and a code naming the limit.
@@ -18,6 +20,8 @@ use std::sync::Arc;
 use sea_orm::DatabaseConnection;
 
 use crate::dedupe::settings::{DedupeKind, DedupeSettings};
+use crate::plans::standing::{self, Standing};
+use crate::plans::{PlanSettings, Plans};
 
 use crate::error::ApiError;
 pub use declared::{Limit, MAX_VALUE, RateLimit};
@@ -39,15 +43,33 @@ struct Inner {
     db: DatabaseConnection,
     rates: Box<dyn RateStore>,
     overrides: overrides::Cache,
+    plans: Arc<Plans>,
+    standings: standing::Cache,
     streams: streams::Open,
 }
 
-/// A user's limits: configured, overridden, in effect (by key).
+/// A tenant's limits: configured, set by its plan, overridden, in effect (by key).
 #[derive(Debug, Clone, serde::Serialize, utoipa::ToSchema)]
 pub struct UserLimits {
+    /// The plan that applies.
+    pub plan: String,
+    /// Whose limits these are: the organisation, else the user.
+    pub tenant_id: String,
     pub configured: BTreeMap<String, u32>,
+    /// What the plan sets otherwise.
+    #[schema(value_type = std::collections::BTreeMap<String, u32>)]
+    pub plan_limits: BTreeMap<String, u32>,
     pub overrides: Overrides,
     pub effective: BTreeMap<String, u32>,
+}
+
+/// A limit's value for a tenant: the admin's override, else the plan's, else
+/// `configured`.
+pub fn layered(limit: &Limit, configured: u32, plan: &PlanSettings, o: &Overrides) -> u32 {
+    o.value(
+        limit,
+        plan.limits.get(limit.key).copied().unwrap_or(configured),
+    )
 }
 
 impl Limits {
@@ -58,6 +80,7 @@ impl Limits {
         configured: &BTreeMap<String, u32>,
         db: DatabaseConnection,
         declared: Vec<Limit>,
+        plans: Arc<Plans>,
     ) -> anyhow::Result<Self> {
         let rates: Box<dyn RateStore> = match dedupe.kind {
             DedupeKind::Redis => Box::new(
@@ -78,6 +101,8 @@ impl Limits {
                 db,
                 rates,
                 overrides: overrides::Cache::default(),
+                plans,
+                standings: standing::Cache::default(),
                 streams: streams::Open::default(),
             }),
         })
@@ -96,50 +121,113 @@ impl Limits {
             .unwrap_or(limit.default)
     }
 
-    /// The user's value of `limit`: configured, or the admin's override. Read through a
-    /// short cache, so a change reaches other instances within seconds.
-    pub async fn value(&self, limit: &Limit, user_id: &str) -> u32 {
-        let o = self.inner.overrides.get(&self.inner.db, user_id).await;
-        o.value(limit, self.configured(limit))
+    /// The plans of this deployment.
+    pub fn plans(&self) -> &Arc<Plans> {
+        &self.inner.plans
     }
 
-    /// The user's limits, all of them (the admin view).
+    /// The user's tenant and plan, read through a short cache that plan notices clear.
+    pub async fn standing(&self, user_id: &str) -> Arc<Standing> {
+        self.inner
+            .standings
+            .get(&self.inner.db, &self.inner.plans, user_id)
+            .await
+    }
+
+    /// The user's value of `limit`: configured, the plan's, or the admin's override for
+    /// the user's tenant. Read through short caches, so a change reaches other instances
+    /// within seconds (at once where a notice tells them).
+    pub async fn value(&self, limit: &Limit, user_id: &str) -> u32 {
+        let s = self.standing(user_id).await;
+        self.value_for(limit, &s).await
+    }
+
+    /// [`Limits::value`] for a standing the caller holds.
+    pub async fn value_for(&self, limit: &Limit, s: &Standing) -> u32 {
+        let o = self.inner.overrides.get(&self.inner.db, &s.tenant_id).await;
+        layered(
+            limit,
+            self.configured(limit),
+            self.inner.plans.get(&s.plan),
+            &o,
+        )
+    }
+
+    /// The limits of `user_id`'s tenant, all of them (the admin view and `GET /v1/me`).
     pub async fn of(&self, user_id: &str) -> Result<UserLimits, sea_orm::DbErr> {
-        let overrides = overrides::load(&self.inner.db, user_id).await?;
+        let s = standing::resolve(&self.inner.db, &self.inner.plans, user_id).await?;
+        self.of_tenant(&s.tenant_id, &s.plan).await
+    }
+
+    /// The limits of a tenant on `plan`.
+    pub async fn of_tenant(
+        &self,
+        tenant_id: &str,
+        plan: &str,
+    ) -> Result<UserLimits, sea_orm::DbErr> {
+        let overrides = overrides::load(&self.inner.db, tenant_id).await?;
         let configured: BTreeMap<String, u32> = self
             .inner
             .configured
             .iter()
             .map(|(k, v)| ((*k).to_owned(), *v))
             .collect();
+        let plan_limits = self.inner.plans.get(plan).limits.clone();
         let mut effective = configured.clone();
+        effective.extend(plan_limits.iter().map(|(k, v)| (k.clone(), *v)));
         effective.extend(overrides.0.iter().map(|(k, v)| (k.clone(), *v)));
         Ok(UserLimits {
+            plan: plan.to_owned(),
+            tenant_id: tenant_id.to_owned(),
             configured,
+            plan_limits,
             overrides,
             effective,
         })
     }
 
-    /// Drops the cached overrides of `user_id` (after an admin changed them here).
-    pub fn forget(&self, user_id: &str) {
-        self.inner.overrides.forget(user_id);
+    /// What `tenant_id` holds of each cap that can say (`tasks_in_flight`, …), by key.
+    pub async fn used(&self, tenant_id: &str) -> Result<BTreeMap<String, u64>, sea_orm::DbErr> {
+        let mut used = BTreeMap::new();
+        for l in &self.inner.declared {
+            if let Some(count) = l.used {
+                used.insert(l.key.to_owned(), count(&self.inner.db, tenant_id).await?);
+            }
+        }
+        Ok(used)
+    }
+
+    /// Drops the cached overrides of a tenant (after an admin changed them here).
+    pub fn forget(&self, tenant_id: &str) {
+        self.inner.overrides.forget(tenant_id);
+    }
+
+    /// Drops cached standings (a plan changed): of `users`, or all when empty.
+    pub fn forget_standings(&self, users: &[String]) {
+        self.inner.standings.forget(users);
     }
 
     /// Takes one action from the user's `rate` budget, or refuses with 429. A rate store
     /// that cannot answer (Redis away) lets the action through: a limit must not take the
     /// API down with it.
     pub async fn take(&self, rate: &RateLimit, user_id: &str) -> Result<(), ApiError> {
-        let o = self.inner.overrides.get(&self.inner.db, user_id).await;
-        let count = o.value(&rate.count, self.configured(&rate.count));
+        let s = self.standing(user_id).await;
+        self.take_for(rate, &s).await
+    }
+
+    /// [`Limits::take`] for a standing the caller holds: the tenant's budget.
+    pub async fn take_for(&self, rate: &RateLimit, s: &Standing) -> Result<(), ApiError> {
+        let o = self.inner.overrides.get(&self.inner.db, &s.tenant_id).await;
+        let plan = self.inner.plans.get(&s.plan);
+        let count = layered(&rate.count, self.configured(&rate.count), plan, &o);
         let burst = match &rate.burst {
-            Some(b) => o.value(b, self.configured(b)),
+            Some(b) => layered(b, self.configured(b), plan, &o),
             None => count,
         };
         let Some(budget) = Rate::new(count, rate.per, burst) else {
             return Ok(());
         };
-        let key = format!("{}:{user_id}", rate.action);
+        let key = format!("{}:{}", rate.action, s.tenant_id);
         match self.inner.rates.take(&key, budget).await {
             Ok(None) => Ok(()),
             Ok(Some(wait)) => {
@@ -167,8 +255,9 @@ impl Limits {
     /// A permit for one more thing held open under `cap` (a live stream), given back
     /// when dropped; `None` when the user holds its cap already on this instance.
     pub async fn hold(&self, cap: &Limit, user_id: &str) -> Option<StreamPermit> {
-        let n = self.value(cap, user_id).await;
-        let permit = self.inner.streams.open(user_id, n);
+        let s = self.standing(user_id).await;
+        let n = self.value_for(cap, &s).await;
+        let permit = self.inner.streams.open(&s.tenant_id, n);
         if permit.is_none() {
             metrics::counter!("conveyor_limit_refusals_total", "limit" => cap.key).increment(1);
         }

@@ -23,6 +23,11 @@ pub struct Event {
     /// Never coalesced away by a newer event of the same thing (a piece of streamed
     /// text: every one of them is needed, in order); progress-like events are not.
     pub keep: bool,
+    /// Computed between stored events (a waiting task's place in line), never stored:
+    /// it carries the thing's latest sequence number, and a follower shows it without
+    /// moving its place in the sequence (a resume re-reads nothing for it).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub transient: bool,
     /// The kind's own fields (a task: `task_id`, `status`, `progress`, `step`, …),
     /// copied into the pushed frame as they are.
     pub data: Map<String, Value>,
@@ -36,6 +41,9 @@ impl Event {
         m.insert("stream".into(), self.stream.clone().into());
         m.insert("id".into(), self.id.clone().into());
         m.insert("seq".into(), self.seq.into());
+        if self.transient {
+            m.insert("transient".into(), true.into());
+        }
         Value::Object(m)
     }
 }

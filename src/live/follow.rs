@@ -89,7 +89,9 @@ impl Follow {
 
     /// Whether a live event is this follow's next one; if so it becomes the last.
     pub fn accept(&mut self, ev: &Event) -> bool {
-        let next = ev.seq > self.last && ev.id == self.id && ev.stream == self.stream;
+        let next = (ev.seq > self.last || (ev.transient && ev.seq == self.last))
+            && ev.id == self.id
+            && ev.stream == self.stream;
         if next {
             self.last = ev.seq;
         }

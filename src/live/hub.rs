@@ -158,6 +158,23 @@ impl Hub {
     pub fn bus(&self) -> &Bus {
         &self.bus
     }
+
+    /// The ids followed on this instance, at most `max` of them.
+    pub fn followed(&self, max: usize) -> Vec<String> {
+        self.routes
+            .by_id
+            .lock()
+            .map(|m| m.keys().take(max).cloned().collect())
+            .unwrap_or_default()
+    }
+
+    /// Hands events computed on this instance (never published: only its own
+    /// connections follow them here) to the connections following their things.
+    pub fn deliver(&self, events: Vec<super::Event>) {
+        for e in events {
+            self.routes.route(e);
+        }
+    }
 }
 
 /// What one connection follows; dropping it stops them all.
@@ -253,6 +270,7 @@ mod tests {
             seq,
             terminal: false,
             keep: false,
+            transient: false,
             data: Default::default(),
         }
     }

@@ -13,6 +13,7 @@ pub mod event;
 pub mod follow;
 pub mod frames;
 pub mod hub;
+pub mod refresh;
 pub mod settings;
 pub mod source;
 pub mod sse;
@@ -37,6 +38,7 @@ pub const TICKETS: RateLimit = RateLimit {
         key: "tickets_per_min",
         default: 60,
         about: "WebSocket tickets per minute (POST /v1/ws-tickets)",
+        used: None,
     },
     per: std::time::Duration::from_secs(60),
     burst: None,
@@ -47,6 +49,7 @@ pub const STREAMS: Limit = Limit {
     key: "streams_per_user",
     default: 100,
     about: "open WebSocket and SSE streams per user, per API instance",
+    used: None,
 };
 
 /// A permit for one more open stream of the user's (held while it is open), or 429

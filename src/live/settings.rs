@@ -19,6 +19,14 @@ pub struct LiveSettings {
     /// An open stream re-reads its key this often (and at the key's expiry), so a
     /// revocation whose notice never arrived ends it within this.
     pub key_check_secs: u64,
+    /// How often the things followed on this instance get the events computed between
+    /// stored ones (a waiting task's place in line); 0 turns them off.
+    #[serde(default = "refresh_ms")]
+    pub refresh_ms: u64,
+}
+
+fn refresh_ms() -> u64 {
+    2000
 }
 
 impl LiveSettings {

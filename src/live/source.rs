@@ -40,6 +40,18 @@ pub trait Source: Send + Sync + 'static {
         owner: &str,
         after: i64,
     ) -> Result<Vec<Event>, DbErr>;
+
+    /// Events about the followed things among `ids` that change without a stored event
+    /// (a waiting task's place in line), each with the thing's latest sequence number
+    /// and `transient` set; asked every `live.refresh_ms` for the ids followed on this
+    /// instance. None by default.
+    async fn between(
+        &self,
+        _db: &DatabaseConnection,
+        _ids: &[String],
+    ) -> Result<Vec<Event>, DbErr> {
+        Ok(Vec::new())
+    }
 }
 
 /// Every stream kind of the running domains.
@@ -55,6 +67,11 @@ impl Sources {
 
     pub fn get(&self, kind: &str) -> Option<&Arc<dyn Source>> {
         self.0.get(kind)
+    }
+
+    /// Every source.
+    pub fn all(&self) -> Vec<Arc<dyn Source>> {
+        self.0.values().cloned().collect()
     }
 
     /// The kinds, sorted, for error messages.

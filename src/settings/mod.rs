@@ -42,6 +42,9 @@ pub struct Settings {
     /// it ([`crate::limits::declared`]); a key not set keeps its declared default.
     #[serde(default)]
     pub limits: BTreeMap<String, u32>,
+    /// `[plans.<name>]`: what each plan gives ([`crate::plans::settings`]).
+    #[serde(default)]
+    pub plans: BTreeMap<String, crate::plans::PlanSettings>,
     pub auth: AuthSettings,
     pub ops: OpsSettings,
     #[serde(default)]

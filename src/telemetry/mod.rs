@@ -70,7 +70,21 @@ pub fn init(settings: &LogSettings, to: LogTo) {
 pub fn metrics() -> &'static PrometheusHandle {
     static HANDLE: OnceLock<PrometheusHandle> = OnceLock::new();
     HANDLE.get_or_init(|| {
-        let recorder = PrometheusBuilder::new().build_recorder();
+        // Queue waits are a histogram with buckets (aggregated across processes by
+        // lane and plan); the rest render as summaries.
+        let builder = PrometheusBuilder::new();
+        let builder = match builder.set_buckets_for_metric(
+            metrics_exporter_prometheus::Matcher::Full(
+                "conveyor_task_queue_wait_seconds".to_owned(),
+            ),
+            &[
+                0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 300.0,
+            ],
+        ) {
+            Ok(b) => b,
+            Err(_) => PrometheusBuilder::new(),
+        };
+        let recorder = builder.build_recorder();
         let handle = recorder.handle();
         // Fails only if another recorder is installed; ours then renders empty.
         let _ = metrics::set_global_recorder(recorder);

@@ -15,6 +15,36 @@ pub mod user {
         pub created_at: DateTimeUtc,
         /// A member until then (bought memberships stack: a renewal extends this).
         pub member_until: Option<DateTimeUtc>,
+        /// The organisation (team account) whose plan and limits the user shares.
+        pub org_id: Option<String>,
+        /// A plan an admin set (audited); it wins over a membership's.
+        pub plan: Option<String>,
+        /// The plan the latest membership payment granted (`None`: the configured
+        /// membership plan).
+        pub member_plan: Option<String>,
+    }
+
+    #[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]
+    pub enum Relation {}
+
+    impl ActiveModelBehavior for ActiveModel {}
+}
+
+pub mod org {
+    use sea_orm::entity::prelude::*;
+
+    /// An organisation: a team account whose members share one plan and one set of limits.
+    #[derive(Clone, Debug, PartialEq, Eq, DeriveEntityModel, serde::Serialize)]
+    #[sea_orm(table_name = "orgs")]
+    pub struct Model {
+        #[sea_orm(primary_key, auto_increment = false)]
+        pub id: String,
+        pub name: String,
+        /// The user who may add and remove members (a member too).
+        pub owner_id: String,
+        /// A plan an admin set; else the owner's.
+        pub plan: Option<String>,
+        pub created_at: DateTimeUtc,
     }
 
     #[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]

@@ -13,24 +13,43 @@ use super::entity::user;
 use super::{User, credits};
 
 async fn set(txn: &impl ConnectionTrait, user_id: &str, until: DateTime<Utc>) -> Result<(), DbErr> {
-    user::Entity::update_many()
-        .col_expr(
-            user::Column::MemberUntil,
-            Expr::value(crate::db::utc_value(txn, until)),
-        )
+    set_with_plan(txn, user_id, until, None).await
+}
+
+/// Sets the expiry, and the plan granted when `plan` is given (`Some(None)`: the
+/// configured membership plan).
+async fn set_with_plan(
+    txn: &impl ConnectionTrait,
+    user_id: &str,
+    until: DateTime<Utc>,
+    plan: Option<Option<&str>>,
+) -> Result<(), DbErr> {
+    let mut update = user::Entity::update_many().col_expr(
+        user::Column::MemberUntil,
+        Expr::value(crate::db::utc_value(txn, until)),
+    );
+    if let Some(plan) = plan {
+        update = update.col_expr(
+            user::Column::MemberPlan,
+            Expr::value(plan.map(str::to_owned)),
+        );
+    }
+    update
         .filter(user::Column::Id.eq(user_id))
         .exec(txn)
         .await
         .map(|_| ())
 }
 
-/// Adds `months` from the later of now and the current expiry; the new expiry. `user` is
-/// the row as [`super::lock`] read it: the caller holds its lock, taken before any ledger
-/// row of the transaction.
+/// Adds `months` from the later of now and the current expiry; the new expiry. The
+/// membership grants `plan` from now on (`None`: the configured membership plan): the
+/// latest purchase names the plan. `user` is the row as [`super::lock`] read it: the
+/// caller holds its lock, taken before any ledger row of the transaction.
 pub async fn extend(
     txn: &impl ConnectionTrait,
     user: &User,
     months: u32,
+    plan: Option<&str>,
     effect_key: &str,
 ) -> Result<DateTime<Utc>, DbErr> {
     let now = Utc::now();
@@ -39,7 +58,7 @@ pub async fn extend(
     let until = from
         .checked_add_months(Months::new(months))
         .ok_or_else(|| DbErr::Custom(format!("membership of {months} months overflows")))?;
-    set(txn, &user.id, until).await?;
+    set_with_plan(txn, &user.id, until, Some(plan)).await?;
     Ok(until)
 }
 

@@ -7,6 +7,7 @@ pub mod entity;
 pub mod keys;
 pub mod membership;
 pub mod notices;
+pub mod orgs;
 
 use chrono::Utc;
 use rand::RngCore as _;
@@ -72,6 +73,9 @@ pub async fn create(
         is_admin: Set(is_admin),
         created_at: Set(now),
         member_until: Set(None),
+        org_id: Set(None),
+        plan: Set(None),
+        member_plan: Set(None),
     };
     let user = entity::user::Entity::insert(user)
         .exec_with_returning(&txn)

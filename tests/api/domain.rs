@@ -110,6 +110,7 @@ fn done_event(id: &str, owner: &str) -> Event {
         seq: 1,
         terminal: true,
         keep: false,
+        transient: false,
         data,
     }
 }

@@ -565,15 +565,12 @@ async fn a_tenant_beyond_its_running_share_waits_while_another_is_served(backend
         Duration::from_secs(10),
         "the big tenant at its share",
         || async {
-            conveyor::domains::ai_tasks::store::running_by_user(
-                &app.platform.db,
-                &[big.id.as_str()],
-            )
-            .await
-            .unwrap()
-            .get(&big.id)
-            .copied()
-            .unwrap_or(0)
+            conveyor::domains::ai_tasks::store::running_by_tenant(&app.platform.db, "ai.short")
+                .await
+                .unwrap()
+                .get(&big.id)
+                .copied()
+                .unwrap_or(0)
                 == 2
         },
     )
@@ -595,15 +592,13 @@ async fn a_tenant_beyond_its_running_share_waits_while_another_is_served(backend
     let started = Instant::now();
     let mut most_running = 0;
     loop {
-        let running = conveyor::domains::ai_tasks::store::running_by_user(
-            &app.platform.db,
-            &[big.id.as_str()],
-        )
-        .await
-        .unwrap()
-        .get(&big.id)
-        .copied()
-        .unwrap_or(0);
+        let running =
+            conveyor::domains::ai_tasks::store::running_by_tenant(&app.platform.db, "ai.short")
+                .await
+                .unwrap()
+                .get(&big.id)
+                .copied()
+                .unwrap_or(0);
         most_running = most_running.max(running);
         let s = tasks::task(&app, &small_key, &small).await;
         if s["status"] == "SUCCESS" {

@@ -159,22 +159,24 @@ pub(crate) async fn bulk(
 
 async fn retry_one(state: &Tasks, actor: &str, t: store::Task) -> Result<BulkItem, ApiError> {
     let limits = &state.core.limits;
-    let cap = limits.value(&super::limits::IN_FLIGHT, &t.user_id).await;
+    let standing = limits.standing(&t.user_id).await;
+    let cap = limits.value_for(&super::limits::IN_FLIGHT, &standing).await;
     let max_payload = state.core.broker.max_payload();
-    let (outcome, retry_id) = match store::retry(&state.core.db, &t, cap, max_payload).await {
-        Ok(Retried::Made(task, event)) => {
-            announce(&state.core.relay, &state.core.broker, vec![event]);
-            ("retried", Some(task.id))
-        }
-        Ok(Retried::Before(task)) => ("retried_before", Some(task.id)),
-        Ok(Retried::Refused(_)) => ("skipped", None),
-        // The tenant's credits or cap: that task is left, the rest go on.
-        Err(
-            store::StoreError::InsufficientCredits { .. }
-            | store::StoreError::TooManyInFlight { .. },
-        ) => ("skipped", None),
-        Err(e) => return Err(super::answers::submit_error(e)),
-    };
+    let (outcome, retry_id) =
+        match store::retry(&state.core.db, &t, &standing, cap, max_payload).await {
+            Ok(Retried::Made(task, event)) => {
+                announce(&state.core.relay, &state.core.broker, vec![event]);
+                ("retried", Some(task.id))
+            }
+            Ok(Retried::Before(task)) => ("retried_before", Some(task.id)),
+            Ok(Retried::Refused(_)) => ("skipped", None),
+            // The tenant's credits or cap: that task is left, the rest go on.
+            Err(
+                store::StoreError::InsufficientCredits { .. }
+                | store::StoreError::TooManyInFlight { .. },
+            ) => ("skipped", None),
+            Err(e) => return Err(super::answers::submit_error(e)),
+        };
     if outcome == "retried" {
         crate::users::audit::record(
             &state.core.db,

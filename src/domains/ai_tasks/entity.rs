@@ -43,6 +43,12 @@ pub mod task {
         /// The client's metadata: a flat JSON object of strings.
         #[sea_orm(column_type = "Text", nullable)]
         pub metadata: Option<String>,
+        /// Whose share and limits it counts against: the organisation, else the user.
+        pub tenant_id: String,
+        /// The plan it was submitted under (its weight at claim time).
+        pub plan: String,
+        /// The queue of its first step (`ai.short`): the line it waits in.
+        pub lane: String,
     }
 
     #[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]

@@ -11,6 +11,7 @@ pub const SUBMITS: RateLimit = RateLimit {
         key: "submits_per_sec",
         default: 20,
         about: "task submissions per second (sustained)",
+        used: None,
     },
     per: Duration::from_secs(1),
     burst: Some(SUBMIT_BURST),
@@ -20,6 +21,7 @@ const SUBMIT_BURST: Limit = Limit {
     key: "submit_burst",
     default: 40,
     about: "task submissions allowed at once above the sustained rate",
+    used: None,
 };
 
 /// Tasks PENDING, PROCESSING or RETRYING at once, checked in the submission's transaction.
@@ -27,14 +29,38 @@ pub const IN_FLIGHT: Limit = Limit {
     key: "tasks_in_flight",
     default: 200,
     about: "tasks pending, processing or retrying at once",
+    used: Some(in_flight),
 };
 
 /// Tasks PROCESSING at once: fair share at claim time (more wait their turn).
 pub const RUNNING: Limit = Limit {
     key: "tasks_running",
     default: 8,
-    about: "tasks processing at once (fair share at claim time; more are deferred)",
+    about: "tasks processing at once in one lane (fair share at claim time; more are deferred)",
+    used: Some(running),
 };
+
+fn in_flight<'a>(
+    db: &'a sea_orm::DatabaseConnection,
+    tenant: &'a str,
+) -> futures::future::BoxFuture<'a, Result<u64, sea_orm::DbErr>> {
+    Box::pin(super::store::count_of_tenant(
+        db,
+        tenant,
+        &super::Status::ACTIVE,
+    ))
+}
+
+fn running<'a>(
+    db: &'a sea_orm::DatabaseConnection,
+    tenant: &'a str,
+) -> futures::future::BoxFuture<'a, Result<u64, sea_orm::DbErr>> {
+    Box::pin(super::store::count_of_tenant(
+        db,
+        tenant,
+        &[super::Status::Processing],
+    ))
+}
 
 pub const LIMITS: &[Limit] = &[SUBMITS.count, SUBMIT_BURST, IN_FLIGHT, RUNNING];
 

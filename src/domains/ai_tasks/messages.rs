@@ -142,6 +142,7 @@ impl TaskEvent {
             seq: i64::from(self.seq),
             terminal: self.status.is_terminal(),
             keep: !self.kind.is_progress(),
+            transient: false,
             data: match data {
                 serde_json::Value::Object(m) => m,
                 _ => serde_json::Map::new(),

@@ -37,6 +37,19 @@ pub fn ended(t: &Task, refunded: i64) {
     credits("consumed", t.cost - refunded);
 }
 
+/// A task's first claim: its wait from submission, by lane and plan (bounded labels:
+/// the lanes are queues, the plans configured; never tenant ids).
+pub fn started(t: &Task) {
+    let Some(start) = t.started_at else { return };
+    let secs = (start - t.created_at).num_milliseconds().max(0) as f64 / 1000.0;
+    metrics::histogram!(
+        "conveyor_task_queue_wait_seconds",
+        "lane" => t.lane.clone(),
+        "plan" => t.plan.clone()
+    )
+    .record(secs);
+}
+
 /// Credits reserved at submission, consumed on success or refunded.
 pub fn credits(effect: &'static str, amount: i64) {
     if amount > 0 {

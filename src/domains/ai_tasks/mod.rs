@@ -22,6 +22,7 @@ pub mod handler;
 pub mod inputs;
 pub mod kinds;
 pub mod limits;
+pub mod line;
 pub mod messages;
 pub mod metadata;
 pub mod metrics;
@@ -129,6 +130,8 @@ fn install(platform: &Platform) -> BoxFuture<'_, anyhow::Result<Installed>> {
             max_payload: s.broker.max_payload_bytes,
             running_cap: crate::limits::declared::configured(&s.limits, &limits::RUNNING),
             overrides: Arc::default(),
+            plans: platform.plans.clone(),
+            waiting: handler::share::Waiting::default(),
             reports: handler::report_writer::start(
                 platform.db.clone(),
                 platform.broker.clone(),

@@ -21,6 +21,7 @@ use crate::error::ApiError;
         (status = 200, description = "Retried before: that retry (a double click makes one)", body = super::view::TaskView),
         (status = 401, description = "Missing or invalid API key", body = ErrorBody),
         (status = 402, description = "Insufficient credits (`needed`, `balance`)", body = ErrorBody),
+        (status = 403, description = "`plan_required`: the caller's plan no longer includes the kind", body = ErrorBody),
         (status = 404, description = "No such task of the caller's", body = ErrorBody),
         (status = 409, description = "`not_retryable`: only a FAILED task, or one CANCELED before it started, is retried", body = ErrorBody),
         (status = 429, description = "`rate_limited` or `too_many_tasks_in_flight`; `Retry-After` says when", body = ErrorBody)))]
@@ -35,10 +36,12 @@ pub(crate) async fn retry(
         return Err(ApiError::NotFound("task"));
     }
     let limits = &state.core.limits;
-    limits.take(&super::limits::SUBMITS, &user.id).await?;
-    let cap = limits.value(&super::limits::IN_FLIGHT, &user.id).await;
+    let standing = limits.standing(&user.id).await;
+    limits.take_for(&super::limits::SUBMITS, &standing).await?;
+    super::routes::plan_allows(limits.plans(), &standing, t.kind)?;
+    let cap = limits.value_for(&super::limits::IN_FLIGHT, &standing).await;
     let max_payload = state.core.broker.max_payload();
-    match store::retry(&state.core.db, &t, cap, max_payload)
+    match store::retry(&state.core.db, &t, &standing, cap, max_payload)
         .await
         .map_err(submit_error)?
     {

@@ -157,6 +157,28 @@ fn validate(state: &Tasks, req: &SubmitRequest) -> Result<(TaskKind, Value), Api
     Ok((kind, params))
 }
 
+/// 403 `plan_required` unless the caller's plan includes `kind`.
+pub(crate) fn plan_allows(
+    plans: &crate::plans::Plans,
+    standing: &crate::plans::Standing,
+    kind: TaskKind,
+) -> Result<(), ApiError> {
+    if plans.get(&standing.plan).allows(kind.as_str()) {
+        return Ok(());
+    }
+    let allowing = plans.allowing(kind.as_str());
+    Err(ApiError::PlanRequired {
+        message: format!(
+            "the {} plan does not include {} tasks; plans that do: {}",
+            standing.plan,
+            kind.as_str(),
+            allowing.join(", ")
+        ),
+        plan: standing.plan.clone(),
+        plans: allowing,
+    })
+}
+
 /// `POST /v1/tasks` → 202 with the task and a `Location`; credits reserved, task and run
 /// message committed together.
 #[utoipa::path(post, path = "/v1/tasks", tag = "tasks", security(("api_key" = [])),
@@ -168,6 +190,7 @@ fn validate(state: &Tasks, req: &SubmitRequest) -> Result<(TaskKind, Value), Api
         (status = 401, description = "Missing or invalid API key", body = ErrorBody),
         (status = 400, description = "Malformed JSON or unknown fields", body = ErrorBody),
         (status = 402, description = "Insufficient credits (`needed`, `balance`)", body = ErrorBody),
+        (status = 403, description = "`plan_required`: the caller's plan (`plan`) does not include the kind; `plans` name those that do", body = ErrorBody),
         (status = 422, description = "Invalid field (named in `field`), or `idempotency_key_reused` (the key came with another body)", body = ErrorBody),
         (status = 429, description = "`rate_limited` (submissions per second) or `too_many_tasks_in_flight`; `Retry-After` says when", body = ErrorBody)))]
 pub(crate) async fn submit(
@@ -177,8 +200,10 @@ pub(crate) async fn submit(
     ApiJson(req): ApiJson<SubmitRequest>,
 ) -> Result<Response, ApiError> {
     let limits = &state.core.limits;
-    limits.take(&super::limits::SUBMITS, &user.id).await?;
+    let standing = limits.standing(&user.id).await;
+    limits.take_for(&super::limits::SUBMITS, &standing).await?;
     let (kind, mut params) = validate(&state, &req)?;
+    plan_allows(limits.plans(), &standing, kind)?;
     state.shedding.admit(kind)?;
     let lane = super::inputs::check(
         &state.core.db,
@@ -206,11 +231,13 @@ pub(crate) async fn submit(
         .unwrap_or(0);
     let new = NewTask {
         user_id: user.id.clone(),
+        tenant_id: standing.tenant_id.clone(),
+        plan: standing.plan.clone(),
         kind,
         prompt: req.prompt,
         params,
         cost,
-        max_in_flight: limits.value(&super::limits::IN_FLIGHT, &user.id).await,
+        max_in_flight: limits.value_for(&super::limits::IN_FLIGHT, &standing).await,
         resume: None,
         metadata,
     };
@@ -258,6 +285,7 @@ pub(crate) async fn read(
         Status::Waiting => super::parked::store::get(&state.core.db, &task.id).await?,
         _ => None,
     };
+    let line = super::line::place(&state.core.db, &task).await?;
     // A step waiting for approval shows what is to be approved: the steps so far.
     let so_far = wait
         .as_ref()
@@ -267,6 +295,7 @@ pub(crate) async fn read(
     let mut view = TaskView::from(task);
     view.files = crate::storage::view::FileView::all(&state.core.storage, files).await?;
     view.waiting = wait.as_ref().map(super::view::WaitingView::of);
+    view.line = line;
     if so_far.is_some() {
         view.result = so_far;
     }

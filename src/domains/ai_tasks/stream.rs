@@ -19,12 +19,49 @@ impl Source for TaskStream {
     }
 
     async fn snapshot(&self, db: &DatabaseConnection, id: &str) -> Result<Option<Snapshot>, DbErr> {
-        Ok(store::get(db, id).await?.map(|t| Snapshot {
-            owner: t.user_id.clone(),
-            seq: i64::from(t.seq),
-            terminal: t.status.is_terminal(),
-            view: serde_json::to_value(TaskView::from(t)).unwrap_or_default(),
+        let Some(t) = store::get(db, id).await? else {
+            return Ok(None);
+        };
+        let line = super::line::place(db, &t).await?;
+        let (owner, seq, terminal) = (t.user_id.clone(), i64::from(t.seq), t.status.is_terminal());
+        let mut view = TaskView::from(t);
+        view.line = line;
+        Ok(Some(Snapshot {
+            owner,
+            seq,
+            terminal,
+            view: serde_json::to_value(view).unwrap_or_default(),
         }))
+    }
+
+    /// The waiting tasks among `ids`: their place in line, as a transient event.
+    async fn between(&self, db: &DatabaseConnection, ids: &[String]) -> Result<Vec<Event>, DbErr> {
+        let mut events = Vec::new();
+        for t in super::line::waiting_among(db, ids).await? {
+            let Some(line) = super::line::place(db, &t).await? else {
+                continue;
+            };
+            let data = serde_json::json!({
+                "task_id": t.id,
+                "status": t.status,
+                "progress": t.progress,
+                "line": line,
+            });
+            events.push(Event {
+                stream: KIND.to_owned(),
+                id: t.id.clone(),
+                owner: t.user_id.clone(),
+                seq: i64::from(t.seq),
+                terminal: false,
+                keep: false,
+                transient: true,
+                data: match data {
+                    serde_json::Value::Object(m) => m,
+                    _ => serde_json::Map::new(),
+                },
+            });
+        }
+        Ok(events)
     }
 
     async fn events_after(

@@ -37,6 +37,11 @@ pub struct TaskView {
     /// What a `WAITING` task waits for; filled by `GET /v1/tasks/{id}`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub waiting: Option<WaitingView>,
+    /// A `PENDING` task's place in line and estimated start; filled by
+    /// `GET /v1/tasks/{id}` and a live stream's snapshot, refreshed on the stream while it
+    /// waits.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub line: Option<super::line::PlaceView>,
 }
 
 /// What a `WAITING` task waits for.
@@ -102,6 +107,7 @@ impl From<Task> for TaskView {
                 .as_deref()
                 .and_then(|m| serde_json::from_str(m).ok()),
             waiting: None,
+            line: None,
         }
     }
 }

@@ -11,6 +11,7 @@ pub const ORDERS: RateLimit = RateLimit {
         key: "orders_per_sec",
         default: 5,
         about: "flash-sale orders per second (sustained)",
+        used: None,
     },
     per: Duration::from_secs(1),
     burst: Some(ORDER_BURST),
@@ -20,6 +21,7 @@ const ORDER_BURST: Limit = Limit {
     key: "order_burst",
     default: 10,
     about: "flash-sale orders allowed at once above the sustained rate",
+    used: None,
 };
 
 pub const LIMITS: &[Limit] = &[ORDERS.count, ORDER_BURST];

@@ -53,6 +53,7 @@ impl OrderEvent {
             seq: i64::from(self.seq),
             terminal: self.status.is_terminal(),
             keep: false,
+            transient: false,
             data,
         }
     }

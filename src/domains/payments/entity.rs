@@ -25,6 +25,8 @@ pub mod payment {
         pub order_id: Option<String>,
         /// Months of membership it buys (0: none).
         pub membership_months: i32,
+        /// The plan its membership grants (`None`: the configured membership plan).
+        pub plan: Option<String>,
         /// Refunded so far, in the minor unit, and the credits that took back.
         pub refunded_amount: i64,
         pub refunded_credits: i64,

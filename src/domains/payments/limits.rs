@@ -11,6 +11,7 @@ pub const INTENTS: RateLimit = RateLimit {
         key: "payments_per_min",
         default: 20,
         about: "payment intents created per minute (POST /v1/payments)",
+        used: None,
     },
     per: Duration::from_secs(60),
     burst: None,
@@ -21,6 +22,7 @@ pub const OPEN: Limit = Limit {
     key: "open_payments",
     default: 20,
     about: "unpaid payment intents held at once (they expire after payments.intent_ttl_secs)",
+    used: None,
 };
 
 pub const LIMITS: &[Limit] = &[INTENTS.count, OPEN];

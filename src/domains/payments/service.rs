@@ -105,6 +105,7 @@ impl Payments {
                     product: name,
                     credits: product.credits,
                     membership_months: product.membership_months(),
+                    plan: product.plan.clone(),
                     order_id: None,
                     amount: product.amount,
                     currency,
@@ -122,6 +123,7 @@ impl Payments {
                     product: "order".into(),
                     credits: 0,
                     membership_months: 0,
+                    plan: None,
                     order_id: Some(order.id),
                     amount: order.price,
                     currency,
@@ -137,11 +139,25 @@ impl Payments {
         let applied = store::apply(&self.db, id, self.max_payload).await?;
         super::metrics::applied(id, &applied);
         match &applied {
-            Applied::Granted { order_event, .. } => {
+            Applied::Granted {
+                order_event,
+                user_id,
+                membership_until,
+                ..
+            } => {
                 if let Some(ev) = order_event {
                     publish_events(self.broker.as_ref(), std::slice::from_ref(ev)).await;
                 }
+                // A membership changes the plan: every instance reads it on the next
+                // request.
+                if membership_until.is_some() {
+                    crate::plans::notices::announce(self.broker.as_ref(), vec![user_id.clone()])
+                        .await;
+                }
                 self.relay.notify();
+            }
+            Applied::Refunded { user_id, .. } => {
+                crate::plans::notices::announce(self.broker.as_ref(), vec![user_id.clone()]).await;
             }
             Applied::RefundDue { .. } => self.relay.notify(),
             _ => {}

@@ -90,6 +90,10 @@ pub struct Product {
     /// `monthly` or `yearly`; renewals stack.
     #[serde(default)]
     pub membership: Option<Plan>,
+    /// The plan (`[plans.<name>]`) the membership grants; unset: the plan with
+    /// `membership = true`.
+    #[serde(default)]
+    pub plan: Option<String>,
     /// Price in the currency's minor unit.
     pub amount: i64,
 }
@@ -156,6 +160,20 @@ impl PaymentSettings {
                     "every product needs an amount above 0 and credits above 0 or a membership"
                         .into(),
             });
+        }
+        // A product's plan is a configured one, and comes with a membership (the plan
+        // lasts as long as the membership does).
+        for (name, p) in &s.products {
+            if let Some(plan) = &p.plan
+                && (p.membership.is_none() || !settings.plans.contains_key(plan))
+            {
+                return Err(ConfigError::Invalid {
+                    key: "payments.products",
+                    problem: format!(
+                        "product `{name}`: plan `{plan}` needs a membership and a [plans.{plan}] table"
+                    ),
+                });
+            }
         }
         Ok(s)
     }

@@ -12,6 +12,7 @@ pub const WRITES: RateLimit = RateLimit {
         key: "material_writes_per_min",
         default: 120,
         about: "material edits and deletes per minute (each a new version and a sync message)",
+        used: None,
     },
     per: Duration::from_secs(60),
     burst: None,

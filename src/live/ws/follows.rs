@@ -15,7 +15,9 @@ impl Connection {
     pub(super) fn offer(&mut self, shared: Arc<Shared>) {
         let ev = &shared.event;
         let wanted = match self.subs.get(&ev.id) {
-            Some(f) => ev.seq > f.last && ev.stream == f.stream,
+            Some(f) => {
+                (ev.seq > f.last || (ev.transient && ev.seq == f.last)) && ev.stream == f.stream
+            }
             None => self.all && ev.owner == self.user.id,
         };
         if wanted {

@@ -152,6 +152,9 @@ impl Pending {
             .rev()
             .find(|p| p.event.id == shared.event.id)
         {
+            // Something of the thing already waits to be sent: it is at least as new as a
+            // computed event.
+            Some(_) if shared.event.transient => {}
             Some(slot) if !slot.event.keep => *slot = shared,
             _ => self.0.push(shared),
         }

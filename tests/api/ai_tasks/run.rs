@@ -159,6 +159,8 @@ async fn a_killed_consumer_leaves_a_task_that_finishes_once(backend: Backend) {
     let params = json!({ "simulate": { "step_ms": 1500 } });
     let kind = conveyor::domains::ai_tasks::TaskKind::Image;
     let new = store::NewTask {
+        tenant_id: String::new(),
+        plan: String::new(),
         user_id: user.id.clone(),
         kind,
         prompt: "x".into(),
@@ -352,6 +354,8 @@ async fn a_wave_of_results_commits_each_on_its_own_terms(backend: Backend) {
     ] {
         let txn = db.begin().await.unwrap();
         let new = NewTask {
+            tenant_id: String::new(),
+            plan: String::new(),
             user_id: user.id.clone(),
             kind,
             prompt: prompt.into(),

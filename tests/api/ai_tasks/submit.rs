@@ -306,6 +306,8 @@ async fn a_batch_reserves_what_each_balance_covers(backend: Backend) {
         .await
         .unwrap();
     let new = |user: &str, cost: i64| store::NewTask {
+        tenant_id: String::new(),
+        plan: String::new(),
         max_in_flight: 0,
         resume: None,
         metadata: None,

@@ -28,6 +28,7 @@ fn credit_pack() -> conveyor::domains::payments::store::NewPayment {
         product: "credits_100".into(),
         credits: 100,
         membership_months: 0,
+        plan: None,
         order_id: None,
         amount: 990,
         currency: "CNY".into(),

@@ -208,7 +208,7 @@ async fn a_membership_past_2038_is_kept(backend: Backend) {
         .await
         .unwrap();
     let locked = conveyor::users::lock(&txn, &user.id).await.unwrap();
-    let until = conveyor::users::membership::extend(&txn, &locked, 240, "membership:far")
+    let until = conveyor::users::membership::extend(&txn, &locked, 240, None, "membership:far")
         .await
         .unwrap();
     txn.commit().await.unwrap();

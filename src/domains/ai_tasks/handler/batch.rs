@@ -2,7 +2,6 @@
 //! the leases claimed, the steps run concurrently and committed in waves.
 
 use super::*;
-use crate::domains::ai_tasks::kinds::Status;
 use std::collections::HashMap;
 
 use chrono::Utc;
@@ -90,7 +89,12 @@ impl AiTaskHandler {
         let mut running = FuturesUnordered::new();
         for c in candidates {
             match claimed.remove(&c.task.id) {
-                Some(task) => running.push(self.run_step(ctx, c, task)),
+                Some(task) => {
+                    if c.task.started_at.is_none() {
+                        crate::domains::ai_tasks::metrics::started(&task);
+                    }
+                    running.push(self.run_step(ctx, c, task))
+                }
                 // Another consumer holds a live lease; if it dies the reaper re-drives.
                 None => answers.give(c.index, Ok(())),
             }
@@ -191,53 +195,5 @@ impl AiTaskHandler {
             });
         }
         Ok(out)
-    }
-
-    /// Fair share: a tenant already running its share waits (not a failure), so its
-    /// backlog cannot take every worker from the others. Counted once for the batch's
-    /// tenants; the batch's own claims count toward their share.
-    pub(super) async fn fair_share(
-        &self,
-        ctx: &Context,
-        candidates: Vec<Candidate>,
-        answers: &mut [Option<Result<(), HandlerError>>],
-    ) -> Result<Vec<Candidate>, sea_orm::DbErr> {
-        let mut caps: HashMap<String, u32> = HashMap::new();
-        for c in &candidates {
-            if c.task.status != Status::Processing && !caps.contains_key(&c.task.user_id) {
-                let cap = self
-                    .overrides
-                    .get(&ctx.db, &c.task.user_id)
-                    .await
-                    .value(&crate::domains::ai_tasks::limits::RUNNING, self.running_cap);
-                caps.insert(c.task.user_id.clone(), cap);
-            }
-        }
-        caps.retain(|_, cap| *cap > 0);
-        if caps.is_empty() {
-            return Ok(candidates);
-        }
-        let users: Vec<&str> = caps.keys().map(String::as_str).collect();
-        let mut running = store::running_by_user(&ctx.db, &users).await?;
-        let mut admitted = Vec::with_capacity(candidates.len());
-        for c in candidates {
-            let cap = match caps.get(&c.task.user_id) {
-                Some(cap) if c.task.status != Status::Processing => *cap,
-                _ => {
-                    admitted.push(c);
-                    continue;
-                }
-            };
-            let n = running.entry(c.task.user_id.clone()).or_default();
-            if *n >= u64::from(cap) {
-                answers[c.index] = Some(Err(HandlerError::Deferred(format!(
-                    "tenant already runs {n} tasks (limits.tasks_running {cap})"
-                ))));
-            } else {
-                *n += 1;
-                admitted.push(c);
-            }
-        }
-        Ok(admitted)
     }
 }

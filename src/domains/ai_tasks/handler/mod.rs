@@ -12,6 +12,7 @@ pub mod job;
 mod park;
 mod report;
 pub mod report_writer;
+pub mod share;
 mod step;
 #[cfg(test)]
 mod tests;
@@ -35,10 +36,13 @@ pub struct AiTaskHandler {
     pub executor: Arc<dyn Executor>,
     pub relay: Relay,
     pub max_payload: usize,
-    /// For the fair-share rule at claim time (`limits.tasks_running`, per-user overrides).
-    /// `limits.tasks_running` as configured (overrides per user on top).
+    /// For the fair-share rules at claim time ([`share`]): `limits.tasks_running` as
+    /// configured (each plan's, then each tenant's overrides, on top), the plans (their
+    /// caps and weights) and each lane's waiting tenants.
     pub running_cap: u32,
     pub overrides: Arc<crate::limits::overrides::Cache>,
+    pub plans: Arc<crate::plans::Plans>,
+    pub waiting: share::Waiting,
     /// What every running step reports (progress, streamed text), written together.
     pub reports: report_writer::ReportWriter,
     /// Every running step's lease heartbeats, written together.

@@ -1,5 +1,4 @@
-//! Claims: the steps of a batch leased in one transaction, and the tenants' running
-//! counts for the fair-share rule.
+//! Claims: the steps of a batch leased in one transaction.
 
 #[allow(unused_imports)]
 use super::*;
@@ -12,28 +11,6 @@ use sea_orm::{
 use crate::domains::ai_tasks::entity::{event, task};
 use crate::domains::ai_tasks::kinds::Status;
 use crate::domains::ai_tasks::messages::TaskEvent;
-
-/// How many tasks each of `users` has PROCESSING (by index): the fair-share check of a
-/// batch, one query for all of its tenants.
-pub async fn running_by_user(
-    db: &impl ConnectionTrait,
-    users: &[&str],
-) -> Result<std::collections::HashMap<String, u64>, DbErr> {
-    let rows: Vec<(String, i64)> = task::Entity::find()
-        .select_only()
-        .column(task::Column::UserId)
-        .column_as(task::Column::Id.count(), "n")
-        .filter(task::Column::UserId.is_in(users.iter().map(|u| (*u).to_owned())))
-        .filter(task::Column::Status.eq(Status::Processing))
-        .group_by(task::Column::UserId)
-        .into_tuple()
-        .all(db)
-        .await?;
-    Ok(rows
-        .into_iter()
-        .map(|(user, n)| (user, u64::try_from(n).unwrap_or(0)))
-        .collect())
-}
 
 /// One step claim of a batch: task, the step its message runs, that step's name.
 pub struct StepClaim<'a> {

@@ -5,6 +5,7 @@
 
 mod beats;
 mod claims;
+mod lanes;
 mod queries;
 mod reports;
 mod retry;
@@ -50,6 +51,7 @@ impl From<search_sync::store::StoreError> for StoreError {
 
 pub use beats::*;
 pub use claims::*;
+pub use lanes::*;
 pub use queries::*;
 pub use reports::*;
 pub use retry::*;

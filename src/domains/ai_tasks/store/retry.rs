@@ -50,10 +50,12 @@ async fn retry_of(db: &impl sea_orm::ConnectionTrait, id: &str) -> Result<Option
 }
 
 /// Retries `t` (its owner's, checked by the caller): the same kind, prompt, params,
-/// metadata and cost, for the same owner, under `max_in_flight` (the owner's cap).
+/// metadata and cost, for the same owner, under the owner's standing now (tenant, plan)
+/// and `max_in_flight` (the tenant's cap).
 pub async fn retry(
     db: &DatabaseConnection,
     t: &Task,
+    standing: &crate::plans::Standing,
     max_in_flight: u32,
     max_payload: usize,
 ) -> Result<Retried, StoreError> {
@@ -66,6 +68,8 @@ pub async fn retry(
     };
     let new = NewTask {
         user_id: t.user_id.clone(),
+        tenant_id: standing.tenant_id.clone(),
+        plan: standing.plan.clone(),
         kind: t.kind,
         prompt: t.prompt.clone(),
         params: serde_json::from_str(&t.params).unwrap_or_default(),

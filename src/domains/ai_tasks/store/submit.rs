@@ -17,12 +17,17 @@ use crate::users::credits;
 #[derive(Debug, Clone)]
 pub struct NewTask {
     pub user_id: String,
+    /// Whose share and limits it counts against (the organisation, else the user; empty:
+    /// the user).
+    pub tenant_id: String,
+    /// The plan it is submitted under (empty: `free`).
+    pub plan: String,
     pub kind: TaskKind,
     pub prompt: String,
     pub params: serde_json::Value,
     pub cost: i64,
-    /// The user's cap on tasks PENDING, PROCESSING or RETRYING (0: none), checked in the
-    /// submission's transaction.
+    /// The tenant's cap on tasks PENDING, PROCESSING or RETRYING (0: none), checked in
+    /// the submission's transaction.
     pub max_in_flight: u32,
     /// A retry: where the task it retries left off.
     pub resume: Option<Resume>,
@@ -37,6 +42,16 @@ pub struct Resume {
     pub step_index: i32,
     /// The earlier steps' outputs (the retried task's result as it was).
     pub result: Option<String>,
+}
+
+impl NewTask {
+    fn tenant(&self) -> &str {
+        if self.tenant_id.is_empty() {
+            &self.user_id
+        } else {
+            &self.tenant_id
+        }
+    }
 }
 
 /// (user, cost) of each submission, for the credit reservation.
@@ -65,11 +80,12 @@ pub async fn submit_many_if_covered(
     Ok(Some(write_batch(txn, batch, admitted, max_payload).await?))
 }
 
-/// Per submission: `Some(cap)` when its user already has `cap` tasks PENDING, PROCESSING
-/// or RETRYING, the batch's earlier submissions included. The capped users' rows are
-/// locked first (in id order, like every reservation), so concurrent transactions of one
-/// user count one after the other: the lock is held to the commit, and the next count
-/// starts after it and sees the committed tasks.
+/// Per submission: `Some(cap)` when its tenant already has `cap` tasks PENDING,
+/// PROCESSING or RETRYING, the batch's earlier submissions included. The capped tenants'
+/// rows are locked first (users, then organisations, each in id order, like every
+/// reservation), so concurrent transactions of one tenant count one after the other: the
+/// lock is held to the commit, and the next count starts after it and sees the committed
+/// tasks.
 async fn over_cap(
     txn: &impl ConnectionTrait,
     batch: &[NewTask],
@@ -77,19 +93,20 @@ async fn over_cap(
     let ids: std::collections::BTreeSet<&str> = batch
         .iter()
         .filter(|n| n.max_in_flight > 0)
-        .map(|n| n.user_id.as_str())
+        .map(|n| n.tenant())
         .collect();
     if ids.is_empty() {
         return Ok(vec![None; batch.len()]);
     }
     crate::users::lock_many(txn, &ids).await?;
+    crate::users::orgs::lock_many(txn, &ids).await?;
     let mut active: std::collections::HashMap<String, i64> = task::Entity::find()
         .select_only()
-        .column(task::Column::UserId)
+        .column(task::Column::TenantId)
         .column_as(task::Column::Id.count(), "n")
-        .filter(task::Column::UserId.is_in(ids))
+        .filter(task::Column::TenantId.is_in(ids))
         .filter(task::Column::Status.is_in(Status::ACTIVE))
-        .group_by(task::Column::UserId)
+        .group_by(task::Column::TenantId)
         .into_tuple::<(String, i64)>()
         .all(txn)
         .await?
@@ -101,7 +118,7 @@ async fn over_cap(
             if n.max_in_flight == 0 {
                 return None;
             }
-            let count = active.entry(n.user_id.clone()).or_default();
+            let count = active.entry(n.tenant().to_owned()).or_default();
             if *count >= i64::from(n.max_in_flight) {
                 Some(n.max_in_flight)
             } else {
@@ -165,12 +182,23 @@ async fn write_batch(
             results.push(Err(refused));
             continue;
         }
+        let from = n.resume.as_ref().map_or(0, |r| r.step_index);
+        let params = n.params.to_string();
+        let lane = crate::domains::ai_tasks::kinds::Lane::of(&params);
+        let queue = n.kind.queue_in(from, lane);
         let t = task::Model {
             id: uuid::Uuid::now_v7().to_string(),
+            tenant_id: n.tenant().to_owned(),
+            plan: if n.plan.is_empty() {
+                crate::plans::FREE.to_owned()
+            } else {
+                n.plan.clone()
+            },
+            lane: queue.key.to_owned(),
             user_id: n.user_id.clone(),
             kind: n.kind,
             prompt: n.prompt.clone(),
-            params: n.params.to_string(),
+            params,
             status: Status::Pending,
             attempt: 0,
             step_index: 0,
@@ -197,7 +225,6 @@ async fn write_batch(
                 &t.id, &t.user_id, m,
             ));
         }
-        let from = n.resume.as_ref().map_or(0, |r| r.step_index);
         let t = task::Model {
             step_index: from,
             result: n.resume.as_ref().and_then(|r| r.result.clone()),
@@ -213,11 +240,7 @@ async fn write_batch(
         }
         let ev = event_of(&t, Some("accepted".into()));
         events.push(event_row(&ev));
-        let lane = crate::domains::ai_tasks::kinds::Lane::of(&t.params);
-        messages.push((
-            Target::Queue(n.kind.queue_in(from, lane)),
-            run_message(&t, from),
-        ));
+        messages.push((Target::Queue(queue), run_message(&t, from)));
         tasks.push(task::ActiveModel::from(t.clone()));
         results.push(Ok((t, ev)));
     }

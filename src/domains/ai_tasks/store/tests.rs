@@ -27,6 +27,9 @@ fn task(kind: TaskKind, status: Status, step_index: i32, leased: bool, started: 
         finished_at: None,
         retry_of: None,
         metadata: None,
+        tenant_id: "u".into(),
+        plan: "free".into(),
+        lane: "ai.short".into(),
     }
 }
 

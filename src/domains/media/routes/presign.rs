@@ -76,13 +76,13 @@ pub(crate) async fn create(
     if req.size == 0 {
         return Err(ApiError::invalid("size", "must be greater than 0"));
     }
-    let limit = storage.settings.max_bytes(purpose);
+    let (limit, quota) = super::upload::caps(&state.core, &user.id, purpose).await;
     if req.size > limit {
         return Err(too_large(purpose, limit));
     }
     let db = &state.core.db;
-    if !usage::reserve(db, &user.id, req.size, storage.settings.quota_bytes).await? {
-        return Err(over_quota(storage.settings.quota_bytes));
+    if !usage::reserve(db, &user.id, req.size, quota).await? {
+        return Err(over_quota(quota));
     }
     let id = uuid::Uuid::now_v7().to_string();
     let key =

@@ -129,7 +129,7 @@ pub(crate) async fn create(
             "a `file` field must follow `purpose`"
         )))
     }
-    let limit = storage.settings.max_bytes(purpose);
+    let (limit, _) = caps(&state.core, &user.id, purpose).await;
     let row = records::create_pending(db, &user.id, purpose.as_str(), None, reserve, None).await?;
     let written = storage
         .write_stream(
@@ -185,18 +185,29 @@ async fn admit(
     purpose: Purpose,
     length: Option<u64>,
 ) -> Result<u64, ApiError> {
-    let settings = &state.core.storage.settings;
-    let limit = settings.max_bytes(purpose);
+    let (limit, quota) = caps(&state.core, user, purpose).await;
     if length.is_some_and(|n| n > limit + FRAMING) {
         metrics::counter!("conveyor_storage_uploads_total", "outcome" => "too_large").increment(1);
         return Err(too_large(purpose, limit));
     }
     let reserve = length.map_or(limit, |n| n.min(limit));
-    if !usage::reserve(&state.core.db, user, reserve, settings.quota_bytes).await? {
+    if !usage::reserve(&state.core.db, user, reserve, quota).await? {
         metrics::counter!("conveyor_storage_uploads_total", "outcome" => "over_quota").increment(1);
-        return Err(over_quota(settings.quota_bytes));
+        return Err(over_quota(quota));
     }
     Ok(reserve)
+}
+
+/// The largest upload of `purpose` and the storage quota of `user`'s plan (each within
+/// the `[storage]` limits).
+pub(super) async fn caps(core: &crate::api::Core, user: &str, purpose: Purpose) -> (u64, u64) {
+    let settings = &core.storage.settings;
+    let standing = core.limits.standing(user).await;
+    let plan = core.limits.plans().get(&standing.plan);
+    (
+        plan.upload_max(settings.max_bytes(purpose)),
+        plan.storage_quota(settings.quota_bytes),
+    )
 }
 
 pub(super) fn too_large(purpose: Purpose, limit: u64) -> ApiError {

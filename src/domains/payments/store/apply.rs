@@ -145,7 +145,8 @@ async fn pay(
     if p.membership_months > 0 {
         let months = u32::try_from(p.membership_months).unwrap_or(0);
         let key = format!("membership:{}", p.id);
-        membership_until = Some(membership::extend(txn, &user, months, &key).await?);
+        membership_until =
+            Some(membership::extend(txn, &user, months, p.plan.as_deref(), &key).await?);
     }
     set_status(txn, &p.id, PAID).await?;
     requeue_waiting(txn, &p.id, max_bytes).await?;

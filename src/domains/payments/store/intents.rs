@@ -18,6 +18,8 @@ pub struct NewPayment {
     pub product: String,
     pub credits: i64,
     pub membership_months: i32,
+    /// The plan the membership grants (`None`: the configured membership plan).
+    pub plan: Option<String>,
     pub order_id: Option<String>,
     pub amount: i64,
     pub currency: String,
@@ -40,6 +42,7 @@ pub async fn create(
         paid_at: None,
         order_id: new.order_id,
         membership_months: new.membership_months,
+        plan: new.plan,
         refunded_amount: 0,
         refunded_credits: 0,
         shortfall: 0,

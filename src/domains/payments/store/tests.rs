@@ -25,6 +25,7 @@ async fn pack(db: &DatabaseConnection) -> (String, Payment) {
         product: "credits_100".into(),
         credits: 100,
         membership_months: 0,
+        plan: None,
         order_id: None,
         amount: 990,
         currency: "CNY".into(),

@@ -1,0 +1,105 @@
+//! A waiting task's place in line: the tasks of its tenant ahead of it in its lane (it
+//! starts after them; other tenants' work runs beside it under the fair share), every
+//! tenant's ahead of it, and when it should start at the pace its tenant's work (else
+//! the lane's) started lately. Shown by `GET /v1/tasks/{id}`, a stream's snapshot and,
+//! while it waits, the live stream every `live.refresh_ms`.
+
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use sea_orm::{ColumnTrait, DatabaseConnection, DbErr, EntityTrait, QueryFilter};
+use serde::Serialize;
+
+use super::entity::task;
+use super::kinds::Status;
+use super::store::{self, Task};
+
+/// Starts counted for the pace: long enough to smooth a burst, short enough to follow a
+/// change of load.
+const PACE_WINDOW: Duration = Duration::from_secs(60);
+
+/// Where a PENDING task stands.
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
+pub struct PlaceView {
+    /// The line it waits in (the queue of its first step).
+    pub lane: String,
+    /// Tasks of its tenant in the lane submitted before it and not started: it starts
+    /// after them (0: it is next).
+    pub position: u64,
+    /// Tasks of every tenant waiting ahead of it in the lane (the fair share serves
+    /// tenants side by side, so it may start before many of them).
+    pub waiting_ahead: u64,
+    /// When it should start: `position + 1` tasks at the pace its tenant's work in the
+    /// lane started over the last minute (the lane's, if the tenant's has not started
+    /// twice); `null` when nothing started there lately.
+    pub estimated_start_at: Option<DateTime<Utc>>,
+    pub estimated_wait_ms: Option<u64>,
+}
+
+/// Starts per second since `first`, counting `n` of them; `None` under two.
+fn pace(n: u64, first: Option<DateTime<Utc>>, now: DateTime<Utc>) -> Option<f64> {
+    let first = first?;
+    if n < 2 {
+        return None;
+    }
+    let secs = (now - first).num_milliseconds().max(1) as f64 / 1000.0;
+    Some(n as f64 / secs)
+}
+
+/// The estimate for `position`, given starts per second.
+pub fn estimate(position: u64, per_sec: f64) -> Duration {
+    Duration::from_secs_f64((position as f64 + 1.0) / per_sec.max(1e-3))
+}
+
+/// The place of `t`, if it waits in a lane.
+pub async fn place(db: &DatabaseConnection, t: &Task) -> Result<Option<PlaceView>, DbErr> {
+    if t.status != Status::Pending || t.lane.is_empty() {
+        return Ok(None);
+    }
+    let (position, waiting_ahead) = store::ahead_of(db, t).await?;
+    let now = Utc::now();
+    let since = now - chrono::Duration::from_std(PACE_WINDOW).unwrap_or_default();
+    let (n, first) = store::starts_since(db, &t.lane, Some(&t.tenant_id), since).await?;
+    let per_sec = match pace(n, first, now) {
+        Some(p) => Some(p),
+        None => {
+            let (n, first) = store::starts_since(db, &t.lane, None, since).await?;
+            pace(n, first, now)
+        }
+    };
+    let wait = per_sec.map(|p| estimate(position, p));
+    Ok(Some(PlaceView {
+        lane: t.lane.clone(),
+        position,
+        waiting_ahead,
+        estimated_start_at: wait
+            .and_then(|w| chrono::Duration::from_std(w).ok())
+            .map(|w| now + w),
+        estimated_wait_ms: wait.map(|w| w.as_millis() as u64),
+    }))
+}
+
+/// The PENDING tasks among `ids` (the ones a live refresh tells their place).
+pub async fn waiting_among(db: &DatabaseConnection, ids: &[String]) -> Result<Vec<Task>, DbErr> {
+    task::Entity::find()
+        .filter(task::Column::Id.is_in(ids.iter().cloned()))
+        .filter(task::Column::Status.eq(Status::Pending))
+        .all(db)
+        .await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_estimate_follows_the_pace() {
+        let now = Utc::now();
+        // 10 starts over the last 5 s: 2 a second.
+        let p = pace(10, Some(now - chrono::Duration::seconds(5)), now).unwrap_or(0.0);
+        assert!((p - 2.0).abs() < 0.01, "{p}");
+        assert_eq!(estimate(3, p), Duration::from_secs(2));
+        assert_eq!(pace(1, Some(now), now), None);
+        assert_eq!(pace(5, None, now), None);
+    }
+}

@@ -1,0 +1,120 @@
+//! Lanes: the line a task waits in (the queue of its first step). What the fair-share
+//! rule counts at claim time (who runs how much, who waits) and what a waiting task is
+//! told (its place in line, the lane's recent pace).
+
+#[allow(unused_imports)]
+use super::*;
+use std::collections::HashMap;
+
+use chrono::{DateTime, Utc};
+use sea_orm::{ColumnTrait, ConnectionTrait, DbErr, EntityTrait, QueryFilter, QuerySelect};
+
+use crate::domains::ai_tasks::entity::task;
+use crate::domains::ai_tasks::kinds::Status;
+
+/// Tasks PROCESSING in `lane`, by tenant: one grouped count over the lane's running
+/// work (bounded by the consumers' slots, whatever the backlog).
+pub async fn running_by_tenant(
+    db: &impl ConnectionTrait,
+    lane: &str,
+) -> Result<HashMap<String, u64>, DbErr> {
+    let rows: Vec<(String, i64)> = task::Entity::find()
+        .select_only()
+        .column(task::Column::TenantId)
+        .column_as(task::Column::Id.count(), "n")
+        .filter(task::Column::Lane.eq(lane))
+        .filter(task::Column::Status.eq(Status::Processing))
+        .group_by(task::Column::TenantId)
+        .into_tuple()
+        .all(db)
+        .await?;
+    Ok(rows
+        .into_iter()
+        .map(|(t, n)| (t, u64::try_from(n).unwrap_or(0)))
+        .collect())
+}
+
+/// The tenants with PENDING work in `lane`, each with the plans it waits under (a
+/// tenant whose plan changed may wait under two).
+pub async fn waiting_tenants(
+    db: &impl ConnectionTrait,
+    lane: &str,
+) -> Result<Vec<(String, String)>, DbErr> {
+    task::Entity::find()
+        .select_only()
+        .column(task::Column::TenantId)
+        .column(task::Column::Plan)
+        .filter(task::Column::Lane.eq(lane))
+        .filter(task::Column::Status.eq(Status::Pending))
+        .group_by(task::Column::TenantId)
+        .group_by(task::Column::Plan)
+        .into_tuple()
+        .all(db)
+        .await
+}
+
+/// Where a PENDING task stands: the tasks of its tenant in its lane PENDING before it
+/// (a UUIDv7 id orders by submission), and of every tenant.
+pub async fn ahead_of(db: &impl ConnectionTrait, t: &Task) -> Result<(u64, u64), DbErr> {
+    let count = |own: bool| {
+        let mut q = task::Entity::find()
+            .filter(task::Column::Lane.eq(t.lane.as_str()))
+            .filter(task::Column::Status.eq(Status::Pending))
+            .filter(task::Column::Id.lt(t.id.as_str()));
+        if own {
+            q = q.filter(task::Column::TenantId.eq(t.tenant_id.as_str()));
+        }
+        q.select_only()
+            .column_as(task::Column::Id.count(), "n")
+            .into_tuple::<i64>()
+            .one(db)
+    };
+    let own = count(true).await?.unwrap_or(0);
+    let all = count(false).await?.unwrap_or(0);
+    Ok((
+        u64::try_from(own).unwrap_or(0),
+        u64::try_from(all).unwrap_or(0),
+    ))
+}
+
+/// Starts in `lane` (of `tenant`, when given) since `since`: how many, and the first.
+pub async fn starts_since(
+    db: &impl ConnectionTrait,
+    lane: &str,
+    tenant: Option<&str>,
+    since: DateTime<Utc>,
+) -> Result<(u64, Option<DateTime<Utc>>), DbErr> {
+    let mut q = task::Entity::find()
+        .filter(task::Column::Lane.eq(lane))
+        .filter(task::Column::StartedAt.gt(crate::db::utc_value(db, since)));
+    if let Some(t) = tenant {
+        q = q.filter(task::Column::TenantId.eq(t));
+    }
+    let row: Option<(i64, Option<DateTime<Utc>>)> = q
+        .select_only()
+        .column_as(task::Column::Id.count(), "n")
+        .column_as(task::Column::StartedAt.min(), "first")
+        .into_tuple()
+        .one(db)
+        .await?;
+    Ok(row
+        .map(|(n, first)| (u64::try_from(n).unwrap_or(0), first))
+        .unwrap_or((0, None)))
+}
+
+/// A tenant's tasks in any of `statuses` (its use of a cap, for `GET /v1/me`).
+pub async fn count_of_tenant(
+    db: &impl ConnectionTrait,
+    tenant: &str,
+    statuses: &[Status],
+) -> Result<u64, DbErr> {
+    let n: Option<i64> = task::Entity::find()
+        .filter(task::Column::TenantId.eq(tenant))
+        .filter(task::Column::Status.is_in(statuses.iter().copied()))
+        .select_only()
+        .column_as(task::Column::Id.count(), "n")
+        .into_tuple()
+        .one(db)
+        .await?;
+    Ok(n.and_then(|n| u64::try_from(n).ok()).unwrap_or(0))
+}
