@@ -28,13 +28,21 @@ use crate::error::ApiError;
 pub struct SseFrame {
     /// The event's sequence number (resume with `Last-Event-ID`).
     id: String,
-    /// `snapshot` (the thing as it stands) or `progress` (one stored event).
+    /// `snapshot` (the thing as it stands), `progress` (one stored event) or `line` (a
+    /// waiting task's place in line, computed: no `id`).
     event: String,
     /// JSON: the snapshot's view, or the event's fields.
     data: String,
 }
 
 fn sse_event(ev: &Event) -> SseEvent {
+    // A computed event (a waiting task's place in line) has no id of its own: a client's
+    // `Last-Event-ID` stays the stored event's.
+    if ev.transient {
+        return SseEvent::default()
+            .event("line")
+            .data(ev.frame_json().to_string());
+    }
     SseEvent::default()
         .id(ev.seq.to_string())
         .event("progress")

@@ -96,7 +96,7 @@ pub async fn resolve(
 }
 
 /// How long a standing is trusted when no notice says it changed.
-const TTL: Duration = Duration::from_secs(5);
+const TTL: Duration = Duration::from_secs(2);
 const MAX_ENTRIES: usize = 10_000;
 
 #[derive(Default)]

@@ -26,6 +26,7 @@ mod openapi;
 mod ops;
 mod outbox;
 mod payments;
+mod plans;
 mod providers;
 mod rabbitmq;
 mod search;

@@ -132,6 +132,14 @@ fn install(platform: &Platform) -> BoxFuture<'_, anyhow::Result<Installed>> {
             overrides: Arc::default(),
             plans: platform.plans.clone(),
             waiting: handler::share::Waiting::default(),
+            share_turn: tokio::sync::Mutex::new(()),
+            lane_slots: queues::QUEUES
+                .iter()
+                .map(|q| {
+                    let prefetch = platform.broker.topology().queue(q).prefetch;
+                    (q.key.to_owned(), u64::from(prefetch))
+                })
+                .collect(),
             reports: handler::report_writer::start(
                 platform.db.clone(),
                 platform.broker.clone(),

@@ -23,6 +23,8 @@ pub struct TaskView {
     pub updated_at: chrono::DateTime<chrono::Utc>,
     pub started_at: Option<chrono::DateTime<chrono::Utc>>,
     pub finished_at: Option<chrono::DateTime<chrono::Utc>>,
+    /// The plan it was submitted under: its weight in a contended lane.
+    pub plan: String,
     /// The files it generated, with download URLs that expire; filled by
     /// `GET /v1/tasks/{id}`, absent elsewhere.
     #[serde(skip_serializing_if = "Vec::is_empty")]
@@ -101,6 +103,7 @@ impl From<Task> for TaskView {
             started_at: t.started_at,
             finished_at: t.finished_at,
             files: Vec::new(),
+            plan: t.plan,
             retry_of: t.retry_of,
             metadata: t
                 .metadata

@@ -152,7 +152,7 @@ async fn deleted_uploads_lose_their_bytes_after_the_grace_and_strays_are_collect
 }
 
 /// An upload's request head announcing `length` bytes and no body: the answer, as text.
-async fn head_only_upload(app: &TestApp, key: &str, length: u64) -> String {
+pub async fn head_only_upload(app: &TestApp, key: &str, length: u64) -> String {
     use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
     let mut conn = tokio::net::TcpStream::connect(app.addr).await.unwrap();
     let head = format!(

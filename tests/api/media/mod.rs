@@ -8,6 +8,7 @@ mod files;
 mod generated;
 mod ingest;
 mod lifecycle;
+pub use lifecycle::head_only_upload;
 mod memory;
 mod presign;
 mod uploads;

@@ -15,6 +15,7 @@ mod forgeries;
 mod hmac;
 mod notify;
 mod orders;
+mod plans;
 mod refunds;
 mod wechat;
 

@@ -60,7 +60,7 @@ impl AiTaskHandler {
                 answers.give(i, a);
             }
         }
-        let candidates = match loaded {
+        let (candidates, share_turn) = match loaded {
             Ok(c) => c,
             Err(e) => return answers.give_rest(|| Err(transient(format!("loading tasks: {e}")))),
         };
@@ -77,6 +77,8 @@ impl AiTaskHandler {
             Ok(c) => c,
             Err(e) => return answers.give_rest(|| Err(transient(&e))),
         };
+        // The claims are in the counts now: the next batch's share may be weighed.
+        drop(share_turn);
         publish_events(
             ctx.broker.as_ref(),
             &claimed.iter().map(|(_, ev)| ev.clone()).collect::<Vec<_>>(),

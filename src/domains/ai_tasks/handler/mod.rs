@@ -43,6 +43,11 @@ pub struct AiTaskHandler {
     pub overrides: Arc<crate::limits::overrides::Cache>,
     pub plans: Arc<crate::plans::Plans>,
     pub waiting: share::Waiting,
+    /// Each lane's worker slots in this process (its prefetch): the least a contended
+    /// lane's shares are cut from.
+    pub lane_slots: std::collections::HashMap<String, u64>,
+    /// Held from a batch's share check to its claims (see [`share`]).
+    pub share_turn: tokio::sync::Mutex<()>,
     /// What every running step reports (progress, streamed text), written together.
     pub reports: report_writer::ReportWriter,
     /// Every running step's lease heartbeats, written together.

@@ -8,10 +8,14 @@
 //!   tenant running that many in the lane is deferred (second retry tier), whoever else
 //!   waits — the headroom that keeps a flood from taking every slot;
 //! - **the weighted share**: while other tenants wait in the lane (PENDING tasks), a
-//!   tenant gets `max(1, round(S × w / W))` of the lane's running work, where `S` is the
-//!   lane's running tasks plus this claim, `w` its plan's weight and `W` the weights of
-//!   every waiting tenant; above it, it yields (first retry tier: its turn comes again
-//!   within a second). Alone in the lane, a tenant takes whatever is free.
+//!   tenant gets `max(1, round(S × w / W))` of the lane's slots, where `S` is the lane's
+//!   running tasks plus this claim or this process's slots for the lane (its prefetch),
+//!   whichever is more, `w` its plan's weight and `W` the weights of every waiting
+//!   tenant; above it, it yields (first retry tier: its turn comes again within a
+//!   second). Alone in the lane, a tenant takes whatever is free. A waiting tenant's
+//!   share is kept for it while its yielded work is in the first tier: up to that share
+//!   of the slots may idle for up to a second, the price of not letting the heavier
+//!   plan's backlog take them (measured: docs/performance.md).
 //!
 //! Counts come from the tasks table (one grouped count of the lane's running work per
 //! batch; the waiting tenants of a lane cached for [`WAITING_TTL`]), so every consumer
@@ -78,9 +82,10 @@ pub enum Verdict {
     },
 }
 
-/// The rule itself: `running` of the tenant and `total` of the lane, its `weight` and
-/// `cap` (0: none), and `waiting`, the weights of every waiting tenant but this one.
-pub fn verdict(running: u64, total: u64, weight: u32, cap: u32, others: u64) -> Verdict {
+/// The rule itself: `running` of the tenant, `slots` of the lane (its running work plus
+/// this claim, or the process's slots if more), its `weight` and `cap` (0: none), and
+/// `others`, the weights of every waiting tenant but this one.
+pub fn verdict(running: u64, slots: u64, weight: u32, cap: u32, others: u64) -> Verdict {
     if cap > 0 && running >= u64::from(cap) {
         return Verdict::OverCap { cap };
     }
@@ -88,7 +93,6 @@ pub fn verdict(running: u64, total: u64, weight: u32, cap: u32, others: u64) -> 
         return Verdict::Admit;
     }
     let w = u64::from(weight.max(1));
-    let slots = total + 1;
     // round(slots × w / (w + others)), at least 1: no tenant waits forever.
     let share = ((slots * w * 2 + (w + others)) / ((w + others) * 2)).max(1);
     if running >= share {
@@ -100,16 +104,19 @@ pub fn verdict(running: u64, total: u64, weight: u32, cap: u32, others: u64) -> 
 
 impl AiTaskHandler {
     /// Applies both rules to the batch's first claims; the batch's own admissions count
-    /// toward the shares of the claims after them.
+    /// toward the shares of the claims after them. When a rule applies, the caller holds
+    /// the returned turn until its claims are written: the process's batches weigh one
+    /// after another, each seeing the claims of the one before (side by side, each would
+    /// admit up to a tenant's whole share).
     pub(super) async fn fair_share(
         &self,
         ctx: &Context,
         candidates: Vec<Candidate>,
         answers: &mut [Option<Result<(), HandlerError>>],
-    ) -> Result<Vec<Candidate>, sea_orm::DbErr> {
+    ) -> Result<(Vec<Candidate>, Option<ShareTurn<'_>>), sea_orm::DbErr> {
         let fresh = |c: &Candidate| c.task.status != Status::Processing;
         if !candidates.iter().any(fresh) {
-            return Ok(candidates);
+            return Ok((candidates, None));
         }
         // Per lane: its running work by tenant and its waiting tenants' weights.
         let mut lanes: HashMap<String, (HashMap<String, u64>, u64, Arc<HashMap<String, u32>>)> =
@@ -135,8 +142,9 @@ impl AiTaskHandler {
         }
         // Nothing to weigh: no cap, and no lane with two tenants waiting.
         if caps.values().all(|c| *c == 0) && lanes.values().all(|(_, _, w)| w.len() < 2) {
-            return Ok(candidates);
+            return Ok((candidates, None));
         }
+        let turn = self.share_turn.lock().await;
         for (lane, (running, total, _)) in lanes.iter_mut() {
             *running = store::running_by_tenant(&ctx.db, lane).await?;
             *total = running.values().sum();
@@ -159,8 +167,9 @@ impl AiTaskHandler {
                 .map(|(_, w)| u64::from(*w))
                 .sum();
             let cap = caps.get(&t.tenant_id).copied().unwrap_or(0);
+            let slots = (*total + 1).max(self.lane_slots.get(&t.lane).copied().unwrap_or(0));
             let n = running.entry(t.tenant_id.clone()).or_default();
-            match verdict(*n, *total, weight, cap, others) {
+            match verdict(*n, slots, weight, cap, others) {
                 Verdict::Admit => {
                     *n += 1;
                     *total += 1;
@@ -180,9 +189,12 @@ impl AiTaskHandler {
                 }
             }
         }
-        Ok(admitted)
+        Ok((admitted, Some(turn)))
     }
 }
+
+/// One batch's turn at weighing shares (see [`AiTaskHandler::fair_share`]).
+pub type ShareTurn<'a> = tokio::sync::MutexGuard<'a, ()>;
 
 #[cfg(test)]
 mod tests {
@@ -190,8 +202,8 @@ mod tests {
 
     #[test]
     fn a_cap_defers_whoever_waits() {
-        assert_eq!(verdict(4, 4, 1, 4, 0), Verdict::OverCap { cap: 4 });
-        assert_eq!(verdict(3, 10, 1, 4, 0), Verdict::Admit);
+        assert_eq!(verdict(4, 5, 1, 4, 0), Verdict::OverCap { cap: 4 });
+        assert_eq!(verdict(3, 11, 1, 4, 0), Verdict::Admit);
     }
 
     #[test]
@@ -202,28 +214,33 @@ mod tests {
     #[test]
     fn contended_shares_follow_the_weights_and_never_fall_to_zero() {
         // 8 slots, weights 3 and 1: 6 and 2.
-        assert_eq!(verdict(6, 7, 3, 0, 1), Verdict::OverShare { share: 6 });
-        assert_eq!(verdict(5, 7, 3, 0, 1), Verdict::Admit);
-        assert_eq!(verdict(2, 7, 1, 0, 3), Verdict::OverShare { share: 2 });
-        assert_eq!(verdict(1, 7, 1, 0, 3), Verdict::Admit);
+        assert_eq!(verdict(6, 8, 3, 0, 1), Verdict::OverShare { share: 6 });
+        assert_eq!(verdict(5, 8, 3, 0, 1), Verdict::Admit);
+        assert_eq!(verdict(2, 8, 1, 0, 3), Verdict::OverShare { share: 2 });
+        assert_eq!(verdict(1, 8, 1, 0, 3), Verdict::Admit);
         // A light tenant beside a heavy crowd still gets one.
-        assert_eq!(verdict(0, 50, 1, 0, 1000), Verdict::Admit);
-        assert_eq!(verdict(1, 50, 1, 0, 1000), Verdict::OverShare { share: 1 });
-        // Simulated: two tenants always waiting fill 8 slots 6:2.
-        let (mut a, mut b) = (0u64, 0u64);
-        for i in 0..16 {
-            let (total, first) = (a + b, i % 2 == 0);
-            if total == 8 {
-                break;
-            }
-            if first {
-                if verdict(a, total, 3, 0, 1) == Verdict::Admit {
-                    a += 1;
+        assert_eq!(verdict(0, 51, 1, 0, 1000), Verdict::Admit);
+        assert_eq!(verdict(1, 51, 1, 0, 1000), Verdict::OverShare { share: 1 });
+        // The heavier tenant keeps its share while the other's work is away (no
+        // collapse as the lane empties): 8 slots of the process, one running.
+        assert_eq!(verdict(1, 8, 3, 0, 1), Verdict::Admit);
+        // Simulated: two tenants always waiting fill 8 slots 6:2, in either order.
+        for first_a in [true, false] {
+            let (mut a, mut b) = (0u64, 0u64);
+            for i in 0..32 {
+                if a + b == 8 {
+                    break;
                 }
-            } else if verdict(b, total, 1, 0, 3) == Verdict::Admit {
-                b += 1;
+                let slots = (a + b + 1).max(8);
+                if (i % 2 == 0) == first_a {
+                    if verdict(a, slots, 3, 0, 1) == Verdict::Admit {
+                        a += 1;
+                    }
+                } else if verdict(b, slots, 1, 0, 3) == Verdict::Admit {
+                    b += 1;
+                }
             }
+            assert_eq!((a, b), (6, 2));
         }
-        assert_eq!((a, b), (6, 2));
     }
 }

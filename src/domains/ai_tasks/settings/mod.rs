@@ -31,7 +31,25 @@ pub const SECTION: Section = Section::new("ai", check).lists(&[
 ]);
 
 fn check(settings: &Settings) -> Result<(), ConfigError> {
-    AiSettings::from_settings(settings).map(|_| ())
+    AiSettings::from_settings(settings)?;
+    // The kinds a plan names are kinds of this flow.
+    for (name, plan) in &settings.plans {
+        if let Some(k) = plan
+            .kinds
+            .iter()
+            .find(|k| super::kinds::TaskKind::parse(k).is_none())
+        {
+            let known: Vec<&str> = super::kinds::ALL_KINDS.iter().map(|k| k.as_str()).collect();
+            return Err(ConfigError::Invalid {
+                key: "plans",
+                problem: format!(
+                    "plans.{name}.kinds: unknown kind `{k}`; kinds: {}",
+                    known.join(", ")
+                ),
+            });
+        }
+    }
+    Ok(())
 }
 
 /// `[ai]`: the AI-task flow.

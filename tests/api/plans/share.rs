@@ -1,0 +1,220 @@
+//! The weighted fair share in a contended lane: a member's work starts first in the
+//! configured ratio while a free user's still progresses, and an organisation gains no
+//! share by spreading its flood over keys and members.
+
+use std::collections::HashMap;
+use std::time::{Duration, Instant};
+
+use conveyor::broker::settings::QueueOverride;
+use conveyor::domains::ai_tasks::entity::task;
+use conveyor::plans::PlanSettings;
+use reqwest::Method;
+use sea_orm::{ColumnTrait, EntityTrait, QueryFilter};
+use serde_json::json;
+
+use super::*;
+use crate::helpers::tasks;
+use crate::on_every_backend;
+
+on_every_backend!(
+    a_members_work_starts_first_in_the_configured_ratio_and_free_work_still_progresses,
+    an_organisation_flooding_over_five_keys_and_three_members_gets_one_share,
+);
+
+/// `free` (weight 1) and `member` (weight 3), no caps; `ai.short` with 8 slots.
+async fn contended(backend: Backend, test: &str) -> Option<(TestEnv, TestApp)> {
+    let mut env = TestEnv::new(backend, test).await?;
+    env.settings.plans.clear();
+    env.settings
+        .plans
+        .insert("free".into(), PlanSettings::default());
+    env.settings.plans.insert(
+        "member".into(),
+        PlanSettings {
+            weight: 3,
+            membership: true,
+            ..Default::default()
+        },
+    );
+    env.settings.queues.insert(
+        "ai.short".into(),
+        QueueOverride {
+            prefetch: Some(8),
+            ..Default::default()
+        },
+    );
+    let app = spawn_app(&env).await;
+    Some((env, app))
+}
+
+/// A copywriting task of 400 ms.
+fn work() -> Value {
+    json!({ "kind": "copywriting", "prompt": "x", "params": { "simulate": { "step_ms": 400 } } })
+}
+
+/// Starts of each group of ids since the call (the embedded stack consumes while the
+/// floods are submitted: what started before both were in line is not a share),
+/// counted while every group still has tasks waiting (or `limit` passed): the shares of
+/// a contended lane.
+async fn starts_while_contended(
+    app: &TestApp,
+    groups: &[Vec<String>],
+    limit: Duration,
+) -> Vec<u64> {
+    let all: Vec<String> = groups.iter().flatten().cloned().collect();
+    let group_of: HashMap<&str, usize> = groups
+        .iter()
+        .enumerate()
+        .flat_map(|(g, ids)| ids.iter().map(move |id| (id.as_str(), g)))
+        .collect();
+    let began = Instant::now();
+    let mut last = vec![0; groups.len()];
+    let mut before: Option<Vec<u64>> = None;
+    loop {
+        let rows = task::Entity::find()
+            .filter(task::Column::Id.is_in(all.clone()))
+            .all(&app.platform.db)
+            .await
+            .unwrap();
+        let mut started = vec![0u64; groups.len()];
+        let mut waiting = vec![0u64; groups.len()];
+        for t in &rows {
+            let g = group_of[t.id.as_str()];
+            if t.started_at.is_some() {
+                started[g] += 1;
+            } else {
+                waiting[g] += 1;
+            }
+        }
+        let before = before.get_or_insert_with(|| started.clone());
+        if waiting.contains(&0) || began.elapsed() > limit {
+            return last;
+        }
+        last = started
+            .iter()
+            .zip(before.iter())
+            .map(|(s, b)| s - b)
+            .collect();
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+async fn a_members_work_starts_first_in_the_configured_ratio_and_free_work_still_progresses(
+    backend: Backend,
+) {
+    let Some((env, app)) = contended(backend, "plans_ratio").await else {
+        return;
+    };
+    let (_, free_key) = app.user("free", 1_000_000).await;
+    let (member, member_key) = app.user("member", 1_000_000).await;
+    let (status, _) = admin_json(
+        &app,
+        Method::PUT,
+        &format!("/v1/admin/users/{}/plan", member.id),
+        Some(json!({ "plan": "member" })),
+    )
+    .await;
+    assert_eq!(status, 200);
+    // The free user's flood is queued first: in line order it would all run first.
+    let mut free = Vec::new();
+    let mut members = Vec::new();
+    for _ in 0..60 {
+        free.push(tasks::submit_id(&app, &free_key, work()).await);
+    }
+    for _ in 0..60 {
+        members.push(tasks::submit_id(&app, &member_key, work()).await);
+    }
+    app.start_consumers();
+    let started = starts_while_contended(
+        &app,
+        &[members.clone(), free.clone()],
+        Duration::from_secs(6),
+    )
+    .await;
+    let (m, f) = (started[0] as f64, started[1] as f64);
+    eprintln!("starts while contended: member {m}, free {f}");
+    assert!(f >= 2.0, "the free user's work progresses: {started:?}");
+    let ratio = m / f;
+    assert!(
+        (2.2..=4.0).contains(&ratio),
+        "member:free starts {ratio:.2} (weights 3:1): {started:?}"
+    );
+    done(env, app).await;
+}
+
+async fn an_organisation_flooding_over_five_keys_and_three_members_gets_one_share(
+    backend: Backend,
+) {
+    let Some((env, app)) = contended(backend, "plans_org_share").await else {
+        return;
+    };
+    let (owner, owner_key) = app.user("owner", 1_000_000).await;
+    let (status, org) = admin_json(
+        &app,
+        Method::POST,
+        "/v1/admin/orgs",
+        Some(json!({ "name": "Big Team", "owner": owner.id })),
+    )
+    .await;
+    assert_eq!(status, 201, "{org}");
+    let org_id = org["id"].as_str().unwrap().to_owned();
+    let mut keys = vec![owner_key.clone()];
+    let mut members = vec![owner.id.clone()];
+    for name in ["second", "third"] {
+        let (u, k) = app.user(name, 1_000_000).await;
+        let (status, body) = call(
+            &app,
+            &owner_key,
+            Method::POST,
+            "/v1/org/members",
+            Some(json!({ "user_id": u.id })),
+        )
+        .await;
+        assert_eq!(status, 200, "{body}");
+        keys.push(k);
+        members.push(u.id);
+    }
+    // A second key of the owner and of the second member: five keys in all.
+    for id in &members[..2] {
+        let (status, made) = admin_json(
+            &app,
+            Method::POST,
+            &format!("/v1/admin/users/{id}/keys"),
+            None,
+        )
+        .await;
+        assert_eq!(status, 201, "{made}");
+        keys.push(made["key"].as_str().unwrap().to_owned());
+    }
+    assert_eq!(keys.len(), 5);
+    let (_, solo_key) = app.user("solo", 1_000_000).await;
+    // The organisation's flood first, spread over its five keys; then the solo user's.
+    let mut team = Vec::new();
+    for i in 0..60 {
+        let id = tasks::submit_id(&app, &keys[i % keys.len()], work()).await;
+        team.push(id);
+    }
+    let first = task::Entity::find_by_id(team[0].clone())
+        .one(&app.platform.db)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(first.tenant_id, org_id, "the organisation is the tenant");
+    let mut solo = Vec::new();
+    for _ in 0..60 {
+        solo.push(tasks::submit_id(&app, &solo_key, work()).await);
+    }
+    app.start_consumers();
+    let started =
+        starts_while_contended(&app, &[team.clone(), solo.clone()], Duration::from_secs(6)).await;
+    let (t, s) = (started[0] as f64, started[1] as f64);
+    eprintln!("starts while contended: organisation {t}, solo {s}");
+    assert!(s >= 2.0, "{started:?}");
+    // Three members counted apart would take 3:1.
+    let ratio = t / s;
+    assert!(
+        (0.6..=1.6).contains(&ratio),
+        "organisation:solo starts {ratio:.2} (one share each): {started:?}"
+    );
+    done(env, app).await;
+}
