@@ -1,6 +1,7 @@
 //! The `conveyor` command line.
 
 mod dead_letters;
+mod orgs;
 mod queues;
 mod users;
 
@@ -44,9 +45,12 @@ pub enum Command {
         #[arg(long)]
         mermaid: bool,
     },
-    /// Manage users and their API keys.
+    /// Manage users, their API keys, limits and plan.
     #[command(subcommand)]
     Users(users::UsersCommand),
+    /// Manage organisations (team accounts sharing a plan and limits).
+    #[command(subcommand)]
+    Orgs(orgs::OrgsCommand),
     /// List, inspect, replay or discard dead letters (on the database directly).
     #[command(subcommand)]
     DeadLetters(dead_letters::DeadLettersCommand),
@@ -158,6 +162,7 @@ pub async fn run(cli: Cli) -> Result<(), CliError> {
         Command::DeadLetters(cmd) => dead_letters::run(&settings, cmd).await?,
         Command::Queues(cmd) => queues::run(&settings, cmd).await?,
         Command::Users(cmd) => users::run(&settings, cmd).await?,
+        Command::Orgs(cmd) => orgs::run(&settings, cmd).await?,
     }
     Ok(())
 }

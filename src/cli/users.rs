@@ -1,5 +1,5 @@
 //! `conveyor users …`: create users; create, list, revoke and rotate their API keys; set
-//! their limits. On the database directly, audited with actor `cli`; a revocation is
+//! their limits and plan. On the database directly, audited with actor `cli`; a revocation is
 //! announced on RabbitMQ to every API instance (beside the embedded broker, instances
 //! forget the key within the auth cache's 10 s).
 
@@ -34,6 +34,12 @@ pub enum UsersCommand {
     /// Show a user's limits, or override some (0 turns one off; `--reset` drops every
     /// override).
     Limits(LimitsArgs),
+    /// Set the plan of a user (`none`: clear it, memberships decide again); audited.
+    Plan {
+        user: String,
+        /// A plan of `[plans]`, or `none`.
+        plan: String,
+    },
 }
 
 #[derive(Debug, Subcommand)]
@@ -76,7 +82,7 @@ fn key_value(s: &str) -> Result<(String, u32), String> {
 
 /// The shared broker to tell running API instances of a key change through, if there
 /// is one.
-async fn announcer(
+pub(super) async fn announcer(
     settings: &Settings,
 ) -> anyhow::Result<Option<std::sync::Arc<dyn crate::broker::Broker>>> {
     Ok(match settings.broker.kind {
@@ -161,8 +167,27 @@ pub async fn run(settings: &Settings, cmd: UsersCommand) -> anyhow::Result<()> {
             );
             println!("API key (shown once, store it now): {key}");
         }
+        UsersCommand::Plan { user, plan } => {
+            let plans = crate::plans::Plans::new(&settings.plans);
+            let plan = (plan != "none").then_some(plan);
+            if let Some(p) = plan.as_deref().filter(|p| !plans.known(p)) {
+                let known: Vec<&str> = plans.all().keys().map(String::as_str).collect();
+                anyhow::bail!("unknown plan `{p}`; plans: {}", known.join(", "));
+            }
+            users::orgs::set_user_plan(&conn, &user, plan.as_deref(), ACTOR).await?;
+            let broker = announcer(settings).await?;
+            if let Some(b) = &broker {
+                crate::plans::notices::announce(b.as_ref(), vec![user.clone()]).await;
+                b.close().await;
+            }
+            let s = crate::plans::standing::resolve(&conn, &plans, &user).await?;
+            println!("user {user} now on plan {} ({:?})", s.plan, s.why);
+        }
         UsersCommand::Limits(args) => {
             let declared = crate::app::limits(crate::domains::ALL);
+            let plans = crate::plans::Plans::new(&settings.plans);
+            let standing = crate::plans::standing::resolve(&conn, &plans, &args.user).await?;
+            let plan = plans.get(&standing.plan);
             let mut o = if args.reset {
                 Overrides::default()
             } else {
@@ -179,20 +204,22 @@ pub async fn run(settings: &Settings, cmd: UsersCommand) -> anyhow::Result<()> {
             if changed {
                 admin::set_limits(&conn, ACTOR, &args.user, &o).await?;
             }
+            println!("plan {} ({:?})", standing.plan, standing.why);
             println!(
-                "{:<26} {:>10} {:>10}  what",
-                "limit", "configured", "effective"
+                "{:<26} {:>10} {:>10} {:>10}  what",
+                "limit", "configured", "plan", "effective"
             );
             for l in &declared {
                 let configured = crate::limits::declared::configured(&settings.limits, l);
-                let effective = o.value(l, configured);
+                let by_plan = plan.limits.get(l.key).copied().unwrap_or(configured);
+                let effective = crate::limits::layered(l, configured, plan, &o);
                 let mark = if o.0.contains_key(l.key) { "*" } else { " " };
                 println!(
-                    "{:<26} {configured:>10} {effective:>9}{mark}  {}",
+                    "{:<26} {configured:>10} {by_plan:>10} {effective:>9}{mark}  {}",
                     l.key, l.about
                 );
             }
-            println!("(* overridden for this user; 0 = off)");
+            println!("(* overridden for this tenant; 0 = off)");
         }
     }
     Ok(())

@@ -116,6 +116,12 @@ fn weak_secrets_and_an_open_bind_stop_the_start_up() {
             "5".to_owned(),
             "no_such_limit",
         ),
+        ("CONVEYOR__PLANS__FREE__WEIGHT", "0".to_owned(), "weight"),
+        (
+            "CONVEYOR__PLANS__MEMBER__LIMITS__NO_SUCH_LIMIT",
+            "5".to_owned(),
+            "no_such_limit",
+        ),
     ];
     for (key, value, expect) in refused {
         let out = command(BIN, dir.path())
@@ -507,6 +513,63 @@ async fn dead_letters_are_listed_replayed_and_discarded_from_the_cli() {
     let (ok, stdout, _) = run(&["dead-letters", "replay", "--queue", "ai.short", "--force"]);
     assert!(ok);
     assert!(stdout.contains(": replayed"), "{stdout}");
+}
+
+/// `conveyor orgs …` and `conveyor users plan` on the embedded defaults: an
+/// organisation made, joined and given a plan; a user's plan set; unknown plans named.
+#[test]
+fn organisations_and_plans_are_managed_from_the_cli() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = |args: &[&str]| {
+        let out = command(BIN, dir.path()).args(args).output().unwrap();
+        (
+            out.status.success(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let user = |name: &str| {
+        let (ok, stdout, stderr) = run(&["users", "create", "--name", name]);
+        assert!(ok, "{stderr}");
+        // "user NAME (ID) created …"
+        stdout
+            .split_once('(')
+            .and_then(|(_, rest)| rest.split_once(')'))
+            .map(|(id, _)| id.to_owned())
+            .unwrap()
+    };
+    let (owner, mate) = (user("owner"), user("mate"));
+    let (ok, stdout, stderr) = run(&["orgs", "create", "--name", "Team", "--owner", &owner]);
+    assert!(ok, "{stderr}");
+    let org = stdout
+        .split_once('(')
+        .and_then(|(_, rest)| rest.split_once(')'))
+        .map(|(id, _)| id.to_owned())
+        .unwrap();
+    let (ok, stdout, stderr) = run(&["orgs", "add", &org, &mate]);
+    assert!(ok, "{stderr}");
+    assert!(
+        stdout.contains(&mate) && stdout.contains("member"),
+        "{stdout}"
+    );
+    let (ok, stdout, stderr) = run(&["orgs", "plan", &org, "member"]);
+    assert!(ok, "{stderr}");
+    assert!(stdout.contains("plan member (set)"), "{stdout}");
+    let (ok, _, stderr) = run(&["orgs", "remove", &org, &owner]);
+    assert!(!ok && stderr.contains("owner"), "{stderr}");
+    let (ok, _, stderr) = run(&["users", "plan", &mate, "gold"]);
+    assert!(
+        !ok && stderr.contains("free") && stderr.contains("member"),
+        "{stderr}"
+    );
+    let (ok, stdout, stderr) = run(&["orgs", "remove", &org, &mate]);
+    assert!(ok, "{stderr}");
+    assert!(!stdout.contains(&mate), "{stdout}");
+    let (ok, stdout, stderr) = run(&["users", "plan", &mate, "member"]);
+    assert!(ok, "{stderr}");
+    assert!(stdout.contains("plan member (Admin)"), "{stdout}");
+    let (ok, stdout, _) = run(&["users", "limits", &mate]);
+    assert!(ok && stdout.starts_with("plan member"), "{stdout}");
 }
 
 #[test]
