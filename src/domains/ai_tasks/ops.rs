@@ -1,5 +1,6 @@
-//! The AI tasks' panel on the ops console: active tasks by kind and status, the oldest
-//! active ones, the latest failures, the parked jobs and approvals waiting (and the
+//! The AI tasks' panel on the ops console: active tasks by kind and status, the tenants
+//! with the most work waiting (by lane and plan), the oldest active ones, the latest
+//! failures, the parked jobs and approvals waiting (and the
 //! `parked_overdue` alert per provider), and per queue when its oldest waiting task was
 //! submitted (the queue row's "oldest" and the `oldest_message` alert).
 
@@ -69,6 +70,7 @@ async fn load(db: &DatabaseConnection) -> anyhow::Result<PanelView> {
         .all(db)
         .await?;
     let parked = super::parked::census::census(db).await?;
+    let most_waiting = super::store::most_waiting(db, ROWS).await?;
     let mut oldest_waiting: BTreeMap<String, DateTime<Utc>> = BTreeMap::new();
     for (kind, step, since) in waiting_since {
         let at = oldest_waiting
@@ -86,6 +88,28 @@ async fn load(db: &DatabaseConnection) -> anyhow::Result<PanelView> {
                 rows: by_kind
                     .into_iter()
                     .map(|(k, s, n)| vec![json!(k.as_str()), json!(s.as_str()), json!(n)])
+                    .collect(),
+            },
+            TableView {
+                title: "Most work waiting: tenants by lane".into(),
+                columns: vec![
+                    "tenant".into(),
+                    "plan".into(),
+                    "lane".into(),
+                    "waiting".into(),
+                    "oldest s".into(),
+                ],
+                rows: most_waiting
+                    .into_iter()
+                    .map(|w| {
+                        vec![
+                            json!(w.tenant_id),
+                            json!(w.plan),
+                            json!(w.lane),
+                            json!(w.count),
+                            json!((age_secs(w.oldest) * 10.0).round() / 10.0),
+                        ]
+                    })
                     .collect(),
             },
             TableView {

@@ -44,9 +44,12 @@ async fn a_plan_sets_kinds_uploads_and_limits_and_an_admins_choice_is_audited(ba
     let answer = crate::media::head_only_upload(&app, &key, big.len() as u64).await;
     assert!(answer.starts_with("HTTP/1.1 413"), "{answer}");
     assert!(answer.contains("file_too_large"), "{answer}");
-    // The plan's in-flight cap (no consumers run: the tasks stay PENDING).
+    // The plan's in-flight cap (on RabbitMQ no consumers run here: the tasks stay
+    // PENDING; the embedded stack consumes in-process, and a long step keeps them in
+    // flight).
+    let long = json!({ "kind": "copywriting", "prompt": "x", "params": { "simulate": { "step_ms": 20000 } } });
     for _ in 0..3 {
-        let r = tasks::submit(&app, &key, json!({ "kind": "copywriting", "prompt": "x" })).await;
+        let r = tasks::submit(&app, &key, long.clone()).await;
         assert_eq!(r.status(), 202);
     }
     let r = tasks::submit(&app, &key, json!({ "kind": "copywriting", "prompt": "x" })).await;
@@ -56,6 +59,30 @@ async fn a_plan_sets_kinds_uploads_and_limits_and_an_admins_choice_is_audited(ba
         v["limits"]["tasks_in_flight"],
         json!({ "limit": 3, "used": 3 })
     );
+    // The ops console lists the tenant among those with the most work waiting.
+    let root = app.admin().await;
+    if backend.is_real() {
+        wait_until(
+            std::time::Duration::from_secs(15),
+            "the tenant on the ops board",
+            || async {
+                let (status, board) = call(&app, &root, Method::GET, "/v1/admin/ops", None).await;
+                status == 200
+                    && board["panels"].as_array().unwrap().iter().any(|p| {
+                        p["tables"].as_array().unwrap().iter().any(|t| {
+                            t["title"] == "Most work waiting: tenants by lane"
+                                && t["rows"].as_array().unwrap().iter().any(|r| {
+                                    r[0] == user.id.as_str()
+                                        && r[1] == "free"
+                                        && r[2] == "ai.short"
+                                        && r[3] == 3
+                                })
+                        })
+                    })
+            },
+        )
+        .await;
+    }
     // An unknown plan is refused; a known one applies on the next request.
     let path = format!("/v1/admin/users/{}/plan", user.id);
     let (status, body) =

@@ -118,3 +118,44 @@ pub async fn count_of_tenant(
         .await?;
     Ok(n.and_then(|n| u64::try_from(n).ok()).unwrap_or(0))
 }
+
+/// One tenant's PENDING work in one lane, for the ops console.
+#[derive(Debug, Clone)]
+pub struct Waiting {
+    pub tenant_id: String,
+    pub plan: String,
+    pub lane: String,
+    pub count: u64,
+    pub oldest: DateTime<Utc>,
+}
+
+/// The `n` tenants with the most PENDING work in a lane, most first.
+pub async fn most_waiting(db: &impl ConnectionTrait, n: u64) -> Result<Vec<Waiting>, DbErr> {
+    use sea_orm::QueryOrder as _;
+    let rows: Vec<(String, String, String, i64, DateTime<Utc>)> = task::Entity::find()
+        .select_only()
+        .column(task::Column::TenantId)
+        .column(task::Column::Plan)
+        .column(task::Column::Lane)
+        .column_as(task::Column::Id.count(), "n")
+        .column_as(task::Column::CreatedAt.min(), "oldest")
+        .filter(task::Column::Status.eq(Status::Pending))
+        .group_by(task::Column::TenantId)
+        .group_by(task::Column::Plan)
+        .group_by(task::Column::Lane)
+        .order_by_desc(sea_orm::sea_query::Expr::cust("n"))
+        .limit(n)
+        .into_tuple()
+        .all(db)
+        .await?;
+    Ok(rows
+        .into_iter()
+        .map(|(tenant_id, plan, lane, count, oldest)| Waiting {
+            tenant_id,
+            plan,
+            lane,
+            count: u64::try_from(count).unwrap_or(0),
+            oldest,
+        })
+        .collect())
+}
