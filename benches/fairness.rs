@@ -1,12 +1,15 @@
-//! Fair share (issue 17): two tenants on one queue, one submitting ten times the other's
-//! rate and more than the consumers can take. Prints the small tenant's queue wait
-//! (submitted → started) alone, beside the flood with the claim-time share
-//! (`limits.tasks_running`), and beside the flood without it.
+//! Fair share (issues 17 and 38): two tenants on one queue, one submitting ten times the
+//! other's rate and more than the consumers can take. Prints the watched tenant's queue
+//! wait (submitted → started) alone and beside the flood, for a small free tenant beside
+//! a large free one and for a member beside a free flood, with the plans' caps
+//! (`free`: `tasks_running = 4`) and weights (`member` 4, `free` 1); and beside the flood
+//! with the weights alone (no cap), for contrast.
 //!
 //!     cargo bench --bench fairness            # needs scripts/services.sh up
 //!
 //! Capacity: `ai.short` with 8 worker slots, copywriting steps of 200 ms = 40 tasks/s.
-//! Load: the small tenant 5 tasks/s, the flood 50 tasks/s, for 15 s.
+//! Load: the watched tenant 5 tasks/s, the flood 50 tasks/s, for 15 s.
+//! Goals (issue 38): the member's p99 ≤ 1.2× alone, the small free tenant's ≤ 1.5×.
 
 // Bench code: a failed unwrap is a failed run, which is what it should be.
 #![allow(clippy::unwrap_used)]
@@ -19,6 +22,7 @@ use std::time::{Duration, Instant};
 use conveyor::app::Application;
 use conveyor::broker::settings::QueueOverride;
 use conveyor::domains::ai_tasks::entity::task;
+use conveyor::plans::PlanSettings;
 use sea_orm::{ColumnTrait, EntityTrait, QueryFilter};
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
@@ -57,15 +61,37 @@ async fn drive(url: String, key: String, rate: u32, secs: u64) -> Vec<String> {
     ids
 }
 
-/// (p50, p99, max) of the small tenant's queue waits in ms, once all its tasks started.
-async fn run(label: &str, running_share: u32, flood: bool) -> (f64, f64, f64) {
+/// The plans of a run: `free` capped at `free_running` (0: no cap), `member` of weight 4.
+fn plans(free_running: u32) -> std::collections::BTreeMap<String, PlanSettings> {
+    let mut p = std::collections::BTreeMap::new();
+    p.insert(
+        "free".to_owned(),
+        PlanSettings {
+            limits: [("tasks_running".to_owned(), free_running)].into(),
+            ..Default::default()
+        },
+    );
+    p.insert(
+        "member".to_owned(),
+        PlanSettings {
+            weight: 4,
+            membership: true,
+            ..Default::default()
+        },
+    );
+    p
+}
+
+/// (p50, p99, max) of the watched tenant's queue waits in ms, once all its tasks
+/// started; the watched tenant is a member when `member`.
+async fn run(label: &str, free_running: u32, flood: bool, member: bool) -> (f64, f64, f64) {
     let Some(stack) = common::Stack::start("fairness").await else {
         std::process::exit(0);
     };
     let mut s = stack.settings.clone();
     s.limits =
         conveyor::limits::declared::unlimited(&conveyor::app::limits(conveyor::domains::ALL));
-    s.limits.insert("tasks_running".into(), running_share);
+    s.plans = plans(free_running);
     s.queues.insert(
         "ai.short".into(),
         QueueOverride {
@@ -83,9 +109,14 @@ async fn run(label: &str, running_share: u32, flood: bool) -> (f64, f64, f64) {
     let app = Application::build(s.clone()).await.unwrap();
     let url = format!("http://{}/v1/tasks", app.addr());
     let platform = app.platform().clone();
-    let (_, small_key) = conveyor::users::create(&platform.db, "small", i64::MAX / 4, false)
+    let (small, small_key) = conveyor::users::create(&platform.db, "small", i64::MAX / 4, false)
         .await
         .unwrap();
+    if member {
+        conveyor::users::orgs::set_user_plan(&platform.db, &small.id, Some("member"), "bench")
+            .await
+            .unwrap();
+    }
     let (_, flood_key) = conveyor::users::create(&platform.db, "flood", i64::MAX / 4, false)
         .await
         .unwrap();
@@ -133,7 +164,7 @@ async fn run(label: &str, running_share: u32, flood: bool) -> (f64, f64, f64) {
     let pct = |p: f64| w[((w.len() - 1) as f64 * p) as usize];
     let (p50, p99, max) = (pct(0.5), pct(0.99), *w.last().unwrap());
     println!(
-        "{label:<40} small: {:>3} tasks, wait p50 {p50:>7.0} ms  p99 {p99:>7.0} ms  max {max:>7.0} ms   (flood accepted {flooded})",
+        "{label:<48} {:>3} tasks, wait p50 {p50:>7.0} ms  p99 {p99:>7.0} ms  max {max:>7.0} ms   (flood accepted {flooded})",
         w.len()
     );
     (p50, p99, max)
@@ -149,14 +180,20 @@ async fn main() {
         return;
     }
     println!(
-        "small tenant {SMALL_RATE}/s, flood {FLOOD_RATE}/s, {SECS} s; capacity 8 slots × 200 ms = 40 tasks/s"
+        "watched tenant {SMALL_RATE}/s, flood {FLOOD_RATE}/s (free), {SECS} s; capacity 8 slots × 200 ms = 40 tasks/s"
     );
-    let (_, alone, _) = run("small tenant alone", 4, false).await;
-    let (_, shared, _) = run("with the flood, tasks_running = 4", 4, true).await;
-    let (_, unshared, _) = run("with the flood, no share (tasks_running = 0)", 0, true).await;
+    let (_, small_alone, _) = run("small free tenant alone", 4, false, false).await;
+    let (_, small_flood, _) = run("small free tenant beside the free flood", 4, true, false).await;
+    let (_, member_alone, _) = run("member alone", 4, false, true).await;
+    let (_, member_flood, _) = run("member beside the free flood", 4, true, true).await;
+    let (_, weights_only, _) =
+        run("small free tenant, weights only (no cap)", 0, true, false).await;
     println!(
-        "p99 wait: alone {alone:.0} ms, flood with share {shared:.0} ms ({:.1}x), flood without {unshared:.0} ms ({:.1}x)",
-        shared / alone.max(1.0),
-        unshared / alone.max(1.0)
+        "p99 wait: member {member_flood:.0} ms beside the flood against {member_alone:.0} ms alone ({:.2}x, goal ≤ 1.2x); \
+         small free tenant {small_flood:.0} against {small_alone:.0} ms ({:.2}x, goal ≤ 1.5x); \
+         weights without the cap {weights_only:.0} ms ({:.1}x)",
+        member_flood / member_alone.max(1.0),
+        small_flood / small_alone.max(1.0),
+        weights_only / small_alone.max(1.0)
     );
 }

@@ -50,7 +50,10 @@ impl Application {
         domains: &[&'static Domain],
     ) -> anyhow::Result<Self> {
         settings.check_sections(&sections(domains))?;
-        crate::plans::settings::check(&settings.plans, &super::limits(domains))?;
+        let declared = super::limits(domains);
+        crate::plans::settings::check(&settings.plans, &|l| {
+            crate::limits::declared::check(l, &declared)
+        })?;
         let bind = format!("{}:{}", settings.server.host, settings.server.port);
         let topology = topology(&settings, domains);
         let platform = Platform::connect(settings, topology).await?;

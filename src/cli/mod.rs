@@ -123,7 +123,10 @@ fn load(env: &str) -> Result<Settings, CliError> {
     let settings = Settings::load(Some(env), &app::sections(domains::ALL))?;
     settings.check_sections(&app::sections(domains::ALL))?;
     crate::limits::declared::check(&settings.limits, &app::limits(domains::ALL))?;
-    crate::plans::settings::check(&settings.plans, &app::limits(domains::ALL))?;
+    let declared = app::limits(domains::ALL);
+    crate::plans::settings::check(&settings.plans, &|l| {
+        crate::limits::declared::check(l, &declared)
+    })?;
     Ok(settings)
 }
 

@@ -91,11 +91,11 @@ pub fn valid_name(name: &str) -> bool {
             .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_' || b == b'-')
 }
 
-/// Names, weights, one membership plan at most, limits each declared (`limits` are the
-/// declared keys) and at most [`crate::limits::MAX_VALUE`].
+/// Names, weights, one membership plan at most, and each plan's limits as `limits`
+/// checks them (the limits module: declared keys, values in range).
 pub fn check(
     plans: &BTreeMap<String, PlanSettings>,
-    declared: &[crate::limits::Limit],
+    limits: &dyn Fn(&BTreeMap<String, u32>) -> Result<(), ConfigError>,
 ) -> Result<(), ConfigError> {
     let invalid = |problem: String| ConfigError::Invalid {
         key: "plans",
@@ -112,8 +112,7 @@ pub fn check(
                 "plans.{name}.weight must be 1 to {MAX_WEIGHT}"
             )));
         }
-        crate::limits::declared::check(&plan.limits, declared)
-            .map_err(|e| invalid(format!("plans.{name}.limits: {e}")))?;
+        limits(&plan.limits).map_err(|e| invalid(format!("plans.{name}.limits: {e}")))?;
         if plan.storage_quota_mib == Some(0) || plan.upload_max_mib == Some(0) {
             return Err(invalid(format!(
                 "plans.{name}: storage_quota_mib and upload_max_mib must be above 0 when set"
@@ -139,6 +138,16 @@ pub fn check(
 mod tests {
     use super::*;
 
+    fn no_limits(l: &BTreeMap<String, u32>) -> Result<(), ConfigError> {
+        match l.keys().next() {
+            Some(k) => Err(ConfigError::Invalid {
+                key: "limits",
+                problem: format!("unknown limit `{k}`"),
+            }),
+            None => Ok(()),
+        }
+    }
+
     #[test]
     fn names_weights_and_one_membership_plan_are_checked() {
         let mut plans = BTreeMap::new();
@@ -149,17 +158,17 @@ mod tests {
             ..Default::default()
         };
         plans.insert("member".to_owned(), member.clone());
-        assert!(check(&plans, &[]).is_ok());
+        assert!(check(&plans, &no_limits).is_ok());
         plans.insert("team".to_owned(), member);
         assert!(
-            check(&plans, &[])
+            check(&plans, &no_limits)
                 .unwrap_err()
                 .to_string()
                 .contains("one plan at most")
         );
         plans.remove("team");
         plans.insert("Big Plan".to_owned(), PlanSettings::default());
-        assert!(check(&plans, &[]).is_err());
+        assert!(check(&plans, &no_limits).is_err());
         plans.remove("Big Plan");
         plans.insert(
             "heavy".to_owned(),
@@ -169,7 +178,7 @@ mod tests {
             },
         );
         assert!(
-            check(&plans, &[])
+            check(&plans, &no_limits)
                 .unwrap_err()
                 .to_string()
                 .contains("weight")
@@ -182,7 +191,12 @@ mod tests {
                 ..Default::default()
             },
         );
-        assert!(check(&plans, &[]).unwrap_err().to_string().contains("nope"));
+        assert!(
+            check(&plans, &no_limits)
+                .unwrap_err()
+                .to_string()
+                .contains("nope")
+        );
     }
 
     #[test]
