@@ -10,11 +10,16 @@
 //! `video_analysis` runs its steps as separate messages, each published only after
 //! the previous step committed. Every step's provider usage is recorded, and kinds can
 //! be priced by the token ([`usage`]).
+//!
+//! Tenants share a lane (the queue a task waits in) by plan at claim time
+//! ([`handler::share`]: each plan's cap, and weights while several wait); a plan may
+//! leave kinds out ([`entitled`]); a waiting task tells its place in line ([`line`]).
 
 pub mod admin;
 pub mod answers;
 pub mod cli;
 pub mod cli_find;
+pub mod entitled;
 pub mod entity;
 pub mod executor;
 pub mod find;

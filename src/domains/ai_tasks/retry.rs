@@ -38,7 +38,7 @@ pub(crate) async fn retry(
     let limits = &state.core.limits;
     let standing = limits.standing(&user.id).await;
     limits.take_for(&super::limits::SUBMITS, &standing).await?;
-    super::routes::plan_allows(limits.plans(), &standing, t.kind)?;
+    super::entitled::plan_allows(limits.plans(), &standing, t.kind)?;
     let cap = limits.value_for(&super::limits::IN_FLIGHT, &standing).await;
     let max_payload = state.core.broker.max_payload();
     match store::retry(&state.core.db, &t, &standing, cap, max_payload)

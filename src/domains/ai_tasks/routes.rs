@@ -157,28 +157,6 @@ fn validate(state: &Tasks, req: &SubmitRequest) -> Result<(TaskKind, Value), Api
     Ok((kind, params))
 }
 
-/// 403 `plan_required` unless the caller's plan includes `kind`.
-pub(crate) fn plan_allows(
-    plans: &crate::plans::Plans,
-    standing: &crate::plans::Standing,
-    kind: TaskKind,
-) -> Result<(), ApiError> {
-    if plans.get(&standing.plan).allows(kind.as_str()) {
-        return Ok(());
-    }
-    let allowing = plans.allowing(kind.as_str());
-    Err(ApiError::PlanRequired {
-        message: format!(
-            "the {} plan does not include {} tasks; plans that do: {}",
-            standing.plan,
-            kind.as_str(),
-            allowing.join(", ")
-        ),
-        plan: standing.plan.clone(),
-        plans: allowing,
-    })
-}
-
 /// `POST /v1/tasks` → 202 with the task and a `Location`; credits reserved, task and run
 /// message committed together.
 #[utoipa::path(post, path = "/v1/tasks", tag = "tasks", security(("api_key" = [])),
@@ -203,7 +181,7 @@ pub(crate) async fn submit(
     let standing = limits.standing(&user.id).await;
     limits.take_for(&super::limits::SUBMITS, &standing).await?;
     let (kind, mut params) = validate(&state, &req)?;
-    plan_allows(limits.plans(), &standing, kind)?;
+    super::entitled::plan_allows(limits.plans(), &standing, kind)?;
     state.shedding.admit(kind)?;
     let lane = super::inputs::check(
         &state.core.db,
