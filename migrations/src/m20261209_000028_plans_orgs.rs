@@ -46,6 +46,7 @@ enum Tasks {
     Id,
     StartedAt,
     UserId,
+    Kind,
 }
 
 #[async_trait::async_trait]
@@ -122,17 +123,42 @@ impl MigrationTrait for Migration {
                     .to_owned(),
             )
             .await?;
-        // The claim's fair share (a tenant's running tasks in a lane), a lane's waiting
-        // tenants and a task's place in line (the PENDING work ahead of it), a lane's
-        // recent starts (the service rate behind the estimate).
+        // Tasks still under way get the lane of their kind's first step (a long video's
+        // extraction had a queue of its own: its few in-flight tasks count as regular).
+        for (kinds, lane) in [
+            (&["copywriting", "image"][..], "ai.short"),
+            (&["video", "model3d"][..], "ai.long"),
+            (&["video_analysis"][..], "ai.media.extract"),
+        ] {
+            manager
+                .exec_stmt(
+                    Query::update()
+                        .table(Tasks::Table)
+                        .value(Tasks::Lane, lane)
+                        .and_where(Expr::col(Tasks::Lane).eq(""))
+                        .and_where(Expr::col(Tasks::Kind).is_in(kinds.iter().copied()))
+                        .and_where(Expr::col(Tasks::Status).is_in([
+                            "PENDING",
+                            "PROCESSING",
+                            "RETRYING",
+                            "WAITING",
+                        ]))
+                        .to_owned(),
+                )
+                .await?;
+        }
+        // The claim's fair share (a tenant's running tasks in a lane; a lane's waiting
+        // tenants and their plans, read from the index alone), a task's place in line
+        // (the PENDING work ahead of it: its tenant's, everyone's), a lane's recent
+        // starts (the pace behind the estimate).
         for (name, cols) in [
             (
                 "ix_tasks_tenant_lane",
-                vec![Tasks::TenantId, Tasks::Lane, Tasks::Status],
+                vec![Tasks::TenantId, Tasks::Lane, Tasks::Status, Tasks::Id],
             ),
             (
                 "ix_tasks_lane_status",
-                vec![Tasks::Lane, Tasks::Status, Tasks::Id],
+                vec![Tasks::Lane, Tasks::Status, Tasks::TenantId, Tasks::Plan],
             ),
             ("ix_tasks_lane_started", vec![Tasks::Lane, Tasks::StartedAt]),
         ] {

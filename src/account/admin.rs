@@ -145,7 +145,7 @@ pub async fn get_limits(
 
 #[utoipa::path(put, path = "/v1/admin/users/{id}/limits", tag = "admin", security(("api_key" = [])),
     params(("id" = String, Path, description = "User id")),
-    request_body(content = Overrides, description = "The overridden limits only (0 turns one off); absent ones follow `[limits]`. Replaces earlier overrides."),
+    request_body(content = Overrides, description = "The overridden limits only (0 turns one off); absent ones follow the plan and `[limits]`. Replaces earlier overrides. A member of an organisation shares the organisation's: they are set for it."),
     responses(
         (status = 200, description = "The user's limits now (other instances apply them within 5 s)", body = UserLimits),
         (status = 400, description = "Not JSON", body = ErrorBody),
@@ -162,7 +162,8 @@ pub async fn set_limits(
     if let Some((key, problem)) = overrides.invalid(core.limits.declared()) {
         return Err(ApiError::invalid(key, problem));
     }
-    keys::set_limits(&core.db, &actor(&admin), &user_id, &overrides).await?;
-    core.limits.forget(&user_id);
+    let tenant = crate::plans::standing::resolve(&core.db, core.limits.plans(), &user_id).await?;
+    keys::set_limits(&core.db, &actor(&admin), &user_id, &tenant, &overrides).await?;
+    core.limits.forget(&tenant.tenant_id);
     Ok(Json(limits_view(&core, &user_id).await?))
 }

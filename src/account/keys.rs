@@ -118,24 +118,24 @@ pub async fn rotate(
     Ok((new, key, old))
 }
 
-/// Replaces the user's limit overrides.
+/// Replaces the limit overrides of the user's tenant (the user, or their organisation),
+/// audited on the user or the organisation.
 pub async fn set_limits(
     db: &DatabaseConnection,
     actor: &str,
     user_id: &str,
+    tenant: &crate::plans::Standing,
     overrides: &Overrides,
 ) -> Result<(), AdminError> {
     user_exists(db, user_id).await?;
     let txn = db.begin().await?;
-    crate::limits::overrides::save(&txn, user_id, overrides).await?;
-    audit::record(
-        &txn,
-        actor,
-        "limits.set",
-        &format!("user:{user_id}"),
-        json!(overrides),
-    )
-    .await?;
+    // Limits count per tenant: a member's are their organisation's.
+    crate::limits::overrides::save(&txn, &tenant.tenant_id, overrides).await?;
+    let target = match &tenant.org_id {
+        Some(org) => format!("org:{org}"),
+        None => format!("user:{user_id}"),
+    };
+    audit::record(&txn, actor, "limits.set", &target, json!(overrides)).await?;
     txn.commit().await?;
     Ok(())
 }

@@ -284,6 +284,16 @@ pub async fn mine(
     Ok(Json(view(&core, o).await?))
 }
 
+/// The caller's organisation, if they own it or are `member` themselves (a member may
+/// leave): else 403.
+async fn owned_or_self(core: &Core, user_id: &str, member: &str) -> Result<Org, ApiError> {
+    let o = own(core, user_id).await?;
+    if o.owner_id != user_id && member != user_id {
+        return Err(ApiError::Forbidden);
+    }
+    Ok(o)
+}
+
 /// The caller's organisation, if they own it: else 403.
 async fn owned(core: &Core, user_id: &str) -> Result<Org, ApiError> {
     let o = own(core, user_id).await?;
@@ -313,9 +323,9 @@ pub async fn owner_add(
 #[utoipa::path(delete, path = "/v1/org/members/{user_id}", tag = "account", security(("api_key" = [])),
     params(("user_id" = String, Path, description = "The member")),
     responses(
-        (status = 200, description = "The organisation without the member (audited)", body = OrgView),
+        (status = 200, description = "The organisation without the member (audited); a member may remove themselves (leave)", body = OrgView),
         (status = 401, description = "Missing or invalid API key", body = ErrorBody),
-        (status = 403, description = "The caller does not own their organisation", body = ErrorBody),
+        (status = 403, description = "The caller neither owns their organisation nor is the member", body = ErrorBody),
         (status = 404, description = "No such member", body = ErrorBody),
         (status = 409, description = "`owner_cannot_leave`", body = ErrorBody)))]
 pub async fn owner_remove(
@@ -323,7 +333,7 @@ pub async fn owner_remove(
     AuthUser(user): AuthUser,
     Path(member): Path<String>,
 ) -> Result<Json<OrgView>, ApiError> {
-    let o = owned(&core, &user.id).await?;
+    let o = owned_or_self(&core, &user.id, &member).await?;
     remove_member(&core, &o.id, &member, &actor(&user)).await
 }
 
@@ -344,6 +354,7 @@ pub async fn set_user_plan(
 ) -> Result<Json<crate::limits::UserLimits>, ApiError> {
     known_plan(&core, req.plan.as_deref())?;
     orgs::set_user_plan(&core.db, &user_id, req.plan.as_deref(), &actor(&admin)).await?;
-    crate::plans::notices::announce(core.broker.as_ref(), vec![user_id.clone()]).await;
+    // Everyone's standing: the user may own an organisation whose members follow.
+    crate::plans::notices::announce(core.broker.as_ref(), Vec::new()).await;
     Ok(Json(core.limits.of(&user_id).await?))
 }

@@ -177,7 +177,7 @@ pub async fn run(settings: &Settings, cmd: UsersCommand) -> anyhow::Result<()> {
             users::orgs::set_user_plan(&conn, &user, plan.as_deref(), ACTOR).await?;
             let broker = announcer(settings).await?;
             if let Some(b) = &broker {
-                crate::plans::notices::announce(b.as_ref(), vec![user.clone()]).await;
+                crate::plans::notices::announce(b.as_ref(), Vec::new()).await;
                 b.close().await;
             }
             let s = crate::plans::standing::resolve(&conn, &plans, &user).await?;
@@ -191,7 +191,7 @@ pub async fn run(settings: &Settings, cmd: UsersCommand) -> anyhow::Result<()> {
             let mut o = if args.reset {
                 Overrides::default()
             } else {
-                crate::limits::overrides::load(&conn, &args.user).await?
+                crate::limits::overrides::load(&conn, &standing.tenant_id).await?
             };
             let changed = args.reset || !args.set.is_empty() || !args.unset.is_empty();
             for key in &args.unset {
@@ -202,7 +202,7 @@ pub async fn run(settings: &Settings, cmd: UsersCommand) -> anyhow::Result<()> {
                 anyhow::bail!("limit `{key}` {problem}");
             }
             if changed {
-                admin::set_limits(&conn, ACTOR, &args.user, &o).await?;
+                admin::set_limits(&conn, ACTOR, &args.user, &standing, &o).await?;
             }
             println!("plan {} ({:?})", standing.plan, standing.why);
             println!(

@@ -89,9 +89,14 @@ impl Follow {
 
     /// Whether a live event is this follow's next one; if so it becomes the last.
     pub fn accept(&mut self, ev: &Event) -> bool {
-        let next = (ev.seq > self.last || (ev.transient && ev.seq == self.last))
-            && ev.id == self.id
-            && ev.stream == self.stream;
+        // A computed event carries the latest stored sequence number: it is next only at
+        // exactly that one (never moving the follow past a stored event).
+        let in_order = if ev.transient {
+            ev.seq == self.last
+        } else {
+            ev.seq > self.last
+        };
+        let next = in_order && ev.id == self.id && ev.stream == self.stream;
         if next {
             self.last = ev.seq;
         }

@@ -159,12 +159,21 @@ impl Hub {
         &self.bus
     }
 
-    /// The ids followed on this instance, at most `max` of them.
-    pub fn followed(&self, max: usize) -> Vec<String> {
+    /// The ids followed on this instance, at most `max` of them from the `skip`-th on
+    /// (wrapping around), so successive rounds over many ids cover them all.
+    pub fn followed(&self, skip: usize, max: usize) -> Vec<String> {
         self.routes
             .by_id
             .lock()
-            .map(|m| m.keys().take(max).cloned().collect())
+            .map(|m| {
+                let n = m.len().max(1);
+                m.keys()
+                    .cycle()
+                    .skip(skip % n)
+                    .take(max.min(m.len()))
+                    .cloned()
+                    .collect()
+            })
             .unwrap_or_default()
     }
 

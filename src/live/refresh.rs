@@ -10,8 +10,8 @@ use tokio_util::sync::CancellationToken;
 
 use super::{Hub, Sources};
 
-/// Ids asked about per round: past that many followed things on one instance, the
-/// rest wait for a later round (the set is a hash map's order, so rounds differ).
+/// Ids asked about per round: past that many followed things on one instance, each
+/// round starts where the last one stopped.
 const MAX_PER_ROUND: usize = 1000;
 
 /// Runs until `shutdown`; `every` zero: not at all.
@@ -27,16 +27,18 @@ pub fn start(
     }
     tokio::spawn(async move {
         let mut tick = tokio::time::interval(every);
+        let mut next = 0usize;
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
             tokio::select! {
                 _ = shutdown.cancelled() => return,
                 _ = tick.tick() => {}
             }
-            let ids = hub.followed(MAX_PER_ROUND);
+            let ids = hub.followed(next, MAX_PER_ROUND);
             if ids.is_empty() {
                 continue;
             }
+            next = next.wrapping_add(ids.len());
             for source in sources.all() {
                 match source.between(&db, &ids).await {
                     Ok(events) => hub.deliver(events),

@@ -102,6 +102,8 @@ const MAX_ENTRIES: usize = 10_000;
 #[derive(Default)]
 pub struct Cache {
     entries: Mutex<HashMap<String, (Arc<Standing>, Instant)>>,
+    /// One more for every forget: a standing read before a forget is not kept.
+    generation: std::sync::atomic::AtomicU64,
 }
 
 impl Cache {
@@ -119,6 +121,7 @@ impl Cache {
         {
             return s.clone();
         }
+        let read_at = self.generation.load(std::sync::atomic::Ordering::SeqCst);
         let s = match resolve(db, plans, user_id).await {
             Ok(s) => Arc::new(s),
             Err(e) => {
@@ -126,7 +129,9 @@ impl Cache {
                 return Arc::new(Standing::alone(user_id));
             }
         };
-        if let Ok(mut entries) = self.entries.lock() {
+        if let Ok(mut entries) = self.entries.lock()
+            && self.generation.load(std::sync::atomic::Ordering::SeqCst) == read_at
+        {
             if entries.len() >= MAX_ENTRIES {
                 entries.clear();
             }
@@ -138,6 +143,8 @@ impl Cache {
     /// Drops the standings of `users`, or every one when `users` is empty.
     pub fn forget(&self, users: &[String]) {
         if let Ok(mut entries) = self.entries.lock() {
+            self.generation
+                .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
             if users.is_empty() {
                 entries.clear();
             } else {

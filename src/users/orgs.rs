@@ -63,6 +63,14 @@ pub async fn members(db: &impl ConnectionTrait, id: &str) -> Result<Vec<super::U
         .await
 }
 
+/// The user's row, locked: [`OrgError::NoSuchUser`] when there is none.
+async fn locked(txn: &impl ConnectionTrait, user_id: &str) -> Result<super::User, OrgError> {
+    super::lock(txn, user_id).await.map_err(|e| match e {
+        DbErr::RecordNotFound(_) => OrgError::NoSuchUser,
+        e => OrgError::Db(e),
+    })
+}
+
 /// Creates an organisation owned (and joined) by `owner_id`, audited as `actor`.
 pub async fn create(
     db: &sea_orm::DatabaseConnection,
@@ -71,9 +79,7 @@ pub async fn create(
     actor: &str,
 ) -> Result<Org, OrgError> {
     let txn = db.begin().await?;
-    let owner = super::lock(&txn, owner_id)
-        .await
-        .map_err(|_| OrgError::NoSuchUser)?;
+    let owner = locked(&txn, owner_id).await?;
     if owner.org_id.is_some() {
         return Err(OrgError::InAnother);
     }
@@ -120,27 +126,7 @@ pub async fn add(
     user_id: &str,
     actor: &str,
 ) -> Result<(), OrgError> {
-    let txn = db.begin().await?;
-    get(&txn, org_id).await?.ok_or(OrgError::NoSuchOrg)?;
-    let u = super::lock(&txn, user_id)
-        .await
-        .map_err(|_| OrgError::NoSuchUser)?;
-    match u.org_id.as_deref() {
-        Some(o) if o == org_id => return Ok(()),
-        Some(_) => return Err(OrgError::InAnother),
-        None => {}
-    }
-    set_org(&txn, user_id, Some(org_id)).await?;
-    super::audit::record(
-        &txn,
-        actor,
-        "org.add_member",
-        &format!("org:{org_id}"),
-        serde_json::json!({ "user": user_id }),
-    )
-    .await?;
-    txn.commit().await?;
-    Ok(())
+    membership(db, org_id, user_id, true, actor).await
 }
 
 /// Removes `user_id` from the organisation (never its owner), audited.
@@ -150,22 +136,39 @@ pub async fn remove(
     user_id: &str,
     actor: &str,
 ) -> Result<(), OrgError> {
+    membership(db, org_id, user_id, false, actor).await
+}
+
+/// Adds (`join`) or removes a member, with the rules of each, in one audited transaction.
+async fn membership(
+    db: &sea_orm::DatabaseConnection,
+    org_id: &str,
+    user_id: &str,
+    join: bool,
+    actor: &str,
+) -> Result<(), OrgError> {
     let txn = db.begin().await?;
     let o = get(&txn, org_id).await?.ok_or(OrgError::NoSuchOrg)?;
-    if o.owner_id == user_id {
+    if !join && o.owner_id == user_id {
         return Err(OrgError::Owner);
     }
-    let u = super::lock(&txn, user_id)
-        .await
-        .map_err(|_| OrgError::NoSuchUser)?;
-    if u.org_id.as_deref() != Some(org_id) {
-        return Err(OrgError::NotAMember);
+    let u = locked(&txn, user_id).await?;
+    let member = u.org_id.as_deref() == Some(org_id);
+    match (join, u.org_id.as_deref()) {
+        (true, _) if member => return Ok(()),
+        (true, Some(_)) => return Err(OrgError::InAnother),
+        (false, _) if !member => return Err(OrgError::NotAMember),
+        _ => {}
     }
-    set_org(&txn, user_id, None).await?;
+    set_org(&txn, user_id, join.then_some(org_id)).await?;
     super::audit::record(
         &txn,
         actor,
-        "org.remove_member",
+        if join {
+            "org.add_member"
+        } else {
+            "org.remove_member"
+        },
         &format!("org:{org_id}"),
         serde_json::json!({ "user": user_id }),
     )
@@ -208,9 +211,7 @@ pub async fn set_user_plan(
     actor: &str,
 ) -> Result<(), OrgError> {
     let txn = db.begin().await?;
-    let u = super::lock(&txn, user_id)
-        .await
-        .map_err(|_| OrgError::NoSuchUser)?;
+    let u = locked(&txn, user_id).await?;
     user::Entity::update_many()
         .col_expr(user::Column::Plan, Expr::value(plan.map(str::to_owned)))
         .filter(user::Column::Id.eq(user_id))

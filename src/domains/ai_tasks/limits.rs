@@ -55,11 +55,7 @@ fn running<'a>(
     db: &'a sea_orm::DatabaseConnection,
     tenant: &'a str,
 ) -> futures::future::BoxFuture<'a, Result<u64, sea_orm::DbErr>> {
-    Box::pin(super::store::count_of_tenant(
-        db,
-        tenant,
-        &[super::Status::Processing],
-    ))
+    Box::pin(super::store::running_in_busiest_lane(db, tenant))
 }
 
 pub const LIMITS: &[Limit] = &[SUBMITS.count, SUBMIT_BURST, IN_FLIGHT, RUNNING];

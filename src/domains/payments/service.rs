@@ -141,7 +141,6 @@ impl Payments {
         match &applied {
             Applied::Granted {
                 order_event,
-                user_id,
                 membership_until,
                 ..
             } => {
@@ -150,14 +149,14 @@ impl Payments {
                 }
                 // A membership changes the plan: every instance reads it on the next
                 // request.
+                // Everyone's: the buyer may own an organisation whose members follow.
                 if membership_until.is_some() {
-                    crate::plans::notices::announce(self.broker.as_ref(), vec![user_id.clone()])
-                        .await;
+                    crate::plans::notices::announce(self.broker.as_ref(), Vec::new()).await;
                 }
                 self.relay.notify();
             }
-            Applied::Refunded { user_id, .. } => {
-                crate::plans::notices::announce(self.broker.as_ref(), vec![user_id.clone()]).await;
+            Applied::Refunded { .. } => {
+                crate::plans::notices::announce(self.broker.as_ref(), Vec::new()).await;
             }
             Applied::RefundDue { .. } => self.relay.notify(),
             _ => {}

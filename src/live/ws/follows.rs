@@ -15,10 +15,11 @@ impl Connection {
     pub(super) fn offer(&mut self, shared: Arc<Shared>) {
         let ev = &shared.event;
         let wanted = match self.subs.get(&ev.id) {
-            Some(f) => {
-                (ev.seq > f.last || (ev.transient && ev.seq == f.last)) && ev.stream == f.stream
-            }
-            None => self.all && ev.owner == self.user.id,
+            Some(f) if ev.transient => ev.seq == f.last && ev.stream == f.stream,
+            Some(f) => ev.seq > f.last && ev.stream == f.stream,
+            // A computed event only for an explicit follow: under `all`, one computed
+            // before the thing ended could arrive after its end.
+            None => !ev.transient && self.all && ev.owner == self.user.id,
         };
         if wanted {
             self.pending.insert(shared);
@@ -49,6 +50,8 @@ impl Connection {
             }
             // A thing seen through the `all` subscription: followed from now on, within
             // the subscription limit.
+            // A computed event never starts a follow (its thing may have ended since).
+            None if ev.transient => return,
             None => {
                 if !ev.terminal
                     && self.subs.len() < self.state.settings.max_subscriptions

@@ -132,16 +132,40 @@ async fn an_organisation_shares_its_plan_and_limits_and_its_owner_manages_member
         (status, &body["error"]["code"]),
         (409, &json!("owner_cannot_leave"))
     );
-    // Removed, the member stands alone again: its own plan, its own count.
+    // An admin's override for a member is the organisation's: every member has it.
+    let (status, body) = admin_json(
+        &app,
+        Method::PUT,
+        &format!("/v1/admin/users/{}/limits", mate.id),
+        Some(json!({ "tasks_in_flight": 5 })),
+    )
+    .await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["tenant_id"], org_id.as_str());
+    assert_eq!(
+        me(&app, &owner_key).await["limits"]["tasks_in_flight"]["limit"],
+        5
+    );
+    // Someone outside cannot remove the mate; the mate may leave.
     let (status, _) = call(
         &app,
-        &owner_key,
+        &other_key,
+        Method::DELETE,
+        &format!("/v1/org/members/{}", mate.id),
+        None,
+    )
+    .await;
+    assert_eq!(status, 404, "not a member of the caller's organisation");
+    let (status, _) = call(
+        &app,
+        &mate_key,
         Method::DELETE,
         &format!("/v1/org/members/{}", mate.id),
         None,
     )
     .await;
     assert_eq!(status, 200);
+    // Gone, the member stands alone again: its own plan, its own count.
     let v = me(&app, &mate_key).await;
     assert_eq!(
         (&v["plan"]["name"], &v["plan"]["why"]),
@@ -160,9 +184,11 @@ async fn an_organisation_shares_its_plan_and_limits_and_its_owner_manages_member
             "org.create",
             "org.add_member",
             "plan.set",
+            "limits.set",
             "org.remove_member"
         ]
     );
+    assert_eq!(trail[4].actor, format!("user:{}", mate.id), "the mate left");
     done(env, app).await;
 }
 

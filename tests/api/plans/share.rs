@@ -19,6 +19,7 @@ use crate::on_every_backend;
 on_every_backend!(
     a_members_work_starts_first_in_the_configured_ratio_and_free_work_still_progresses,
     an_organisation_flooding_over_five_keys_and_three_members_gets_one_share,
+    what_a_capped_plan_cannot_use_goes_to_the_others,
 );
 
 /// `free` (weight 1) and `member` (weight 3), no caps; `ai.short` with 8 slots.
@@ -216,5 +217,80 @@ async fn an_organisation_flooding_over_five_keys_and_three_members_gets_one_shar
         (0.6..=1.6).contains(&ratio),
         "organisation:solo starts {ratio:.2} (one share each): {started:?}"
     );
+    done(env, app).await;
+}
+
+/// Free capped at one running task beside a member's flood: the slot free leaves goes to
+/// the member (seven of eight run), none idles for the length of the flood.
+async fn what_a_capped_plan_cannot_use_goes_to_the_others(backend: Backend) {
+    let Some(mut env) = TestEnv::new(backend, "plans_capped_share").await else {
+        return;
+    };
+    env.settings.plans.clear();
+    env.settings.plans.insert(
+        "free".into(),
+        PlanSettings {
+            limits: [("tasks_running".to_owned(), 1)].into(),
+            ..Default::default()
+        },
+    );
+    env.settings.plans.insert(
+        "member".into(),
+        PlanSettings {
+            weight: 4,
+            membership: true,
+            ..Default::default()
+        },
+    );
+    env.settings.queues.insert(
+        "ai.short".into(),
+        QueueOverride {
+            prefetch: Some(8),
+            ..Default::default()
+        },
+    );
+    let app = spawn_app(&env).await;
+    let (_, free_key) = app.user("free", 1_000_000).await;
+    let (member, member_key) = app.user("member", 1_000_000).await;
+    conveyor::users::orgs::set_user_plan(&app.platform.db, &member.id, Some("member"), "test")
+        .await
+        .unwrap();
+    let mut all = Vec::new();
+    for _ in 0..30 {
+        all.push(tasks::submit_id(&app, &free_key, work()).await);
+        all.push(tasks::submit_id(&app, &member_key, work()).await);
+    }
+    app.start_consumers();
+    // The most running at once while both still wait.
+    let began = Instant::now();
+    let (mut most_member, mut most_free) = (0usize, 0usize);
+    while began.elapsed() < Duration::from_secs(4) {
+        let rows = task::Entity::find()
+            .filter(task::Column::Id.is_in(all.clone()))
+            .all(&app.platform.db)
+            .await
+            .unwrap();
+        use conveyor::domains::ai_tasks::Status::{Pending, Processing};
+        let waiting_member = rows
+            .iter()
+            .any(|t| t.user_id == member.id && t.status == Pending);
+        if !waiting_member {
+            break;
+        }
+        most_member = most_member.max(
+            rows.iter()
+                .filter(|t| t.user_id == member.id && t.status == Processing)
+                .count(),
+        );
+        most_free = most_free.max(
+            rows.iter()
+                .filter(|t| t.user_id != member.id && t.status == Processing)
+                .count(),
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    eprintln!("most running at once: member {most_member}, free {most_free}");
+    assert_eq!(most_free, 1, "free's cap holds");
+    assert_eq!(most_member, 7, "the member takes what free cannot use");
     done(env, app).await;
 }

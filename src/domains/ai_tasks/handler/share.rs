@@ -2,24 +2,25 @@
 //! counts against a tenant's videos) and per tenant (an organisation, else a user: keys
 //! and members of one organisation count together).
 //!
-//! Two rules, checked for every first claim of a task (later steps of a started task
-//! pass):
+//! Two rules, checked for every claim of a task not yet running (a first claim, or a
+//! retry's; later steps of a running task pass):
 //! - **the plan's cap** (`limits.tasks_running`, per plan, overridden per tenant): a
 //!   tenant running that many in the lane is deferred (second retry tier), whoever else
 //!   waits — the headroom that keeps a flood from taking every slot;
-//! - **the weighted share**: while other tenants wait in the lane (PENDING tasks), a
-//!   tenant gets `max(1, round(S × w / W))` of the lane's slots, where `S` is the lane's
-//!   running tasks plus this claim or this process's slots for the lane (its prefetch),
-//!   whichever is more, `w` its plan's weight and `W` the weights of every waiting
-//!   tenant; above it, it yields (first retry tier: its turn comes again within a
+//! - **the weighted share**: while other tenants wait in the lane (PENDING tasks), the
+//!   lane's `S` slots (its running tasks plus this claim, or this process's slots for
+//!   the lane — its prefetch — whichever is more) are divided by plan weight, max-min
+//!   fair: a tenant held below its weighted part by its cap gets its cap, and what it
+//!   leaves goes to the others by weight ([`allocate`]). A tenant above its part,
+//!   rounded and at least 1, yields (first retry tier: its turn comes again within a
 //!   second). Alone in the lane, a tenant takes whatever is free. A waiting tenant's
-//!   share is kept for it while its yielded work is in the first tier: up to that share
+//!   part is kept for it while its yielded work is in the first tier: up to that part
 //!   of the slots may idle for up to a second, the price of not letting the heavier
 //!   plan's backlog take them (measured: docs/performance.md).
 //!
 //! Counts come from the tasks table (one grouped count of the lane's running work per
 //! batch; the waiting tenants of a lane cached for [`WAITING_TTL`]), so every consumer
-//! process applies the same share.
+//! process applies the same shares.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -34,11 +35,13 @@ use crate::domains::ai_tasks::store;
 /// weighed in within this.
 pub const WAITING_TTL: Duration = Duration::from_millis(250);
 
-/// The waiting tenants of each lane, with their weights, read at most every
-/// [`WAITING_TTL`].
+/// A lane's waiting tenants: the plan each waits under (the heaviest, if several).
+type Waiters = Arc<HashMap<String, String>>;
+
+/// The waiting tenants of each lane, read at most every [`WAITING_TTL`].
 #[derive(Default)]
 pub struct Waiting {
-    lanes: Mutex<HashMap<String, (Instant, Arc<HashMap<String, u32>>)>>,
+    lanes: Mutex<HashMap<String, (Instant, Waiters)>>,
 }
 
 impl Waiting {
@@ -47,24 +50,27 @@ impl Waiting {
         db: &sea_orm::DatabaseConnection,
         plans: &crate::plans::Plans,
         lane: &str,
-    ) -> Result<Arc<HashMap<String, u32>>, sea_orm::DbErr> {
+    ) -> Result<Waiters, sea_orm::DbErr> {
         if let Ok(lanes) = self.lanes.lock()
             && let Some((at, w)) = lanes.get(lane)
             && at.elapsed() < WAITING_TTL
         {
             return Ok(w.clone());
         }
-        let mut weights: HashMap<String, u32> = HashMap::new();
+        let mut waiting: HashMap<String, String> = HashMap::new();
         for (tenant, plan) in store::waiting_tenants(db, lane).await? {
-            let w = plans.get(&plan).weight;
-            let e = weights.entry(tenant).or_insert(w);
-            *e = (*e).max(w);
+            let heavier = waiting
+                .get(&tenant)
+                .is_none_or(|p| plans.get(p).weight < plans.get(&plan).weight);
+            if heavier {
+                waiting.insert(tenant, plan);
+            }
         }
-        let weights = Arc::new(weights);
+        let waiting = Arc::new(waiting);
         if let Ok(mut lanes) = self.lanes.lock() {
-            lanes.insert(lane.to_owned(), (Instant::now(), weights.clone()));
+            lanes.insert(lane.to_owned(), (Instant::now(), waiting.clone()));
         }
-        Ok(weights)
+        Ok(waiting)
     }
 }
 
@@ -82,32 +88,78 @@ pub enum Verdict {
     },
 }
 
-/// The rule itself: `running` of the tenant, `slots` of the lane (its running work plus
-/// this claim, or the process's slots if more), its `weight` and `cap` (0: none), and
-/// `others`, the weights of every waiting tenant but this one.
-pub fn verdict(running: u64, slots: u64, weight: u32, cap: u32, others: u64) -> Verdict {
+/// Divides `slots` among contenders `(weight, cap)` (cap 0: none) by weight, max-min
+/// fair: a contender whose part would pass its cap gets the cap, and the rest is divided
+/// again among the others.
+pub fn allocate(slots: u64, contenders: &[(u32, u32)]) -> Vec<f64> {
+    let mut parts = vec![0.0; contenders.len()];
+    let mut open: Vec<usize> = (0..contenders.len()).collect();
+    let mut left = slots as f64;
+    while !open.is_empty() && left > 0.0 {
+        let weights: f64 = open
+            .iter()
+            .map(|&i| f64::from(contenders[i].0.max(1)))
+            .sum();
+        let part = |i: usize| left * f64::from(contenders[i].0.max(1)) / weights;
+        let capped: Vec<usize> = open
+            .iter()
+            .copied()
+            .filter(|&i| contenders[i].1 > 0 && part(i) >= f64::from(contenders[i].1))
+            .collect();
+        if capped.is_empty() {
+            for &i in &open {
+                parts[i] = part(i);
+            }
+            break;
+        }
+        for &i in &capped {
+            parts[i] = f64::from(contenders[i].1);
+            left -= parts[i];
+        }
+        open.retain(|i| !capped.contains(i));
+    }
+    parts
+}
+
+/// The rule for one more claim of a tenant running `running`, with its `cap` (0: none)
+/// and its `part` of the lane (`None`: alone in it).
+pub fn verdict(running: u64, cap: u32, part: Option<f64>) -> Verdict {
     if cap > 0 && running >= u64::from(cap) {
         return Verdict::OverCap { cap };
     }
-    if others == 0 {
-        return Verdict::Admit;
-    }
-    let w = u64::from(weight.max(1));
-    // round(slots × w / (w + others)), at least 1: no tenant waits forever.
-    let share = ((slots * w * 2 + (w + others)) / ((w + others) * 2)).max(1);
-    if running >= share {
-        Verdict::OverShare { share }
-    } else {
-        Verdict::Admit
+    match part {
+        // Rounded, at least 1: no tenant waits forever.
+        Some(p) if running >= (p.round() as u64).max(1) => Verdict::OverShare {
+            share: (p.round() as u64).max(1),
+        },
+        _ => Verdict::Admit,
     }
 }
 
+/// One lane as a batch weighs it.
+struct Lane {
+    running: HashMap<String, u64>,
+    /// Each contender's part of the lane's slots (two or more contenders), by tenant.
+    parts: HashMap<String, f64>,
+}
+
 impl AiTaskHandler {
-    /// Applies both rules to the batch's first claims; the batch's own admissions count
-    /// toward the shares of the claims after them. When a rule applies, the caller holds
-    /// the returned turn until its claims are written: the process's batches weigh one
-    /// after another, each seeing the claims of the one before (side by side, each would
-    /// admit up to a tenant's whole share).
+    /// The tenant's cap in a lane: its plan's `tasks_running`, overridden for it.
+    async fn cap(&self, ctx: &Context, tenant: &str, plan: &str) -> u32 {
+        let o = self.overrides.get(&ctx.db, tenant).await;
+        crate::limits::layered(
+            &crate::domains::ai_tasks::limits::RUNNING,
+            self.running_cap,
+            self.plans.get(plan),
+            &o,
+        )
+    }
+
+    /// Applies both rules to the batch's claims of tasks not yet running; the batch's
+    /// own admissions count toward the shares of the claims after them. When a rule
+    /// applies, the caller holds the returned turn until its claims are written: the
+    /// process's batches weigh one after another, each seeing the claims of the one
+    /// before (side by side, each would admit up to a tenant's whole share).
     pub(super) async fn fair_share(
         &self,
         ctx: &Context,
@@ -118,36 +170,59 @@ impl AiTaskHandler {
         if !candidates.iter().any(fresh) {
             return Ok((candidates, None));
         }
-        // Per lane: its running work by tenant and its waiting tenants' weights.
-        let mut lanes: HashMap<String, (HashMap<String, u64>, u64, Arc<HashMap<String, u32>>)> =
-            HashMap::new();
         let mut caps: HashMap<String, u32> = HashMap::new();
+        let mut waiting: HashMap<String, Waiters> = HashMap::new();
         for c in candidates.iter().filter(|c| fresh(c)) {
             let t = &c.task;
             if !caps.contains_key(&t.tenant_id) {
-                let o = self.overrides.get(&ctx.db, &t.tenant_id).await;
-                let plan = self.plans.get(&t.plan);
-                let cap = crate::limits::layered(
-                    &crate::domains::ai_tasks::limits::RUNNING,
-                    self.running_cap,
-                    plan,
-                    &o,
-                );
+                let cap = self.cap(ctx, &t.tenant_id, &t.plan).await;
                 caps.insert(t.tenant_id.clone(), cap);
             }
-            if !lanes.contains_key(&t.lane) {
-                let waiting = self.waiting.of(&ctx.db, &self.plans, &t.lane).await?;
-                lanes.insert(t.lane.clone(), (HashMap::new(), 0, waiting));
+            if !waiting.contains_key(&t.lane) {
+                let w = self.waiting.of(&ctx.db, &self.plans, &t.lane).await?;
+                waiting.insert(t.lane.clone(), w);
             }
         }
         // Nothing to weigh: no cap, and no lane with two tenants waiting.
-        if caps.values().all(|c| *c == 0) && lanes.values().all(|(_, _, w)| w.len() < 2) {
+        if caps.values().all(|c| *c == 0) && waiting.values().all(|w| w.len() < 2) {
             return Ok((candidates, None));
         }
         let turn = self.share_turn.lock().await;
-        for (lane, (running, total, _)) in lanes.iter_mut() {
-            *running = store::running_by_tenant(&ctx.db, lane).await?;
-            *total = running.values().sum();
+        let mut lanes: HashMap<String, Lane> = HashMap::new();
+        for (lane, waiters) in &waiting {
+            let running = store::running_by_tenant(&ctx.db, lane).await?;
+            let total: u64 = running.values().sum();
+            // The contenders: every waiting tenant, and the batch's own.
+            let mut contenders: Vec<(String, String)> = waiters
+                .iter()
+                .map(|(t, p)| (t.clone(), p.clone()))
+                .collect();
+            for c in candidates
+                .iter()
+                .filter(|c| fresh(c) && c.task.lane == *lane)
+            {
+                if !waiters.contains_key(&c.task.tenant_id)
+                    && !contenders.iter().any(|(t, _)| *t == c.task.tenant_id)
+                {
+                    contenders.push((c.task.tenant_id.clone(), c.task.plan.clone()));
+                }
+            }
+            let mut parts = HashMap::new();
+            if contenders.len() >= 2 {
+                let mut shape = Vec::with_capacity(contenders.len());
+                for (tenant, plan) in &contenders {
+                    let cap = match caps.get(tenant) {
+                        Some(c) => *c,
+                        None => self.cap(ctx, tenant, plan).await,
+                    };
+                    shape.push((self.plans.get(plan).weight, cap));
+                }
+                let slots = (total + 1).max(self.lane_slots.get(lane).copied().unwrap_or(0));
+                for ((tenant, _), part) in contenders.iter().zip(allocate(slots, &shape)) {
+                    parts.insert(tenant.clone(), part);
+                }
+            }
+            lanes.insert(lane.clone(), Lane { running, parts });
         }
         let mut admitted = Vec::with_capacity(candidates.len());
         for c in candidates {
@@ -156,23 +231,16 @@ impl AiTaskHandler {
                 continue;
             }
             let t = &c.task;
-            let Some((running, total, waiting)) = lanes.get_mut(&t.lane) else {
+            let Some(lane) = lanes.get_mut(&t.lane) else {
                 admitted.push(c);
                 continue;
             };
-            let weight = self.plans.get(&t.plan).weight;
-            let others: u64 = waiting
-                .iter()
-                .filter(|(tenant, _)| **tenant != t.tenant_id)
-                .map(|(_, w)| u64::from(*w))
-                .sum();
             let cap = caps.get(&t.tenant_id).copied().unwrap_or(0);
-            let slots = (*total + 1).max(self.lane_slots.get(&t.lane).copied().unwrap_or(0));
-            let n = running.entry(t.tenant_id.clone()).or_default();
-            match verdict(*n, slots, weight, cap, others) {
+            let part = lane.parts.get(&t.tenant_id).copied();
+            let n = lane.running.entry(t.tenant_id.clone()).or_default();
+            match verdict(*n, cap, part) {
                 Verdict::Admit => {
                     *n += 1;
-                    *total += 1;
                     admitted.push(c);
                 }
                 Verdict::OverCap { cap } => {
@@ -200,30 +268,32 @@ pub type ShareTurn<'a> = tokio::sync::MutexGuard<'a, ()>;
 mod tests {
     use super::*;
 
+    fn share(slots: u64, contenders: &[(u32, u32)], i: usize) -> u64 {
+        (allocate(slots, contenders)[i].round() as u64).max(1)
+    }
+
     #[test]
     fn a_cap_defers_whoever_waits() {
-        assert_eq!(verdict(4, 5, 1, 4, 0), Verdict::OverCap { cap: 4 });
-        assert_eq!(verdict(3, 11, 1, 4, 0), Verdict::Admit);
+        assert_eq!(verdict(4, 4, None), Verdict::OverCap { cap: 4 });
+        assert_eq!(verdict(3, 4, None), Verdict::Admit);
     }
 
     #[test]
     fn alone_a_tenant_takes_whatever_is_free() {
-        assert_eq!(verdict(100, 100, 1, 0, 0), Verdict::Admit);
+        assert_eq!(verdict(100, 0, None), Verdict::Admit);
     }
 
     #[test]
     fn contended_shares_follow_the_weights_and_never_fall_to_zero() {
         // 8 slots, weights 3 and 1: 6 and 2.
-        assert_eq!(verdict(6, 8, 3, 0, 1), Verdict::OverShare { share: 6 });
-        assert_eq!(verdict(5, 8, 3, 0, 1), Verdict::Admit);
-        assert_eq!(verdict(2, 8, 1, 0, 3), Verdict::OverShare { share: 2 });
-        assert_eq!(verdict(1, 8, 1, 0, 3), Verdict::Admit);
+        let lane = [(3, 0), (1, 0)];
+        assert_eq!((share(8, &lane, 0), share(8, &lane, 1)), (6, 2));
+        assert_eq!(verdict(6, 0, Some(6.0)), Verdict::OverShare { share: 6 });
+        assert_eq!(verdict(5, 0, Some(6.0)), Verdict::Admit);
         // A light tenant beside a heavy crowd still gets one.
-        assert_eq!(verdict(0, 51, 1, 0, 1000), Verdict::Admit);
-        assert_eq!(verdict(1, 51, 1, 0, 1000), Verdict::OverShare { share: 1 });
-        // The heavier tenant keeps its share while the other's work is away (no
-        // collapse as the lane empties): 8 slots of the process, one running.
-        assert_eq!(verdict(1, 8, 3, 0, 1), Verdict::Admit);
+        assert_eq!(share(51, &[(1, 0), (1000, 0)], 0), 1);
+        assert_eq!(verdict(0, 0, Some(0.05)), Verdict::Admit);
+        assert_eq!(verdict(1, 0, Some(0.05)), Verdict::OverShare { share: 1 });
         // Simulated: two tenants always waiting fill 8 slots 6:2, in either order.
         for first_a in [true, false] {
             let (mut a, mut b) = (0u64, 0u64);
@@ -231,16 +301,29 @@ mod tests {
                 if a + b == 8 {
                     break;
                 }
-                let slots = (a + b + 1).max(8);
+                let parts = allocate((a + b + 1).max(8), &lane);
                 if (i % 2 == 0) == first_a {
-                    if verdict(a, slots, 3, 0, 1) == Verdict::Admit {
+                    if verdict(a, 0, Some(parts[0])) == Verdict::Admit {
                         a += 1;
                     }
-                } else if verdict(b, slots, 1, 0, 3) == Verdict::Admit {
+                } else if verdict(b, 0, Some(parts[1])) == Verdict::Admit {
                     b += 1;
                 }
             }
             assert_eq!((a, b), (6, 2));
         }
+    }
+
+    #[test]
+    fn what_a_capped_tenant_cannot_use_goes_to_the_others() {
+        // Weight 4 beside weight 1 capped at 1: 7 and 1, no slot left idle.
+        let parts = allocate(8, &[(4, 0), (1, 1)]);
+        assert_eq!(parts, vec![7.0, 1.0]);
+        // Two capped below their parts, the third takes the rest.
+        let parts = allocate(12, &[(1, 2), (1, 2), (1, 0)]);
+        assert_eq!(parts, vec![2.0, 2.0, 8.0]);
+        // Everyone capped: nobody gets more than the cap, what is left stays free.
+        let parts = allocate(10, &[(1, 2), (5, 3)]);
+        assert_eq!(parts, vec![2.0, 3.0]);
     }
 }

@@ -159,3 +159,25 @@ pub async fn most_waiting(db: &impl ConnectionTrait, n: u64) -> Result<Vec<Waiti
         })
         .collect())
 }
+
+/// A tenant's PROCESSING tasks in its busiest lane (its use of a per-lane cap).
+pub async fn running_in_busiest_lane(
+    db: &impl ConnectionTrait,
+    tenant: &str,
+) -> Result<u64, DbErr> {
+    let rows: Vec<(String, i64)> = task::Entity::find()
+        .select_only()
+        .column(task::Column::Lane)
+        .column_as(task::Column::Id.count(), "n")
+        .filter(task::Column::TenantId.eq(tenant))
+        .filter(task::Column::Status.eq(Status::Processing))
+        .group_by(task::Column::Lane)
+        .into_tuple()
+        .all(db)
+        .await?;
+    Ok(rows
+        .into_iter()
+        .filter_map(|(_, n)| u64::try_from(n).ok())
+        .max()
+        .unwrap_or(0))
+}

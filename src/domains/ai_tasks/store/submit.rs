@@ -98,7 +98,17 @@ async fn over_cap(
     if ids.is_empty() {
         return Ok(vec![None; batch.len()]);
     }
-    crate::users::lock_many(txn, &ids).await?;
+    // Every lock of a submission in one order: the submitters' rows (which the credit
+    // reservation locks too, before or after this) in id order, then the organisations'.
+    // An organisation's row first would deadlock against a batch that reserved credits
+    // (users first) before counting.
+    let users: std::collections::BTreeSet<&str> = batch
+        .iter()
+        .filter(|n| n.max_in_flight > 0)
+        .map(|n| n.user_id.as_str())
+        .chain(ids.iter().copied())
+        .collect();
+    crate::users::lock_many(txn, &users).await?;
     crate::users::orgs::lock_many(txn, &ids).await?;
     let mut active: std::collections::HashMap<String, i64> = task::Entity::find()
         .select_only()
