@@ -91,11 +91,14 @@ pub fn valid_name(name: &str) -> bool {
             .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_' || b == b'-')
 }
 
+/// Checks a map of limit values (the limits module's rule: declared keys, in range).
+pub type LimitsCheck<'a> = &'a dyn Fn(&BTreeMap<String, u32>) -> Result<(), ConfigError>;
+
 /// Names, weights, one membership plan at most, and each plan's limits as `limits`
-/// checks them (the limits module: declared keys, values in range).
+/// checks them.
 pub fn check(
     plans: &BTreeMap<String, PlanSettings>,
-    limits: &dyn Fn(&BTreeMap<String, u32>) -> Result<(), ConfigError>,
+    limits: LimitsCheck<'_>,
 ) -> Result<(), ConfigError> {
     let invalid = |problem: String| ConfigError::Invalid {
         key: "plans",
