@@ -137,7 +137,7 @@ fn install(platform: &Platform) -> BoxFuture<'_, anyhow::Result<Installed>> {
             overrides: Arc::default(),
             plans: platform.plans.clone(),
             waiting: handler::share::Waiting::default(),
-            share_turn: tokio::sync::Mutex::new(()),
+            admitting: handler::share::Admitting::default(),
             lane_slots: queues::QUEUES
                 .iter()
                 .map(|q| {

@@ -22,13 +22,18 @@ on_every_backend!(
     what_a_capped_plan_cannot_use_goes_to_the_others,
 );
 
-/// `free` (weight 1) and `member` (weight 3), no caps; `ai.short` with 8 slots.
-async fn contended(backend: Backend, test: &str) -> Option<(TestEnv, TestApp)> {
+/// `free` (weight 1, at most `free_running` running in a lane; 0: no cap) and `member`
+/// (weight 3); `ai.short` with 8 slots.
+async fn contended(backend: Backend, test: &str, free_running: u32) -> Option<(TestEnv, TestApp)> {
     let mut env = TestEnv::new(backend, test).await?;
     env.settings.plans.clear();
-    env.settings
-        .plans
-        .insert("free".into(), PlanSettings::default());
+    env.settings.plans.insert(
+        "free".into(),
+        PlanSettings {
+            limits: [("tasks_running".to_owned(), free_running)].into(),
+            ..Default::default()
+        },
+    );
     env.settings.plans.insert(
         "member".into(),
         PlanSettings {
@@ -103,7 +108,7 @@ async fn starts_while_contended(
 async fn a_members_work_starts_first_in_the_configured_ratio_and_free_work_still_progresses(
     backend: Backend,
 ) {
-    let Some((env, app)) = contended(backend, "plans_ratio").await else {
+    let Some((env, app)) = contended(backend, "plans_ratio", 0).await else {
         return;
     };
     let (_, free_key) = app.user("free", 1_000_000).await;
@@ -146,7 +151,8 @@ async fn a_members_work_starts_first_in_the_configured_ratio_and_free_work_still
 async fn an_organisation_flooding_over_five_keys_and_three_members_gets_one_share(
     backend: Backend,
 ) {
-    let Some((env, app)) = contended(backend, "plans_org_share").await else {
+    // Tenants of one plan share a lane through the plan's cap: 4 of the 8 slots each.
+    let Some((env, app)) = contended(backend, "plans_org_share", 4).await else {
         return;
     };
     let (owner, owner_key) = app.user("owner", 1_000_000).await;
@@ -211,7 +217,7 @@ async fn an_organisation_flooding_over_five_keys_and_three_members_gets_one_shar
     let (t, s) = (started[0] as f64, started[1] as f64);
     eprintln!("starts while contended: organisation {t}, solo {s}");
     assert!(s >= 2.0, "{started:?}");
-    // Three members counted apart would take 3:1.
+    // Counted apart, three members would have three caps (12) against the one key's 4.
     let ratio = t / s;
     assert!(
         (0.6..=1.6).contains(&ratio),

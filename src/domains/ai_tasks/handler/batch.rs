@@ -60,7 +60,7 @@ impl AiTaskHandler {
                 answers.give(i, a);
             }
         }
-        let (candidates, share_turn) = match loaded {
+        let (candidates, admitted) = match loaded {
             Ok(c) => c,
             Err(e) => return answers.give_rest(|| Err(transient(format!("loading tasks: {e}")))),
         };
@@ -77,8 +77,8 @@ impl AiTaskHandler {
             Ok(c) => c,
             Err(e) => return answers.give_rest(|| Err(transient(&e))),
         };
-        // The claims are in the counts now: the next batch's share may be weighed.
-        drop(share_turn);
+        // The claims are in the table's counts now.
+        drop(admitted);
         publish_events(
             ctx.broker.as_ref(),
             &claimed.iter().map(|(_, ev)| ev.clone()).collect::<Vec<_>>(),

@@ -46,8 +46,8 @@ pub struct AiTaskHandler {
     /// Each lane's worker slots in this process (its prefetch): the least a contended
     /// lane's shares are cut from.
     pub lane_slots: std::collections::HashMap<String, u64>,
-    /// Held from a batch's share check to its claims (see [`share`]).
-    pub share_turn: tokio::sync::Mutex<()>,
+    /// What this process's batches admitted and have not claimed yet (see [`share`]).
+    pub admitting: share::Admitting,
     /// What every running step reports (progress, streamed text), written together.
     pub reports: report_writer::ReportWriter,
     /// Every running step's lease heartbeats, written together.

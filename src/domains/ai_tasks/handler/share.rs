@@ -6,21 +6,23 @@
 //! retry's; later steps of a running task pass):
 //! - **the plan's cap** (`limits.tasks_running`, per plan, overridden per tenant): a
 //!   tenant running that many in the lane is deferred (second retry tier), whoever else
-//!   waits — the headroom that keeps a flood from taking every slot;
-//! - **the weighted share**: while other tenants wait in the lane (PENDING tasks), the
-//!   lane's `S` slots (its running tasks plus this claim, or this process's slots for
-//!   the lane — its prefetch — whichever is more) are divided by plan weight, max-min
-//!   fair: a tenant held below its weighted part by its cap gets its cap, and what it
-//!   leaves goes to the others by weight ([`allocate`]). A tenant above its part,
-//!   rounded and at least 1, yields (first retry tier: its turn comes again within a
-//!   second). Alone in the lane, a tenant takes whatever is free. A waiting tenant's
-//!   part is kept for it while its yielded work is in the first tier: up to that part
-//!   of the slots may idle for up to a second, the price of not letting the heavier
-//!   plan's backlog take them (measured: docs/performance.md).
+//!   waits. This is how tenants of one plan share a lane: the headroom that keeps one
+//!   tenant's flood from taking every slot.
+//! - **the weights between plans**: while tenants of plans of different weights wait in
+//!   the lane (PENDING tasks), the lane's `S` slots (its running tasks plus this claim, or
+//!   this process's slots for the lane — its prefetch — whichever is more) are divided
+//!   among the weight classes by weight × waiting tenants, max-min fair: a class held
+//!   below its part by its tenants' caps gets their caps, and what it leaves goes to the
+//!   others ([`allocate`]). A claim of a class over its part (rounded, at least 1)
+//!   yields (first retry tier: its turn comes again within a second). One weight class
+//!   waiting — the common case — weighs nothing: the claim costs no count.
+//!   A waiting class's part is kept for it while its yielded work is in the first tier:
+//!   up to that part of the slots may idle for up to a second.
 //!
 //! Counts come from the tasks table (one grouped count of the lane's running work per
-//! batch; the waiting tenants of a lane cached for [`WAITING_TTL`]), so every consumer
-//! process applies the same shares.
+//! batch when a rule applies; the waiting tenants of a lane cached for
+//! [`WAITING_TTL`]), plus what this process's other batches admitted and have not
+//! claimed yet ([`Admitting`]), so batches side by side do not each admit a whole share.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -138,9 +140,57 @@ pub fn verdict(running: u64, cap: u32, part: Option<f64>) -> Verdict {
 
 /// One lane as a batch weighs it.
 struct Lane {
+    /// Running (and admitted by this process's other batches), by tenant.
     running: HashMap<String, u64>,
-    /// Each contender's part of the lane's slots (two or more contenders), by tenant.
-    parts: HashMap<String, f64>,
+    /// Running, by weight class.
+    by_class: HashMap<u32, u64>,
+    /// Each weight class's part of the lane's slots (two or more classes waiting).
+    parts: HashMap<u32, f64>,
+}
+
+/// Claims admitted by this process's batches and not written yet, by (lane, tenant): a
+/// batch weighing shares counts them as running.
+#[derive(Default)]
+pub struct Admitting(Mutex<HashMap<(String, String), u64>>);
+
+impl Admitting {
+    fn snapshot(&self) -> HashMap<(String, String), u64> {
+        self.0.lock().map(|m| m.clone()).unwrap_or_default()
+    }
+
+    fn add(&self, keys: &[(String, String)]) {
+        if let Ok(mut m) = self.0.lock() {
+            for k in keys {
+                *m.entry(k.clone()).or_default() += 1;
+            }
+        }
+    }
+
+    fn remove(&self, keys: &[(String, String)]) {
+        if let Ok(mut m) = self.0.lock() {
+            for k in keys {
+                if let Some(n) = m.get_mut(k) {
+                    *n = n.saturating_sub(1);
+                    if *n == 0 {
+                        m.remove(k);
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// A batch's admissions while their claims are being written: dropped after the claims
+/// committed (or failed), they stop counting.
+pub struct Admitted<'a> {
+    admitting: &'a Admitting,
+    keys: Vec<(String, String)>,
+}
+
+impl Drop for Admitted<'_> {
+    fn drop(&mut self) {
+        self.admitting.remove(&self.keys);
+    }
 }
 
 impl AiTaskHandler {
@@ -157,19 +207,18 @@ impl AiTaskHandler {
 
     /// Applies both rules to the batch's claims of tasks not yet running; the batch's
     /// own admissions count toward the shares of the claims after them. When a rule
-    /// applies, the caller holds the returned turn until its claims are written: the
-    /// process's batches weigh one after another, each seeing the claims of the one
-    /// before (side by side, each would admit up to a tenant's whole share).
+    /// applied, the caller holds the returned admissions until its claims are written.
     pub(super) async fn fair_share(
         &self,
         ctx: &Context,
         candidates: Vec<Candidate>,
         answers: &mut [Option<Result<(), HandlerError>>],
-    ) -> Result<(Vec<Candidate>, Option<ShareTurn<'_>>), sea_orm::DbErr> {
+    ) -> Result<(Vec<Candidate>, Option<Admitted<'_>>), sea_orm::DbErr> {
         let fresh = |c: &Candidate| c.task.status != Status::Processing;
         if !candidates.iter().any(fresh) {
             return Ok((candidates, None));
         }
+        let weight = |plan: &str| self.plans.get(plan).weight;
         let mut caps: HashMap<String, u32> = HashMap::new();
         let mut waiting: HashMap<String, Waiters> = HashMap::new();
         for c in candidates.iter().filter(|c| fresh(c)) {
@@ -183,48 +232,85 @@ impl AiTaskHandler {
                 waiting.insert(t.lane.clone(), w);
             }
         }
-        // Nothing to weigh: no cap, and no lane with two tenants waiting.
-        if caps.values().all(|c| *c == 0) && waiting.values().all(|w| w.len() < 2) {
-            return Ok((candidates, None));
-        }
-        let turn = self.share_turn.lock().await;
-        let mut lanes: HashMap<String, Lane> = HashMap::new();
-        for (lane, waiters) in &waiting {
-            let running = store::running_by_tenant(&ctx.db, lane).await?;
-            let total: u64 = running.values().sum();
-            // The contenders: every waiting tenant, and the batch's own.
-            let mut contenders: Vec<(String, String)> = waiters
-                .iter()
-                .map(|(t, p)| (t.clone(), p.clone()))
-                .collect();
+        // The weight classes waiting in each lane (the batch's own among them).
+        let classes = |lane: &str, waiters: &HashMap<String, String>| {
+            let mut by_class: HashMap<u32, Vec<(String, String)>> = HashMap::new();
+            for (tenant, plan) in waiters {
+                by_class
+                    .entry(weight(plan))
+                    .or_default()
+                    .push((tenant.clone(), plan.clone()));
+            }
             for c in candidates
                 .iter()
-                .filter(|c| fresh(c) && c.task.lane == *lane)
+                .filter(|c| fresh(c) && c.task.lane == lane)
             {
-                if !waiters.contains_key(&c.task.tenant_id)
-                    && !contenders.iter().any(|(t, _)| *t == c.task.tenant_id)
-                {
-                    contenders.push((c.task.tenant_id.clone(), c.task.plan.clone()));
+                let class = by_class.entry(weight(&c.task.plan)).or_default();
+                if !class.iter().any(|(t, _)| *t == c.task.tenant_id) {
+                    class.push((c.task.tenant_id.clone(), c.task.plan.clone()));
                 }
             }
+            by_class
+        };
+        let weighed: HashMap<String, HashMap<u32, Vec<(String, String)>>> = waiting
+            .iter()
+            .map(|(lane, w)| (lane.clone(), classes(lane, w)))
+            .filter(|(_, by_class)| by_class.len() >= 2)
+            .collect();
+        // Nothing to weigh: no cap, and no lane with two weight classes waiting.
+        if caps.values().all(|c| *c == 0) && weighed.is_empty() {
+            return Ok((candidates, None));
+        }
+        let elsewhere = self.admitting.snapshot();
+        let mut lanes: HashMap<String, Lane> = HashMap::new();
+        for lane in waiting.keys() {
+            let mut running = store::running_by_tenant(&ctx.db, lane).await?;
+            for ((l, tenant), n) in &elsewhere {
+                if l == lane {
+                    *running.entry(tenant.clone()).or_default() += n;
+                }
+            }
+            let total: u64 = running.values().sum();
             let mut parts = HashMap::new();
-            if contenders.len() >= 2 {
-                let mut shape = Vec::with_capacity(contenders.len());
-                for (tenant, plan) in &contenders {
-                    let cap = match caps.get(tenant) {
-                        Some(c) => *c,
-                        None => self.cap(ctx, tenant, plan).await,
-                    };
-                    shape.push((self.plans.get(plan).weight, cap));
+            let mut by_class: HashMap<u32, u64> = HashMap::new();
+            if let Some(classes) = weighed.get(lane) {
+                let mut shape = Vec::with_capacity(classes.len());
+                let mut order = Vec::with_capacity(classes.len());
+                for (w, tenants) in classes {
+                    // A class is capped when every tenant in it is: by the sum.
+                    let mut cap = 0u32;
+                    let mut capped = true;
+                    for (tenant, plan) in tenants {
+                        let c = match caps.get(tenant) {
+                            Some(c) => *c,
+                            None => self.cap(ctx, tenant, plan).await,
+                        };
+                        capped &= c > 0;
+                        cap = cap.saturating_add(c);
+                        if let Some(n) = running.get(tenant) {
+                            *by_class.entry(*w).or_default() += n;
+                        }
+                    }
+                    let n = u32::try_from(tenants.len()).unwrap_or(u32::MAX);
+                    shape.push((w.saturating_mul(n), if capped { cap } else { 0 }));
+                    order.push(*w);
                 }
                 let slots = (total + 1).max(self.lane_slots.get(lane).copied().unwrap_or(0));
-                for ((tenant, _), part) in contenders.iter().zip(allocate(slots, &shape)) {
-                    parts.insert(tenant.clone(), part);
+                for (w, part) in order.into_iter().zip(allocate(slots, &shape)) {
+                    parts.insert(w, part);
                 }
             }
-            lanes.insert(lane.clone(), Lane { running, parts });
+            lanes.insert(
+                lane.clone(),
+                Lane {
+                    running,
+                    by_class,
+                    parts,
+                },
+            );
         }
         let mut admitted = Vec::with_capacity(candidates.len());
+        let mut keys = Vec::new();
         for c in candidates {
             if !fresh(&c) {
                 admitted.push(c);
@@ -235,12 +321,19 @@ impl AiTaskHandler {
                 admitted.push(c);
                 continue;
             };
+            let w = weight(&t.plan);
             let cap = caps.get(&t.tenant_id).copied().unwrap_or(0);
-            let part = lane.parts.get(&t.tenant_id).copied();
-            let n = lane.running.entry(t.tenant_id.clone()).or_default();
-            match verdict(*n, cap, part) {
+            let class_running = lane.by_class.get(&w).copied().unwrap_or(0);
+            let n = lane.running.get(&t.tenant_id).copied().unwrap_or(0);
+            let verdict = match verdict(n, cap, None) {
+                Verdict::Admit => verdict(class_running, 0, lane.parts.get(&w).copied()),
+                over => over,
+            };
+            match verdict {
                 Verdict::Admit => {
-                    *n += 1;
+                    *lane.running.entry(t.tenant_id.clone()).or_default() += 1;
+                    *lane.by_class.entry(w).or_default() += 1;
+                    keys.push((t.lane.clone(), t.tenant_id.clone()));
                     admitted.push(c);
                 }
                 Verdict::OverCap { cap } => {
@@ -251,18 +344,22 @@ impl AiTaskHandler {
                 }
                 Verdict::OverShare { share } => {
                     answers[c.index] = Some(Err(HandlerError::Yielded(format!(
-                        "tenant runs its share of {} ({n} of {share}) while others wait",
+                        "plans of weight {w} run their share of {} ({class_running} of {share}) while others wait",
                         t.lane
                     ))));
                 }
             }
         }
-        Ok((admitted, Some(turn)))
+        self.admitting.add(&keys);
+        Ok((
+            admitted,
+            Some(Admitted {
+                admitting: &self.admitting,
+                keys,
+            }),
+        ))
     }
 }
-
-/// One batch's turn at weighing shares (see [`AiTaskHandler::fair_share`]).
-pub type ShareTurn<'a> = tokio::sync::MutexGuard<'a, ()>;
 
 #[cfg(test)]
 mod tests {
