@@ -34,8 +34,9 @@ use crate::domains::ai_tasks::kinds::Status;
 use crate::domains::ai_tasks::store;
 
 /// How long a lane's waiting tenants are trusted: a tenant that just started waiting is
-/// weighed in within this.
-pub const WAITING_TTL: Duration = Duration::from_millis(250);
+/// weighed in within this. One read per lane and process per period, whatever the
+/// batches (a read counts the lane's PENDING work, from the index alone on PostgreSQL).
+pub const WAITING_TTL: Duration = Duration::from_secs(1);
 
 /// A lane's waiting tenants: the plan each waits under (the heaviest, if several).
 type Waiters = Arc<HashMap<String, String>>;
@@ -44,6 +45,8 @@ type Waiters = Arc<HashMap<String, String>>;
 #[derive(Default)]
 pub struct Waiting {
     lanes: Mutex<HashMap<String, (Instant, Waiters)>>,
+    /// One read at a time: batches that find the list stale together wait for one read.
+    reading: tokio::sync::Mutex<()>,
 }
 
 impl Waiting {
@@ -53,11 +56,20 @@ impl Waiting {
         plans: &crate::plans::Plans,
         lane: &str,
     ) -> Result<Waiters, sea_orm::DbErr> {
-        if let Ok(lanes) = self.lanes.lock()
-            && let Some((at, w)) = lanes.get(lane)
-            && at.elapsed() < WAITING_TTL
-        {
-            return Ok(w.clone());
+        let fresh = || {
+            self.lanes
+                .lock()
+                .ok()
+                .and_then(|lanes| lanes.get(lane).cloned())
+                .filter(|(at, _)| at.elapsed() < WAITING_TTL)
+                .map(|(_, w)| w)
+        };
+        if let Some(w) = fresh() {
+            return Ok(w);
+        }
+        let _reading = self.reading.lock().await;
+        if let Some(w) = fresh() {
+            return Ok(w);
         }
         let mut waiting: HashMap<String, String> = HashMap::new();
         for (tenant, plan) in store::waiting_tenants(db, lane).await? {
