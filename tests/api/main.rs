@@ -5,6 +5,7 @@
 #![allow(clippy::unwrap_used)]
 
 mod ai_tasks;
+mod alert_rules;
 mod architecture;
 mod batches;
 mod browser;
