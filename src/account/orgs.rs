@@ -76,6 +76,14 @@ async fn view(core: &Core, o: Org) -> Result<OrgView, ApiError> {
     })
 }
 
+/// The organisation as it is now (after a change), or 404.
+async fn fresh_view(core: &Core, id: &str) -> Result<Json<OrgView>, ApiError> {
+    let o = orgs::get(&core.db, id)
+        .await?
+        .ok_or(ApiError::NotFound("organisation"))?;
+    Ok(Json(view(core, o).await?))
+}
+
 async fn announce(core: &Core) {
     crate::plans::notices::announce(core.broker.as_ref(), Vec::new()).await;
 }
@@ -162,10 +170,7 @@ pub async fn get(
     _admin: Admin,
     Path(id): Path<String>,
 ) -> Result<Json<OrgView>, ApiError> {
-    let o = orgs::get(&core.db, &id)
-        .await?
-        .ok_or(ApiError::NotFound("organisation"))?;
-    Ok(Json(view(&core, o).await?))
+    fresh_view(&core, &id).await
 }
 
 #[utoipa::path(put, path = "/v1/admin/orgs/{id}/plan", tag = "admin", security(("api_key" = [])),
@@ -186,10 +191,7 @@ pub async fn set_plan(
     known_plan(&core, req.plan.as_deref())?;
     orgs::set_plan(&core.db, &id, req.plan.as_deref(), &actor(&admin)).await?;
     announce(&core).await;
-    let o = orgs::get(&core.db, &id)
-        .await?
-        .ok_or(ApiError::NotFound("organisation"))?;
-    Ok(Json(view(&core, o).await?))
+    fresh_view(&core, &id).await
 }
 
 #[utoipa::path(post, path = "/v1/admin/orgs/{id}/members", tag = "admin", security(("api_key" = [])),
@@ -235,10 +237,7 @@ async fn add_member(
 ) -> Result<Json<OrgView>, ApiError> {
     orgs::add(&core.db, org, user, actor).await?;
     announce(core).await;
-    let o = orgs::get(&core.db, org)
-        .await?
-        .ok_or(ApiError::NotFound("organisation"))?;
-    Ok(Json(view(core, o).await?))
+    fresh_view(core, org).await
 }
 
 async fn remove_member(
@@ -249,10 +248,7 @@ async fn remove_member(
 ) -> Result<Json<OrgView>, ApiError> {
     orgs::remove(&core.db, org, user, actor).await?;
     announce(core).await;
-    let o = orgs::get(&core.db, org)
-        .await?
-        .ok_or(ApiError::NotFound("organisation"))?;
-    Ok(Json(view(core, o).await?))
+    fresh_view(core, org).await
 }
 
 /// The caller's organisation (fresh: membership changes are read, not cached).

@@ -191,16 +191,7 @@ pub async fn set_plan(
         .filter(org::Column::Id.eq(org_id))
         .exec(&txn)
         .await?;
-    super::audit::record(
-        &txn,
-        actor,
-        "plan.set",
-        &format!("org:{org_id}"),
-        serde_json::json!({ "before": o.plan, "after": plan }),
-    )
-    .await?;
-    txn.commit().await?;
-    Ok(())
+    plan_set(txn, actor, &format!("org:{org_id}"), o.plan, plan).await
 }
 
 /// Sets (or clears) the plan an admin chose for a user, audited with the plan before.
@@ -217,12 +208,23 @@ pub async fn set_user_plan(
         .filter(user::Column::Id.eq(user_id))
         .exec(&txn)
         .await?;
+    plan_set(txn, actor, &format!("user:{user_id}"), u.plan, plan).await
+}
+
+/// Audits a plan change (`plan.set`, with the plan before) and commits it.
+async fn plan_set(
+    txn: sea_orm::DatabaseTransaction,
+    actor: &str,
+    target: &str,
+    before: Option<String>,
+    after: Option<&str>,
+) -> Result<(), OrgError> {
     super::audit::record(
         &txn,
         actor,
         "plan.set",
-        &format!("user:{user_id}"),
-        serde_json::json!({ "before": u.plan, "after": plan }),
+        target,
+        serde_json::json!({ "before": before, "after": after }),
     )
     .await?;
     txn.commit().await?;
