@@ -48,10 +48,27 @@ impl Notice {
             }),
             Format::Wecom => json!({
                 "msgtype": "markdown",
-                "markdown": { "content": text },
+                "markdown": { "content": within(text, WECOM_MAX_BYTES) },
             }),
         }
     }
+}
+
+/// WeCom's robot takes markdown content of at most 4096 bytes (UTF-8); longer is refused.
+const WECOM_MAX_BYTES: usize = 4096;
+
+/// `text` cut to at most `max` bytes at a character boundary, with an ellipsis when cut.
+fn within(mut text: String, max: usize) -> String {
+    if text.len() <= max {
+        return text;
+    }
+    let mut end = max.saturating_sub('…'.len_utf8());
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    text.truncate(end);
+    text.push('…');
+    text
 }
 
 /// Posts `notice` to every receiver in the background: three tries each, 5 s apiece.
@@ -190,6 +207,69 @@ mod tests {
         assert!(
             !text.contains("T0KEN-s3cret") && !text.contains("access_token"),
             "{text}"
+        );
+    }
+
+    fn golden_notice() -> Notice {
+        Notice {
+            status: "firing",
+            id: 42,
+            rule: "backlog".into(),
+            queue: "ai.short".into(),
+            summary: "ai.short: 1320 messages waiting (over 10x consumer concurrency 128)".into(),
+            value: 1320.0,
+            threshold: 1280.0,
+            fired_at: "2026-12-06T10:00:00Z".parse().unwrap(),
+            resolved_at: None,
+            link: Some("https://ops.example.com/ops#alert-42".into()),
+        }
+    }
+
+    /// The bodies as the robots document them: DingTalk's custom robot
+    /// (`msgtype: markdown`, `markdown.title` and `markdown.text`), WeCom's group robot
+    /// (`msgtype: markdown`, `markdown.content`), and the generic JSON; compared with the
+    /// files in `src/ops/golden/`.
+    #[test]
+    fn notice_bodies_match_the_golden_files() {
+        let notice = golden_notice();
+        for (format, golden) in [
+            (Format::Dingtalk, include_str!("golden/dingtalk.json")),
+            (Format::Wecom, include_str!("golden/wecom.json")),
+            (Format::Generic, include_str!("golden/generic.json")),
+        ] {
+            let want: Value = serde_json::from_str(golden).unwrap();
+            assert_eq!(notice.body(format), want, "{format:?}");
+        }
+        let resolved = Notice {
+            status: "resolved",
+            resolved_at: Some("2026-12-06T10:05:00Z".parse().unwrap()),
+            link: None,
+            ..golden_notice()
+        };
+        assert_eq!(
+            resolved.body(Format::Dingtalk)["markdown"]["title"],
+            "[RESOLVED] backlog on ai.short"
+        );
+    }
+
+    #[test]
+    fn a_wecom_body_stays_within_its_4096_bytes() {
+        let long = Notice {
+            summary: "队列积压".repeat(2000),
+            ..golden_notice()
+        };
+        let content = long.body(Format::Wecom)["markdown"]["content"]
+            .as_str()
+            .unwrap()
+            .to_owned();
+        assert!(content.len() <= 4096, "{}", content.len());
+        assert!(content.ends_with('…') && content.starts_with("### [FIRING]"));
+        // Short ones are untouched.
+        assert!(
+            !golden_notice().body(Format::Wecom)["markdown"]["content"]
+                .as_str()
+                .unwrap()
+                .ends_with('…')
         );
     }
 
