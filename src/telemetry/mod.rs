@@ -70,25 +70,37 @@ pub fn init(settings: &LogSettings, to: LogTo) {
 pub fn metrics() -> &'static PrometheusHandle {
     static HANDLE: OnceLock<PrometheusHandle> = OnceLock::new();
     HANDLE.get_or_init(|| {
-        // Queue waits are a histogram with buckets (aggregated across processes by
-        // lane and plan); the rest render as summaries.
-        let builder = PrometheusBuilder::new();
-        let builder = match builder.set_buckets_for_metric(
-            metrics_exporter_prometheus::Matcher::Full(
-                "conveyor_task_queue_wait_seconds".to_owned(),
-            ),
-            &[
-                0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 300.0,
-            ],
-        ) {
-            Ok(b) => b,
-            Err(_) => PrometheusBuilder::new(),
-        };
-        let recorder = builder.build_recorder();
+        let recorder = with_buckets(PrometheusBuilder::new()).build_recorder();
         let handle = recorder.handle();
         // Fails only if another recorder is installed; ours then renders empty.
         let _ = metrics::set_global_recorder(recorder);
         gauges::register(&[]);
         handle
     })
+}
+
+/// The distributions exported as histograms with buckets (they sum across processes, by
+/// their bounded labels); the rest render as summaries.
+fn with_buckets(builder: PrometheusBuilder) -> PrometheusBuilder {
+    const SECONDS: &[f64] = &[
+        0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 300.0, 1800.0,
+    ];
+    const ATTEMPTS: &[f64] = &[1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 8.0, 10.0];
+    let mut b = builder;
+    for (name, buckets) in [
+        ("conveyor_task_queue_wait_seconds", SECONDS),
+        ("conveyor_task_step_seconds", SECONDS),
+        ("conveyor_message_attempts", ATTEMPTS),
+    ] {
+        let matcher = metrics_exporter_prometheus::Matcher::Full(name.to_owned());
+        b = match b.set_buckets_for_metric(matcher, buckets) {
+            Ok(next) => next,
+            // Only an empty bucket list is refused; these are constants.
+            Err(e) => {
+                tracing::warn!(error = %e, metric = name, "histogram buckets not set");
+                return PrometheusBuilder::new();
+            }
+        };
+    }
+    b
 }

@@ -296,3 +296,52 @@ async fn alert_rules_name_only_exported_metrics() {
     let platform = app.stop().await;
     env.cleanup(Some(&platform)).await;
 }
+
+/// The seeds' distributions as histograms: attempts per message (a task retried once
+/// lands in the `le="2"` bucket, not `le="1"`) and the time of each kind's steps.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn retries_per_message_and_step_times_are_histograms() {
+    let env = TestEnv::new(Backend::Embedded, "metrics_histograms")
+        .await
+        .unwrap();
+    let app = spawn_app(&env).await;
+    let (_, key) = app.user("histograms", 100).await;
+    let r = tasks::submit(
+        &app,
+        &key,
+        serde_json::json!({"kind": "copywriting", "prompt": "p",
+            "params": {"simulate": {"fail_transient_attempts": 1}}}),
+    )
+    .await;
+    let id = r.json::<Value>().await.unwrap()["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let done = tasks::wait_status(&app, &key, &id, "SUCCESS").await;
+    assert_eq!(done["attempts"], 2, "{done}");
+    let text = app.metrics(None).await;
+    // The recorder is the process's: other tests' messages count too, so compare buckets.
+    let bucket = |le: &str| -> f64 {
+        let prefix = format!("conveyor_message_attempts_bucket{{queue=\"ai.short\",le=\"{le}\"}} ");
+        text.lines()
+            .find_map(|l| l.strip_prefix(prefix.as_str()))
+            .unwrap_or_else(|| panic!("no {prefix} in:\n{text}"))
+            .trim()
+            .parse()
+            .unwrap()
+    };
+    assert!(
+        bucket("1") < bucket("2"),
+        "a message that took two attempts: {} then {}",
+        bucket("1"),
+        bucket("2")
+    );
+    assert!(
+        text.lines().any(|l| l.starts_with(
+            "conveyor_task_step_seconds_bucket{kind=\"copywriting\",step=\"generate\",le="
+        )),
+        "{text}"
+    );
+    let platform = app.stop().await;
+    env.cleanup(Some(&platform)).await;
+}

@@ -59,8 +59,13 @@ impl AiTaskHandler {
             self.deadline(kind)
         };
         let step_run = async {
+            let began = std::time::Instant::now();
             let outcome = tokio::time::timeout(hold, self.executor.start(&job, &tx, &stop)).await;
             stop.cancel();
+            // Per-stage time of every kind's steps (seed 000), whatever the outcome; a step
+            // that parks counts the start of its job only.
+            metrics::histogram!("conveyor_task_step_seconds", "kind" => kind.as_str(), "step" => step)
+                .record(began.elapsed().as_secs_f64());
             outcome
         };
         let beat = super::beats::Beat::new();
