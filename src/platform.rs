@@ -34,8 +34,9 @@ pub struct Platform {
     /// The query embedder of a search by meaning, put here by the domain that has one
     /// (the AI providers) for the domain that searches.
     pub embedder: Arc<EmbedderSlot>,
-    /// The plans of `[plans]` (`free` always among them).
-    pub plans: Arc<crate::plans::Plans>,
+    /// Limit values for tenants: `[limits]`, the plans of `[plans]` (`free` always among
+    /// them), admins' overrides (one cache for the process's API and consumers).
+    pub limits: crate::limits::Values,
 }
 
 impl Platform {
@@ -63,9 +64,13 @@ impl Platform {
         );
         let fence = Fence::start(db.clone(), settings.consumer.fence_batch);
         let storage = Storage::open(&settings.storage).context("opening the media store")?;
-        let plans = Arc::new(crate::plans::Plans::new(&settings.plans));
+        let limits = crate::limits::Values::new(
+            settings.limits.clone(),
+            db.clone(),
+            crate::plans::Plans::new(&settings.plans),
+        );
         Ok(Platform {
-            plans,
+            limits,
             settings: Arc::new(settings),
             db,
             broker,

@@ -28,6 +28,7 @@ impl From<OrgError> for ApiError {
                 message: e.to_string(),
             },
             OrgError::NotAMember => ApiError::NotFound("member"),
+            OrgError::BadName => ApiError::invalid("name", e.to_string()),
             OrgError::Db(e) => e.into(),
         }
     }
@@ -85,7 +86,7 @@ async fn fresh_view(core: &Core, id: &str) -> Result<Json<OrgView>, ApiError> {
 }
 
 async fn announce(core: &Core) {
-    crate::plans::notices::announce(core.broker.as_ref(), Vec::new()).await;
+    crate::plans::notices::announce(core.broker.as_ref()).await;
 }
 
 fn actor(user: &crate::users::User) -> String {
@@ -117,21 +118,9 @@ pub struct PlanChoice {
 
 /// The plan named, if configured: else a 422 listing the plans.
 pub(super) fn known_plan(core: &Core, plan: Option<&str>) -> Result<(), ApiError> {
-    match plan {
-        Some(p) if !core.limits.plans().known(p) => {
-            let known: Vec<&str> = core
-                .limits
-                .plans()
-                .all()
-                .keys()
-                .map(String::as_str)
-                .collect();
-            Err(ApiError::invalid(
-                "plan",
-                format!("unknown plan `{p}`; plans: {}", known.join(", ")),
-            ))
-        }
-        _ => Ok(()),
+    match core.limits.plans().unknown(plan) {
+        Some(why) => Err(ApiError::invalid("plan", why)),
+        None => Ok(()),
     }
 }
 
@@ -149,11 +138,7 @@ pub async fn create(
     Admin(admin): Admin,
     ApiJson(req): ApiJson<NewOrg>,
 ) -> Result<(StatusCode, Json<OrgView>), ApiError> {
-    let name = req.name.trim();
-    if name.is_empty() || name.chars().count() > 128 {
-        return Err(ApiError::invalid("name", "1 to 128 characters, not blank"));
-    }
-    let o = orgs::create(&core.db, name, &req.owner, &actor(&admin)).await?;
+    let o = orgs::create(&core.db, &req.name, &req.owner, &actor(&admin)).await?;
     announce(&core).await;
     Ok((StatusCode::CREATED, Json(view(&core, o).await?)))
 }
@@ -350,7 +335,6 @@ pub async fn set_user_plan(
 ) -> Result<Json<crate::limits::UserLimits>, ApiError> {
     known_plan(&core, req.plan.as_deref())?;
     orgs::set_user_plan(&core.db, &user_id, req.plan.as_deref(), &actor(&admin)).await?;
-    // Everyone's standing: the user may own an organisation whose members follow.
-    crate::plans::notices::announce(core.broker.as_ref(), Vec::new()).await;
+    announce(&core).await;
     Ok(Json(core.limits.of(&user_id).await?))
 }

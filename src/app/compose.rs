@@ -45,10 +45,8 @@ pub(super) async fn compose(
         )),
         limits: crate::limits::Limits::connect(
             &platform.settings.dedupe,
-            &platform.settings.limits,
-            platform.db.clone(),
+            platform.limits.clone(),
             limits(domains),
-            platform.plans.clone(),
         )
         .await
         .context("per-tenant limits")?,
@@ -76,9 +74,9 @@ pub(super) async fn compose(
         tokio::spawn(async move {
             loop {
                 match notices.recv().await {
-                    Ok(changed) => limits.forget_standings(&changed.users),
-                    Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {
-                        limits.forget_standings(&[]);
+                    // A missed notice forgets the same: everything.
+                    Ok(_) | Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {
+                        limits.forget_standings();
                     }
                     Err(tokio::sync::broadcast::error::RecvError::Closed) => return,
                 }

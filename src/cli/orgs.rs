@@ -37,11 +37,7 @@ pub async fn run(settings: &Settings, cmd: OrgsCommand) -> anyhow::Result<()> {
     let catalogue = plans::Plans::new(&settings.plans);
     let org_id = match cmd {
         OrgsCommand::Create { name, owner } => {
-            let name = name.trim();
-            if name.is_empty() || name.chars().count() > 128 {
-                anyhow::bail!("--name must be 1 to 128 characters");
-            }
-            let o = orgs::create(&conn, name, &owner, ACTOR).await?;
+            let o = orgs::create(&conn, &name, &owner, ACTOR).await?;
             println!("organisation {} ({}) created", o.name, o.id);
             o.id
         }
@@ -56,16 +52,15 @@ pub async fn run(settings: &Settings, cmd: OrgsCommand) -> anyhow::Result<()> {
         }
         OrgsCommand::Plan { org, plan } => {
             let plan = (plan != "none").then_some(plan);
-            if let Some(p) = plan.as_deref().filter(|p| !catalogue.known(p)) {
-                let known: Vec<&str> = catalogue.all().keys().map(String::as_str).collect();
-                anyhow::bail!("unknown plan `{p}`; plans: {}", known.join(", "));
+            if let Some(why) = catalogue.unknown(plan.as_deref()) {
+                anyhow::bail!(why);
             }
             orgs::set_plan(&conn, &org, plan.as_deref(), ACTOR).await?;
             org
         }
     };
     if let Some(b) = announcer(settings).await? {
-        plans::notices::announce(b.as_ref(), Vec::new()).await;
+        plans::notices::announce(b.as_ref()).await;
         b.close().await;
     }
     let o = orgs::get(&conn, &org_id)

@@ -170,14 +170,13 @@ pub async fn run(settings: &Settings, cmd: UsersCommand) -> anyhow::Result<()> {
         UsersCommand::Plan { user, plan } => {
             let plans = crate::plans::Plans::new(&settings.plans);
             let plan = (plan != "none").then_some(plan);
-            if let Some(p) = plan.as_deref().filter(|p| !plans.known(p)) {
-                let known: Vec<&str> = plans.all().keys().map(String::as_str).collect();
-                anyhow::bail!("unknown plan `{p}`; plans: {}", known.join(", "));
+            if let Some(why) = plans.unknown(plan.as_deref()) {
+                anyhow::bail!(why);
             }
             users::orgs::set_user_plan(&conn, &user, plan.as_deref(), ACTOR).await?;
             let broker = announcer(settings).await?;
             if let Some(b) = &broker {
-                crate::plans::notices::announce(b.as_ref(), Vec::new()).await;
+                crate::plans::notices::announce(b.as_ref()).await;
                 b.close().await;
             }
             let s = crate::plans::standing::resolve(&conn, &plans, &user).await?;

@@ -13,6 +13,7 @@ pub mod declared;
 pub mod overrides;
 pub mod rate;
 pub mod streams;
+pub mod values;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -20,14 +21,15 @@ use std::sync::Arc;
 use sea_orm::DatabaseConnection;
 
 use crate::dedupe::settings::{DedupeKind, DedupeSettings};
+use crate::plans::Plans;
 use crate::plans::standing::{self, Standing};
-use crate::plans::{PlanSettings, Plans};
 
 use crate::error::ApiError;
 pub use declared::{Limit, MAX_VALUE, RateLimit};
 pub use overrides::Overrides;
 use rate::{Rate, RateStore};
 pub use streams::StreamPermit;
+pub use values::{Values, layered};
 
 /// The per-user limits of one process.
 #[derive(Clone)]
@@ -38,12 +40,9 @@ pub struct Limits {
 struct Inner {
     /// Every limit of this build, as declared.
     declared: Vec<Limit>,
-    /// `[limits]` over the declared defaults, by key.
-    configured: BTreeMap<&'static str, u32>,
+    values: Values,
     db: DatabaseConnection,
     rates: Box<dyn RateStore>,
-    overrides: overrides::Cache,
-    plans: Arc<Plans>,
     standings: standing::Cache,
     streams: streams::Open,
 }
@@ -63,24 +62,14 @@ pub struct UserLimits {
     pub effective: BTreeMap<String, u32>,
 }
 
-/// A limit's value for a tenant: the admin's override, else the plan's, else
-/// `configured`.
-pub fn layered(limit: &Limit, configured: u32, plan: &PlanSettings, o: &Overrides) -> u32 {
-    o.value(
-        limit,
-        plan.limits.get(limit.key).copied().unwrap_or(configured),
-    )
-}
-
 impl Limits {
     /// Rates in Redis when the dedupe store is Redis (so every instance shares them),
-    /// else in this process.
+    /// else in this process; values from `values` (the process's: the consumers read the
+    /// same).
     pub async fn connect(
         dedupe: &DedupeSettings,
-        configured: &BTreeMap<String, u32>,
-        db: DatabaseConnection,
+        values: Values,
         declared: Vec<Limit>,
-        plans: Arc<Plans>,
     ) -> anyhow::Result<Self> {
         let rates: Box<dyn RateStore> = match dedupe.kind {
             DedupeKind::Redis => Box::new(
@@ -90,18 +79,12 @@ impl Limits {
             ),
             DedupeKind::Embedded => Box::new(rate::LocalRates::default()),
         };
-        let configured = declared
-            .iter()
-            .map(|l| (l.key, declared::configured(configured, l)))
-            .collect();
         Ok(Limits {
             inner: Arc::new(Inner {
                 declared,
-                configured,
-                db,
+                db: values.db().clone(),
+                values,
                 rates,
-                overrides: overrides::Cache::default(),
-                plans,
                 standings: standing::Cache::default(),
                 streams: streams::Open::default(),
             }),
@@ -113,24 +96,16 @@ impl Limits {
         &self.inner.declared
     }
 
-    fn configured(&self, limit: &Limit) -> u32 {
-        self.inner
-            .configured
-            .get(limit.key)
-            .copied()
-            .unwrap_or(limit.default)
-    }
-
     /// The plans of this deployment.
     pub fn plans(&self) -> &Arc<Plans> {
-        &self.inner.plans
+        self.inner.values.plans()
     }
 
     /// The user's tenant and plan, read through a short cache that plan notices clear.
     pub async fn standing(&self, user_id: &str) -> Arc<Standing> {
         self.inner
             .standings
-            .get(&self.inner.db, &self.inner.plans, user_id)
+            .get(&self.inner.db, self.plans(), user_id)
             .await
     }
 
@@ -144,18 +119,12 @@ impl Limits {
 
     /// [`Limits::value`] for a standing the caller holds.
     pub async fn value_for(&self, limit: &Limit, s: &Standing) -> u32 {
-        let o = self.inner.overrides.get(&self.inner.db, &s.tenant_id).await;
-        layered(
-            limit,
-            self.configured(limit),
-            self.inner.plans.get(&s.plan),
-            &o,
-        )
+        self.inner.values.of(limit, &s.tenant_id, &s.plan).await
     }
 
     /// The limits of `user_id`'s tenant, all of them (the admin view and `GET /v1/me`).
     pub async fn of(&self, user_id: &str) -> Result<UserLimits, sea_orm::DbErr> {
-        let s = standing::resolve(&self.inner.db, &self.inner.plans, user_id).await?;
+        let s = standing::resolve(&self.inner.db, self.plans(), user_id).await?;
         self.of_tenant(&s.tenant_id, &s.plan).await
     }
 
@@ -168,11 +137,11 @@ impl Limits {
         let overrides = overrides::load(&self.inner.db, tenant_id).await?;
         let configured: BTreeMap<String, u32> = self
             .inner
-            .configured
+            .declared
             .iter()
-            .map(|(k, v)| ((*k).to_owned(), *v))
+            .map(|l| (l.key.to_owned(), self.inner.values.configured(l)))
             .collect();
-        let plan_limits = self.inner.plans.get(plan).limits.clone();
+        let plan_limits = self.plans().get(plan).limits.clone();
         let mut effective = configured.clone();
         effective.extend(plan_limits.iter().map(|(k, v)| (k.clone(), *v)));
         effective.extend(overrides.0.iter().map(|(k, v)| (k.clone(), *v)));
@@ -199,12 +168,12 @@ impl Limits {
 
     /// Drops the cached overrides of a tenant (after an admin changed them here).
     pub fn forget(&self, tenant_id: &str) {
-        self.inner.overrides.forget(tenant_id);
+        self.inner.values.forget(tenant_id);
     }
 
-    /// Drops cached standings (a plan changed): of `users`, or all when empty.
-    pub fn forget_standings(&self, users: &[String]) {
-        self.inner.standings.forget(users);
+    /// Drops every cached standing (a plan changed).
+    pub fn forget_standings(&self) {
+        self.inner.standings.clear();
     }
 
     /// Takes one action from the user's `rate` budget, or refuses with 429. A rate store
@@ -217,11 +186,9 @@ impl Limits {
 
     /// [`Limits::take`] for a standing the caller holds: the tenant's budget.
     pub async fn take_for(&self, rate: &RateLimit, s: &Standing) -> Result<(), ApiError> {
-        let o = self.inner.overrides.get(&self.inner.db, &s.tenant_id).await;
-        let plan = self.inner.plans.get(&s.plan);
-        let count = layered(&rate.count, self.configured(&rate.count), plan, &o);
+        let count = self.value_for(&rate.count, s).await;
         let burst = match &rate.burst {
-            Some(b) => layered(b, self.configured(b), plan, &o),
+            Some(b) => self.value_for(b, s).await,
             None => count,
         };
         let Some(budget) = Rate::new(count, rate.per, burst) else {

@@ -44,8 +44,19 @@ impl Plans {
         self.by_name.contains_key(name)
     }
 
-    pub fn all(&self) -> &BTreeMap<String, PlanSettings> {
-        &self.by_name
+    /// Why `plan` (an admin's choice; `None` clears it) cannot be chosen: it is not a
+    /// configured plan (the message names those that are).
+    pub fn unknown(&self, plan: Option<&str>) -> Option<String> {
+        let p = plan.filter(|p| !self.known(p))?;
+        let known: Vec<&str> = self.by_name.keys().map(String::as_str).collect();
+        Some(format!("unknown plan `{p}`; plans: {}", known.join(", ")))
+    }
+
+    /// Whether plans of different weights exist: else weights never divide a lane.
+    pub fn weights_differ(&self) -> bool {
+        let mut weights = self.by_name.values().map(|p| p.weight);
+        let first = weights.next();
+        weights.any(|w| Some(w) != first)
     }
 
     /// The plan a bought membership grants when the product names none.

@@ -140,18 +140,12 @@ impl Cache {
         s
     }
 
-    /// Drops the standings of `users`, or every one when `users` is empty.
-    pub fn forget(&self, users: &[String]) {
+    /// Drops every standing.
+    pub fn clear(&self) {
         if let Ok(mut entries) = self.entries.lock() {
             self.generation
                 .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-            if users.is_empty() {
-                entries.clear();
-            } else {
-                for u in users {
-                    entries.remove(u);
-                }
-            }
+            entries.clear();
         }
     }
 }

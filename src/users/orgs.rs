@@ -27,6 +27,8 @@ pub enum OrgError {
     Owner,
     #[error("the user is not a member of this organisation")]
     NotAMember,
+    #[error("an organisation's name is 1 to 128 characters, not blank")]
+    BadName,
     #[error(transparent)]
     Db(#[from] DbErr),
 }
@@ -71,13 +73,18 @@ async fn locked(txn: &impl ConnectionTrait, user_id: &str) -> Result<super::User
     })
 }
 
-/// Creates an organisation owned (and joined) by `owner_id`, audited as `actor`.
+/// Creates an organisation named `name` (trimmed) owned (and joined) by `owner_id`,
+/// audited as `actor`.
 pub async fn create(
     db: &sea_orm::DatabaseConnection,
     name: &str,
     owner_id: &str,
     actor: &str,
 ) -> Result<Org, OrgError> {
+    let name = name.trim();
+    if name.is_empty() || name.chars().count() > 128 {
+        return Err(OrgError::BadName);
+    }
     let txn = db.begin().await?;
     let owner = locked(&txn, owner_id).await?;
     if owner.org_id.is_some() {

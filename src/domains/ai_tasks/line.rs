@@ -4,6 +4,7 @@
 //! the lane's) started lately. Shown by `GET /v1/tasks/{id}`, a stream's snapshot and,
 //! while it waits, the live stream every `live.refresh_ms`.
 
+use std::collections::HashMap;
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
@@ -51,22 +52,52 @@ pub fn estimate(position: u64, per_sec: f64) -> Duration {
     Duration::from_secs_f64((position as f64 + 1.0) / per_sec.max(1e-3))
 }
 
+/// The lanes' recent paces (starts per second), by lane and tenant (`None`: the whole
+/// lane's), read once each however many waiting tasks ask: a live refresh tells every
+/// followed task of a tenant its place with one pair of reads.
+#[derive(Default)]
+pub struct Paces(HashMap<(String, Option<String>), Option<f64>>);
+
+impl Paces {
+    async fn of(
+        &mut self,
+        db: &DatabaseConnection,
+        lane: &str,
+        tenant: Option<&str>,
+    ) -> Result<Option<f64>, DbErr> {
+        let key = (lane.to_owned(), tenant.map(str::to_owned));
+        if let Some(p) = self.0.get(&key) {
+            return Ok(*p);
+        }
+        let now = Utc::now();
+        let since = now - chrono::Duration::from_std(PACE_WINDOW).unwrap_or_default();
+        let (n, first) = store::starts_since(db, lane, tenant, since).await?;
+        let p = pace(n, first, now);
+        self.0.insert(key, p);
+        Ok(p)
+    }
+}
+
 /// The place of `t`, if it waits in a lane.
 pub async fn place(db: &DatabaseConnection, t: &Task) -> Result<Option<PlaceView>, DbErr> {
+    place_with(db, t, &mut Paces::default()).await
+}
+
+/// [`place`] with the paces read so far.
+pub async fn place_with(
+    db: &DatabaseConnection,
+    t: &Task,
+    paces: &mut Paces,
+) -> Result<Option<PlaceView>, DbErr> {
     if t.status != Status::Pending || t.lane.is_empty() {
         return Ok(None);
     }
     let (position, waiting_ahead) = store::ahead_of(db, t).await?;
-    let now = Utc::now();
-    let since = now - chrono::Duration::from_std(PACE_WINDOW).unwrap_or_default();
-    let (n, first) = store::starts_since(db, &t.lane, Some(&t.tenant_id), since).await?;
-    let per_sec = match pace(n, first, now) {
+    let per_sec = match paces.of(db, &t.lane, Some(&t.tenant_id)).await? {
         Some(p) => Some(p),
-        None => {
-            let (n, first) = store::starts_since(db, &t.lane, None, since).await?;
-            pace(n, first, now)
-        }
+        None => paces.of(db, &t.lane, None).await?,
     };
+    let now = Utc::now();
     let wait = per_sec.map(|p| estimate(position, p));
     Ok(Some(PlaceView {
         lane: t.lane.clone(),

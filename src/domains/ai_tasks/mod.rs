@@ -133,9 +133,7 @@ fn install(platform: &Platform) -> BoxFuture<'_, anyhow::Result<Installed>> {
             ai: ai.clone(),
             relay: platform.relay.clone(),
             max_payload: s.broker.max_payload_bytes,
-            running_cap: crate::limits::declared::configured(&s.limits, &limits::RUNNING),
-            overrides: Arc::default(),
-            plans: platform.plans.clone(),
+            limits: platform.limits.clone(),
             waiting: handler::share::Waiting::default(),
             admitting: handler::share::Admitting::default(),
             lane_slots: queues::QUEUES

@@ -37,8 +37,9 @@ impl Source for TaskStream {
     /// The waiting tasks among `ids`: their place in line, as a transient event.
     async fn between(&self, db: &DatabaseConnection, ids: &[String]) -> Result<Vec<Event>, DbErr> {
         let mut events = Vec::new();
+        let mut paces = super::line::Paces::default();
         for t in super::line::waiting_among(db, ids).await? {
-            let Some(line) = super::line::place(db, &t).await? else {
+            let Some(line) = super::line::place_with(db, &t, &mut paces).await? else {
                 continue;
             };
             let data = serde_json::json!({

@@ -149,14 +149,13 @@ impl Payments {
                 }
                 // A membership changes the plan: every instance reads it on the next
                 // request.
-                // Everyone's: the buyer may own an organisation whose members follow.
                 if membership_until.is_some() {
-                    crate::plans::notices::announce(self.broker.as_ref(), Vec::new()).await;
+                    crate::plans::notices::announce(self.broker.as_ref()).await;
                 }
                 self.relay.notify();
             }
             Applied::Refunded { .. } => {
-                crate::plans::notices::announce(self.broker.as_ref(), Vec::new()).await;
+                crate::plans::notices::announce(self.broker.as_ref()).await;
             }
             Applied::RefundDue { .. } => self.relay.notify(),
             _ => {}

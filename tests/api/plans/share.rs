@@ -229,33 +229,10 @@ async fn an_organisation_flooding_over_five_keys_and_three_members_gets_one_shar
 /// Free capped at one running task beside a member's flood: the slot free leaves goes to
 /// the member (seven of eight run), none idles for the length of the flood.
 async fn what_a_capped_plan_cannot_use_goes_to_the_others(backend: Backend) {
-    let Some(mut env) = TestEnv::new(backend, "plans_capped_share").await else {
+    // Free capped at 1 of the 8 slots, member of weight 3.
+    let Some((env, app)) = contended(backend, "plans_capped_share", 1).await else {
         return;
     };
-    env.settings.plans.clear();
-    env.settings.plans.insert(
-        "free".into(),
-        PlanSettings {
-            limits: [("tasks_running".to_owned(), 1)].into(),
-            ..Default::default()
-        },
-    );
-    env.settings.plans.insert(
-        "member".into(),
-        PlanSettings {
-            weight: 4,
-            membership: true,
-            ..Default::default()
-        },
-    );
-    env.settings.queues.insert(
-        "ai.short".into(),
-        QueueOverride {
-            prefetch: Some(8),
-            ..Default::default()
-        },
-    );
-    let app = spawn_app(&env).await;
     let (_, free_key) = app.user("free", 1_000_000).await;
     let (member, member_key) = app.user("member", 1_000_000).await;
     conveyor::users::orgs::set_user_plan(&app.platform.db, &member.id, Some("member"), "test")

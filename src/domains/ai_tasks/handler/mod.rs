@@ -36,12 +36,10 @@ pub struct AiTaskHandler {
     pub executor: Arc<dyn Executor>,
     pub relay: Relay,
     pub max_payload: usize,
-    /// For the fair-share rules at claim time ([`share`]): `limits.tasks_running` as
-    /// configured (each plan's, then each tenant's overrides, on top), the plans (their
-    /// caps and weights) and each lane's waiting tenants.
-    pub running_cap: u32,
-    pub overrides: Arc<crate::limits::overrides::Cache>,
-    pub plans: Arc<crate::plans::Plans>,
+    /// For the fair-share rules at claim time ([`share`]): each tenant's
+    /// `limits.tasks_running` (configured, its plan's, its override) and the plans'
+    /// weights; then each lane's waiting tenants.
+    pub limits: crate::limits::Values,
     pub waiting: share::Waiting,
     /// Each lane's worker slots in this process (its prefetch): the least a contended
     /// lane's shares are cut from.

@@ -7,7 +7,9 @@ use super::*;
 use std::collections::HashMap;
 
 use chrono::{DateTime, Utc};
-use sea_orm::{ColumnTrait, ConnectionTrait, DbErr, EntityTrait, QueryFilter, QuerySelect};
+use sea_orm::{
+    ColumnTrait, ConnectionTrait, DbErr, EntityTrait, PaginatorTrait as _, QueryFilter, QuerySelect,
+};
 
 use crate::domains::ai_tasks::entity::task;
 use crate::domains::ai_tasks::kinds::Status;
@@ -56,25 +58,16 @@ pub async fn waiting_tenants(
 /// Where a PENDING task stands: the tasks of its tenant in its lane PENDING before it
 /// (a UUIDv7 id orders by submission), and of every tenant.
 pub async fn ahead_of(db: &impl ConnectionTrait, t: &Task) -> Result<(u64, u64), DbErr> {
-    let count = |own: bool| {
-        let mut q = task::Entity::find()
-            .filter(task::Column::Lane.eq(t.lane.as_str()))
-            .filter(task::Column::Status.eq(Status::Pending))
-            .filter(task::Column::Id.lt(t.id.as_str()));
-        if own {
-            q = q.filter(task::Column::TenantId.eq(t.tenant_id.as_str()));
-        }
-        q.select_only()
-            .column_as(task::Column::Id.count(), "n")
-            .into_tuple::<i64>()
-            .one(db)
-    };
-    let own = count(true).await?.unwrap_or(0);
-    let all = count(false).await?.unwrap_or(0);
-    Ok((
-        u64::try_from(own).unwrap_or(0),
-        u64::try_from(all).unwrap_or(0),
-    ))
+    let ahead = task::Entity::find()
+        .filter(task::Column::Lane.eq(t.lane.as_str()))
+        .filter(task::Column::Status.eq(Status::Pending))
+        .filter(task::Column::Id.lt(t.id.as_str()));
+    let own = ahead
+        .clone()
+        .filter(task::Column::TenantId.eq(t.tenant_id.as_str()))
+        .count(db)
+        .await?;
+    Ok((own, ahead.count(db).await?))
 }
 
 /// Starts in `lane` (of `tenant`, when given) since `since`: how many, and the first.
@@ -108,15 +101,11 @@ pub async fn count_of_tenant(
     tenant: &str,
     statuses: &[Status],
 ) -> Result<u64, DbErr> {
-    let n: Option<i64> = task::Entity::find()
+    task::Entity::find()
         .filter(task::Column::TenantId.eq(tenant))
         .filter(task::Column::Status.is_in(statuses.iter().copied()))
-        .select_only()
-        .column_as(task::Column::Id.count(), "n")
-        .into_tuple()
-        .one(db)
-        .await?;
-    Ok(n.and_then(|n| u64::try_from(n).ok()).unwrap_or(0))
+        .count(db)
+        .await
 }
 
 /// One tenant's PENDING work in one lane, for the ops console.

@@ -1,0 +1,234 @@
+//! Fair share at claim time, per lane (the queue a task waits in: copywriting's never
+//! counts against a tenant's videos) and per tenant (an organisation, else a user: keys
+//! and members of one organisation count together).
+//!
+//! Two rules, checked for every claim of a task not yet running (a first claim, or a
+//! retry's; later steps of a running task pass):
+//! - **the plan's cap** (`limits.tasks_running`, per plan, overridden per tenant): a
+//!   tenant running that many in the lane is deferred (second retry tier), whoever else
+//!   waits. This is how tenants of one plan share a lane: the headroom that keeps one
+//!   tenant's flood from taking every slot.
+//! - **the weights between plans**: while tenants of plans of different weights wait in
+//!   the lane (PENDING tasks), the lane's `S` slots (its running tasks plus this claim, or
+//!   this process's slots for the lane — its prefetch — whichever is more) are divided
+//!   among the weight classes by weight × waiting tenants, max-min fair: a class held
+//!   below its part by its tenants' caps gets their caps, and what it leaves goes to the
+//!   others ([`allocate`]). A claim of a class over its part (rounded, at least 1)
+//!   yields (first retry tier: its turn comes again within a second). One weight class
+//!   waiting — the common case — weighs nothing: the claim costs no count.
+//!   A waiting class's part is kept for it while its yielded work is in the first tier:
+//!   up to that part of the slots may idle for up to a second.
+//!
+//! Counts come from the tasks table (one grouped count of the lane's running work per
+//! batch when a rule applies; the waiting tenants of a lane cached for
+//! [`waiting::WAITING_TTL`], and not read at all when every plan weighs the same), plus
+//! what this process's other batches admitted and have not claimed yet
+//! ([`waiting::Admitting`]), so batches side by side do not each admit a whole share.
+//! The rule itself is [`rule`].
+
+mod rule;
+mod waiting;
+
+pub use rule::{Verdict, allocate, verdict};
+pub use waiting::{Admitted, Admitting, Waiting};
+
+use std::collections::HashMap;
+
+use super::*;
+use crate::consumer::{Context, HandlerError};
+use crate::domains::ai_tasks::kinds::Status;
+use crate::domains::ai_tasks::store;
+use waiting::Waiters;
+
+/// One lane as a batch weighs it.
+struct Lane {
+    /// Running (and admitted by this process's other batches), by tenant.
+    running: HashMap<String, u64>,
+    /// Running, by weight class.
+    by_class: HashMap<u32, u64>,
+    /// Each weight class's part of the lane's slots (two or more classes waiting).
+    parts: HashMap<u32, f64>,
+}
+
+/// The tenants waiting in a lane, by weight class: (tenant, plan).
+type Classes = HashMap<u32, Vec<(String, String)>>;
+
+impl AiTaskHandler {
+    fn weight(&self, plan: &str) -> u32 {
+        self.limits.plans().get(plan).weight
+    }
+
+    /// The tenant's cap in a lane: `tasks_running` as configured, its plan's, its
+    /// override.
+    async fn cap(&self, tenant: &str, plan: &str) -> u32 {
+        self.limits
+            .of(&crate::domains::ai_tasks::limits::RUNNING, tenant, plan)
+            .await
+    }
+
+    /// The weight classes waiting in `lane`: the table's waiting tenants and the batch's.
+    fn classes(&self, lane: &str, waiters: &Waiters, fresh: &[&Candidate]) -> Classes {
+        let mut by_class = Classes::new();
+        let batch = fresh
+            .iter()
+            .filter(|c| c.task.lane == lane)
+            .map(|c| (&c.task.tenant_id, &c.task.plan));
+        for (tenant, plan) in waiters.iter().chain(batch) {
+            let class = by_class.entry(self.weight(plan)).or_default();
+            if !class.iter().any(|(t, _)| t == tenant) {
+                class.push((tenant.clone(), plan.clone()));
+            }
+        }
+        by_class
+    }
+
+    /// The lane's running work (its table's, and this process's unwritten admissions)
+    /// and, when two weight classes wait, each class's part of its slots.
+    async fn weigh(
+        &self,
+        ctx: &Context,
+        lane: &str,
+        classes: Option<&Classes>,
+        caps: &HashMap<String, u32>,
+        elsewhere: &HashMap<(String, String), u64>,
+    ) -> Result<Lane, sea_orm::DbErr> {
+        let mut running = store::running_by_tenant(&ctx.db, lane).await?;
+        for ((l, tenant), n) in elsewhere {
+            if l == lane {
+                *running.entry(tenant.clone()).or_default() += n;
+            }
+        }
+        let mut w = Lane {
+            running,
+            by_class: HashMap::new(),
+            parts: HashMap::new(),
+        };
+        let Some(classes) = classes else {
+            return Ok(w);
+        };
+        let mut shape = Vec::with_capacity(classes.len());
+        for (weight, tenants) in classes {
+            // A class is capped when every tenant in it is: by the sum of their caps.
+            let (mut cap, mut capped) = (0u32, true);
+            for (tenant, plan) in tenants {
+                let c = match caps.get(tenant) {
+                    Some(c) => *c,
+                    None => self.cap(tenant, plan).await,
+                };
+                capped &= c > 0;
+                cap = cap.saturating_add(c);
+                *w.by_class.entry(*weight).or_default() +=
+                    w.running.get(tenant).copied().unwrap_or(0);
+            }
+            let n = u32::try_from(tenants.len()).unwrap_or(u32::MAX);
+            shape.push((
+                *weight,
+                weight.saturating_mul(n),
+                if capped { cap } else { 0 },
+            ));
+        }
+        let total: u64 = w.running.values().sum();
+        let slots = (total + 1).max(self.lane_slots.get(lane).copied().unwrap_or(0));
+        let contenders: Vec<(u32, u32)> = shape.iter().map(|(_, w, c)| (*w, *c)).collect();
+        for ((weight, ..), part) in shape.iter().zip(allocate(slots, &contenders)) {
+            w.parts.insert(*weight, part);
+        }
+        Ok(w)
+    }
+
+    /// Applies both rules to the batch's claims of tasks not yet running; the batch's
+    /// own admissions count toward the shares of the claims after them. When a rule
+    /// applied, the caller holds the returned admissions until its claims are written.
+    pub(super) async fn fair_share(
+        &self,
+        ctx: &Context,
+        candidates: Vec<Candidate>,
+        answers: &mut [Option<Result<(), HandlerError>>],
+    ) -> Result<(Vec<Candidate>, Option<Admitted<'_>>), sea_orm::DbErr> {
+        let is_fresh = |c: &Candidate| c.task.status != Status::Processing;
+        let fresh: Vec<&Candidate> = candidates.iter().filter(|c| is_fresh(c)).collect();
+        if fresh.is_empty() {
+            return Ok((candidates, None));
+        }
+        let mut caps: HashMap<String, u32> = HashMap::new();
+        for c in &fresh {
+            if !caps.contains_key(&c.task.tenant_id) {
+                let cap = self.cap(&c.task.tenant_id, &c.task.plan).await;
+                caps.insert(c.task.tenant_id.clone(), cap);
+            }
+        }
+        let mut lanes: Vec<&str> = fresh.iter().map(|c| c.task.lane.as_str()).collect();
+        lanes.sort_unstable();
+        lanes.dedup();
+        // Lanes where two weight classes wait (never, when every plan weighs the same).
+        let mut weighed: HashMap<&str, Classes> = HashMap::new();
+        if self.limits.plans().weights_differ() {
+            for lane in &lanes {
+                let waiters = self.waiting.of(&ctx.db, self.limits.plans(), lane).await?;
+                let classes = self.classes(lane, &waiters, &fresh);
+                if classes.len() >= 2 {
+                    weighed.insert(lane, classes);
+                }
+            }
+        }
+        if caps.values().all(|c| *c == 0) && weighed.is_empty() {
+            return Ok((candidates, None));
+        }
+        let elsewhere = self.admitting.snapshot();
+        let mut weighing: HashMap<String, Lane> = HashMap::new();
+        for lane in lanes {
+            let w = self
+                .weigh(ctx, lane, weighed.get(lane), &caps, &elsewhere)
+                .await?;
+            weighing.insert(lane.to_owned(), w);
+        }
+        let mut admitted = Vec::with_capacity(candidates.len());
+        let mut keys = Vec::new();
+        for c in candidates {
+            let lane = match weighing.get_mut(&c.task.lane) {
+                Some(lane) if is_fresh(&c) => lane,
+                _ => {
+                    admitted.push(c);
+                    continue;
+                }
+            };
+            let t = &c.task;
+            let w = self.weight(&t.plan);
+            let cap = caps.get(&t.tenant_id).copied().unwrap_or(0);
+            let class_running = lane.by_class.get(&w).copied().unwrap_or(0);
+            let n = lane.running.get(&t.tenant_id).copied().unwrap_or(0);
+            let verdict = match verdict(n, cap, None) {
+                Verdict::Admit => verdict(class_running, 0, lane.parts.get(&w).copied()),
+                over => over,
+            };
+            match verdict {
+                Verdict::Admit => {
+                    *lane.running.entry(t.tenant_id.clone()).or_default() += 1;
+                    *lane.by_class.entry(w).or_default() += 1;
+                    keys.push((t.lane.clone(), t.tenant_id.clone()));
+                    admitted.push(c);
+                }
+                Verdict::OverCap { cap } => {
+                    answers[c.index] = Some(Err(HandlerError::Deferred(format!(
+                        "tenant already runs {n} tasks in {} (limits.tasks_running {cap})",
+                        t.lane
+                    ))));
+                }
+                Verdict::OverShare { share } => {
+                    answers[c.index] = Some(Err(HandlerError::Yielded(format!(
+                        "plans of weight {w} run their share of {} ({class_running} of {share}) while others wait",
+                        t.lane
+                    ))));
+                }
+            }
+        }
+        self.admitting.add(&keys);
+        Ok((
+            admitted,
+            Some(Admitted {
+                admitting: &self.admitting,
+                keys,
+            }),
+        ))
+    }
+}
