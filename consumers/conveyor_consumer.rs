@@ -21,12 +21,19 @@ async fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    conveyor::telemetry::init(&settings.log, conveyor::telemetry::LogTo::Stdout);
+    let process = format!("consume {group}");
+    conveyor::telemetry::init(
+        &settings.log,
+        conveyor::telemetry::LogTo::Stdout,
+        Some((&settings.telemetry, &process)),
+    );
     let args = conveyor::cli::ConsumeArgs {
         group: Some(group),
         queues: Vec::new(),
     };
-    match conveyor::cli::consume(settings, &args, conveyor::shutdown::on_signal()).await {
+    let ran = conveyor::cli::consume(settings, &args, conveyor::shutdown::on_signal()).await;
+    conveyor::traces::flush().await;
+    match ran {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("error: {e:#}");

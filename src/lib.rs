@@ -14,6 +14,8 @@
 //!   checked together at start-up.
 //! - [`telemetry`]: logging, the Prometheus recorder, gauges sampled at each scrape, the
 //!   report each process sends the ops board.
+//! - [`traces`]: distributed traces (OpenTelemetry over OTLP/HTTP when configured) and
+//!   the W3C `traceparent` that carries one across processes in envelopes and headers.
 //! - [`tally`]: per-queue totals (processed, dead-lettered, published) and consumers of
 //!   one platform, counted by the consumer runtime and the relay.
 //! - [`shutdown`]: SIGTERM/Ctrl-C → one cancellation token.
@@ -114,4 +116,5 @@ pub mod shutdown;
 pub mod storage;
 pub mod tally;
 pub mod telemetry;
+pub mod traces;
 pub mod users;

@@ -53,32 +53,59 @@ pub fn layered(routes: Router, server: &ServerSettings, streaming: Vec<&'static 
             ServiceBuilder::new()
                 .layer(SetRequestIdLayer::x_request_id(MakeRequestUuid))
                 .layer(
-                    TraceLayer::new_for_http().make_span_with(|req: &Request<_>| {
-                        let id = req
-                            .headers()
-                            .get("x-request-id")
-                            .and_then(|v| v.to_str().ok())
-                            .unwrap_or("-");
-                        tracing::info_span!("http", method = %req.method(), path = %req.uri().path(), request_id = %id)
-                    }),
+                    TraceLayer::new_for_http()
+                        .make_span_with(request_span)
+                        .on_response(|res: &Response<_>, _: Duration, span: &tracing::Span| {
+                            span.record("http.response.status_code", res.status().as_u16());
+                        }),
                 )
                 .layer(PropagateRequestIdLayer::x_request_id())
                 .layer(CatchPanicLayer::custom(panic_response))
-                .layer(axum::middleware::from_fn(move |req: Request<axum::body::Body>, next: axum::middleware::Next| {
-                    let streams = streaming.iter().any(|p| req.uri().path().starts_with(p));
-                    async move {
-                        if streams {
-                            return next.run(req).await;
+                .layer(axum::middleware::from_fn(
+                    move |req: Request<axum::body::Body>, next: axum::middleware::Next| {
+                        let streams = streaming.iter().any(|p| req.uri().path().starts_with(p));
+                        async move {
+                            if streams {
+                                return next.run(req).await;
+                            }
+                            match tokio::time::timeout(timeout, next.run(req)).await {
+                                Ok(resp) => resp,
+                                Err(_) => {
+                                    axum::response::IntoResponse::into_response(ApiError::Timeout)
+                                }
+                            }
                         }
-                        match tokio::time::timeout(timeout, next.run(req)).await {
-                            Ok(resp) => resp,
-                            Err(_) => axum::response::IntoResponse::into_response(ApiError::Timeout),
-                        }
-                    }
-                })),
+                    },
+                )),
         )
         // Outermost: timeouts and panics answer with the headers too.
         .layer(axum::middleware::from_fn(headers::security_headers))
+}
+
+/// A request's span: named by its route (not its path, which holds ids), a server span
+/// that continues the caller's trace when the request carries a `traceparent`.
+fn request_span<B>(req: &Request<B>) -> tracing::Span {
+    let header = |name: &str| req.headers().get(name).and_then(|v| v.to_str().ok());
+    let id = header("x-request-id").unwrap_or("-");
+    if !crate::traces::on() {
+        // The log's span: no fields the logs do not need (every request pays for them).
+        return tracing::info_span!("http", method = %req.method(), path = %req.uri().path(), request_id = %id, "http.response.status_code" = tracing::field::Empty);
+    }
+    let route = req
+        .extensions()
+        .get::<axum::extract::MatchedPath>()
+        .map_or("unmatched", |m| m.as_str());
+    let span = tracing::info_span!(
+        "http",
+        otel.name = %format_args!("{} {route}", req.method()),
+        otel.kind = "server",
+        method = %req.method(),
+        path = %req.uri().path(),
+        request_id = %id,
+        "http.response.status_code" = tracing::field::Empty,
+    );
+    crate::traces::adopt(&span, header(crate::traces::TRACEPARENT));
+    span
 }
 
 fn panic_response(_: Box<dyn std::any::Any + Send + 'static>) -> Response<axum::body::Body> {

@@ -9,6 +9,7 @@
 //!   "attempt": 0,                                     // 0 on first delivery, +1 per retry
 //!   "created_at": "2026-12-02T12:00:00Z",             // RFC 3339
 //!   "correlation_id": "req-42",                       // optional: request or task id
+//!   "traceparent": "00-4bf9…4736-00f0…02b7-01",      // optional: W3C trace context
 //!   "payload": { "task_id": "…" },                    // small JSON: ids and parameters
 //!   "failures": [ { "attempt": 0, "queue": "…", "error": "…", "at": "…" } ]  // optional
 //! }
@@ -16,6 +17,8 @@
 //!
 //! A service in another language publishes a valid message by sending such an object,
 //! persistent, to the work exchange `<ns>.work` with the work queue's name as routing key.
+//! To join a trace it sets `traceparent` (in the body, or as the AMQP header of that
+//! name; the body wins): the consumer's spans become children of that span.
 
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
@@ -36,6 +39,9 @@ pub struct Envelope {
     pub created_at: DateTime<Utc>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub correlation_id: Option<String>,
+    /// The W3C trace context of the span that sent it (traces on), kept across retries.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub traceparent: Option<String>,
     pub payload: serde_json::Value,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub failures: Vec<Failure>,
@@ -72,6 +78,8 @@ impl Envelope {
             attempt: 0,
             created_at: Utc::now(),
             correlation_id: None,
+            // The span it is created in sends it (a request, a step).
+            traceparent: crate::traces::current(),
             payload,
             failures: Vec::new(),
         }
@@ -79,6 +87,15 @@ impl Envelope {
 
     pub fn with_id(mut self, id: impl Into<String>) -> Self {
         self.id = id.into();
+        self
+    }
+
+    /// This envelope sent in the trace `traceparent` names, when there is one (a message
+    /// made outside the span that sends it: a step's next, committed with a batch).
+    pub fn in_trace(mut self, traceparent: Option<&str>) -> Self {
+        if let Some(t) = traceparent {
+            self.traceparent = Some(t.to_owned());
+        }
         self
     }
 
@@ -122,6 +139,11 @@ impl Envelope {
         if self.kind.is_empty() || self.kind.len() > 128 {
             return Err(EnvelopeError::Malformed(
                 "`kind` must be 1 to 128 characters".into(),
+            ));
+        }
+        if self.traceparent.as_ref().is_some_and(|t| t.len() > 256) {
+            return Err(EnvelopeError::Malformed(
+                "`traceparent` must be at most 256 characters".into(),
             ));
         }
         Ok(())

@@ -102,6 +102,8 @@ pub struct Outgoing {
     pub target: Target,
     pub message_id: String,
     pub body: Vec<u8>,
+    /// The envelope's trace context, also sent where the broker has headers.
+    pub traceparent: Option<String>,
 }
 
 impl Outgoing {
@@ -110,6 +112,7 @@ impl Outgoing {
             target,
             message_id: envelope.id.clone(),
             body: envelope.encode(limit)?,
+            traceparent: envelope.traceparent.clone(),
         })
     }
 }
@@ -240,6 +243,8 @@ pub struct Delivery {
     pub body: Vec<u8>,
     pub redelivered: bool,
     pub queue: &'static QueueSpec,
+    /// The `traceparent` header (RabbitMQ), for an envelope that carries none.
+    pub traceparent: Option<String>,
     settle: Option<Box<dyn Settle>>,
 }
 
@@ -264,8 +269,14 @@ impl Delivery {
             body,
             redelivered,
             queue,
+            traceparent: None,
             settle: Some(settle),
         }
+    }
+
+    pub fn with_traceparent(mut self, traceparent: Option<String>) -> Self {
+        self.traceparent = traceparent;
+        self
     }
 
     /// `settle` is only `None` inside `drop`, after a consuming method took it.

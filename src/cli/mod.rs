@@ -107,7 +107,7 @@ pub async fn main() -> Result<(), CliError> {
             .find(|c| (c.command)().get_name() == name)
     {
         let settings = load(&env)?;
-        telemetry::init(&settings.log, telemetry::LogTo::Stderr);
+        telemetry::init(&settings.log, telemetry::LogTo::Stderr, None);
         let topology = app::topology(&settings, domains::ALL);
         let context = domains::CliContext { settings, topology };
         return Ok((cli.run)(&context, sub).await?);
@@ -134,18 +134,37 @@ fn load(env: &str) -> Result<Settings, CliError> {
 pub async fn run(cli: Cli) -> Result<(), CliError> {
     let settings = load(&cli.env)?;
     let command = cli.command.unwrap_or(Command::Serve);
-    let logs = match command {
-        Command::Serve | Command::Consume(_) => telemetry::LogTo::Stdout,
-        _ => telemetry::LogTo::Stderr,
-    };
-    telemetry::init(&settings.log, logs);
+    // The services log to stdout and export their spans; one-shot commands do neither.
+    match &command {
+        Command::Serve => telemetry::init(
+            &settings.log,
+            telemetry::LogTo::Stdout,
+            Some((&settings.telemetry, "serve")),
+        ),
+        Command::Consume(args) => {
+            let process = match &args.group {
+                Some(g) => format!("consume {g}"),
+                None => format!("consume {}", args.queues.join(",")),
+            };
+            telemetry::init(
+                &settings.log,
+                telemetry::LogTo::Stdout,
+                Some((&settings.telemetry, &process)),
+            )
+        }
+        _ => telemetry::init(&settings.log, telemetry::LogTo::Stderr, None),
+    }
     match command {
         Command::Serve => {
             settings.server.check_exposure()?;
             let app = Application::build(settings).await?;
             app.run_until(shutdown::on_signal()).await?;
+            crate::traces::flush().await;
         }
-        Command::Consume(args) => consume(settings, &args, shutdown::on_signal()).await?,
+        Command::Consume(args) => {
+            consume(settings, &args, shutdown::on_signal()).await?;
+            crate::traces::flush().await;
+        }
         Command::Migrate => {
             let conn = db::connect(&settings.database).await?;
             db::migrate(&conn).await?;

@@ -98,7 +98,13 @@ pub(super) async fn admit_many(
 async fn decode(deps: &Deps, delivery: Delivery) -> Result<Admitted, Box<Admission>> {
     let queue = deps.broker.topology().queue(delivery.queue).clone();
     let envelope = match Envelope::decode(&delivery.body, deps.max_payload_bytes) {
-        Ok(e) => e,
+        Ok(mut e) => {
+            // A foreign publisher may send its trace as the AMQP header only.
+            if e.traceparent.is_none() {
+                e.traceparent = delivery.traceparent.clone();
+            }
+            e
+        }
         Err(e) => {
             let id = dead_letters::malformed_id(&delivery.body);
             let info = DeadLetterInfo {

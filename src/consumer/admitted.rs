@@ -23,8 +23,23 @@ impl Admitted {
     // The span instruments futures rather than being entered: an entered guard held
     // across awaits follows the task to other threads and corrupts the span stack
     // (seen as a tracing-subscriber panic, "tried to clone a span that already closed").
+    //
+    // With traces on it is a consumer span, the child of the span that sent the message.
     pub(super) fn span(&self) -> tracing::Span {
         let e = &self.envelope;
-        tracing::info_span!("message", queue = %self.queue.spec.key, id = %e.id, kind = %e.kind, attempt = e.attempt)
+        if !crate::traces::on() {
+            return tracing::info_span!("message", queue = %self.queue.spec.key, id = %e.id, kind = %e.kind, attempt = e.attempt);
+        }
+        let span = tracing::info_span!(
+            "message",
+            otel.name = %format_args!("process {}", self.queue.spec.key),
+            otel.kind = "consumer",
+            queue = %self.queue.spec.key,
+            id = %e.id,
+            kind = %e.kind,
+            attempt = e.attempt
+        );
+        crate::traces::adopt(&span, e.traceparent.as_deref());
+        span
     }
 }

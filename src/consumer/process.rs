@@ -114,7 +114,12 @@ pub async fn process_batch(
             .flatten()
             .map(|(_, a)| a.envelope.clone())
             .collect();
-        let span = tracing::info_span!("batch", queue = %queue.key, size = envelopes.len());
+        let span = tracing::info_span!("batch", otel.name = %format_args!("process {} batch", queue.key), otel.kind = "consumer", queue = %queue.key, size = envelopes.len());
+        // A batch belongs to many traces: linked to each (the handler's own spans, such
+        // as an AI step's, are children of their message's).
+        for e in &envelopes {
+            crate::traces::link(&span, e.traceparent.as_deref());
+        }
         let (answers, mut rx) = Answers::new(envelopes.len());
         let call = guarded(handler.handle_streaming(&ctx, &envelopes, &answers)).instrument(span);
         tokio::pin!(call);

@@ -28,6 +28,9 @@ pub struct Event {
     /// moving its place in the sequence (a resume re-reads nothing for it).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub transient: bool,
+    /// The trace of the work that made it (traces on): its push is a span of that trace.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub traceparent: Option<String>,
     /// The kind's own fields (a task: `task_id`, `status`, `progress`, `step`, …),
     /// copied into the pushed frame as they are.
     pub data: Map<String, Value>,
@@ -66,6 +69,22 @@ impl Shared {
 /// the broker's cost is per message. Best effort: events are also stored, and a
 /// subscriber that missed one re-reads it from its [`super::Source`].
 pub async fn publish(broker: &dyn Broker, events: &[Event]) {
+    // Events sent in a trace (a step's progress, a request's change) carry it, so each
+    // instance's push joins that trace.
+    let traced: Vec<Event>;
+    let events = match crate::traces::current() {
+        Some(tp) if events.iter().any(|e| e.traceparent.is_none()) => {
+            traced = events
+                .iter()
+                .map(|e| Event {
+                    traceparent: e.traceparent.clone().or_else(|| Some(tp.clone())),
+                    ..e.clone()
+                })
+                .collect();
+            &traced[..]
+        }
+        _ => events,
+    };
     let body = match events {
         [] => return,
         [one] => serde_json::to_vec(one),

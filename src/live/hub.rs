@@ -73,6 +73,16 @@ impl Routes {
         if taps.is_empty() {
             return;
         }
+        // The push, as a span of the trace that made the event (traces on).
+        let span = match event.traceparent.as_deref().filter(|_| crate::traces::on()) {
+            Some(tp) => {
+                let span = tracing::info_span!("push", otel.name = %format_args!("push {}", event.stream), stream = %event.stream, seq = event.seq, subscribers = taps.len());
+                crate::traces::adopt(&span, Some(tp));
+                span
+            }
+            None => tracing::Span::none(),
+        };
+        let _pushing = span.enter();
         let shared = Shared::new(event);
         for tap in taps {
             if let Err(mpsc::error::TrySendError::Full(_)) = tap.tx.try_send(shared.clone()) {
@@ -280,6 +290,7 @@ mod tests {
             terminal: false,
             keep: false,
             transient: false,
+            traceparent: None,
             data: Default::default(),
         }
     }

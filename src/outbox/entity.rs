@@ -19,6 +19,8 @@ pub struct Model {
     pub attempts: i32,
     #[sea_orm(column_type = "Text", nullable)]
     pub last_error: Option<String>,
+    /// The envelope's `traceparent`, sent as the AMQP header of that name.
+    pub traceparent: Option<String>,
 }
 
 #[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]

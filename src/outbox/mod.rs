@@ -82,6 +82,7 @@ fn row(
         published_at: Set(None),
         attempts: Set(0),
         last_error: Set(None),
+        traceparent: Set(envelope.traceparent.clone()),
         ..Default::default()
     })
 }

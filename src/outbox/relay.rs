@@ -139,6 +139,7 @@ impl Relay {
                 target,
                 message_id: row.message_id,
                 body: row.body.into_bytes(),
+                traceparent: row.traceparent,
             });
         }
         if out.is_empty() {

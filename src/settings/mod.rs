@@ -23,6 +23,7 @@ use crate::ops::settings::OpsSettings;
 use crate::outbox::settings::OutboxSettings;
 use crate::storage::settings::StorageSettings;
 use crate::telemetry::settings::LogSettings;
+use crate::traces::TraceSettings;
 
 /// Every section. A top-level table that neither a platform module nor a domain claims
 /// is an error ([`Settings::check_sections`]).
@@ -30,6 +31,9 @@ use crate::telemetry::settings::LogSettings;
 pub struct Settings {
     pub server: ServerSettings,
     pub log: LogSettings,
+    /// `[telemetry]`: traces (off unless an OTLP endpoint is set).
+    #[serde(default)]
+    pub telemetry: TraceSettings,
     pub database: DatabaseSettings,
     pub broker: BrokerSettings,
     pub dedupe: DedupeSettings,
@@ -130,6 +134,7 @@ impl Settings {
         self.database.validate()?;
         self.broker.validate()?;
         crate::broker::settings::validate_queues(&self.queues)?;
+        self.telemetry.validate()?;
         self.dedupe.validate()?;
         self.live.validate()?;
         self.dead_letters.validate()?;

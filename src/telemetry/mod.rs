@@ -18,6 +18,7 @@ use tracing_subscriber::util::SubscriberInitExt as _;
 use crate::telemetry::settings::LogFormat;
 
 use crate::telemetry::settings::LogSettings;
+use crate::traces::{self, TraceSettings, log_fields};
 
 /// Where logs go.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -29,8 +30,9 @@ pub enum LogTo {
 }
 
 /// Installs the global subscriber once; later calls (tests) are no-ops. `RUST_LOG` wins
-/// over `log.level`.
-pub fn init(settings: &LogSettings, to: LogTo) {
+/// over `log.level`. With `traces` (the services: `serve`, `consume`), spans are exported
+/// as the `[telemetry]` section says; `process` names the role in them.
+pub fn init(settings: &LogSettings, to: LogTo, traces: Option<(&TraceSettings, &str)>) {
     // Called for every event: `EitherWriter` picks the stream without allocating.
     let writer = move || match to {
         LogTo::Stdout => EitherWriter::A(std::io::stdout()),
@@ -44,14 +46,23 @@ pub fn init(settings: &LogSettings, to: LogTo) {
     let filter = EnvFilter::try_from_default_env()
         .or_else(|_| EnvFilter::try_new(&settings.level))
         .unwrap_or_else(|_| EnvFilter::new("info"));
-    let registry = tracing_subscriber::registry().with(filter);
+    let (exporting, refused) = match traces.map(|(t, process)| traces::export::layer(t, process)) {
+        Some(Ok(layer)) => (layer, None),
+        Some(Err(e)) => (None, Some(e)),
+        None => (None, None),
+    };
+    let registry = tracing_subscriber::registry().with(filter).with(exporting);
     let _ = match settings.format {
         LogFormat::Json => registry
             .with(
                 tracing_subscriber::fmt::layer()
                     .with_writer(writer)
-                    .json()
-                    .with_current_span(true),
+                    .event_format(log_fields::WithTraceIds(
+                        tracing_subscriber::fmt::format()
+                            .json()
+                            .with_current_span(true),
+                    ))
+                    .fmt_fields(tracing_subscriber::fmt::format::JsonFields::new()),
             )
             .try_init(),
         LogFormat::Pretty => registry
@@ -64,6 +75,9 @@ pub fn init(settings: &LogSettings, to: LogTo) {
             )
             .try_init(),
     };
+    if let Some(e) = refused {
+        tracing::warn!(error = %e, "traces are off: the OTLP exporter could not be built");
+    }
 }
 
 /// The process-wide Prometheus recorder, installed on first use.

@@ -171,6 +171,7 @@ async fn malformed_dead_letters_are_discarded_not_replayed(backend: Backend) {
         target: Target::Queue(&WORK),
         message_id: "raw".into(),
         body: b"{not an envelope".to_vec(),
+        traceparent: None,
     };
     platform.broker.publish_batch(&[raw]).await.unwrap();
     wait_until(WAIT, "the dead letter", || async {

@@ -149,6 +149,7 @@ async fn malformed_message_goes_straight_to_the_dlq(backend: Backend) {
         target: Target::Queue(&WORK),
         message_id: "raw".into(),
         body: b"{not an envelope".to_vec(),
+        traceparent: None,
     };
     platform.broker.publish_batch(&[raw]).await.unwrap();
     wait_until(WAIT, "a dead letter", || async {
@@ -513,6 +514,7 @@ async fn a_batch_settles_each_message_on_its_own(backend: Backend) {
             target: Target::Queue(&WORK),
             message_id: "junk".into(),
             body: b"not an envelope".to_vec(),
+            traceparent: None,
         }])
         .await
         .unwrap();

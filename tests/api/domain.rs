@@ -111,6 +111,7 @@ fn done_event(id: &str, owner: &str) -> Event {
         terminal: true,
         keep: false,
         transient: false,
+        traceparent: None,
         data,
     }
 }

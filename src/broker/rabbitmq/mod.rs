@@ -116,7 +116,7 @@ impl Broker for RabbitBroker {
                     routing_key,
                     message_id: m.message_id.clone(),
                     body: m.body.clone(),
-                    headers: None,
+                    headers: m.traceparent.as_deref().map(publish::trace_headers),
                 }
             })
             .collect();

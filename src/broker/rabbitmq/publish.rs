@@ -103,6 +103,23 @@ pub(super) struct Publish {
     pub(super) headers: Option<FieldTable>,
 }
 
+/// The headers of a message sent in a trace: `traceparent` (W3C trace context over
+/// AMQP), so a consumer in another language can continue the trace.
+pub(super) fn trace_headers(traceparent: &str) -> FieldTable {
+    let mut h = FieldTable::default();
+    h.insert(crate::traces::TRACEPARENT.into(), long_str(traceparent));
+    h
+}
+
+/// The `traceparent` header of a delivery, if it has one.
+pub(super) fn traceparent_of(headers: Option<&FieldTable>) -> Option<String> {
+    match headers?.inner().get(crate::traces::TRACEPARENT)? {
+        AMQPValue::LongString(s) => Some(String::from_utf8_lossy(s.as_bytes()).into_owned()),
+        AMQPValue::ShortString(s) => Some(s.as_str().to_owned()),
+        _ => None,
+    }
+}
+
 pub(super) fn long_str(s: &str) -> AMQPValue {
     AMQPValue::LongString(s.into())
 }

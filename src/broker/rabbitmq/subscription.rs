@@ -164,5 +164,6 @@ fn delivery(
         inner: inner.clone(),
         queue: queue.clone(),
     };
-    Delivery::new(spec, d.data, d.redelivered, Box::new(settle))
+    let traceparent = super::publish::traceparent_of(d.properties.headers().as_ref());
+    Delivery::new(spec, d.data, d.redelivered, Box::new(settle)).with_traceparent(traceparent)
 }

@@ -49,6 +49,8 @@ pub mod task {
         pub plan: String,
         /// The queue of its first step (`ai.short`): the line it waits in.
         pub lane: String,
+        /// The trace of its run (traces on): the submitting request's.
+        pub trace_id: Option<String>,
     }
 
     #[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]

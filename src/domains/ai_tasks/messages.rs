@@ -143,6 +143,7 @@ impl TaskEvent {
             terminal: self.status.is_terminal(),
             keep: !self.kind.is_progress(),
             transient: false,
+            traceparent: None,
             data: match data {
                 serde_json::Value::Object(m) => m,
                 _ => serde_json::Map::new(),

@@ -218,6 +218,7 @@ pub(crate) async fn submit(
         max_in_flight: limits.value_for(&super::limits::IN_FLIGHT, &standing).await,
         resume: None,
         metadata,
+        trace: crate::traces::current(),
     };
     let Some(key) = key else {
         // Without a key, submissions share transactions (group commit); the submitter

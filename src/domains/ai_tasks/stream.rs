@@ -56,6 +56,7 @@ impl Source for TaskStream {
                 terminal: false,
                 keep: false,
                 transient: true,
+                traceparent: None,
                 data: match data {
                     serde_json::Value::Object(m) => m,
                     _ => serde_json::Map::new(),

@@ -25,6 +25,10 @@ pub struct TaskView {
     pub finished_at: Option<chrono::DateTime<chrono::Utc>>,
     /// The plan it was submitted under: its weight in a contended lane.
     pub plan: String,
+    /// The distributed trace of its run (when the server exports traces): look it up in
+    /// the trace backend for where its time went.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub trace_id: Option<String>,
     /// The files it generated, with download URLs that expire; filled by
     /// `GET /v1/tasks/{id}`, absent elsewhere.
     #[serde(skip_serializing_if = "Vec::is_empty")]
@@ -104,6 +108,7 @@ impl From<Task> for TaskView {
             finished_at: t.finished_at,
             files: Vec::new(),
             plan: t.plan,
+            trace_id: t.trace_id,
             retry_of: t.retry_of,
             metadata: t
                 .metadata

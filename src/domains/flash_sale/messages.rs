@@ -54,6 +54,7 @@ impl OrderEvent {
             terminal: self.status.is_terminal(),
             keep: false,
             transient: false,
+            traceparent: None,
             data,
         }
     }

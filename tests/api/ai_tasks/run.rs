@@ -169,6 +169,7 @@ async fn a_killed_consumer_leaves_a_task_that_finishes_once(backend: Backend) {
         max_in_flight: 0,
         resume: None,
         metadata: None,
+        trace: None,
     };
     let (t, _) = store::submit(&txn, &new, 65536).await.unwrap();
     txn.commit().await.unwrap();
@@ -364,6 +365,7 @@ async fn a_wave_of_results_commits_each_on_its_own_terms(backend: Backend) {
             max_in_flight: 0,
             resume: None,
             metadata: None,
+            trace: None,
         };
         let (t, _) = store::submit(&txn, &new, 1 << 20).await.unwrap();
         txn.commit().await.unwrap();
@@ -412,6 +414,7 @@ async fn a_wave_of_results_commits_each_on_its_own_terms(backend: Backend) {
             },
             approval: None,
             vectors: None,
+            trace: None,
         })
         .collect();
     let txn = db.begin().await.unwrap();

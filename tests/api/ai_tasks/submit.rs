@@ -311,6 +311,7 @@ async fn a_batch_reserves_what_each_balance_covers(backend: Backend) {
         max_in_flight: 0,
         resume: None,
         metadata: None,
+        trace: None,
         user_id: user.to_owned(),
         kind: conveyor::domains::ai_tasks::TaskKind::Copywriting,
         prompt: "x".into(),

@@ -124,6 +124,8 @@ impl ProviderHttp {
                 r = build().send() => r.map_err(|e| ExecError::Transient(format!("provider unreachable: {}", e.without_url())))?,
             };
             let status = resp.status();
+            // On the provider call's span (the router's), when traces are on.
+            tracing::Span::current().record("http.response.status_code", status.as_u16());
             if status.is_success() {
                 return Ok(resp);
             }

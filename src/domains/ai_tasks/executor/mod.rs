@@ -99,6 +99,16 @@ pub enum Outcome {
     Parked(Parked),
 }
 
+impl Outcome {
+    /// The finished output (`None` for a parked job).
+    pub fn output(&self) -> Option<&serde_json::Value> {
+        match self {
+            Outcome::Done(v) => Some(v),
+            Outcome::Parked(_) => None,
+        }
+    }
+}
+
 /// A job the provider works on by itself.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Parked {

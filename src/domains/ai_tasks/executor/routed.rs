@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use tokio_util::sync::CancellationToken;
+use tracing::Instrument as _;
 
 use super::{
     ExecError, Executor, Job, Outcome, Parked, Progress, dify, ffmpeg, gate, openai, prediction,
@@ -122,6 +123,58 @@ impl Routed {
     }
 }
 
+/// The span of one provider call (a client span): which provider, kind and step, what
+/// it answered (HTTP status, recorded by the HTTP provider), the model and tokens it
+/// reports. Never the prompt or the key.
+fn call_span(provider: &str, job: &Job<'_>, call: &'static str) -> tracing::Span {
+    tracing::info_span!(
+        "provider",
+        otel.name = %format_args!("{call} {provider}"),
+        otel.kind = "client",
+        otel.status_code = tracing::field::Empty,
+        provider = %provider,
+        kind = job.kind.as_str(),
+        step = %job.step,
+        attempt = job.attempt,
+        "http.response.status_code" = tracing::field::Empty,
+        "gen_ai.request.model" = tracing::field::Empty,
+        "gen_ai.usage.input_tokens" = tracing::field::Empty,
+        "gen_ai.usage.output_tokens" = tracing::field::Empty,
+        outcome = tracing::field::Empty,
+    )
+}
+
+/// Records a call's end on its span and in the per-provider latency histogram
+/// (`conveyor_provider_call_seconds{provider,outcome}`).
+fn called(
+    span: &tracing::Span,
+    provider: &str,
+    began: std::time::Instant,
+    result: Result<Option<&serde_json::Value>, &ExecError>,
+) {
+    let outcome = match &result {
+        Ok(Some(_)) => "done",
+        Ok(None) => "parked",
+        Err(ExecError::Canceled) => "canceled",
+        Err(ExecError::Transient(_)) => "transient",
+        Err(ExecError::Permanent(_)) => "permanent",
+    };
+    span.record("outcome", outcome);
+    metrics::histogram!("conveyor_provider_call_seconds", "provider" => provider.to_owned(), "outcome" => outcome)
+        .record(began.elapsed().as_secs_f64());
+    if let Ok(Some(output)) = result {
+        let usage = crate::domains::ai_tasks::usage::Usage::of(output);
+        if let Some(model) = &usage.model {
+            span.record("gen_ai.request.model", model.as_str());
+        }
+        span.record("gen_ai.usage.input_tokens", usage.input_tokens);
+        span.record("gen_ai.usage.output_tokens", usage.output_tokens);
+    }
+    if result.is_err() && outcome != "canceled" {
+        span.record("otel.status_code", "ERROR");
+    }
+}
+
 /// Stamps the provider's name on a finished output (the usage records it) or a parked
 /// job (its checks go back to it).
 fn stamped(outcome: Outcome, name: &str) -> Outcome {
@@ -150,13 +203,20 @@ impl Executor for Routed {
         cancel: &CancellationToken,
     ) -> Result<serde_json::Value, ExecError> {
         let (name, exec) = self.route(job)?;
-        let output = exec.run(job, progress, cancel).await?;
-        let output = if vectorize::applies(job) {
-            vectorize::attach(exec.as_ref(), job, output, cancel).await?
-        } else {
-            output
-        };
-        Ok(stamp(output, name))
+        let began = std::time::Instant::now();
+        let span = call_span(name, job, "run");
+        let output = async {
+            let output = exec.run(job, progress, cancel).await?;
+            if vectorize::applies(job) {
+                vectorize::attach(exec.as_ref(), job, output, cancel).await
+            } else {
+                Ok(output)
+            }
+        }
+        .instrument(span.clone())
+        .await;
+        called(&span, name, began, output.as_ref().map(Some));
+        Ok(stamp(output?, name))
     }
 
     async fn start(
@@ -166,9 +226,16 @@ impl Executor for Routed {
         cancel: &CancellationToken,
     ) -> Result<Outcome, ExecError> {
         let (name, exec) = self.route(job)?;
-        let outcome = exec.start(job, progress, cancel).await?;
-        let outcome = Self::vectorized(exec.as_ref(), job, outcome, cancel).await?;
-        Ok(stamped(outcome, name))
+        let began = std::time::Instant::now();
+        let span = call_span(name, job, "start");
+        let outcome = async {
+            let outcome = exec.start(job, progress, cancel).await?;
+            Self::vectorized(exec.as_ref(), job, outcome, cancel).await
+        }
+        .instrument(span.clone())
+        .await;
+        called(&span, name, began, outcome.as_ref().map(Outcome::output));
+        Ok(stamped(outcome?, name))
     }
 
     async fn check(
@@ -179,9 +246,21 @@ impl Executor for Routed {
         cancel: &CancellationToken,
     ) -> Result<Outcome, ExecError> {
         let exec = self.named(provider)?;
-        let outcome = exec.check(provider, job, handle, cancel).await?;
-        let outcome = Self::vectorized(exec.as_ref(), job, outcome, cancel).await?;
-        Ok(stamped(outcome, provider))
+        let began = std::time::Instant::now();
+        let span = call_span(provider, job, "check");
+        let outcome = async {
+            let outcome = exec.check(provider, job, handle, cancel).await?;
+            Self::vectorized(exec.as_ref(), job, outcome, cancel).await
+        }
+        .instrument(span.clone())
+        .await;
+        called(
+            &span,
+            provider,
+            began,
+            outcome.as_ref().map(Outcome::output),
+        );
+        Ok(stamped(outcome?, provider))
     }
 
     async fn cancel_job(&self, provider: &str, handle: &str) -> Result<(), ExecError> {

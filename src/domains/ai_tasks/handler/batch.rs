@@ -7,6 +7,7 @@ use std::collections::HashMap;
 use chrono::Utc;
 use futures::future::{BoxFuture, OptionFuture};
 use futures::stream::FuturesUnordered;
+use tracing::Instrument as _;
 
 use crate::broker::Envelope;
 use crate::consumer::answers::{Answer, Answers};
@@ -30,6 +31,26 @@ pub(super) struct Ran {
     pub(super) step: &'static str,
     pub(super) output: serde_json::Value,
     pub(super) previous: serde_json::Value,
+    /// The step span's `traceparent` (traces on): the next step's message continues it.
+    pub(super) trace: Option<String>,
+}
+
+/// A step's span (traces on): the child of the span that sent its message, the parent
+/// of its provider calls and progress pushes.
+fn step_span(message: &Envelope, c: &Candidate) -> tracing::Span {
+    if !crate::traces::on() {
+        return tracing::Span::none();
+    }
+    let span = tracing::info_span!(
+        "step",
+        otel.name = %format_args!("step {}.{}", c.task.kind.as_str(), c.step),
+        task_id = %c.task.id,
+        kind = c.task.kind.as_str(),
+        step = c.step,
+        attempt = c.task.attempt + 1,
+    );
+    crate::traces::adopt(&span, message.traceparent.as_deref());
+    span
 }
 
 impl AiTaskHandler {
@@ -95,7 +116,8 @@ impl AiTaskHandler {
                     if c.task.started_at.is_none() {
                         crate::domains::ai_tasks::metrics::started(&task);
                     }
-                    running.push(self.run_step(ctx, c, task))
+                    let span = step_span(&messages[c.index], &c);
+                    running.push(self.run_step(ctx, c, task).instrument(span))
                 }
                 // Another consumer holds a live lease; if it dies the reaper re-drives.
                 None => answers.give(c.index, Ok(())),

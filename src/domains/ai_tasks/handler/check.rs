@@ -9,6 +9,7 @@ use super::*;
 
 use chrono::Utc;
 use futures::future::join_all;
+use tracing::Instrument as _;
 
 use super::job::JobInputs;
 use crate::broker::{Envelope, Target};
@@ -41,7 +42,16 @@ impl AiTaskHandler {
         ctx: &Context,
         messages: &[Envelope],
     ) -> Vec<Result<(), HandlerError>> {
-        join_all(messages.iter().map(|m| async move {
+        join_all(messages.iter().map(|m| {
+            // A check continues the trace of the step that parked (traces on).
+            let span = if crate::traces::on() {
+                let span = tracing::info_span!("check", otel.name = %format_args!("{} {}", m.kind, m.correlation_id.as_deref().unwrap_or("")), kind = %m.kind);
+                crate::traces::adopt(&span, m.traceparent.as_deref());
+                span
+            } else {
+                tracing::Span::none()
+            };
+            async move {
             match m.kind.as_str() {
                 CHECK_STEP => match serde_json::from_value::<CheckStep>(m.payload.clone()) {
                     Ok(c) => self.check_one(ctx, &c).await,
@@ -55,6 +65,8 @@ impl AiTaskHandler {
                     "a {other} message on the check queue"
                 ))),
             }
+            }
+            .instrument(span)
         }))
         .await
     }
@@ -144,6 +156,7 @@ impl AiTaskHandler {
                     output,
                     previous: inputs.previous.clone(),
                     task: t.clone(),
+                    trace: crate::traces::current(),
                 };
                 match self.commit(ctx, vec![ran]).await.pop() {
                     Some((_, answer)) => answer,

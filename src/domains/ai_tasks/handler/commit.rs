@@ -3,12 +3,14 @@
 
 use super::*;
 
+use std::collections::HashMap;
+
 use sea_orm::TransactionTrait;
 
 use crate::consumer::Context;
 use crate::consumer::answers::Answer;
 use crate::domains::ai_tasks::executor::vectorize;
-use crate::domains::ai_tasks::messages::{TaskEvent, publish_events};
+
 use crate::domains::ai_tasks::store::{self, Committed, StepResult};
 use crate::domains::ai_tasks::usage::{Usage, pricing::Price};
 
@@ -36,7 +38,11 @@ impl AiTaskHandler {
                 (committed, answers)
             }
         };
-        self.after_commit(ctx, &committed).await;
+        let traces: HashMap<&str, &str> = wave
+            .iter()
+            .filter_map(|r| Some((r.task.id.as_str(), r.trace.as_deref()?)))
+            .collect();
+        self.after_commit(ctx, &committed, &traces).await;
         answers
     }
 
@@ -59,6 +65,7 @@ impl AiTaskHandler {
                     approval: kind.zip(next).and_then(|(k, step)| k.approval_for(step)),
                     task: &ran.task,
                     step: ran.step,
+                    trace: ran.trace.as_deref(),
                     result: if last {
                         final_result(ran)
                     } else {
@@ -94,7 +101,14 @@ impl AiTaskHandler {
         Ok(committed)
     }
 
-    pub(super) async fn after_commit(&self, ctx: &Context, committed: &[(Committed, bool)]) {
+    /// Counts the ended tasks, wakes the relay and publishes the events, each in the
+    /// trace of the step that made it (`traces`, by task id).
+    pub(super) async fn after_commit(
+        &self,
+        ctx: &Context,
+        committed: &[(Committed, bool)],
+        traces: &HashMap<&str, &str>,
+    ) {
         if committed.is_empty() {
             return;
         }
@@ -104,7 +118,13 @@ impl AiTaskHandler {
             }
         }
         self.relay.notify();
-        let events: Vec<TaskEvent> = committed.iter().map(|(c, _)| c.event.clone()).collect();
-        publish_events(ctx.broker.as_ref(), &events).await;
+        let events: Vec<crate::live::Event> = committed
+            .iter()
+            .map(|(c, _)| crate::live::Event {
+                traceparent: traces.get(c.task.id.as_str()).map(|t| (*t).to_owned()),
+                ..c.event.live()
+            })
+            .collect();
+        crate::live::publish(ctx.broker.as_ref(), &events).await;
     }
 }

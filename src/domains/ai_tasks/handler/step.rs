@@ -127,6 +127,7 @@ impl AiTaskHandler {
             step,
             output,
             previous: inputs.previous,
+            trace: crate::traces::current(),
         }))
     }
 }

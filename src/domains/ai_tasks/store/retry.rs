@@ -80,6 +80,7 @@ pub async fn retry(
             .metadata
             .as_deref()
             .and_then(|m| serde_json::from_str(m).ok()),
+        trace: crate::traces::current(),
     };
     let txn = db.begin().await?;
     match submit(&txn, &new, max_payload).await {

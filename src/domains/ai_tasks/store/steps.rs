@@ -33,6 +33,8 @@ pub struct StepResult<'a> {
     pub approval: Option<std::time::Duration>,
     /// What the material is found by in a search by meaning (a video's last step).
     pub vectors: Option<crate::search::semantic::Embedded>,
+    /// The step's trace (traces on): the next step's message continues it.
+    pub trace: Option<&'a str>,
 }
 
 /// A result that applied: the task as it is now, its event, and the credits its success
@@ -139,10 +141,10 @@ pub async fn commit_steps(
     crate::domains::ai_tasks::parked::approval::wait_many(txn, &gated).await?;
     let next: Vec<(Target, Envelope)> = done()
         .filter(|(r, _)| !r.last && r.approval.is_none())
-        .map(|(_, t)| {
+        .map(|(r, t)| {
             (
                 Target::Queue(t.kind.queue_in(t.step_index, Lane::of(&t.params))),
-                run_message(t, t.step_index),
+                run_message(t, t.step_index).in_trace(r.trace),
             )
         })
         .collect();

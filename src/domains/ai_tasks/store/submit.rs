@@ -33,6 +33,9 @@ pub struct NewTask {
     pub resume: Option<Resume>,
     /// The client's metadata.
     pub metadata: Option<crate::domains::ai_tasks::metadata::Metadata>,
+    /// The submitting request's `traceparent` (traces on): its run joins that trace,
+    /// whichever transaction writes it.
+    pub trace: Option<String>,
 }
 
 /// Where a retry starts: the step that failed, with the outputs of the steps before it.
@@ -205,6 +208,11 @@ async fn write_batch(
                 n.plan.clone()
             },
             lane: queue.key.to_owned(),
+            trace_id: n
+                .trace
+                .as_deref()
+                .and_then(crate::traces::trace_id)
+                .map(str::to_owned),
             user_id: n.user_id.clone(),
             kind: n.kind,
             prompt: n.prompt.clone(),
@@ -250,7 +258,10 @@ async fn write_batch(
         }
         let ev = event_of(&t, Some("accepted".into()));
         events.push(event_row(&ev));
-        messages.push((Target::Queue(queue), run_message(&t, from)));
+        messages.push((
+            Target::Queue(queue),
+            run_message(&t, from).in_trace(n.trace.as_deref()),
+        ));
         tasks.push(task::ActiveModel::from(t.clone()));
         results.push(Ok((t, ev)));
     }

@@ -30,6 +30,7 @@ fn task(kind: TaskKind, status: Status, step_index: i32, leased: bool, started: 
         tenant_id: "u".into(),
         plan: "free".into(),
         lane: "ai.short".into(),
+        trace_id: None,
     }
 }
 

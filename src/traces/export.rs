@@ -1,0 +1,181 @@
+//! The exporter: the OTLP/HTTP (protobuf) span exporter behind the SDK's batch processor.
+//!
+//! Exporting never slows the request path: finished spans go to the batch processor
+//! (its own thread, a blocking HTTP client) through a bounded count; a span that finds
+//! the queue full is dropped and counted (`conveyor_trace_spans_dropped_total`), exports
+//! are counted by outcome (`conveyor_trace_spans_exported_total{outcome}`).
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
+
+use opentelemetry::trace::TracerProvider as _;
+use opentelemetry_otlp::{Protocol, WithExportConfig as _};
+use opentelemetry_sdk::error::OTelSdkResult;
+use opentelemetry_sdk::trace::{
+    BatchConfigBuilder, BatchSpanProcessor, Sampler, SdkTracer, SdkTracerProvider, SpanData,
+    SpanExporter, SpanProcessor,
+};
+use tracing_opentelemetry::OpenTelemetryLayer;
+
+use super::settings::TraceSettings;
+
+static PROVIDER: OnceLock<SdkTracerProvider> = OnceLock::new();
+
+/// The layer that exports spans, or `None` when traces are off. `process` names the
+/// role in the spans' resource (`serve`, `consume ai`). Fails only on an exporter that
+/// cannot be built (a malformed endpoint).
+pub fn layer<S>(
+    settings: &TraceSettings,
+    process: &str,
+) -> Result<Option<OpenTelemetryLayer<S, SdkTracer>>, String>
+where
+    S: tracing::Subscriber + for<'a> tracing_subscriber::registry::LookupSpan<'a>,
+{
+    let from_env = [
+        "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT",
+        "OTEL_EXPORTER_OTLP_ENDPOINT",
+    ]
+    .iter()
+    .any(|k| std::env::var(k).is_ok_and(|v| !v.is_empty()));
+    if settings.otlp_endpoint.is_empty() && !from_env {
+        return Ok(None);
+    }
+    let endpoint = (!settings.otlp_endpoint.is_empty())
+        .then(|| format!("{}/v1/traces", settings.otlp_endpoint.trim_end_matches('/')));
+    // The blocking HTTP client starts a runtime of its own: built off the async runtime.
+    let exporter = std::thread::spawn(move || {
+        let mut b = opentelemetry_otlp::SpanExporter::builder()
+            .with_http()
+            .with_protocol(Protocol::HttpBinary)
+            .with_timeout(Duration::from_secs(5));
+        if let Some(url) = endpoint {
+            b = b.with_endpoint(url);
+        }
+        b.build().map_err(|e| e.to_string())
+    })
+    .join()
+    .map_err(|_| "building the OTLP exporter panicked".to_owned())??;
+    let pending = Arc::new(AtomicUsize::new(0));
+    let batch = BatchSpanProcessor::builder(Counted {
+        inner: exporter,
+        pending: pending.clone(),
+    })
+    .with_batch_config(
+        BatchConfigBuilder::default()
+            .with_max_queue_size(settings.queue_size)
+            .with_scheduled_delay(Duration::from_millis(500))
+            .build(),
+    )
+    .build();
+    let resource = opentelemetry_sdk::Resource::builder()
+        .with_service_name(settings.service_name.clone())
+        .with_attribute(opentelemetry::KeyValue::new(
+            "service.instance.id",
+            crate::instance::name().to_owned(),
+        ))
+        .with_attribute(opentelemetry::KeyValue::new(
+            "conveyor.process",
+            process.to_owned(),
+        ))
+        .build();
+    let provider = SdkTracerProvider::builder()
+        .with_span_processor(Bounded {
+            inner: batch,
+            pending,
+            max: settings.queue_size,
+        })
+        .with_sampler(Sampler::ParentBased(Box::new(Sampler::TraceIdRatioBased(
+            settings.sample_ratio,
+        ))))
+        .with_resource(resource)
+        .build();
+    let tracer = provider.tracer("conveyor");
+    if PROVIDER.set(provider).is_err() {
+        // A second init in one process (tests): the first provider stays.
+        return Ok(None);
+    }
+    super::ON.store(true, Ordering::Relaxed);
+    Ok(Some(tracing_opentelemetry::layer().with_tracer(tracer)))
+}
+
+/// Sends what is queued and stops the exporter (at the end of `serve`/`consume`); waits
+/// at most a few seconds for a collector that does not answer.
+pub async fn flush() {
+    let Some(provider) = PROVIDER.get() else {
+        return;
+    };
+    let done =
+        tokio::task::spawn_blocking(move || provider.shutdown_with_timeout(Duration::from_secs(3)));
+    if let Ok(Ok(Err(e))) = tokio::time::timeout(Duration::from_secs(5), done).await {
+        tracing::debug!(error = %e, "trace exporter shutdown");
+    }
+}
+
+/// Counts what the batch processor holds, and drops (counted) beyond `max` instead of
+/// letting the SDK drop silently.
+#[derive(Debug)]
+struct Bounded {
+    inner: BatchSpanProcessor,
+    pending: Arc<AtomicUsize>,
+    max: usize,
+}
+
+impl SpanProcessor for Bounded {
+    fn on_start(&self, span: &mut opentelemetry_sdk::trace::Span, cx: &opentelemetry::Context) {
+        self.inner.on_start(span, cx);
+    }
+
+    fn on_end(&self, span: SpanData) {
+        if self.pending.fetch_add(1, Ordering::Relaxed) >= self.max {
+            self.pending.fetch_sub(1, Ordering::Relaxed);
+            metrics::counter!("conveyor_trace_spans_dropped_total").increment(1);
+            return;
+        }
+        self.inner.on_end(span);
+    }
+
+    fn force_flush(&self) -> OTelSdkResult {
+        self.inner.force_flush()
+    }
+
+    fn shutdown_with_timeout(&self, timeout: Duration) -> OTelSdkResult {
+        self.inner.shutdown_with_timeout(timeout)
+    }
+
+    fn set_resource(&mut self, resource: &opentelemetry_sdk::Resource) {
+        self.inner.set_resource(resource);
+    }
+}
+
+/// The OTLP exporter, counting each batch's spans out of [`Bounded`]'s count and by
+/// outcome.
+#[derive(Debug)]
+struct Counted<E> {
+    inner: E,
+    pending: Arc<AtomicUsize>,
+}
+
+impl<E: SpanExporter> SpanExporter for Counted<E> {
+    async fn export(&self, batch: Vec<SpanData>) -> OTelSdkResult {
+        let n = batch.len();
+        let result = self.inner.export(batch).await;
+        self.pending.fetch_sub(n, Ordering::Relaxed);
+        let outcome = if result.is_ok() { "ok" } else { "failed" };
+        metrics::counter!("conveyor_trace_spans_exported_total", "outcome" => outcome)
+            .increment(n as u64);
+        result
+    }
+
+    fn shutdown_with_timeout(&self, timeout: Duration) -> OTelSdkResult {
+        self.inner.shutdown_with_timeout(timeout)
+    }
+
+    fn force_flush(&self) -> OTelSdkResult {
+        self.inner.force_flush()
+    }
+
+    fn set_resource(&mut self, resource: &opentelemetry_sdk::Resource) {
+        self.inner.set_resource(resource);
+    }
+}

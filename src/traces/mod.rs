@@ -1,0 +1,119 @@
+//! Distributed traces: `tracing` spans exported as OpenTelemetry spans over OTLP/HTTP
+//! when `[telemetry] otlp_endpoint` (or `OTEL_EXPORTER_OTLP_ENDPOINT`) is set
+//! ([`export`]), and the W3C `traceparent` that carries a trace from process to process:
+//! in the envelope (so the outbox row, retries and dead letters keep it) and in the AMQP
+//! headers. With traces off no layer is installed and every function here is a no-op.
+//!
+//! A leaf: it knows no other module of the platform but [`crate::instance`].
+
+pub mod export;
+pub mod log_fields;
+pub mod settings;
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use opentelemetry::propagation::TextMapPropagator as _;
+use opentelemetry::trace::TraceContextExt as _;
+use opentelemetry_sdk::propagation::TraceContextPropagator;
+use tracing_opentelemetry::OpenTelemetrySpanExt as _;
+
+pub use export::flush;
+pub use settings::TraceSettings;
+
+/// Set once the exporting layer is installed.
+static ON: AtomicBool = AtomicBool::new(false);
+
+/// The header (AMQP, HTTP) and envelope field a trace travels in.
+pub const TRACEPARENT: &str = "traceparent";
+
+/// Whether spans are recorded and exported in this process.
+pub fn on() -> bool {
+    ON.load(Ordering::Relaxed)
+}
+
+/// A trace's page, from `[telemetry] trace_link` (`None` when no template is set).
+pub fn link_to(template: &str, trace_id: &str) -> Option<String> {
+    (!template.is_empty()).then(|| template.replace("{trace_id}", trace_id))
+}
+
+/// The W3C `traceparent` of `span`: `None` with traces off or for a span not recorded.
+pub fn traceparent(span: &tracing::Span) -> Option<String> {
+    if !on() {
+        return None;
+    }
+    let cx = span.context();
+    let sc = cx.span().span_context().clone();
+    sc.is_valid().then(|| {
+        format!(
+            "00-{}-{}-{:02x}",
+            sc.trace_id(),
+            sc.span_id(),
+            sc.trace_flags().to_u8()
+        )
+    })
+}
+
+/// The `traceparent` of the current span.
+pub fn current() -> Option<String> {
+    traceparent(&tracing::Span::current())
+}
+
+/// Makes `span` a child of the span `traceparent` names (a message's producer, an HTTP
+/// caller). Call before the span is first entered; a malformed value is ignored.
+pub fn adopt(span: &tracing::Span, traceparent: Option<&str>) {
+    if let Some(cx) = traceparent.filter(|_| on()).and_then(remote) {
+        let _ = span.set_parent(cx);
+    }
+}
+
+/// Links `span` to the span `traceparent` names, without making it its parent (a batch
+/// linked to each message's trace, a parked job's check to the run that parked it).
+pub fn link(span: &tracing::Span, traceparent: Option<&str>) {
+    if let Some(cx) = traceparent.filter(|_| on()).and_then(remote) {
+        span.add_link(cx.span().span_context().clone());
+    }
+}
+
+fn remote(traceparent: &str) -> Option<opentelemetry::Context> {
+    let carrier = HashMap::from([(TRACEPARENT.to_owned(), traceparent.to_owned())]);
+    let cx = TraceContextPropagator::new().extract(&carrier);
+    cx.span().span_context().is_valid().then_some(cx)
+}
+
+/// The trace id in a `traceparent` (32 lowercase hex digits), if it is well formed.
+pub fn trace_id(traceparent: &str) -> Option<&str> {
+    let id = traceparent.split('-').nth(1)?;
+    (id.len() == 32 && id.bytes().all(|b| b.is_ascii_hexdigit()) && id != "0".repeat(32))
+        .then_some(id)
+}
+
+/// The trace and span ids of the span `id` (for log lines), if it is recorded.
+pub fn ids_of(id: &tracing::span::Id) -> Option<(String, String)> {
+    if !on() {
+        return None;
+    }
+    let cx = tracing::dispatcher::get_default(|d| tracing_opentelemetry::get_otel_context(id, d))?;
+    let sc = cx.span().span_context().clone();
+    sc.is_valid()
+        .then(|| (sc.trace_id().to_string(), sc.span_id().to_string()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_the_trace_id_of_a_traceparent() {
+        assert_eq!(
+            trace_id("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"),
+            Some("4bf92f3577b34da6a3ce929d0e0e4736")
+        );
+        assert_eq!(trace_id("00-xyz-00f067aa0ba902b7-01"), None);
+        assert_eq!(
+            trace_id("00-00000000000000000000000000000000-00f067aa0ba902b7-01"),
+            None
+        );
+        assert_eq!(trace_id("garbage"), None);
+    }
+}
