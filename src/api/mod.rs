@@ -56,7 +56,10 @@ pub fn layered(routes: Router, server: &ServerSettings, streaming: Vec<&'static 
                     TraceLayer::new_for_http()
                         .make_span_with(request_span)
                         .on_response(|res: &Response<_>, _: Duration, span: &tracing::Span| {
-                            span.record("http.response.status_code", res.status().as_u16());
+                            span.record(
+                                "http.response.status_code",
+                                i64::from(res.status().as_u16()),
+                            );
                         }),
                 )
                 .layer(PropagateRequestIdLayer::x_request_id())

@@ -132,12 +132,7 @@ async fn decode(deps: &Deps, delivery: Delivery) -> Result<Admitted, Box<Admissi
                     "message keeps killing its consumers: quarantined"
                 );
                 return Err(Box::new(Admission::Quarantine(
-                    Admitted {
-                        delivery,
-                        queue,
-                        envelope,
-                        token: None,
-                    },
+                    Admitted::new(delivery, queue, envelope),
                     deaths,
                 )));
             }
@@ -146,12 +141,7 @@ async fn decode(deps: &Deps, delivery: Delivery) -> Result<Admitted, Box<Admissi
             Err(e) => tracing::warn!(id, error = %e, "counting a redelivery failed"),
         }
     }
-    Ok(Admitted {
-        delivery,
-        queue,
-        envelope,
-        token: None,
-    })
+    Ok(Admitted::new(delivery, queue, envelope))
 }
 
 /// A delivery after its dedupe claim.

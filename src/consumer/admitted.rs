@@ -10,9 +10,26 @@ pub(super) struct Admitted {
     pub(super) envelope: Envelope,
     /// The dedupe claim's token (`None` when the dedupe store was down).
     pub(super) token: Option<String>,
+    /// The delivery's span, from admission to settlement (it ends when this is dropped).
+    pub(super) span: tracing::Span,
 }
 
 impl Admitted {
+    pub(super) fn new(
+        delivery: Delivery,
+        queue: crate::broker::topology::ResolvedQueue,
+        envelope: Envelope,
+    ) -> Self {
+        let span = span_of(&queue, &envelope);
+        Admitted {
+            delivery,
+            queue,
+            envelope,
+            token: None,
+            span,
+        }
+    }
+
     /// (message id, claim token), when the dedupe store gave a claim.
     pub(super) fn claim(&self) -> Option<(&str, &str)> {
         self.token
@@ -23,23 +40,36 @@ impl Admitted {
     // The span instruments futures rather than being entered: an entered guard held
     // across awaits follows the task to other threads and corrupts the span stack
     // (seen as a tracing-subscriber panic, "tried to clone a span that already closed").
-    //
-    // With traces on it is a consumer span, the child of the span that sent the message.
     pub(super) fn span(&self) -> tracing::Span {
-        let e = &self.envelope;
-        if !crate::traces::on() {
-            return tracing::info_span!("message", queue = %self.queue.spec.key, id = %e.id, kind = %e.kind, attempt = e.attempt);
-        }
-        let span = tracing::info_span!(
-            "message",
-            otel.name = %format_args!("process {}", self.queue.spec.key),
-            otel.kind = "consumer",
-            queue = %self.queue.spec.key,
-            id = %e.id,
-            kind = %e.kind,
-            attempt = e.attempt
-        );
-        crate::traces::adopt(&span, e.traceparent.as_deref());
-        span
+        self.span.clone()
     }
+
+    /// The envelope as a batch handler gets it: in the delivery's trace (traces on), so
+    /// what the handler does for it (an AI step) is the delivery's child.
+    pub(super) fn handed(&self) -> Envelope {
+        let mut e = self.envelope.clone();
+        if let Some(t) = crate::traces::traceparent(&self.span) {
+            e.traceparent = Some(t);
+        }
+        e
+    }
+}
+
+/// A delivery's span; with traces on, a consumer span, the child of the span that sent
+/// the message.
+fn span_of(queue: &crate::broker::topology::ResolvedQueue, e: &Envelope) -> tracing::Span {
+    if !crate::traces::on() {
+        return tracing::info_span!("message", queue = %queue.spec.key, id = %e.id, kind = %e.kind, attempt = e.attempt);
+    }
+    let span = tracing::info_span!(
+        "message",
+        otel.name = %format_args!("process {}", queue.spec.key),
+        otel.kind = "consumer",
+        queue = %queue.spec.key,
+        id = %e.id,
+        kind = %e.kind,
+        attempt = e.attempt
+    );
+    crate::traces::adopt(&span, e.traceparent.as_deref());
+    span
 }

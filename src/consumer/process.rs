@@ -109,11 +109,7 @@ pub async fn process_batch(
         }
     }
     if !held.is_empty() {
-        let envelopes: Vec<Envelope> = held
-            .iter()
-            .flatten()
-            .map(|(_, a)| a.envelope.clone())
-            .collect();
+        let envelopes: Vec<Envelope> = held.iter().flatten().map(|(_, a)| a.handed()).collect();
         let span = tracing::info_span!("batch", otel.name = %format_args!("process {} batch", queue.key), otel.kind = "consumer", queue = %queue.key, size = envelopes.len());
         // A batch belongs to many traces: linked to each (the handler's own spans, such
         // as an AI step's, are children of their message's).

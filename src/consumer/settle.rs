@@ -64,6 +64,7 @@ pub(super) async fn conclude(
         queue,
         envelope,
         token,
+        span,
     } = admitted;
     let id = envelope.id.as_str();
     let result = match ending {
@@ -90,6 +91,7 @@ pub(super) async fn conclude(
                 queue,
                 envelope,
                 token,
+                span,
             };
             let mut settled = conclude_successes(deps, hooks.fencing(), vec![a]).await;
             settled

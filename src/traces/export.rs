@@ -96,7 +96,15 @@ where
         return Ok(None);
     }
     super::ON.store(true, Ordering::Relaxed);
-    Ok(Some(tracing_opentelemetry::layer().with_tracer(tracer)))
+    // Spans say what happened, not where in the source or on which thread: less to
+    // record for every span.
+    Ok(Some(
+        tracing_opentelemetry::layer()
+            .with_tracer(tracer)
+            .with_location(false)
+            .with_threads(false)
+            .with_tracked_inactivity(false),
+    ))
 }
 
 /// Sends what is queued and stops the exporter (at the end of `serve`/`consume`); waits

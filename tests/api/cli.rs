@@ -10,23 +10,6 @@ use crate::helpers::process::*;
 use crate::helpers::tasks;
 use crate::helpers::{Backend, TestEnv};
 
-/// Points a child at the test's RabbitMQ namespace, Redis prefix and database.
-fn on_services<'a>(cmd: &'a mut Command, env: &TestEnv) -> &'a mut Command {
-    cmd.env("CONVEYOR__BROKER__KIND", "rabbitmq")
-        .env("CONVEYOR__BROKER__URL", &env.settings.broker.url)
-        .env(
-            "CONVEYOR__BROKER__NAMESPACE",
-            &env.settings.broker.namespace,
-        )
-        .env("CONVEYOR__DEDUPE__KIND", "redis")
-        .env("CONVEYOR__DEDUPE__URL", &env.settings.dedupe.url)
-        .env(
-            "CONVEYOR__DEDUPE__KEY_PREFIX",
-            &env.settings.dedupe.key_prefix,
-        )
-        .env("CONVEYOR__DATABASE__URL", &env.settings.database.url)
-}
-
 #[test]
 fn a_bad_config_value_exits_non_zero_naming_the_key() {
     let dir = tempfile::tempdir().unwrap();

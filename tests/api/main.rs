@@ -33,4 +33,5 @@ mod rabbitmq;
 mod search;
 mod search_sync;
 mod server;
+mod traces;
 mod webhooks;

@@ -22,6 +22,23 @@ pub fn command(bin: &str, dir: &std::path::Path) -> Command {
     c
 }
 
+/// Points a child at the test's RabbitMQ namespace, Redis prefix and database.
+pub fn on_services<'a>(cmd: &'a mut Command, env: &super::TestEnv) -> &'a mut Command {
+    cmd.env("CONVEYOR__BROKER__KIND", "rabbitmq")
+        .env("CONVEYOR__BROKER__URL", &env.settings.broker.url)
+        .env(
+            "CONVEYOR__BROKER__NAMESPACE",
+            &env.settings.broker.namespace,
+        )
+        .env("CONVEYOR__DEDUPE__KIND", "redis")
+        .env("CONVEYOR__DEDUPE__URL", &env.settings.dedupe.url)
+        .env(
+            "CONVEYOR__DEDUPE__KEY_PREFIX",
+            &env.settings.dedupe.key_prefix,
+        )
+        .env("CONVEYOR__DATABASE__URL", &env.settings.database.url)
+}
+
 pub fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()

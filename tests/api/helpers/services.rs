@@ -118,3 +118,22 @@ pub async fn s3(test: &str) -> Option<String> {
     );
     None
 }
+
+/// The Jaeger (tools/jaeger): (its OTLP/HTTP base URL, its query API), or `None` to skip
+/// (a failure when CONVEYOR_REQUIRE_SERVICES=1).
+pub async fn jaeger(test: &str) -> Option<(String, String)> {
+    let (otlp, query) = ("127.0.0.1:4318", "127.0.0.1:16686");
+    if reachable(otlp).await && reachable(query).await {
+        return Some((format!("http://{otlp}"), format!("http://{query}")));
+    }
+    assert!(
+        !required(),
+        "{test}: Jaeger at {otlp}/{query} is unreachable and CONVEYOR_REQUIRE_SERVICES=1 (tools/jaeger/start.sh)"
+    );
+    use std::io::Write as _;
+    let _ = writeln!(
+        std::io::stderr(),
+        "SKIPPED {test}: Jaeger at {otlp}/{query} is unreachable"
+    );
+    None
+}

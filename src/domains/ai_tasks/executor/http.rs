@@ -125,7 +125,8 @@ impl ProviderHttp {
             };
             let status = resp.status();
             // On the provider call's span (the router's), when traces are on.
-            tracing::Span::current().record("http.response.status_code", status.as_u16());
+            tracing::Span::current()
+                .record("http.response.status_code", i64::from(status.as_u16()));
             if status.is_success() {
                 return Ok(resp);
             }
