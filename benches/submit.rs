@@ -17,6 +17,9 @@
 //!     BENCH_LEVELS=50,50,200 cargo bench --bench submit   # other client counts
 //!     BENCH_LEVELS=0 cargo bench --bench submit -- 10000 pg  # end to end and peers only
 //!     BENCH_LEVELS=0 BENCH_E2E_ROUNDS=3 cargo bench --bench submit -- 10000 pg  # 3 pairs, median ratio
+//!     BENCH_TRACES=off cargo bench --bench submit -- 3000 pg   # with a service's logging
+//!     BENCH_TRACES=http://127.0.0.1:9 cargo bench --bench submit -- 3000 pg  # and spans
+//!                                   # exported to a dead collector (what tracing costs)
 
 // Test and bench code: a failed unwrap is a failed run, which is what it should be.
 #![allow(clippy::unwrap_used)]
@@ -500,6 +503,31 @@ async fn peers(total: usize) -> Option<f64> {
 #[tokio::main]
 async fn main() {
     let _ = rustls::crypto::aws_lc_rs::default_provider().install_default();
+    // BENCH_TRACES: `off` logs as a service does (warnings) with no traces; a URL also
+    // exports every span to that OTLP/HTTP endpoint. Unset: no subscriber at all.
+    if let Ok(to) = std::env::var("BENCH_TRACES") {
+        let log = conveyor::telemetry::settings::LogSettings {
+            format: conveyor::telemetry::settings::LogFormat::Json,
+            level: "warn".into(),
+        };
+        let traces = conveyor::traces::TraceSettings {
+            otlp_endpoint: if to == "off" {
+                String::new()
+            } else {
+                to.clone()
+            },
+            ..Default::default()
+        };
+        conveyor::telemetry::init(
+            &log,
+            conveyor::telemetry::LogTo::Stderr,
+            Some((&traces, "bench")),
+        );
+        println!(
+            "[traces] {}",
+            if conveyor::traces::on() { &to } else { "off" }
+        );
+    }
     let args: Vec<String> = std::env::args()
         .skip(1)
         .filter(|a| !a.starts_with("--"))

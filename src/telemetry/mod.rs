@@ -11,6 +11,7 @@ use std::sync::OnceLock;
 
 use metrics_exporter_prometheus::{PrometheusBuilder, PrometheusHandle};
 use tracing_subscriber::EnvFilter;
+use tracing_subscriber::Layer as _;
 use tracing_subscriber::fmt::writer::EitherWriter;
 use tracing_subscriber::layer::SubscriberExt as _;
 use tracing_subscriber::util::SubscriberInitExt as _;
@@ -51,7 +52,12 @@ pub fn init(settings: &LogSettings, to: LogTo, traces: Option<(&TraceSettings, &
         Some(Err(e)) => (None, Some(e)),
         None => (None, None),
     };
-    let registry = tracing_subscriber::registry().with(filter).with(exporting);
+    // Each layer filters for itself: the log's level says what is printed, and the
+    // exported spans are conveyor's own at info, whatever the log's level.
+    let traced =
+        tracing_subscriber::filter::Targets::new().with_target("conveyor", tracing::Level::INFO);
+    let registry =
+        tracing_subscriber::registry().with(exporting.map(|layer| layer.with_filter(traced)));
     let _ = match settings.format {
         LogFormat::Json => registry
             .with(
@@ -62,7 +68,8 @@ pub fn init(settings: &LogSettings, to: LogTo, traces: Option<(&TraceSettings, &
                             .json()
                             .with_current_span(true),
                     ))
-                    .fmt_fields(tracing_subscriber::fmt::format::JsonFields::new()),
+                    .fmt_fields(tracing_subscriber::fmt::format::JsonFields::new())
+                    .with_filter(filter),
             )
             .try_init(),
         LogFormat::Pretty => registry
@@ -71,7 +78,8 @@ pub fn init(settings: &LogSettings, to: LogTo, traces: Option<(&TraceSettings, &
                     .with_writer(writer)
                     .with_ansi(ansi)
                     .with_target(false)
-                    .compact(),
+                    .compact()
+                    .with_filter(filter),
             )
             .try_init(),
     };
