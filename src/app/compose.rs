@@ -142,6 +142,7 @@ pub(super) async fn compose(
         .merge(ops::routes::routes(ops::routes::Ops {
             core: core.clone(),
             board,
+            page: ops::routes::page_with(&platform.settings.telemetry.trace_link),
         }));
     for part in [
         api::health::Doc::openapi(),

@@ -40,6 +40,14 @@ pub async fn serve(
     let mut poll = tokio::time::interval(deps.settings_poll);
     poll.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let mut in_flight = JoinSet::new();
+    // The queue's outcomes are on /metrics from the start, so a rate over them (the
+    // retry-rate alert) reads 0 before the first retry instead of nothing.
+    for counter in [
+        "conveyor_messages_processed_total",
+        "conveyor_messages_retried_total",
+    ] {
+        metrics::counter!(counter, "queue" => queue.key).increment(0);
+    }
     match worker {
         Worker::One(handler) => {
             tracing::info!(queue = queue.key, "consumer started");

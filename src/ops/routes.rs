@@ -30,6 +30,20 @@ use crate::error::ApiError;
 pub struct Ops {
     pub core: Core,
     pub board: Board,
+    /// The page, with this deployment's trace link template in it ([`page_with`]).
+    pub page: std::sync::Arc<str>,
+}
+
+/// The console's page with `trace_link` (`[telemetry] trace_link`, a URL template with
+/// `{trace_id}`; empty: trace ids are shown as text) in it.
+pub fn page_with(trace_link: &str) -> std::sync::Arc<str> {
+    // A JSON string inside a script: `<` escaped so no value can close the element.
+    let literal = serde_json::to_string(trace_link)
+        .unwrap_or_else(|_| "\"\"".into())
+        .replace('<', "\\u003c");
+    include_str!("page.html")
+        .replacen("\"__TRACE_LINK__\"", &literal, 1)
+        .into()
 }
 
 pub fn routes(state: Ops) -> Router {
@@ -59,8 +73,8 @@ pub struct OpsFrame {
 /// `GET /ops`: the operations console.
 #[utoipa::path(get, path = "/ops", tag = "ops",
     responses((status = 200, description = "The operations console (HTML; signs in with an admin API key)", content_type = "text/html")))]
-pub(crate) async fn page() -> axum::response::Html<&'static str> {
-    axum::response::Html(include_str!("page.html"))
+pub(crate) async fn page(State(page): State<std::sync::Arc<str>>) -> axum::response::Html<String> {
+    axum::response::Html(page.to_string())
 }
 
 #[utoipa::path(get, path = "/v1/admin/ops", tag = "admin", operation_id = "ops_snapshot",

@@ -112,6 +112,7 @@ fn with_buckets(builder: PrometheusBuilder) -> PrometheusBuilder {
     for (name, buckets) in [
         ("conveyor_task_queue_wait_seconds", SECONDS),
         ("conveyor_task_step_seconds", SECONDS),
+        ("conveyor_provider_call_seconds", SECONDS),
         ("conveyor_message_attempts", ATTEMPTS),
     ] {
         let matcher = metrics_exporter_prometheus::Matcher::Full(name.to_owned());

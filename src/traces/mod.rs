@@ -10,12 +10,9 @@ pub mod export;
 pub mod log_fields;
 pub mod settings;
 
-use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use opentelemetry::propagation::TextMapPropagator as _;
 use opentelemetry::trace::TraceContextExt as _;
-use opentelemetry_sdk::propagation::TraceContextPropagator;
 use tracing_opentelemetry::OpenTelemetrySpanExt as _;
 
 pub use export::flush;
@@ -75,10 +72,32 @@ pub fn link(span: &tracing::Span, traceparent: Option<&str>) {
     }
 }
 
+/// The remote span a `traceparent` names (version 00: `00-<trace>-<span>-<flags>`), read
+/// without the propagator's carrier map: this runs for every message consumed.
 fn remote(traceparent: &str) -> Option<opentelemetry::Context> {
-    let carrier = HashMap::from([(TRACEPARENT.to_owned(), traceparent.to_owned())]);
-    let cx = TraceContextPropagator::new().extract(&carrier);
-    cx.span().span_context().is_valid().then_some(cx)
+    use opentelemetry::trace::{SpanContext, SpanId, TraceFlags, TraceId, TraceState};
+    let mut parts = traceparent.split('-');
+    let (Some("00"), Some(trace), Some(span), Some(flags), None) = (
+        parts.next(),
+        parts.next(),
+        parts.next(),
+        parts.next(),
+        parts.next(),
+    ) else {
+        return None;
+    };
+    if trace.len() != 32 || span.len() != 16 || flags.len() != 2 {
+        return None;
+    }
+    let sc = SpanContext::new(
+        TraceId::from_hex(trace).ok()?,
+        SpanId::from_hex(span).ok()?,
+        TraceFlags::new(u8::from_str_radix(flags, 16).ok()?),
+        true,
+        TraceState::default(),
+    );
+    sc.is_valid()
+        .then(|| opentelemetry::Context::new().with_remote_span_context(sc))
 }
 
 /// The trace id in a `traceparent` (32 lowercase hex digits), if it is well formed.
@@ -115,5 +134,33 @@ mod tests {
             None
         );
         assert_eq!(trace_id("garbage"), None);
+    }
+}
+
+#[cfg(test)]
+mod remote_tests {
+    use opentelemetry::trace::TraceContextExt as _;
+
+    #[test]
+    fn reads_a_w3c_traceparent_and_refuses_malformed_ones() {
+        let cx = super::remote("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01").unwrap();
+        let sc = cx.span().span_context().clone();
+        assert_eq!(
+            sc.trace_id().to_string(),
+            "4bf92f3577b34da6a3ce929d0e0e4736"
+        );
+        assert_eq!(sc.span_id().to_string(), "00f067aa0ba902b7");
+        assert!(sc.is_sampled() && sc.is_remote());
+        for bad in [
+            "",
+            "01-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
+            "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7",
+            "00-00000000000000000000000000000000-00f067aa0ba902b7-01",
+            "00-4bf92f3577b34da6a3ce929d0e0e4736-0000000000000000-01",
+            "00-4bf92f3577b34da6a3ce929d0e0e473x-00f067aa0ba902b7-01",
+            "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01-x",
+        ] {
+            assert!(super::remote(bad).is_none(), "{bad}");
+        }
     }
 }

@@ -23,6 +23,9 @@ pub struct DeadLetterView {
     pub business_id: Option<String>,
     /// The consumer instance that handled it last.
     pub consumer: Option<String>,
+    /// The distributed trace the message was sent in (when the sender exported traces).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub trace_id: Option<String>,
     pub created_at: chrono::DateTime<chrono::Utc>,
     pub updated_at: chrono::DateTime<chrono::Utc>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -38,9 +41,20 @@ pub struct ActionView {
     pub at: chrono::DateTime<chrono::Utc>,
 }
 
+/// The trace id in a dead letter's body (its envelope's `traceparent`).
+fn trace_of(body: &str) -> Option<String> {
+    #[derive(serde::Deserialize)]
+    struct Traced {
+        traceparent: Option<String>,
+    }
+    let t: Traced = serde_json::from_str(body).ok()?;
+    crate::traces::trace_id(t.traceparent.as_deref()?).map(str::to_owned)
+}
+
 impl From<DeadLetter> for DeadLetterView {
     fn from(d: DeadLetter) -> Self {
         DeadLetterView {
+            trace_id: trace_of(&d.body),
             history: serde_json::from_str(&d.history).unwrap_or_else(|_| json!([])),
             id: d.id,
             message_id: d.message_id,
@@ -98,4 +112,22 @@ pub(super) fn operated(o: Operated) -> axum::Json<OperatedView> {
         dead_letter: o.dead_letter.into(),
         already: o.already,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::trace_of;
+
+    #[test]
+    fn a_dead_letter_shows_the_trace_its_envelope_was_sent_in() {
+        let body = r#"{"id":"m","kind":"k","created_at":"2026-12-06T00:00:00Z","payload":{},
+            "traceparent":"00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"}"#;
+        assert_eq!(
+            trace_of(body).as_deref(),
+            Some("4bf92f3577b34da6a3ce929d0e0e4736")
+        );
+        assert_eq!(trace_of(r#"{"id":"m","payload":{}}"#), None);
+        assert_eq!(trace_of("{not json"), None);
+        assert_eq!(trace_of(r#"{"traceparent":"junk"}"#), None);
+    }
 }

@@ -66,6 +66,7 @@ impl Gates {
     pub fn gate(self: &Arc<Self>, name: &str, per_minute: u32, tokens_per_minute: u32) -> Gate {
         Gate {
             gates: self.clone(),
+            name: name.to_owned(),
             key: format!("provider:{name}"),
             rate: Rate::new(per_minute, Duration::from_secs(60), 1),
             // Ten seconds' worth at once: a burst the provider's own bucket (a minute's
@@ -150,6 +151,8 @@ impl Gates {
 /// One provider's share of [`Gates`].
 pub struct Gate {
     gates: Arc<Gates>,
+    /// The `[ai.providers]` name (metrics' `provider` label).
+    name: String,
     key: String,
     rate: Option<Rate>,
     tokens: Option<Rate>,
@@ -157,6 +160,11 @@ pub struct Gate {
 }
 
 impl Gate {
+    /// The provider's `[ai.providers]` name.
+    pub fn provider(&self) -> &str {
+        &self.name
+    }
+
     /// At most `cap` calls in flight at this provider across the fleet (0: no cap).
     pub fn with_fleet_cap(mut self, cap: u32) -> Gate {
         self.places = self.gates.places(&self.key, cap);

@@ -138,7 +138,8 @@ impl ProviderHttp {
                     wait_ms = wait.as_millis() as u64,
                     "provider rate-limited: pausing it for the fleet"
                 );
-                metrics::counter!("conveyor_provider_rate_limited_total").increment(1);
+                metrics::counter!("conveyor_provider_rate_limited_total", "provider" => self.gate.provider().to_owned())
+                    .increment(1);
                 self.gate.pause(wait).await;
                 continue;
             }

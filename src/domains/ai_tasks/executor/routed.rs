@@ -31,6 +31,10 @@ pub fn from_settings(
     };
     let mut providers: HashMap<&str, Named> = HashMap::new();
     for (name, p) in &ai.providers {
+        // Every provider's 429 count is on /metrics from the first scrape (an alert rule's
+        // rate over it has a series to read before the first storm).
+        metrics::counter!("conveyor_provider_rate_limited_total", "provider" => name.clone())
+            .increment(0);
         let exec: Arc<dyn Executor> = match p.protocol {
             Protocol::Simulated => Arc::new(simulated::Simulated::new(ai, storage.clone())),
             Protocol::Openai => Arc::new(openai::OpenAi::new(p, gate(name, p), storage.clone())?),
