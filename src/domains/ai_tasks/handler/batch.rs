@@ -12,7 +12,7 @@ use tracing::Instrument as _;
 use crate::broker::Envelope;
 use crate::consumer::answers::{Answer, Answers};
 use crate::consumer::{Context, HandlerError};
-use crate::domains::ai_tasks::messages::{RunStep, publish_events};
+use crate::domains::ai_tasks::messages::RunStep;
 use crate::domains::ai_tasks::store::{self, StepClaim, Task};
 
 /// A step message whose task is waiting for that step.
@@ -100,11 +100,25 @@ impl AiTaskHandler {
         };
         // The claims are in the table's counts now.
         drop(admitted);
-        publish_events(
-            ctx.broker.as_ref(),
-            &claimed.iter().map(|(_, ev)| ev.clone()).collect::<Vec<_>>(),
-        )
-        .await;
+        // Each RUNNING event in the trace of the message that claimed its task.
+        let traced: HashMap<&str, &str> = candidates
+            .iter()
+            .filter_map(|c| {
+                Some((
+                    c.task.id.as_str(),
+                    messages[c.index].traceparent.as_deref()?,
+                ))
+            })
+            .collect();
+        let events: Vec<crate::live::Event> = claimed
+            .iter()
+            .map(|(t, ev)| crate::live::Event {
+                traceparent: traced.get(t.id.as_str()).map(|tp| (*tp).to_owned()),
+                ..ev.live()
+            })
+            .collect();
+        drop(traced);
+        crate::live::publish(ctx.broker.as_ref(), &events).await;
         let mut claimed: HashMap<String, Task> = claimed
             .into_iter()
             .map(|(t, _)| (t.id.clone(), t))
