@@ -128,7 +128,7 @@ async fn sample_loop(
             Ok(s) => s,
             Err(e) => {
                 tracing::warn!(error = %e, "ops board sample failed");
-                metrics::counter!("conveyor_gauge_sample_failures_total", "source" => "ops")
+                metrics::counter!("conveyor_metrics_sample_failures_total", "source" => "ops")
                     .increment(1);
                 continue;
             }

@@ -1,6 +1,6 @@
 //! Gauges sampled when Prometheus scrapes `/metrics`: as fresh as the scrape, and no
 //! work between scrapes. Every source has a time limit; one that fails or is slow keeps
-//! its last values and counts `conveyor_gauge_sample_failures_total{source}`, so a
+//! its last values and counts `conveyor_metrics_sample_failures_total{source}`, so a
 //! sick broker or database cannot hang the scrape.
 //!
 //! Several API instances report the same queue and table figures: aggregate with
@@ -56,7 +56,7 @@ pub fn register(domains: &[Gauge]) {
         .copied()
         .chain(domains.iter().map(|g| g.source));
     for source in sources {
-        metrics::counter!("conveyor_gauge_sample_failures_total", "source" => source).absolute(0);
+        metrics::counter!("conveyor_metrics_sample_failures_total", "source" => source).absolute(0);
     }
 }
 
@@ -70,7 +70,7 @@ where
         Err(_) => format!("no answer within {limit:?}"),
     };
     tracing::warn!(source, error = %failed, "metrics gauge not refreshed");
-    metrics::counter!("conveyor_gauge_sample_failures_total", "source" => source).increment(1);
+    metrics::counter!("conveyor_metrics_sample_failures_total", "source" => source).increment(1);
 }
 
 /// Messages waiting per queue: ready for a consumer, parked in a retry tier, dead.

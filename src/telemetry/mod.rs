@@ -3,6 +3,7 @@
 //! instances of its [`tally`](crate::tally).
 
 pub mod gauges;
+pub mod help;
 pub mod report;
 pub mod settings;
 
@@ -96,6 +97,7 @@ pub fn metrics() -> &'static PrometheusHandle {
         let handle = recorder.handle();
         // Fails only if another recorder is installed; ours then renders empty.
         let _ = metrics::set_global_recorder(recorder);
+        help::describe();
         gauges::register(&[]);
         handle
     })
@@ -110,6 +112,7 @@ fn with_buckets(builder: PrometheusBuilder) -> PrometheusBuilder {
     const ATTEMPTS: &[f64] = &[1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 8.0, 10.0];
     let mut b = builder;
     for (name, buckets) in [
+        ("conveyor_task_seconds", SECONDS),
         ("conveyor_task_queue_wait_seconds", SECONDS),
         ("conveyor_task_step_seconds", SECONDS),
         ("conveyor_provider_call_seconds", SECONDS),

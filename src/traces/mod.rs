@@ -138,6 +138,7 @@ mod tests {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod remote_tests {
     use opentelemetry::trace::TraceContextExt as _;
 

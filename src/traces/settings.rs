@@ -44,10 +44,10 @@ impl TraceSettings {
         if !(0.0..=1.0).contains(&self.sample_ratio) {
             return Err(invalid("telemetry.sample_ratio", "must be between 0 and 1"));
         }
-        if !self.otlp_endpoint.is_empty()
-            && !(self.otlp_endpoint.starts_with("http://")
-                || self.otlp_endpoint.starts_with("https://"))
-        {
+        let http = ["http://", "https://"]
+            .iter()
+            .any(|scheme| self.otlp_endpoint.starts_with(scheme));
+        if !self.otlp_endpoint.is_empty() && !http {
             return Err(invalid(
                 "telemetry.otlp_endpoint",
                 "must be an http:// or https:// URL (OTLP/HTTP), or empty for no traces",
@@ -66,5 +66,63 @@ impl TraceSettings {
             ));
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::TraceSettings;
+
+    #[test]
+    fn refuses_what_cannot_work_and_names_the_key() {
+        assert!(TraceSettings::default().validate().is_ok());
+        let on = TraceSettings {
+            otlp_endpoint: "http://127.0.0.1:4318".into(),
+            trace_link: "http://jaeger:16686/trace/{trace_id}".into(),
+            ..Default::default()
+        };
+        assert!(on.validate().is_ok());
+        for (bad, key) in [
+            (
+                TraceSettings {
+                    sample_ratio: 1.5,
+                    ..Default::default()
+                },
+                "telemetry.sample_ratio",
+            ),
+            (
+                TraceSettings {
+                    otlp_endpoint: "127.0.0.1:4317".into(),
+                    ..Default::default()
+                },
+                "telemetry.otlp_endpoint",
+            ),
+            (
+                TraceSettings {
+                    service_name: " ".into(),
+                    ..Default::default()
+                },
+                "telemetry.service_name",
+            ),
+            (
+                TraceSettings {
+                    queue_size: 0,
+                    ..Default::default()
+                },
+                "telemetry.queue_size",
+            ),
+            (
+                TraceSettings {
+                    trace_link: "http://jaeger/trace".into(),
+                    ..Default::default()
+                },
+                "telemetry.trace_link",
+            ),
+        ] {
+            match bad.validate() {
+                Err(crate::config::ConfigError::Invalid { key: k, .. }) => assert_eq!(k, key),
+                other => panic!("{key}: {other:?}"),
+            }
+        }
     }
 }

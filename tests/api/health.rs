@@ -256,7 +256,7 @@ async fn metrics_show_waiting_work(backend: Backend) {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn alert_rules_name_only_exported_metrics() {
+async fn metrics_are_documented_pass_promtool_and_cover_the_alert_rules() {
     let env = TestEnv::new(Backend::Embedded, "alert_rules_metrics")
         .await
         .unwrap();
@@ -285,6 +285,8 @@ async fn alert_rules_name_only_exported_metrics() {
         named.push(format!("conveyor_{name}"));
     }
     assert!(named.len() >= 8, "{named:?}");
+    passes_promtool_check_metrics(&text);
+    dashboard_queries_exported_metrics(&text);
     for metric in named {
         assert!(
             text.lines()
@@ -344,4 +346,93 @@ async fn retries_per_message_and_step_times_are_histograms() {
     );
     let platform = app.stop().await;
     env.cleanup(Some(&platform)).await;
+}
+
+/// Every conveyor metric on a live `/metrics` has its HELP text (from
+/// docs/operations/metrics.md), and `promtool check metrics` (names, units, suffixes,
+/// HELP) finds nothing.
+fn passes_promtool_check_metrics(text: &str) {
+    let mut undocumented: Vec<&str> = text
+        .lines()
+        .filter(|l| l.starts_with("# TYPE conveyor_"))
+        .filter_map(|l| l.split_whitespace().nth(2))
+        .filter(|name| !text.contains(&format!("# HELP {name} ")))
+        .collect();
+    undocumented.dedup();
+    assert!(
+        undocumented.is_empty(),
+        "metrics with no row in docs/operations/metrics.md: {undocumented:?}"
+    );
+    use std::io::Write as _;
+    let child = std::process::Command::new("promtool")
+        .args(["check", "metrics"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn();
+    let Ok(mut child) = child else {
+        assert!(
+            !crate::helpers::required(),
+            "promtool is missing and CONVEYOR_REQUIRE_SERVICES=1 (tools/promtool/install.sh)"
+        );
+        eprintln!("skipped promtool check metrics: promtool is not installed");
+        return;
+    };
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(text.as_bytes())
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    let said = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        out.status.success() && said.trim().is_empty(),
+        "promtool check metrics:\n{said}"
+    );
+}
+
+/// `deploy/grafana/conveyor.json` is a dashboard (valid JSON, panels with queries) and
+/// every metric its queries name is on `/metrics` (a histogram's `_bucket`/`_count`/`_sum`
+/// series by the histogram's name).
+fn dashboard_queries_exported_metrics(text: &str) {
+    let dashboard: Value =
+        serde_json::from_str(include_str!("../../deploy/grafana/conveyor.json")).unwrap();
+    let exprs: Vec<&str> = dashboard["panels"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|p| p["targets"].as_array().into_iter().flatten())
+        .filter_map(|t| t["expr"].as_str())
+        .collect();
+    assert!(
+        exprs.len() >= 20,
+        "the dashboard's queries were read: {exprs:?}"
+    );
+    let exported = |name: &str| text.contains(&format!("# TYPE {name} "));
+    let mut missing = Vec::new();
+    for expr in exprs {
+        for part in expr.split("conveyor_").skip(1) {
+            let tail: String = part
+                .chars()
+                .take_while(|c| c.is_ascii_lowercase() || *c == '_')
+                .collect();
+            let name = format!("conveyor_{tail}");
+            let base = ["_bucket", "_count", "_sum"]
+                .iter()
+                .find_map(|s| name.strip_suffix(s))
+                .unwrap_or(&name);
+            if !exported(&name) && !exported(base) {
+                missing.push(name);
+            }
+        }
+    }
+    assert!(
+        missing.is_empty(),
+        "the dashboard queries metrics /metrics does not export: {missing:?}"
+    );
 }

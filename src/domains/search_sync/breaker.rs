@@ -30,6 +30,8 @@ struct Inner {
 
 impl Breaker {
     pub fn new(threshold: u32, open_for: Duration) -> Self {
+        // Closed from the start, and on /metrics so (dashboards read 0, not nothing).
+        publish(false);
         Breaker {
             threshold: threshold.max(1),
             open_for,

@@ -1,6 +1,8 @@
 //! The webhooks' gauges, sampled at each scrape of `/metrics`: deliveries still being
-//! attempted and the oldest one's age (a growing age: the consumers are not sending, or
-//! every server is failing), and the endpoints failing now. The attempt counters are
+//! attempted, the oldest one's age, how long the most overdue one has been due (its next
+//! attempt's time passed and nobody sent it: the consumers are not sending, whatever the
+//! endpoints do; a failing endpoint's deliveries wait for a future attempt), and the
+//! endpoints failing now. The attempt counters are
 //! exported from the first scrape, so the failure-ratio alert has a series to read.
 
 use chrono::{DateTime, Utc};
@@ -31,6 +33,14 @@ fn sample(db: &DatabaseConnection) -> BoxFuture<'_, anyhow::Result<()>> {
             .one(db)
             .await?
             .flatten();
+        let due: Option<DateTime<Utc>> = delivery::Entity::find()
+            .select_only()
+            .column_as(delivery::Column::NextAttemptAt.min(), "due")
+            .filter(delivery::Column::Status.eq(PENDING))
+            .into_tuple::<Option<DateTime<Utc>>>()
+            .one(db)
+            .await?
+            .flatten();
         let failing = endpoint::Entity::find()
             .filter(endpoint::Column::Enabled.eq(true))
             .filter(endpoint::Column::FailingSince.is_not_null())
@@ -39,6 +49,8 @@ fn sample(db: &DatabaseConnection) -> BoxFuture<'_, anyhow::Result<()>> {
         metrics::gauge!("conveyor_webhook_deliveries_pending").set(pending as f64);
         metrics::gauge!("conveyor_webhook_deliveries_oldest_seconds")
             .set(oldest.map_or(0.0, age_secs));
+        metrics::gauge!("conveyor_webhook_deliveries_due_seconds")
+            .set(due.filter(|d| *d < Utc::now()).map_or(0.0, age_secs));
         metrics::gauge!("conveyor_webhook_endpoints_failing").set(failing as f64);
         for result in ["delivered", "failed"] {
             metrics::counter!("conveyor_webhook_attempts_total", "result" => result).increment(0);
