@@ -102,7 +102,6 @@ fn request_span<B>(req: &Request<B>) -> tracing::Span {
         "http",
         otel.name = %format_args!("{} {route}", req.method()),
         otel.kind = "server",
-        method = %req.method(),
         path = %req.uri().path(),
         request_id = %id,
         "http.response.status_code" = tracing::field::Empty,

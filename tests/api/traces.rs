@@ -281,7 +281,7 @@ async fn one_trace_from_the_request_through_the_retried_steps_to_the_push() {
             c.name,
             parent.name
         );
-        assert!(c.tags.contains_key("provider"));
+        assert!(c.tags.contains_key("outcome"), "{:?}", c.tags);
     }
     assert!(
         calls

@@ -127,19 +127,30 @@ impl Routed {
     }
 }
 
-/// The span of one provider call (a client span): which provider, kind and step, what
-/// it answered (HTTP status, recorded by the HTTP provider), the model and tokens it
-/// reports. Never the prompt or the key.
+/// The span of one provider call: for the log, which provider, kind and step; with
+/// traces on, a client span named by the call and provider (its step is its parent)
+/// with what it answered (HTTP status, recorded by the HTTP provider), the model and
+/// tokens it reports. Never the prompt or the key.
 fn call_span(provider: &str, job: &Job<'_>, call: &'static str) -> tracing::Span {
+    if !crate::traces::on() {
+        return tracing::info_span!(
+            "provider",
+            provider = %provider,
+            kind = job.kind.as_str(),
+            step = %job.step,
+            attempt = job.attempt,
+            "http.response.status_code" = tracing::field::Empty,
+            "gen_ai.request.model" = tracing::field::Empty,
+            "gen_ai.usage.input_tokens" = tracing::field::Empty,
+            "gen_ai.usage.output_tokens" = tracing::field::Empty,
+            outcome = tracing::field::Empty,
+        );
+    }
     tracing::info_span!(
         "provider",
         otel.name = %format_args!("{call} {provider}"),
         otel.kind = "client",
         otel.status_code = tracing::field::Empty,
-        provider = %provider,
-        kind = job.kind.as_str(),
-        step = %job.step,
-        attempt = job.attempt,
         "http.response.status_code" = tracing::field::Empty,
         "gen_ai.request.model" = tracing::field::Empty,
         "gen_ai.usage.input_tokens" = tracing::field::Empty,

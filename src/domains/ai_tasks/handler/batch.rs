@@ -36,7 +36,7 @@ pub(super) struct Ran {
 }
 
 /// A step's span (traces on): the child of the span that sent its message, the parent
-/// of its provider calls and progress pushes.
+/// of its provider calls and progress pushes. Kind and step are in its name.
 fn step_span(message: &Envelope, c: &Candidate) -> tracing::Span {
     if !crate::traces::on() {
         return tracing::Span::none();
@@ -45,8 +45,6 @@ fn step_span(message: &Envelope, c: &Candidate) -> tracing::Span {
         "step",
         otel.name = %format_args!("step {}.{}", c.task.kind.as_str(), c.step),
         task_id = %c.task.id,
-        kind = c.task.kind.as_str(),
-        step = c.step,
         attempt = c.task.attempt + 1,
     );
     crate::traces::adopt(&span, message.traceparent.as_deref());
