@@ -225,6 +225,17 @@ async fn tickets_and_origins_are_checked_before_the_upgrade(backend: Backend) {
         101,
         "allowed origin; the refused attempt did not use the ticket"
     );
+    // A page the server itself serves (the demo, the console) on any port: its own origin
+    // is always allowed, though `live.allowed_origins` names only :8080.
+    let t = ticket(&app, &key).await;
+    let mut req = format!("{base}?ticket={t}").into_client_request().unwrap();
+    req.headers_mut()
+        .insert("origin", format!("http://{}", app.addr).parse().unwrap());
+    assert_eq!(
+        status(tokio_tungstenite::connect_async(req).await.map(|_| ())),
+        101,
+        "the server's own origin"
+    );
     // Expired: a ticket from a server whose tickets live 0 seconds.
     let mut env2 = TestEnv::new(backend, "ws_tickets_expired").await.unwrap();
     env2.settings.live.ticket_ttl_secs = 0;

@@ -66,7 +66,9 @@ pub async fn upgrade(
     let core = &state.core;
     if let Some(origin) = headers.get(axum::http::header::ORIGIN) {
         let origin = origin.to_str().unwrap_or_default();
-        if !state.settings.allowed_origins.iter().any(|o| o == origin) {
+        if !same_origin(origin, &headers)
+            && !state.settings.allowed_origins.iter().any(|o| o == origin)
+        {
             return Err(ApiError::Forbidden);
         }
     }
@@ -320,4 +322,20 @@ async fn send_all(
         sink.flush().await
     };
     matches!(tokio::time::timeout(timeout, write).await, Ok(Ok(())))
+}
+
+/// Whether `origin` is the server's own (the page that opens the socket was served by the
+/// host it connects to: `/demo`, `/ops`, on whatever address the server listens). A
+/// browser sets both headers; a page elsewhere cannot claim this host as its origin.
+fn same_origin(origin: &str, headers: &HeaderMap) -> bool {
+    let Some(host) = headers
+        .get(axum::http::header::HOST)
+        .and_then(|h| h.to_str().ok())
+    else {
+        return false;
+    };
+    origin
+        .strip_prefix("http://")
+        .or_else(|| origin.strip_prefix("https://"))
+        .is_some_and(|o| o.eq_ignore_ascii_case(host))
 }
