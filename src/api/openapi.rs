@@ -72,6 +72,71 @@ impl Modify for BearerKey {
     }
 }
 
+/// Documents, for every operation that reads a JSON body or a query string, the 400 it
+/// answers when it cannot parse them (`malformed_json`, `unsupported_media_type`,
+/// `invalid_query`, `invalid_multipart`): the extractors answer it for every route, so
+/// it is written here once and no route can leave it out.
+pub fn with_parse_errors(doc: &mut utoipa::openapi::OpenApi) {
+    use utoipa::openapi::path::ParameterIn;
+    use utoipa::openapi::{ContentBuilder, Ref, RefOr, ResponseBuilder};
+    for item in doc.paths.paths.values_mut() {
+        let ops = [
+            &mut item.get,
+            &mut item.put,
+            &mut item.post,
+            &mut item.delete,
+            &mut item.patch,
+        ];
+        for op in ops.into_iter().flatten() {
+            let body = op.request_body.is_some();
+            let query =
+                op.parameters.iter().flatten().any(
+                    |p| matches!(p, RefOr::T(p) if matches!(p.parameter_in, ParameterIn::Query)),
+                );
+            if body && !op.responses.responses.contains_key("422") {
+                let answer = ResponseBuilder::new()
+                    .description("The body is JSON but not what this operation takes (`invalid_field`: an unknown field, a missing one, a wrong type)")
+                    .content(
+                        "application/json",
+                        ContentBuilder::new()
+                            .schema(Some(Ref::from_schema_name("ErrorBody")))
+                            .build(),
+                    )
+                    .build();
+                op.responses
+                    .responses
+                    .insert("422".into(), RefOr::T(answer));
+            }
+            if !(body || query) || op.responses.responses.contains_key("400") {
+                continue;
+            }
+            let what = match (body, query) {
+                (true, false) => {
+                    "The body could not be read: not JSON (`malformed_json`), not `Content-Type: application/json` (`unsupported_media_type`), or a form that is not one (`invalid_multipart`)"
+                }
+                (false, _) => {
+                    "The query string could not be read (`invalid_query`: an unknown or malformed parameter)"
+                }
+                (true, true) => {
+                    "The body or the query string could not be read (`malformed_json`, `unsupported_media_type`, `invalid_multipart`, `invalid_query`)"
+                }
+            };
+            let answer = ResponseBuilder::new()
+                .description(what)
+                .content(
+                    "application/json",
+                    ContentBuilder::new()
+                        .schema(Some(Ref::from_schema_name("ErrorBody")))
+                        .build(),
+                )
+                .build();
+            op.responses
+                .responses
+                .insert("400".into(), RefOr::T(answer));
+        }
+    }
+}
+
 /// `/openapi.json` serving `doc`, and the Swagger UI at `/docs`.
 pub fn routes(doc: utoipa::openapi::OpenApi) -> axum::Router {
     utoipa_swagger_ui::SwaggerUi::new("/docs")

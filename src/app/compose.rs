@@ -162,6 +162,7 @@ pub(super) async fn compose(
     for domain in domains {
         doc.merge((domain.openapi)());
     }
+    api::openapi::with_parse_errors(&mut doc);
     let router = router.merge(api::openapi::routes(doc));
     let streaming = domains
         .iter()

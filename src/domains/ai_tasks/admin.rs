@@ -124,6 +124,11 @@ pub(crate) async fn bulk(
     if !(1..=100).contains(&limit) {
         return Err(ApiError::invalid("limit", "1 to 100"));
     }
+    // Ignored here, but held to the rules the document states for them.
+    if req.filter.limit.is_some() {
+        crate::api::page::limit(req.filter.limit)?;
+    }
+    crate::api::page::id_cursor(req.filter.cursor.as_deref())?;
     let mut filter = req.filter.filter(true)?;
     if filter.statuses.is_empty() {
         filter.statuses = if retry {

@@ -29,9 +29,10 @@ pub struct FindQuery {
     #[param(value_type = Option<String>, format = DateTime)]
     #[schema(value_type = Option<String>, format = DateTime)]
     pub until: Option<String>,
-    /// Only tasks submitted with this metadata: `key:value` (the first `:` splits).
-    #[param(max_length = 241)]
-    #[schema(max_length = 241)]
+    /// Only tasks submitted with this metadata: `key:value` (the first `:` splits; a key
+    /// of 1 to 40 letters, digits, `_`, `-` or `.`, a value of at most 200 characters).
+    #[param(max_length = 241, pattern = r"^[A-Za-z0-9_.-]{1,40}:[\s\S]{0,200}$")]
+    #[schema(max_length = 241, pattern = r"^[A-Za-z0-9_.-]{1,40}:[\s\S]{0,200}$")]
     pub metadata: Option<String>,
     /// Admins only: one tenant's tasks.
     #[param(max_length = 64)]
@@ -78,6 +79,13 @@ impl FindQuery {
                 Some((k.to_owned(), v.to_owned()))
             }
         };
+        if self
+            .user_id
+            .as_ref()
+            .is_some_and(|u| u.chars().count() > 64)
+        {
+            return Err(ApiError::bad_request("user_id", "is at most 64 characters"));
+        }
         if self.user_id.is_some() && !admin {
             return Err(ApiError::bad_request(
                 "user_id",

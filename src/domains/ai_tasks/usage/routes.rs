@@ -26,8 +26,10 @@ const MAX_RANGE_DAYS: i64 = 400;
 #[into_params(parameter_in = Query)]
 pub struct UsageParams {
     /// Start (RFC 3339, inclusive); default 30 days before `to`.
+    #[param(value_type = Option<String>, format = DateTime)]
     pub from: Option<String>,
     /// End (RFC 3339, exclusive); default now.
+    #[param(value_type = Option<String>, format = DateTime)]
     pub to: Option<String>,
 }
 

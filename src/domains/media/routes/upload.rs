@@ -5,6 +5,7 @@
 //! length) is reserved, and the difference given back once the size is known.
 
 use axum::Json;
+use axum::extract::multipart::MultipartRejection;
 use axum::extract::{Multipart, State};
 use axum::http::{HeaderMap, StatusCode};
 
@@ -60,8 +61,14 @@ pub(crate) async fn create(
     AuthUser(user): AuthUser,
     ApiQuery(q): ApiQuery<UploadQuery>,
     headers: HeaderMap,
-    mut multipart: Multipart,
+    multipart: Result<Multipart, MultipartRejection>,
 ) -> Result<(StatusCode, Json<UploadView>), ApiError> {
+    // Not a multipart body (no boundary, another type): a JSON 400 like every other.
+    let mut multipart = multipart.map_err(|e| ApiError::BadRequest {
+        code: "invalid_multipart",
+        message: e.body_text(),
+        field: None,
+    })?;
     let storage = &state.core.storage;
     let db = &state.core.db;
     let parse = |text: &str| {
