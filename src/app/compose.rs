@@ -162,6 +162,9 @@ pub(super) async fn compose(
     for domain in domains {
         doc.merge((domain.openapi)());
     }
+    for configure in domains.iter().filter_map(|d| d.configured_openapi) {
+        configure(&platform.settings, &mut doc);
+    }
     api::openapi::with_parse_errors(&mut doc);
     let router = router.merge(api::openapi::routes(doc));
     let streaming = domains

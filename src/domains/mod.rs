@@ -139,6 +139,9 @@ pub struct Domain {
     pub retention: &'static [Retention],
     /// The OpenAPI entries of its routes.
     pub openapi: fn() -> utoipa::openapi::OpenApi,
+    /// What of its document the configuration decides (names configured at start-up as
+    /// enums), applied to the whole document once it is put together.
+    pub configured_openapi: Option<fn(&Settings, &mut utoipa::openapi::OpenApi)>,
     /// Its CLI subcommand, mounted as `conveyor <command>`.
     pub cli: Option<Cli>,
     /// Path prefixes of routes that stream large bodies (uploads, downloads): no
@@ -166,6 +169,7 @@ impl Domain {
             panels: &[],
             retention: &[],
             openapi: no_openapi,
+            configured_openapi: None,
             cli: None,
             streaming: &[],
         }
@@ -203,6 +207,15 @@ impl Domain {
 
     pub const fn openapi(mut self, doc: fn() -> utoipa::openapi::OpenApi) -> Self {
         self.openapi = doc;
+        self
+    }
+
+    /// Lets the configuration shape the document (see [`Domain::configured_openapi`]).
+    pub const fn configured_openapi(
+        mut self,
+        f: fn(&Settings, &mut utoipa::openapi::OpenApi),
+    ) -> Self {
+        self.configured_openapi = Some(f);
         self
     }
 

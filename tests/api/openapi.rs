@@ -64,6 +64,25 @@ async fn the_document_covers_every_route_and_every_documented_route_is_served() 
         doc["components"]["securitySchemes"]["api_key"]["scheme"],
         "bearer"
     );
+    // The configuration's names are the document's enums: exactly one of a configured
+    // product and an order.
+    let payment = &doc["components"]["schemas"]["PaymentRequest"]["oneOf"];
+    let products: Vec<&str> = payment[0]["properties"]["product"]["enum"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{payment}"))
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
+    let configured: Vec<String> = env.settings.sections["payments"]["products"]
+        .as_object()
+        .unwrap()
+        .keys()
+        .cloned()
+        .collect();
+    assert_eq!(products, configured, "{payment}");
+    assert_eq!(payment[1]["required"], serde_json::json!(["order"]));
+    // A tag's own bounds, not only the list's.
+    assert_eq!(doc["components"]["schemas"]["Tag"]["maxLength"], 50);
     // What the extractors answer for every route is documented for every route: a body
     // that is not JSON (400) or not the operation's (422), a query that cannot be read.
     for (path, ops) in paths {

@@ -51,6 +51,7 @@ pub const DOMAIN: Domain = Domain::new("payments", "payments", queues::QUEUES, i
     .limits(limits::LIMITS)
     .gauges(metrics::GAUGES)
     .openapi(<routes::Doc as utoipa::OpenApi>::openapi)
+    .configured_openapi(routes::intents::documented)
     .cli(cli::CLI);
 
 fn install(platform: &Platform) -> BoxFuture<'_, anyhow::Result<Installed>> {

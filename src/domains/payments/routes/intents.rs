@@ -25,6 +25,51 @@ pub struct PaymentRequest {
     pub order: Option<String>,
 }
 
+/// The document's `PaymentRequest` as the server reads it: exactly one of `product` (one
+/// of the configured `[payments.products]`, named at start-up) and `order` (the other
+/// absent or null), so a generated client never sends what the server refuses.
+pub fn documented(settings: &crate::settings::Settings, doc: &mut utoipa::openapi::OpenApi) {
+    use serde_json::json;
+    let products: Vec<String> = super::super::settings::PaymentSettings::from_settings(settings)
+        .map(|s| s.products.keys().cloned().collect())
+        .unwrap_or_default();
+    let mut variants = Vec::new();
+    if !products.is_empty() {
+        variants.push(json!({
+            "type": "object",
+            "title": "For a product",
+            "properties": {
+                "product": {"type": "string", "enum": products, "description": "A product of `[payments.products]`"},
+                "order": {"type": "null"},
+            },
+            "required": ["product"],
+            "additionalProperties": false,
+        }));
+    }
+    variants.push(json!({
+        "type": "object",
+        "title": "For a flash-sale order",
+        "properties": {
+            "order": {"type": "string", "minLength": 1, "maxLength": 64, "description": "One of the caller's unpaid flash-sale orders; the payment is for its price"},
+            "product": {"type": "null"},
+        },
+        "required": ["order"],
+        "additionalProperties": false,
+    }));
+    let schema = json!({
+        "description": "What to pay for: exactly one of a configured product and an unpaid flash-sale order",
+        "oneOf": variants,
+    });
+    match serde_json::from_value(schema) {
+        Ok(schema) => {
+            let components = doc.components.get_or_insert_with(Default::default);
+            components.schemas.insert("PaymentRequest".into(), schema);
+        }
+        // The shape above is fixed; only a utoipa change could refuse it.
+        Err(e) => tracing::warn!(error = %e, "the configured PaymentRequest schema was not built"),
+    }
+}
+
 impl From<IntentError> for ApiError {
     fn from(e: IntentError) -> Self {
         match e {

@@ -84,9 +84,29 @@ pub struct PatchRequest {
     #[schema(min_length = 1, max_length = 200, pattern = r"\S")]
     pub title: Option<String>,
     /// At most 20 tags of 1 to 50 characters each; duplicates are dropped.
-    #[schema(max_items = 20)]
+    #[schema(max_items = 20, value_type = Option<Vec<Tag>>)]
     pub tags: Option<Vec<String>>,
 }
+
+/// One tag: 1 to 50 characters, not blank (the document states it so that a generated
+/// client never sends one the server refuses). Documents the rule; tags are read as
+/// strings.
+pub struct Tag;
+
+impl utoipa::PartialSchema for Tag {
+    fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
+        use utoipa::openapi::schema::{ObjectBuilder, Type};
+        ObjectBuilder::new()
+            .schema_type(Type::String)
+            .min_length(Some(1))
+            .max_length(Some(MAX_TAG_CHARS))
+            .pattern(Some(r"\S"))
+            .description(Some("1 to 50 characters, not blank"))
+            .into()
+    }
+}
+
+impl utoipa::ToSchema for Tag {}
 
 fn validate(req: PatchRequest) -> Result<Patch, ApiError> {
     if req.title.is_none() && req.tags.is_none() {
@@ -95,8 +115,10 @@ fn validate(req: PatchRequest) -> Result<Patch, ApiError> {
     let title = match req.title {
         None => None,
         Some(t) => {
+            // Counted as sent (the document's bound), then kept trimmed.
+            let long = t.chars().count() > MAX_TITLE_CHARS;
             let t = t.trim().to_owned();
-            if t.is_empty() || t.chars().count() > MAX_TITLE_CHARS {
+            if t.is_empty() || long {
                 return Err(ApiError::invalid(
                     "title",
                     format!("must be 1 to {MAX_TITLE_CHARS} characters, not blank"),
@@ -108,10 +130,17 @@ fn validate(req: PatchRequest) -> Result<Patch, ApiError> {
     let tags = match req.tags {
         None => None,
         Some(tags) => {
+            if tags.len() > MAX_TAGS {
+                return Err(ApiError::invalid(
+                    "tags",
+                    format!("at most {MAX_TAGS} tags"),
+                ));
+            }
             let mut clean: Vec<String> = Vec::new();
             for t in tags {
+                let long = t.chars().count() > MAX_TAG_CHARS;
                 let t = t.trim().to_owned();
-                if t.is_empty() || t.chars().count() > MAX_TAG_CHARS {
+                if t.is_empty() || long {
                     return Err(ApiError::invalid(
                         "tags",
                         format!("each tag must be 1 to {MAX_TAG_CHARS} characters, not blank"),
