@@ -77,8 +77,8 @@ impl Modify for BearerKey {
 /// `invalid_query`, `invalid_multipart`): the extractors answer it for every route, so
 /// it is written here once and no route can leave it out.
 pub fn with_parse_errors(doc: &mut utoipa::openapi::OpenApi) {
+    use utoipa::openapi::RefOr;
     use utoipa::openapi::path::ParameterIn;
-    use utoipa::openapi::{ContentBuilder, Ref, RefOr, ResponseBuilder};
     for item in doc.paths.paths.values_mut() {
         let ops = [
             &mut item.get,
@@ -93,48 +93,47 @@ pub fn with_parse_errors(doc: &mut utoipa::openapi::OpenApi) {
                 op.parameters.iter().flatten().any(
                     |p| matches!(p, RefOr::T(p) if matches!(p.parameter_in, ParameterIn::Query)),
                 );
-            if body && !op.responses.responses.contains_key("422") {
-                let answer = ResponseBuilder::new()
-                    .description("The body is JSON but not what this operation takes (`invalid_field`: an unknown field, a missing one, a wrong type)")
-                    .content(
-                        "application/json",
-                        ContentBuilder::new()
-                            .schema(Some(Ref::from_schema_name("ErrorBody")))
-                            .build(),
-                    )
-                    .build();
-                op.responses
-                    .responses
-                    .insert("422".into(), RefOr::T(answer));
-            }
-            if !(body || query) || op.responses.responses.contains_key("400") {
-                continue;
-            }
-            let what = match (body, query) {
-                (true, false) => {
-                    "The body could not be read: not JSON (`malformed_json`), not `Content-Type: application/json` (`unsupported_media_type`), or a form that is not one (`invalid_multipart`)"
-                }
-                (false, _) => {
-                    "The query string could not be read (`invalid_query`: an unknown or malformed parameter)"
-                }
-                (true, true) => {
-                    "The body or the query string could not be read (`malformed_json`, `unsupported_media_type`, `invalid_multipart`, `invalid_query`)"
-                }
+            let unread = match (body, query) {
+                (false, false) => None,
+                (true, false) => Some(
+                    "The body could not be read: not JSON (`malformed_json`), not `Content-Type: application/json` (`unsupported_media_type`), or a form that is not one (`invalid_multipart`)",
+                ),
+                (false, true) => Some(
+                    "The query string could not be read (`invalid_query`: an unknown or malformed parameter)",
+                ),
+                (true, true) => Some(
+                    "The body or the query string could not be read (`malformed_json`, `unsupported_media_type`, `invalid_multipart`, `invalid_query`)",
+                ),
             };
-            let answer = ResponseBuilder::new()
-                .description(what)
-                .content(
-                    "application/json",
-                    ContentBuilder::new()
-                        .schema(Some(Ref::from_schema_name("ErrorBody")))
-                        .build(),
-                )
-                .build();
-            op.responses
-                .responses
-                .insert("400".into(), RefOr::T(answer));
+            let unfit = body.then_some(
+                "The body is JSON but not what this operation takes (`invalid_field`: an unknown field, a missing one, a wrong type)",
+            );
+            let responses = &mut op.responses.responses;
+            for (status, what) in [("400", unread), ("422", unfit)] {
+                if let Some(what) = what {
+                    responses
+                        .entry(status.to_owned())
+                        .or_insert_with(|| error_answer(what));
+                }
+            }
         }
     }
+}
+
+/// A documented error answer: `description`, with the [`ErrorBody`] schema.
+fn error_answer(description: &str) -> utoipa::openapi::RefOr<utoipa::openapi::Response> {
+    use utoipa::openapi::{ContentBuilder, Ref, RefOr, ResponseBuilder};
+    RefOr::T(
+        ResponseBuilder::new()
+            .description(description)
+            .content(
+                "application/json",
+                ContentBuilder::new()
+                    .schema(Some(Ref::from_schema_name("ErrorBody")))
+                    .build(),
+            )
+            .build(),
+    )
 }
 
 /// `/openapi.json` serving `doc`, and the Swagger UI at `/docs`.

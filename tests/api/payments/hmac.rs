@@ -243,7 +243,9 @@ async fn an_amplifying_webhook_is_refused_without_stalling_the_api() {
         );
     }
     eprintln!("healthz p99 {p99:?} under attack");
-    assert!(p99 < Duration::from_millis(10), "healthz p99 {p99:?}");
+    // A stalled API answers in hundreds of milliseconds; 25 ms leaves room for a busy
+    // 2-core machine running the rest of the suite (10 ms failed once in CI at 10.9).
+    assert!(p99 < Duration::from_millis(25), "healthz p99 {p99:?}");
     let app = Arc::try_unwrap(app).ok().unwrap();
     done(env, app).await;
 }
