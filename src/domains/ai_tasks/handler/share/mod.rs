@@ -82,17 +82,17 @@ impl AiTaskHandler {
         by_class
     }
 
-    /// The lane's running work (its table's, and this process's unwritten admissions)
-    /// and, when two weight classes wait, each class's part of its slots.
-    async fn weigh(
+    /// The lane's running work (`running`, the table's, plus what `elsewhere` counts) and,
+    /// when two weight classes wait, each class's part of its slots. `caps` holds every
+    /// tenant of `classes`.
+    fn weigh(
         &self,
-        ctx: &Context,
         lane: &str,
+        mut running: HashMap<String, u64>,
         classes: Option<&Classes>,
         caps: &HashMap<String, u32>,
         elsewhere: &HashMap<(String, String), u64>,
-    ) -> Result<Lane, sea_orm::DbErr> {
-        let mut running = store::running_by_tenant(&ctx.db, lane).await?;
+    ) -> Lane {
         for ((l, tenant), n) in elsewhere {
             if l == lane {
                 *running.entry(tenant.clone()).or_default() += n;
@@ -104,17 +104,14 @@ impl AiTaskHandler {
             parts: HashMap::new(),
         };
         let Some(classes) = classes else {
-            return Ok(w);
+            return w;
         };
         let mut shape = Vec::with_capacity(classes.len());
         for (weight, tenants) in classes {
             // A class is capped when every tenant in it is: by the sum of their caps.
             let (mut cap, mut capped) = (0u32, true);
-            for (tenant, plan) in tenants {
-                let c = match caps.get(tenant) {
-                    Some(c) => *c,
-                    None => self.cap(tenant, plan).await,
-                };
+            for (tenant, _) in tenants {
+                let c = caps.get(tenant).copied().unwrap_or(0);
                 capped &= c > 0;
                 cap = cap.saturating_add(c);
                 *w.by_class.entry(*weight).or_default() +=
@@ -133,7 +130,7 @@ impl AiTaskHandler {
         for ((weight, ..), part) in shape.iter().zip(allocate(slots, &contenders)) {
             w.parts.insert(*weight, part);
         }
-        Ok(w)
+        w
     }
 
     /// Applies both rules to the batch's claims of tasks not yet running; the batch's
@@ -174,12 +171,24 @@ impl AiTaskHandler {
         if caps.values().all(|c| *c == 0) && weighed.is_empty() {
             return Ok((candidates, None));
         }
-        let elsewhere = self.admitting.snapshot();
-        let mut weighing: HashMap<String, Lane> = HashMap::new();
+        for (tenant, plan) in weighed.values().flatten().flat_map(|(_, t)| t.iter()) {
+            if !caps.contains_key(tenant) {
+                let cap = self.cap(tenant, plan).await;
+                caps.insert(tenant.clone(), cap);
+            }
+        }
+        // The table's counts, then (without an await) what other batches hold or wrote
+        // meanwhile, the decisions and this batch's admissions: one step under the lock.
+        let mark = self.admitting.mark();
+        let mut read = Vec::with_capacity(lanes.len());
         for lane in lanes {
-            let w = self
-                .weigh(ctx, lane, weighed.get(lane), &caps, &elsewhere)
-                .await?;
+            read.push((lane, store::running_by_tenant(&ctx.db, lane).await?));
+        }
+        let mut ledger = self.admitting.deciding();
+        let elsewhere = ledger.elsewhere(&mark);
+        let mut weighing: HashMap<String, Lane> = HashMap::new();
+        for (lane, running) in read {
+            let w = self.weigh(lane, running, weighed.get(lane), &caps, &elsewhere);
             weighing.insert(lane.to_owned(), w);
         }
         let mut admitted = Vec::with_capacity(candidates.len());
@@ -222,7 +231,8 @@ impl AiTaskHandler {
                 }
             }
         }
-        self.admitting.add(&keys);
+        ledger.add(&keys);
+        drop(ledger);
         Ok((
             admitted,
             Some(Admitted {

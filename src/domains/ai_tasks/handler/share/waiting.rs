@@ -65,32 +65,70 @@ impl Waiting {
 
 /// Claims admitted by this process's batches and not written yet, by (lane, tenant): a
 /// batch weighing shares counts them as running.
+///
+/// A batch reads the table's counts (an await), then decides and adds its own admissions
+/// in one step under this lock ([`Admitting::deciding`]), counting what other batches
+/// hold now *and* what they wrote while it read ([`Mark`]: a claim written during the read
+/// may be missing from it). Counting such a claim twice defers a task, never admits one
+/// too many.
 #[derive(Default)]
-pub struct Admitting(Mutex<HashMap<(String, String), u64>>);
+pub struct Admitting(Mutex<Ledger>);
+
+type Key = (String, String);
+
+#[derive(Default)]
+pub(super) struct Ledger {
+    /// Admitted, not written yet.
+    live: HashMap<Key, u64>,
+    /// Written (or failed) since the process started: only grows.
+    done: HashMap<Key, u64>,
+}
+
+/// What had been written when a batch started reading the table.
+pub(super) struct Mark(HashMap<Key, u64>);
 
 impl Admitting {
-    pub(super) fn snapshot(&self) -> HashMap<(String, String), u64> {
-        self.0.lock().map(|m| m.clone()).unwrap_or_default()
+    /// Taken before a batch reads the table's counts.
+    pub(super) fn mark(&self) -> Mark {
+        Mark(self.0.lock().map(|l| l.done.clone()).unwrap_or_default())
     }
 
-    pub(super) fn add(&self, keys: &[(String, String)]) {
-        if let Ok(mut m) = self.0.lock() {
-            for k in keys {
-                *m.entry(k.clone()).or_default() += 1;
-            }
-        }
+    /// The ledger, held while a batch decides and adds its admissions (no await inside).
+    pub(super) fn deciding(&self) -> std::sync::MutexGuard<'_, Ledger> {
+        self.0.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    fn remove(&self, keys: &[(String, String)]) {
-        if let Ok(mut m) = self.0.lock() {
-            for k in keys {
-                if let Some(n) = m.get_mut(k) {
-                    *n = n.saturating_sub(1);
-                    if *n == 0 {
-                        m.remove(k);
-                    }
+    fn remove(&self, keys: &[Key]) {
+        let mut l = self.deciding();
+        for k in keys {
+            if let Some(n) = l.live.get_mut(k) {
+                *n = n.saturating_sub(1);
+                if *n == 0 {
+                    l.live.remove(k);
                 }
             }
+            *l.done.entry(k.clone()).or_default() += 1;
+        }
+    }
+}
+
+impl Ledger {
+    /// What other batches hold now, plus what they wrote since `mark` (maybe after the
+    /// table was read).
+    pub(super) fn elsewhere(&self, mark: &Mark) -> HashMap<Key, u64> {
+        let mut all = self.live.clone();
+        for (k, n) in &self.done {
+            let since = n - mark.0.get(k).copied().unwrap_or(0).min(*n);
+            if since > 0 {
+                *all.entry(k.clone()).or_default() += since;
+            }
+        }
+        all
+    }
+
+    pub(super) fn add(&mut self, keys: &[Key]) {
+        for k in keys {
+            *self.live.entry(k.clone()).or_default() += 1;
         }
     }
 }
@@ -105,5 +143,37 @@ pub struct Admitted<'a> {
 impl Drop for Admitted<'_> {
     fn drop(&mut self) {
         self.admitting.remove(&self.keys);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn key(t: &str) -> Key {
+        ("ai.short".into(), t.into())
+    }
+
+    #[test]
+    fn a_claim_written_while_a_batch_read_the_table_still_counts_for_it() {
+        let admitting = Admitting::default();
+        // Another batch holds one admission of tenant a.
+        admitting.deciding().add(&[key("a")]);
+        // This batch marks, then reads the table (which may predate the other's write)...
+        let mark = admitting.mark();
+        // ...while the other batch writes its claim and lets go.
+        drop(Admitted {
+            admitting: &admitting,
+            keys: vec![key("a")],
+        });
+        let seen = admitting.deciding().elsewhere(&mark);
+        assert_eq!(
+            seen.get(&key("a")),
+            Some(&1),
+            "written during the read: counted"
+        );
+        // A batch that marks after the write finds it in the table, not here.
+        let later = admitting.mark();
+        assert!(admitting.deciding().elsewhere(&later).is_empty());
     }
 }
