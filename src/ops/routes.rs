@@ -31,19 +31,25 @@ pub struct Ops {
     pub core: Core,
     pub board: Board,
     /// The page, with this deployment's trace link template in it ([`page_with`]).
-    pub page: std::sync::Arc<str>,
+    pub page: ConsolePage,
 }
+
+/// The console's page, built once at start-up; each request shares its bytes.
+#[derive(Clone)]
+pub struct ConsolePage(axum::body::Bytes);
 
 /// The console's page with `trace_link` (`[telemetry] trace_link`, a URL template with
 /// `{trace_id}`; empty: trace ids are shown as text) in it.
-pub fn page_with(trace_link: &str) -> std::sync::Arc<str> {
+pub fn page_with(trace_link: &str) -> ConsolePage {
     // A JSON string inside a script: `<` escaped so no value can close the element.
     let literal = serde_json::to_string(trace_link)
         .unwrap_or_else(|_| "\"\"".into())
         .replace('<', "\\u003c");
-    include_str!("page.html")
-        .replacen("\"__TRACE_LINK__\"", &literal, 1)
-        .into()
+    ConsolePage(
+        include_str!("page.html")
+            .replacen("\"__TRACE_LINK__\"", &literal, 1)
+            .into(),
+    )
 }
 
 pub fn routes(state: Ops) -> Router {
@@ -73,8 +79,11 @@ pub struct OpsFrame {
 /// `GET /ops`: the operations console.
 #[utoipa::path(get, path = "/ops", tag = "ops",
     responses((status = 200, description = "The operations console (HTML; signs in with an admin API key)", content_type = "text/html")))]
-pub(crate) async fn page(State(page): State<std::sync::Arc<str>>) -> axum::response::Html<String> {
-    axum::response::Html(page.to_string())
+pub(crate) async fn page(
+    State(ConsolePage(page)): State<ConsolePage>,
+) -> axum::response::Html<axum::body::Bytes> {
+    // Built once at start-up; each request shares it.
+    axum::response::Html(page)
 }
 
 #[utoipa::path(get, path = "/v1/admin/ops", tag = "admin", operation_id = "ops_snapshot",

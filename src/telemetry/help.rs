@@ -9,14 +9,14 @@ pub fn documented() -> Vec<(&'static str, String)> {
     let mut out = Vec::new();
     for row in TABLE.lines() {
         // `| `name{labels}`, `other` | what |`: the names cell ends at the first "` | ".
-        let Some(rest) = row.strip_prefix("| `conveyor_") else {
-            continue;
-        };
-        let Some((names, what)) = rest.split_once("` | ") else {
+        let Some((names, what)) = row
+            .strip_prefix("| ")
+            .filter(|r| r.starts_with("`conveyor_"))
+            .and_then(|r| r.split_once("` | "))
+        else {
             continue;
         };
         let what = plain(what.trim_end().trim_end_matches('|').trim());
-        let names = &row[2..2 + "`conveyor_".len() + names.len()];
         for part in names.split('`').filter(|p| p.starts_with("conveyor_")) {
             let name = part.split('{').next().unwrap_or(part);
             out.push((name, what.clone()));

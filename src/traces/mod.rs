@@ -29,11 +29,6 @@ pub fn on() -> bool {
     ON.load(Ordering::Relaxed)
 }
 
-/// A trace's page, from `[telemetry] trace_link` (`None` when no template is set).
-pub fn link_to(template: &str, trace_id: &str) -> Option<String> {
-    (!template.is_empty()).then(|| template.replace("{trace_id}", trace_id))
-}
-
 /// The W3C `traceparent` of `span`: `None` with traces off or for a span not recorded.
 pub fn traceparent(span: &tracing::Span) -> Option<String> {
     if !on() {
@@ -65,7 +60,7 @@ pub fn adopt(span: &tracing::Span, traceparent: Option<&str>) {
 }
 
 /// Links `span` to the span `traceparent` names, without making it its parent (a batch
-/// linked to each message's trace, a parked job's check to the run that parked it).
+/// linked to each message's trace).
 pub fn link(span: &tracing::Span, traceparent: Option<&str>) {
     if let Some(cx) = traceparent.filter(|_| on()).and_then(remote) {
         span.add_link(cx.span().span_context().clone());
@@ -76,19 +71,7 @@ pub fn link(span: &tracing::Span, traceparent: Option<&str>) {
 /// without the propagator's carrier map: this runs for every message consumed.
 fn remote(traceparent: &str) -> Option<opentelemetry::Context> {
     use opentelemetry::trace::{SpanContext, SpanId, TraceFlags, TraceId, TraceState};
-    let mut parts = traceparent.split('-');
-    let (Some("00"), Some(trace), Some(span), Some(flags), None) = (
-        parts.next(),
-        parts.next(),
-        parts.next(),
-        parts.next(),
-        parts.next(),
-    ) else {
-        return None;
-    };
-    if trace.len() != 32 || span.len() != 16 || flags.len() != 2 {
-        return None;
-    }
+    let (trace, span, flags) = parts(traceparent)?;
     let sc = SpanContext::new(
         TraceId::from_hex(trace).ok()?,
         SpanId::from_hex(span).ok()?,
@@ -100,11 +83,30 @@ fn remote(traceparent: &str) -> Option<opentelemetry::Context> {
         .then(|| opentelemetry::Context::new().with_remote_span_context(sc))
 }
 
-/// The trace id in a `traceparent` (32 lowercase hex digits), if it is well formed.
+/// The trace id in a `traceparent` (32 hex digits, not all zero), if it is well formed.
 pub fn trace_id(traceparent: &str) -> Option<&str> {
-    let id = traceparent.split('-').nth(1)?;
-    (id.len() == 32 && id.bytes().all(|b| b.is_ascii_hexdigit()) && id != "0".repeat(32))
-        .then_some(id)
+    let (id, ..) = parts(traceparent)?;
+    (id.bytes().all(|b| b.is_ascii_hexdigit()) && id.bytes().any(|b| b != b'0')).then_some(id)
+}
+
+/// A version-00 `traceparent`'s (trace id, span id, flags), by their lengths; the hex is
+/// the caller's to read.
+fn parts(traceparent: &str) -> Option<(&str, &str, &str)> {
+    let mut parts = traceparent.split('-');
+    match (
+        parts.next(),
+        parts.next(),
+        parts.next(),
+        parts.next(),
+        parts.next(),
+    ) {
+        (Some("00"), Some(trace), Some(span), Some(flags), None)
+            if trace.len() == 32 && span.len() == 16 && flags.len() == 2 =>
+        {
+            Some((trace, span, flags))
+        }
+        _ => None,
+    }
 }
 
 /// The trace and span ids of the span `id` (for log lines), if it is recorded.

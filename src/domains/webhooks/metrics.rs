@@ -25,22 +25,17 @@ fn sample(db: &DatabaseConnection) -> BoxFuture<'_, anyhow::Result<()>> {
             .filter(delivery::Column::Status.eq(PENDING))
             .count(db)
             .await?;
-        let oldest: Option<DateTime<Utc>> = delivery::Entity::find()
-            .select_only()
-            .column_as(delivery::Column::CreatedAt.min(), "oldest")
-            .filter(delivery::Column::Status.eq(PENDING))
-            .into_tuple::<Option<DateTime<Utc>>>()
-            .one(db)
-            .await?
-            .flatten();
-        let due: Option<DateTime<Utc>> = delivery::Entity::find()
-            .select_only()
-            .column_as(delivery::Column::NextAttemptAt.min(), "due")
-            .filter(delivery::Column::Status.eq(PENDING))
-            .into_tuple::<Option<DateTime<Utc>>>()
-            .one(db)
-            .await?
-            .flatten();
+        // The oldest pending delivery and the one due first, in one read.
+        let (oldest, due): (Option<DateTime<Utc>>, Option<DateTime<Utc>>) =
+            delivery::Entity::find()
+                .select_only()
+                .column_as(delivery::Column::CreatedAt.min(), "oldest")
+                .column_as(delivery::Column::NextAttemptAt.min(), "due")
+                .filter(delivery::Column::Status.eq(PENDING))
+                .into_tuple()
+                .one(db)
+                .await?
+                .unwrap_or_default();
         let failing = endpoint::Entity::find()
             .filter(endpoint::Column::Enabled.eq(true))
             .filter(endpoint::Column::FailingSince.is_not_null())

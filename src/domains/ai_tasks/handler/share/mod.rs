@@ -179,13 +179,13 @@ impl AiTaskHandler {
         }
         // The table's counts, then (without an await) what other batches hold or wrote
         // meanwhile, the decisions and this batch's admissions: one step under the lock.
-        let mark = self.admitting.mark();
+        let mut mark = self.admitting.mark();
         let mut read = Vec::with_capacity(lanes.len());
         for lane in lanes {
             read.push((lane, store::running_by_tenant(&ctx.db, lane).await?));
         }
         let mut ledger = self.admitting.deciding();
-        let elsewhere = ledger.elsewhere(&mark);
+        let elsewhere = ledger.elsewhere(&mut mark);
         let mut weighing: HashMap<String, Lane> = HashMap::new();
         for (lane, running) in read {
             let w = self.weigh(lane, running, weighed.get(lane), &caps, &elsewhere);

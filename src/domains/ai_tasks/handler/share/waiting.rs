@@ -2,7 +2,7 @@
 //! from the tasks table at most every [`WAITING_TTL`]) and the claims this process's
 //! batches admitted and have not written yet ([`Admitting`]).
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -80,17 +80,34 @@ type Key = (String, String);
 pub(super) struct Ledger {
     /// Admitted, not written yet.
     live: HashMap<Key, u64>,
-    /// Written (or failed) since the process started: only grows.
-    done: HashMap<Key, u64>,
+    /// Claims written while some batch was reading the table, numbered in order; kept
+    /// only as long as a read that started before them is under way.
+    written: VecDeque<(u64, Key)>,
+    /// The number of the last claim written.
+    seq: u64,
+    /// Reads under way, by the number they started at.
+    reading: BTreeMap<u64, usize>,
 }
 
-/// What had been written when a batch started reading the table.
-pub(super) struct Mark(HashMap<Key, u64>);
+/// A batch's read of the table under way: what is written from now on counts for it
+/// until [`Ledger::elsewhere`] (or a failed read's drop) lets it go.
+pub(super) struct Mark<'a> {
+    admitting: &'a Admitting,
+    at: u64,
+    open: bool,
+}
 
 impl Admitting {
     /// Taken before a batch reads the table's counts.
-    pub(super) fn mark(&self) -> Mark {
-        Mark(self.0.lock().map(|l| l.done.clone()).unwrap_or_default())
+    pub(super) fn mark(&self) -> Mark<'_> {
+        let mut l = self.deciding();
+        let at = l.seq;
+        *l.reading.entry(at).or_default() += 1;
+        Mark {
+            admitting: self,
+            at,
+            open: true,
+        }
     }
 
     /// The ledger, held while a batch decides and adds its admissions (no await inside).
@@ -107,28 +124,62 @@ impl Admitting {
                     l.live.remove(k);
                 }
             }
-            *l.done.entry(k.clone()).or_default() += 1;
+            // Only a read under way may have missed it.
+            if !l.reading.is_empty() {
+                l.seq += 1;
+                let seq = l.seq;
+                l.written.push_back((seq, k.clone()));
+            }
         }
     }
 }
 
 impl Ledger {
-    /// What other batches hold now, plus what they wrote since `mark` (maybe after the
-    /// table was read).
-    pub(super) fn elsewhere(&self, mark: &Mark) -> HashMap<Key, u64> {
+    /// What other batches hold now, plus what they wrote during `mark`'s read (maybe
+    /// after the table was read); ends the read.
+    pub(super) fn elsewhere(&mut self, mark: &mut Mark<'_>) -> HashMap<Key, u64> {
         let mut all = self.live.clone();
-        for (k, n) in &self.done {
-            let since = n - mark.0.get(k).copied().unwrap_or(0).min(*n);
-            if since > 0 {
-                *all.entry(k.clone()).or_default() += since;
+        for (_, k) in self.written.iter().rev().take_while(|(s, _)| *s > mark.at) {
+            *all.entry(k.clone()).or_default() += 1;
+        }
+        self.release(mark);
+        all
+    }
+
+    fn release(&mut self, mark: &mut Mark<'_>) {
+        if !std::mem::replace(&mut mark.open, false) {
+            return;
+        }
+        if let Some(n) = self.reading.get_mut(&mark.at) {
+            *n -= 1;
+            if *n == 0 {
+                self.reading.remove(&mark.at);
             }
         }
-        all
+        // What no read under way started before is of use to none.
+        match self.reading.keys().next().copied() {
+            None => self.written.clear(),
+            Some(oldest) => {
+                while self.written.front().is_some_and(|(s, _)| *s <= oldest) {
+                    self.written.pop_front();
+                }
+            }
+        }
     }
 
     pub(super) fn add(&mut self, keys: &[Key]) {
         for k in keys {
             *self.live.entry(k.clone()).or_default() += 1;
+        }
+    }
+}
+
+impl Drop for Mark<'_> {
+    /// A read that failed lets go here (a finished one already has).
+    fn drop(&mut self) {
+        if self.open {
+            let admitting = self.admitting;
+            admitting.deciding().release(self);
         }
     }
 }
@@ -160,20 +211,49 @@ mod tests {
         // Another batch holds one admission of tenant a.
         admitting.deciding().add(&[key("a")]);
         // This batch marks, then reads the table (which may predate the other's write)...
-        let mark = admitting.mark();
+        let mut mark = admitting.mark();
         // ...while the other batch writes its claim and lets go.
         drop(Admitted {
             admitting: &admitting,
             keys: vec![key("a")],
         });
-        let seen = admitting.deciding().elsewhere(&mark);
+        let seen = admitting.deciding().elsewhere(&mut mark);
         assert_eq!(
             seen.get(&key("a")),
             Some(&1),
             "written during the read: counted"
         );
         // A batch that marks after the write finds it in the table, not here.
-        let later = admitting.mark();
-        assert!(admitting.deciding().elsewhere(&later).is_empty());
+        let mut later = admitting.mark();
+        assert!(admitting.deciding().elsewhere(&mut later).is_empty());
+    }
+}
+
+#[cfg(test)]
+mod bounds {
+    use super::*;
+
+    #[test]
+    fn writes_are_kept_only_while_a_read_that_may_have_missed_them_is_under_way() {
+        let admitting = Admitting::default();
+        let key = || ("ai.short".to_owned(), "a".to_owned());
+        // No read under way: nothing to remember.
+        admitting.deciding().add(&[key()]);
+        drop(Admitted {
+            admitting: &admitting,
+            keys: vec![key()],
+        });
+        assert!(admitting.deciding().written.is_empty());
+        // A read that fails (dropped without deciding) lets go of what it pinned.
+        let failed = admitting.mark();
+        admitting.deciding().add(&[key()]);
+        drop(Admitted {
+            admitting: &admitting,
+            keys: vec![key()],
+        });
+        assert_eq!(admitting.deciding().written.len(), 1);
+        drop(failed);
+        let l = admitting.deciding();
+        assert!(l.written.is_empty() && l.reading.is_empty());
     }
 }
