@@ -124,7 +124,7 @@ pub(super) fn known_plan(core: &Core, plan: Option<&str>) -> Result<(), ApiError
     }
 }
 
-#[utoipa::path(post, path = "/v1/admin/orgs", tag = "admin", security(("api_key" = [])),
+#[utoipa::path(post, path = "/v1/admin/orgs", operation_id = "create_org", tag = "admin", security(("api_key" = [])),
     request_body = NewOrg,
     responses(
         (status = 201, description = "The organisation, its owner its first member", body = OrgView),

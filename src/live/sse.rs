@@ -2,7 +2,8 @@
 //! `GET /v1/streams/{stream}/{id}/events`, and `GET /v1/tasks/{id}/events` for tasks.
 //! Each event's `id:` is its sequence number; a client reconnecting with
 //! `Last-Event-ID: n` receives exactly the stored events after n, then live ones. Without
-//! it the first event is a `snapshot`. The stream ends after a terminal event.
+//! it the first event is a `snapshot`. The stream ends after a terminal event, with an
+//! `end` event (`{"reason":"terminal"}`) so a client knows not to resume it.
 
 use std::convert::Infallible;
 use std::time::Duration;
@@ -28,11 +29,33 @@ use crate::error::ApiError;
 pub struct SseFrame {
     /// The event's sequence number (resume with `Last-Event-ID`).
     id: String,
-    /// `snapshot` (the thing as it stands), `progress` (one stored event) or `line` (a
-    /// waiting task's place in line, computed: no `id`).
+    /// `snapshot` (the thing as it stands), `progress` (one stored event), `line` (a
+    /// waiting task's place in line, computed: no `id`) or `end` (the last: the thing is
+    /// final, do not reconnect).
     event: String,
     /// JSON: the snapshot's view, or the event's fields.
     data: String,
+}
+
+/// The last event of a stream that ended because its thing did: a client tells it from a
+/// dropped connection (which it resumes) without knowing each kind's final states.
+fn end() -> SseEvent {
+    SseEvent::default()
+        .event("end")
+        .data(r#"{"reason":"terminal"}"#)
+}
+
+/// Sends one event, and `end` after a terminal one; false when the stream is over (it
+/// ended, or the client left).
+async fn send(tx: &mpsc::Sender<SseEvent>, ev: &Event) -> bool {
+    if tx.send(sse_event(ev)).await.is_err() {
+        return false;
+    }
+    if ev.terminal {
+        let _ = tx.send(end()).await;
+        return false;
+    }
+    true
 }
 
 fn sse_event(ev: &Event) -> SseEvent {
@@ -55,7 +78,7 @@ fn sse_event(ev: &Event) -> SseEvent {
         ("id" = String, Path, description = "The followed thing's id"),
         ("Last-Event-ID" = Option<i64>, Header, nullable = false, minimum = 0, description = "Resume after this sequence number")),
     responses(
-        (status = 200, description = "Server-Sent Events: `snapshot`, then `progress` events (`id:` is the sequence number); ends after a terminal event", content_type = "text/event-stream", body = SseFrame),
+        (status = 200, description = "Server-Sent Events: `snapshot`, then `progress` events (`id:` is the sequence number); after a terminal event an `end` event, and the stream ends", content_type = "text/event-stream", body = SseFrame),
         (status = 400, description = "`Last-Event-ID` is not a sequence number", body = ErrorBody),
         (status = 401, description = "Missing or invalid API key", body = ErrorBody),
         (status = 404, description = "No such stream kind, or no such thing of the caller's", body = ErrorBody),
@@ -162,6 +185,7 @@ async fn follow(
             }
         }
         if over {
+            let _ = tx.send(end()).await;
             return;
         }
         let key_check = tokio::time::sleep_until(watch.next());
@@ -195,11 +219,9 @@ async fn follow(
             };
             let events = match ev {
                 Recv::Event(shared) => {
-                    if follow.accept(&shared.event) {
-                        let ev = &shared.event;
-                        if tx.send(sse_event(ev)).await.is_err() || ev.terminal {
-                            return;
-                        }
+                    let ev = &shared.event;
+                    if follow.accept(ev) && !send(&tx, ev).await {
+                        return;
                     }
                     continue;
                 }
@@ -207,7 +229,7 @@ async fn follow(
                 Recv::Lagged => follow.missed(&db).await.unwrap_or_default(),
             };
             for ev in &events {
-                if follow.accept(ev) && (tx.send(sse_event(ev)).await.is_err() || ev.terminal) {
+                if follow.accept(ev) && !send(&tx, ev).await {
                     return;
                 }
             }

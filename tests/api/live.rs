@@ -332,6 +332,12 @@ async fn sse_resumes_from_last_event_id(backend: Backend) {
     );
     assert_eq!(ids.first(), Some(&3));
     assert!(body.contains("SUCCESS"));
+    // The last event says the task is over (a client does not resume it).
+    assert!(
+        body.trim_end()
+            .ends_with("event: end\ndata: {\"reason\":\"terminal\"}"),
+        "{body}"
+    );
     // Another user's task is 404 here too.
     let (_, bob) = app.user("bob", 1).await;
     let r = app

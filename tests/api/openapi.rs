@@ -192,9 +192,10 @@ async fn every_documented_id_route_hides_other_users_resources(backend: Backend)
 }
 
 /// Every `$ref` of the document names a schema it has (two types sharing one schema
-/// name once left `#/components/schemas/Status` dangling, so fuzzers could not use it).
+/// name once left `#/components/schemas/Status` dangling, so fuzzers could not use it),
+/// and every operation has an id no other has.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn every_reference_resolves() {
+async fn every_reference_resolves_and_every_operation_has_its_own_id() {
     let env = TestEnv::new(Backend::Embedded, "openapi_refs")
         .await
         .unwrap();
@@ -230,6 +231,19 @@ async fn every_reference_resolves() {
             "{r} does not resolve"
         );
     }
+    // Every operation has an id of its own (client generators name functions after them,
+    // and refuse a document where two share one: seven `create`s once did).
+    let mut ids = std::collections::BTreeMap::new();
+    for (path, item) in doc["paths"].as_object().unwrap() {
+        for (method, op) in item.as_object().unwrap() {
+            if let Some(id) = op["operationId"].as_str() {
+                if let Some(first) = ids.insert(id.to_owned(), format!("{method} {path}")) {
+                    panic!("operationId {id} is used by {first} and {method} {path}");
+                }
+            }
+        }
+    }
+    assert!(ids.len() > 60, "{} operations have ids", ids.len());
     // The two status enums are told apart.
     let schemas = &doc["components"]["schemas"];
     assert!(

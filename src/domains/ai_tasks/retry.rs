@@ -14,7 +14,7 @@ use crate::error::ApiError;
 
 /// `POST /v1/tasks/{id}/retry` → 201 with the new task (it names this one in `retry_of`),
 /// or 200 with the retry made before.
-#[utoipa::path(post, path = "/v1/tasks/{id}/retry", tag = "tasks", security(("api_key" = [])),
+#[utoipa::path(post, path = "/v1/tasks/{id}/retry", operation_id = "retry_task", tag = "tasks", security(("api_key" = [])),
     params(("id" = String, Path, description = "The task to retry")),
     responses(
         (status = 201, description = "A new task: PENDING, credits reserved again, starting at the step that failed with the earlier steps' outputs (`retry_of` names this task)", body = super::view::TaskView),

@@ -246,7 +246,7 @@ pub(crate) async fn submit(
 }
 
 /// `GET /v1/tasks/{id}`.
-#[utoipa::path(get, path = "/v1/tasks/{id}", tag = "tasks", security(("api_key" = [])),
+#[utoipa::path(get, path = "/v1/tasks/{id}", operation_id = "show_task", tag = "tasks", security(("api_key" = [])),
     params(("id" = String, Path, description = "Task id")),
     responses(
         (status = 200, description = "The task (status, progress, step, attempts, result or error)", body = TaskView),

@@ -72,7 +72,7 @@ pub struct ShowParams {
 }
 
 /// `GET /v1/admin/canary`.
-#[utoipa::path(get, path = "/v1/admin/canary", tag = "admin", security(("api_key" = [])),
+#[utoipa::path(get, path = "/v1/admin/canary", operation_id = "show_canary", tag = "admin", security(("api_key" = [])),
     params(ShowParams),
     responses(
         (status = 200, description = "The canary's state", body = CanaryView),

@@ -38,7 +38,7 @@ pub struct SaleRequest {
 }
 
 /// `POST /v1/admin/flash-sales`: a new sale, loaded into the stock store at once.
-#[utoipa::path(post, path = "/v1/admin/flash-sales", tag = "admin", security(("api_key" = [])),
+#[utoipa::path(post, path = "/v1/admin/flash-sales", operation_id = "create_flash_sale", tag = "admin", security(("api_key" = [])),
     request_body = SaleRequest,
     responses(
         (status = 201, description = "The sale", body = SaleView),
@@ -110,7 +110,7 @@ pub struct ListParams {
 }
 
 /// `GET /v1/admin/flash-sales`: every sale, newest first.
-#[utoipa::path(get, path = "/v1/admin/flash-sales", tag = "admin", security(("api_key" = [])),
+#[utoipa::path(get, path = "/v1/admin/flash-sales", operation_id = "list_flash_sales", tag = "admin", security(("api_key" = [])),
     params(ListParams),
     responses(
         (status = 200, description = "Sales, newest first", body = Page<SaleView>),
@@ -133,7 +133,7 @@ pub(crate) async fn list(
 }
 
 /// `GET /v1/flash-sales/{id}`: the sale, its state and the units left.
-#[utoipa::path(get, path = "/v1/flash-sales/{id}", tag = "flash sales", security(("api_key" = [])),
+#[utoipa::path(get, path = "/v1/flash-sales/{id}", operation_id = "show_flash_sale", tag = "flash sales", security(("api_key" = [])),
     params(("id" = String, Path, description = "Sale id")),
     responses(
         (status = 200, description = "The sale", body = SaleView),

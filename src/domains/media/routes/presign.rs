@@ -41,7 +41,7 @@ pub(crate) struct Presigned {
 }
 
 /// `POST /v1/uploads/presign`.
-#[utoipa::path(post, path = "/v1/uploads/presign", tag = "uploads", security(("api_key" = [])),
+#[utoipa::path(post, path = "/v1/uploads/presign", operation_id = "presign_upload", tag = "uploads", security(("api_key" = [])),
     request_body = PresignRequest,
     responses(
         (status = 201, description = "A PENDING upload and the URL to PUT its bytes to", body = Presigned),

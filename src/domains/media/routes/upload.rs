@@ -47,7 +47,7 @@ pub(crate) struct UploadForm {
 }
 
 /// `POST /v1/uploads` (`multipart/form-data`: `purpose`, then `file`).
-#[utoipa::path(post, path = "/v1/uploads", tag = "uploads", security(("api_key" = [])),
+#[utoipa::path(post, path = "/v1/uploads", operation_id = "create_upload", tag = "uploads", security(("api_key" = [])),
     params(UploadQuery),
     request_body(content = UploadForm, content_type = "multipart/form-data"),
     responses(

@@ -24,7 +24,7 @@ pub(crate) struct ListQuery {
 }
 
 /// `GET /v1/uploads?cursor=&limit=`: the caller's uploads, newest first.
-#[utoipa::path(get, path = "/v1/uploads", tag = "uploads", security(("api_key" = [])),
+#[utoipa::path(get, path = "/v1/uploads", operation_id = "list_uploads", tag = "uploads", security(("api_key" = [])),
     params(ListQuery),
     responses(
         (status = 200, description = "The caller's uploads, newest first", body = Page<UploadView>),
@@ -46,7 +46,7 @@ pub(crate) async fn list(
 }
 
 /// `GET /v1/uploads/{id}`: status, size, type, checksum and, once READY, a signed URL.
-#[utoipa::path(get, path = "/v1/uploads/{id}", tag = "uploads", security(("api_key" = [])),
+#[utoipa::path(get, path = "/v1/uploads/{id}", operation_id = "show_upload", tag = "uploads", security(("api_key" = [])),
     params(("id" = String, Path, description = "Upload id")),
     responses(
         (status = 200, description = "The upload", body = UploadView),
@@ -66,7 +66,7 @@ pub(crate) async fn read(
 
 /// `DELETE /v1/uploads/{id}`: gone at once for the API (its URLs stop working); the
 /// bytes are removed after `storage.delete_grace_secs`, and the quota freed then.
-#[utoipa::path(delete, path = "/v1/uploads/{id}", tag = "uploads", security(("api_key" = [])),
+#[utoipa::path(delete, path = "/v1/uploads/{id}", operation_id = "delete_upload", tag = "uploads", security(("api_key" = [])),
     params(("id" = String, Path, description = "Upload id")),
     responses(
         (status = 204, description = "Deleted"),

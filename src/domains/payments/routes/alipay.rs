@@ -83,7 +83,7 @@ fn answer(ok: bool) -> (StatusCode, &'static str) {
 /// `POST /v1/webhooks/payments/alipay`: an Alipay asynchronous notify (form-encoded,
 /// RSA2-signed). TRADE_SUCCESS and TRADE_FINISHED pay; a notify with `refund_fee` refunds
 /// that much; TRADE_CLOSED without one is acknowledged.
-#[utoipa::path(post, path = "/v1/webhooks/payments/alipay", tag = "payments",
+#[utoipa::path(post, path = "/v1/webhooks/payments/alipay", operation_id = "alipay_webhook", tag = "payments",
     request_body(content = String, content_type = "application/x-www-form-urlencoded", description = "Alipay's notify parameters, `sign` and `sign_type=RSA2` included"),
     responses(
         (status = 200, description = "`success` (recorded, or recorded before, or nothing to do)", body = String, content_type = "text/plain"),

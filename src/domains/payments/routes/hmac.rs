@@ -59,7 +59,7 @@ fn malformed(why: &str) -> ApiError {
 }
 
 /// `POST /v1/webhooks/payments/hmac`: a provider's signed event.
-#[utoipa::path(post, path = "/v1/webhooks/payments/hmac", tag = "payments",
+#[utoipa::path(post, path = "/v1/webhooks/payments/hmac", operation_id = "hmac_webhook", tag = "payments",
     request_body(content = Object, description = "`{\"id\":…,\"type\":\"payment.succeeded\"|\"payment.refunded\",\"data\":{\"out_trade_no\",\"amount\",\"currency\",\"refund_id\"}}` (a refund's amount is what it gives back; `refund_id` is required for a refund)"),
     responses(
         (status = 200, description = "Recorded (or recorded before): `{\"received\":true}`", body = Object),

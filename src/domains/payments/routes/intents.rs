@@ -88,7 +88,7 @@ impl From<IntentError> for ApiError {
 }
 
 /// `POST /v1/payments`: a payment intent for a product or a flash-sale order.
-#[utoipa::path(post, path = "/v1/payments", tag = "payments", security(("api_key" = [])),
+#[utoipa::path(post, path = "/v1/payments", operation_id = "create_payment", tag = "payments", security(("api_key" = [])),
     request_body = PaymentRequest,
     responses(
         (status = 201, description = "The intent", body = PaymentView),
@@ -124,7 +124,7 @@ pub(crate) async fn create(
 }
 
 /// `GET /v1/payments/{id}`: the caller's payment and its events.
-#[utoipa::path(get, path = "/v1/payments/{id}", tag = "payments", security(("api_key" = [])),
+#[utoipa::path(get, path = "/v1/payments/{id}", operation_id = "show_payment", tag = "payments", security(("api_key" = [])),
     params(("id" = String, Path, description = "Payment id")),
     responses(
         (status = 200, description = "The payment and its events", body = PaymentView),

@@ -67,7 +67,7 @@ struct WechatAmount {
 /// `Wechatpay-Timestamp`, `-Nonce`, `-Signature`, `-Serial`; `resource` encrypted with the
 /// APIv3 key). `TRANSACTION.SUCCESS` with `trade_state` SUCCESS pays, `REFUND.SUCCESS`
 /// refunds `amount.refund`; anything else is acknowledged.
-#[utoipa::path(post, path = "/v1/webhooks/payments/wechat", tag = "payments",
+#[utoipa::path(post, path = "/v1/webhooks/payments/wechat", operation_id = "wechat_webhook", tag = "payments",
     request_body(content = Object, description = "WeChat Pay's notification JSON"),
     responses(
         (status = 200, description = "`{\"code\":\"SUCCESS\"}` (recorded, recorded before, or nothing to do)", body = Object),

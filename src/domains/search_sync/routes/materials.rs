@@ -34,7 +34,7 @@ pub(crate) struct ListQuery {
 }
 
 /// `GET /v1/materials?cursor=&limit=`: the caller's materials, newest first.
-#[utoipa::path(get, path = "/v1/materials", tag = "materials", security(("api_key" = [])),
+#[utoipa::path(get, path = "/v1/materials", operation_id = "list_materials", tag = "materials", security(("api_key" = [])),
     params(ListQuery),
     responses(
         (status = 200, description = "The caller's materials, newest first", body = Page<MaterialView>),
@@ -53,7 +53,7 @@ pub(crate) async fn list(
 }
 
 /// `GET /v1/materials/{id}`.
-#[utoipa::path(get, path = "/v1/materials/{id}", tag = "materials", security(("api_key" = [])),
+#[utoipa::path(get, path = "/v1/materials/{id}", operation_id = "show_material", tag = "materials", security(("api_key" = [])),
     params(("id" = String, Path, description = "Material id")),
     responses(
         (status = 200, description = "The material", body = MaterialView),
@@ -163,7 +163,7 @@ fn validate(req: PatchRequest) -> Result<Patch, ApiError> {
 }
 
 /// `PATCH /v1/materials/{id}`: change the title and/or tags; the search index follows.
-#[utoipa::path(patch, path = "/v1/materials/{id}", tag = "materials", security(("api_key" = [])),
+#[utoipa::path(patch, path = "/v1/materials/{id}", operation_id = "edit_material", tag = "materials", security(("api_key" = [])),
     params(("id" = String, Path, description = "Material id")),
     request_body = PatchRequest,
     responses(
@@ -208,7 +208,7 @@ pub(crate) async fn edit(
 }
 
 /// `DELETE /v1/materials/{id}`: gone from lists at once, from search when the sync runs.
-#[utoipa::path(delete, path = "/v1/materials/{id}", tag = "materials", security(("api_key" = [])),
+#[utoipa::path(delete, path = "/v1/materials/{id}", operation_id = "delete_material", tag = "materials", security(("api_key" = [])),
     params(("id" = String, Path, description = "Material id")),
     responses(
         (status = 204, description = "Deleted"),

@@ -29,7 +29,7 @@ pub(crate) struct ListQuery {
 
 /// `GET /v1/webhooks/endpoints/{id}/deliveries`: newest first, each with its latest
 /// attempt (status code, the answer's first bytes, latency).
-#[utoipa::path(get, path = "/v1/webhooks/endpoints/{id}/deliveries", tag = "webhooks", security(("api_key" = [])),
+#[utoipa::path(get, path = "/v1/webhooks/endpoints/{id}/deliveries", operation_id = "list_webhook_deliveries", tag = "webhooks", security(("api_key" = [])),
     params(("id" = String, Path, description = "Endpoint id"), ListQuery),
     responses(
         (status = 200, description = "The endpoint's deliveries, newest first", body = Page<DeliveryView>),
@@ -61,7 +61,7 @@ pub(crate) async fn list(
 }
 
 /// `GET /v1/webhooks/endpoints/{id}/deliveries/{delivery}`: with every attempt (`log`).
-#[utoipa::path(get, path = "/v1/webhooks/endpoints/{id}/deliveries/{delivery}", tag = "webhooks", security(("api_key" = [])),
+#[utoipa::path(get, path = "/v1/webhooks/endpoints/{id}/deliveries/{delivery}", operation_id = "show_webhook_delivery", tag = "webhooks", security(("api_key" = [])),
     params(("id" = String, Path, description = "Endpoint id"), ("delivery" = String, Path, description = "Delivery id")),
     responses(
         (status = 200, description = "The delivery and its attempts", body = DeliveryView),
@@ -84,7 +84,7 @@ pub(crate) async fn read(
 /// `POST /v1/webhooks/endpoints/{id}/deliveries/{delivery}/retry`: sends a finished
 /// delivery (answered or given up) again, with its `webhook-id`; retried on the usual
 /// schedule if it fails.
-#[utoipa::path(post, path = "/v1/webhooks/endpoints/{id}/deliveries/{delivery}/retry", tag = "webhooks", security(("api_key" = [])),
+#[utoipa::path(post, path = "/v1/webhooks/endpoints/{id}/deliveries/{delivery}/retry", operation_id = "retry_webhook_delivery", tag = "webhooks", security(("api_key" = [])),
     params(("id" = String, Path, description = "Endpoint id"), ("delivery" = String, Path, description = "Delivery id")),
     responses(
         (status = 202, description = "On its way again", body = DeliveryView),

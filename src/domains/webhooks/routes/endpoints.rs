@@ -89,7 +89,7 @@ fn checked_description(d: String) -> Result<String, ApiError> {
 }
 
 /// `POST /v1/webhooks/endpoints`: a new endpoint, with its signing secret (shown once).
-#[utoipa::path(post, path = "/v1/webhooks/endpoints", tag = "webhooks", security(("api_key" = [])),
+#[utoipa::path(post, path = "/v1/webhooks/endpoints", operation_id = "create_webhook_endpoint", tag = "webhooks", security(("api_key" = [])),
     request_body = CreateEndpoint,
     responses(
         (status = 201, description = "Created; `secret` is shown this once", body = EndpointWithSecret),
@@ -134,7 +134,7 @@ pub struct EndpointList {
 }
 
 /// `GET /v1/webhooks/endpoints`: the caller's endpoints, oldest first.
-#[utoipa::path(get, path = "/v1/webhooks/endpoints", tag = "webhooks", security(("api_key" = [])),
+#[utoipa::path(get, path = "/v1/webhooks/endpoints", operation_id = "list_webhook_endpoints", tag = "webhooks", security(("api_key" = [])),
     responses(
         (status = 200, description = "The caller's endpoints", body = EndpointList),
         (status = 401, description = "Missing or invalid API key", body = ErrorBody)))]
@@ -149,7 +149,7 @@ pub(crate) async fn list(
 }
 
 /// `GET /v1/webhooks/endpoints/{id}`.
-#[utoipa::path(get, path = "/v1/webhooks/endpoints/{id}", tag = "webhooks", security(("api_key" = [])),
+#[utoipa::path(get, path = "/v1/webhooks/endpoints/{id}", operation_id = "show_webhook_endpoint", tag = "webhooks", security(("api_key" = [])),
     params(("id" = String, Path, description = "Endpoint id")),
     responses(
         (status = 200, description = "The endpoint", body = EndpointView),
@@ -165,7 +165,7 @@ pub(crate) async fn read(
 
 /// `PATCH /v1/webhooks/endpoints/{id}`: change its URL, description, event types, or
 /// enable or disable it.
-#[utoipa::path(patch, path = "/v1/webhooks/endpoints/{id}", tag = "webhooks", security(("api_key" = [])),
+#[utoipa::path(patch, path = "/v1/webhooks/endpoints/{id}", operation_id = "edit_webhook_endpoint", tag = "webhooks", security(("api_key" = [])),
     params(("id" = String, Path, description = "Endpoint id")),
     request_body = PatchEndpoint,
     responses(
@@ -209,7 +209,7 @@ pub(crate) async fn edit(
 
 /// `DELETE /v1/webhooks/endpoints/{id}`: no more deliveries (those still being attempted
 /// end as FAILED).
-#[utoipa::path(delete, path = "/v1/webhooks/endpoints/{id}", tag = "webhooks", security(("api_key" = [])),
+#[utoipa::path(delete, path = "/v1/webhooks/endpoints/{id}", operation_id = "delete_webhook_endpoint", tag = "webhooks", security(("api_key" = [])),
     params(("id" = String, Path, description = "Endpoint id")),
     responses(
         (status = 204, description = "Deleted"),

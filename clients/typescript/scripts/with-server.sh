@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# Runs a command against a fresh `conveyor serve` on the embedded defaults (no broker,
+# database or Redis server), in a temporary directory, with these set for it:
+#   CONVEYOR_URL        the server's base URL
+#   CONVEYOR_KEY        a user's API key (credits to spend)
+#   CONVEYOR_ADMIN_KEY  an admin's API key
+#
+#   bash scripts/with-server.sh [--bin path/to/conveyor] -- npm run test:integration
+#
+# The binary defaults to the debug build ($CARGO_TARGET_DIR or the repository's target/).
+set -euo pipefail
+here="$(cd "$(dirname "$0")" && pwd)"
+repo="$(cd "$here/../../.." && pwd)"
+bin="${CARGO_TARGET_DIR:-$repo/target}/debug/conveyor"
+if [[ "${1:-}" == "--bin" ]]; then bin="$2"; shift 2; fi
+[[ "${1:-}" == "--" ]] && shift
+[[ -x "$bin" ]] || { echo "no conveyor binary at $bin (cargo build --bin conveyor first, or pass --bin)"; exit 2; }
+work="$(mktemp -d)"
+port="$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')"
+# Quick simulated steps so a task ends in seconds; limits out of the way of the tests.
+export CONVEYOR_CONFIG_DIR="$repo/config" CONVEYOR__SERVER__PORT="$port" CONVEYOR__LOG__LEVEL=warn \
+  CONVEYOR__LIMITS__TICKETS_PER_MIN=100000 CONVEYOR__LIMITS__SUBMITS_PER_SEC=100000 \
+  CONVEYOR__LIMITS__SUBMIT_BURST=100000
+(
+  cd "$work"
+  "$bin" users create --name client --credits 1000000 | awk '/API key/ {print $NF}' > user.key
+  "$bin" users create --name client-admin --admin | awk '/API key/ {print $NF}' > admin.key
+)
+(cd "$work" && exec "$bin" serve > serve.log 2>&1) &
+server=$!
+trap 'kill $server 2>/dev/null; wait $server 2>/dev/null; status=$?; rm -rf "$work"' EXIT
+for _ in $(seq 150); do curl -fs "127.0.0.1:$port/readyz" >/dev/null && break; sleep 0.2; done
+curl -fs "127.0.0.1:$port/readyz" >/dev/null || { cat "$work/serve.log"; exit 1; }
+export CONVEYOR_URL="http://127.0.0.1:$port" CONVEYOR_KEY="$(cat "$work/user.key")" \
+  CONVEYOR_ADMIN_KEY="$(cat "$work/admin.key")"
+set +e
+"$@"
+status=$?
+if [[ $status -ne 0 ]]; then echo "--- conveyor serve's log"; tail -50 "$work/serve.log"; fi
+exit $status

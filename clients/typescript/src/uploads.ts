@@ -1,0 +1,122 @@
+import { ConveyorError } from "./errors.js";
+import type { components } from "./generated/api.js";
+
+export type UploadView = components["schemas"]["UploadView"];
+
+export interface UploadOptions {
+  /** `video`, `image` or `audio`. */
+  purpose: string;
+  /** The file's name (kept with the upload; the type is read from the bytes). */
+  filename?: string;
+  /**
+   * `auto` (default): straight to the bucket with a presigned URL where the store has
+   * them, through the API otherwise; `direct` or `api` to choose.
+   */
+  via?: "auto" | "direct" | "api";
+  /** Bytes sent so far, of `total`. */
+  onProgress?: (sent: number, total: number) => void;
+  signal?: AbortSignal;
+}
+
+/** What uploads need from the client. */
+export interface UploadEnv {
+  base: string;
+  fetch: (r: Request) => Promise<Response>;
+  /** Headers of an authenticated request (the key), for the XHR path. */
+  auth: Record<string, string>;
+}
+
+/**
+ * Uploads a file and answers its `READY` view. Direct uploads reserve the size
+ * (`POST /v1/uploads/presign`), PUT the bytes to the bucket, then `complete`; an aborted or
+ * failed one is deleted so its reservation returns to the quota.
+ */
+export async function upload(env: UploadEnv, file: Blob, o: UploadOptions): Promise<UploadView> {
+  const via = o.via ?? "auto";
+  if (via !== "api") {
+    const res = await env.fetch(
+      json(`${env.base}/v1/uploads/presign`, "POST", {
+        purpose: o.purpose,
+        content_type: file.type || "application/octet-stream",
+        size: file.size,
+      }, o.signal),
+    );
+    if (res.ok) {
+      const presigned = (await res.json()) as components["schemas"]["Presigned"];
+      try {
+        await send(presigned.method, presigned.upload_url, file, {}, o);
+        const done = await env.fetch(json(`${env.base}/v1/uploads/${presigned.upload.id}/complete`, "POST", undefined, o.signal));
+        if (!done.ok) throw await ConveyorError.from(done);
+        return (await done.json()) as UploadView;
+      } catch (e) {
+        // Give the reserved size back now rather than when the server collects it.
+        await env.fetch(new Request(`${env.base}/v1/uploads/${presigned.upload.id}`, { method: "DELETE" })).catch(() => {});
+        throw e;
+      }
+    }
+    const error = await ConveyorError.from(res);
+    if (via === "direct" || error.code !== "presign_unavailable") throw error;
+  }
+  const form = new FormData();
+  form.append("purpose", o.purpose);
+  form.append("file", file, o.filename ?? "upload");
+  const url = `${env.base}/v1/uploads?purpose=${encodeURIComponent(o.purpose)}`;
+  const res = await send("POST", url, form, env.auth, o, env.fetch);
+  return (await res.json()) as UploadView;
+}
+
+function json(url: string, method: string, body: unknown, signal?: AbortSignal): Request {
+  return new Request(url, {
+    method,
+    headers: body === undefined ? {} : { "content-type": "application/json" },
+    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+    ...(signal ? { signal } : {}),
+  });
+}
+
+/**
+ * Sends a body with progress: XMLHttpRequest where there is one (a browser: the only API
+ * with upload progress), fetch elsewhere (progress at the start and the end).
+ */
+async function send(
+  method: string,
+  url: string,
+  body: Blob | FormData,
+  headers: Record<string, string>,
+  o: UploadOptions,
+  viaFetch?: (r: Request) => Promise<Response>,
+): Promise<Response> {
+  const total = body instanceof Blob ? body.size : sizeOf(body);
+  if (typeof XMLHttpRequest !== "undefined") {
+    return new Promise((resolve, reject) => {
+      const xhr = new XMLHttpRequest();
+      xhr.open(method, url);
+      for (const [k, v] of Object.entries(headers)) xhr.setRequestHeader(k, v);
+      xhr.upload.onprogress = (e) => o.onProgress?.(e.loaded, e.lengthComputable ? e.total : total);
+      xhr.onload = () => {
+        const res = new Response(xhr.responseText, {
+          status: xhr.status,
+          headers: { "content-type": xhr.getResponseHeader("content-type") ?? "application/json" },
+        });
+        if (res.ok) resolve(res);
+        else void ConveyorError.from(res).then(reject);
+      };
+      xhr.onerror = () => reject(new TypeError(`upload to ${new URL(url).host} failed`));
+      xhr.onabort = () => reject(o.signal?.reason ?? new DOMException("aborted", "AbortError"));
+      o.signal?.addEventListener("abort", () => xhr.abort(), { once: true });
+      xhr.send(body);
+    });
+  }
+  o.onProgress?.(0, total);
+  const request = new Request(url, { method, body, headers, ...(o.signal ? { signal: o.signal } : {}) });
+  const res = await (viaFetch ?? fetch)(request);
+  if (!res.ok) throw await ConveyorError.from(res);
+  o.onProgress?.(total, total);
+  return res;
+}
+
+function sizeOf(form: FormData): number {
+  let n = 0;
+  for (const [, v] of form) n += typeof v === "string" ? v.length : v.size;
+  return n;
+}
