@@ -6,6 +6,7 @@
 //! of the OpenAPI document, and the server loop ([`server`]: header-read and idle
 //! timeouts, a connection cap). `app` composes the routers of every module into one.
 
+pub mod assets;
 pub mod auth;
 pub mod auth_failures;
 pub mod headers;

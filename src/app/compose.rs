@@ -130,6 +130,7 @@ pub(super) async fn compose(
             probes: probes.into(),
         }))
         .merge(account::routes(core.clone()))
+        .merge(api::assets::routes())
         .merge(live::routes(live::Live {
             core: core.clone(),
             settings: Arc::new(platform.settings.live.clone()),
@@ -146,6 +147,7 @@ pub(super) async fn compose(
         }));
     for part in [
         api::health::Doc::openapi(),
+        api::assets::Doc::openapi(),
         account::Doc::openapi(),
         live::Doc::openapi(),
         dead_letters::routes::Doc::openapi(),

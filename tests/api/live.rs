@@ -386,14 +386,37 @@ async fn events_cross_api_instances() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn shutdown_closes_sockets_with_a_close_frame_and_the_demo_page_is_served() {
+async fn shutdown_closes_sockets_with_a_close_frame_and_the_pages_load_the_client() {
     let env = TestEnv::new(Backend::Embedded, "ws_shutdown_close")
         .await
         .unwrap();
     let app = spawn_app(&env).await;
-    let page = app.client.get(app.url("/demo")).send().await.unwrap();
-    assert_eq!(page.status(), 200);
-    assert!(page.text().await.unwrap().contains("/v1/ws-tickets"));
+    // The pages load the TypeScript client's bundle and carry no live code of their own.
+    let script = r#"<script src="/assets/conveyor-client.js"></script>"#;
+    for path in ["/demo", "/ops"] {
+        let page = app.client.get(app.url(path)).send().await.unwrap();
+        assert_eq!(page.status(), 200);
+        let page = page.text().await.unwrap();
+        assert!(page.contains(script), "{path} loads the client");
+        for own in ["WebSocket(", "EventSource", "getReader", "/v1/ws-tickets", "TextDecoder"] {
+            assert!(!page.contains(own), "{path} has its own live code: {own}");
+        }
+    }
+    let js = app
+        .client
+        .get(app.url("/assets/conveyor-client.js"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(js.status(), 200);
+    assert_eq!(
+        js.headers()["content-type"],
+        "text/javascript; charset=utf-8"
+    );
+    let js = js.text().await.unwrap();
+    for part in ["var Conveyor=", "/v1/ws-tickets", "last-event-id", "after_seq"] {
+        assert!(js.contains(part), "the bundle has {part}");
+    }
     let (_, key) = app.user("ada", 1).await;
     let mut ws = connect(&app, &key).await;
     send(&mut ws, json!({ "op": "subscribe", "all": true })).await;

@@ -17,10 +17,10 @@ if [[ "${1:-}" == "--bin" ]]; then bin="$2"; shift 2; fi
 [[ -x "$bin" ]] || { echo "no conveyor binary at $bin (cargo build --bin conveyor first, or pass --bin)"; exit 2; }
 work="$(mktemp -d)"
 port="$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')"
-# Quick simulated steps so a task ends in seconds; limits out of the way of the tests.
+# Limits out of the way of the tests; `params.simulate` allowed (tests set step times).
 export CONVEYOR_CONFIG_DIR="$repo/config" CONVEYOR__SERVER__PORT="$port" CONVEYOR__LOG__LEVEL=warn \
   CONVEYOR__LIMITS__TICKETS_PER_MIN=100000 CONVEYOR__LIMITS__SUBMITS_PER_SEC=100000 \
-  CONVEYOR__LIMITS__SUBMIT_BURST=100000
+  CONVEYOR__LIMITS__SUBMIT_BURST=100000 CONVEYOR__AI__ALLOW_FAILURE_INJECTION=true
 (
   cd "$work"
   "$bin" users create --name client --credits 1000000 | awk '/API key/ {print $NF}' > user.key

@@ -2,6 +2,26 @@
 // `npm run generate` (under scripts/with-server.sh) rewrites it; CI fails when it drifts.
 
 export interface paths {
+    "/assets/conveyor-client.js": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The client bundle the pages load. Revalidated after five minutes: a new server version
+         *     brings a new bundle, and its pages must not run an old one for long.
+         */
+        get: operations["client_js"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/demo": {
         parameters: {
             query?: never;
@@ -1956,7 +1976,7 @@ export interface components {
                 kind: components["schemas"]["TaskKind"];
                 line?: components["schemas"]["PlaceView"] | null;
                 /** @description The client's metadata, as submitted. */
-                metadata?: Record<string, never> | null;
+                metadata?: Record<string, unknown> | null;
                 /** @description The plan it was submitted under: its weight in a contended lane. */
                 plan: string;
                 /** Format: int32 */
@@ -2400,8 +2420,9 @@ export interface components {
             /** @description JSON: the snapshot's view, or the event's fields. */
             data: string;
             /**
-             * @description `snapshot` (the thing as it stands), `progress` (one stored event) or `line` (a
-             *     waiting task's place in line, computed: no `id`).
+             * @description `snapshot` (the thing as it stands), `progress` (one stored event), `line` (a
+             *     waiting task's place in line, computed: no `id`) or `end` (the last: the thing is
+             *     final, do not reconnect).
              */
             event: string;
             /** @description The event's sequence number (resume with `Last-Event-ID`). */
@@ -2428,7 +2449,7 @@ export interface components {
              * @description A JSON object of at most `ai.max_params_bytes` bytes (16 KiB by default), passed
              *     to the provider.
              */
-            params?: Record<string, never> | null;
+            params?: Record<string, unknown> | null;
             /** @description Not blank; at most `ai.max_prompt_chars` characters (4000 by default). */
             prompt: string;
         };
@@ -2465,7 +2486,7 @@ export interface components {
             kind: components["schemas"]["TaskKind"];
             line?: components["schemas"]["PlaceView"] | null;
             /** @description The client's metadata, as submitted. */
-            metadata?: Record<string, never> | null;
+            metadata?: Record<string, unknown> | null;
             /** @description The plan it was submitted under: its weight in a contended lane. */
             plan: string;
             /** Format: int32 */
@@ -2641,6 +2662,26 @@ export interface components {
 }
 export type $defs = Record<string, never>;
 export interface operations {
+    client_js: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description `@conveyor/client` as one script (`window.Conveyor`), for the pages conveyor serves */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/javascript": string;
+                };
+            };
+        };
+    };
     demo: {
         parameters: {
             query?: never;
@@ -2676,7 +2717,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": Record<string, never>;
+                    "application/json": Record<string, unknown>;
                 };
             };
         };
@@ -2745,7 +2786,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": Record<string, never>;
+                    "application/json": Record<string, unknown>;
                 };
             };
             /** @description Not ready; `checks` names the failed dependency */
@@ -2754,7 +2795,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": Record<string, never>;
+                    "application/json": Record<string, unknown>;
                 };
             };
         };
@@ -5520,7 +5561,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Server-Sent Events: `snapshot`, then `progress` events (`id:` is the sequence number); ends after a terminal event */
+            /** @description Server-Sent Events: `snapshot`, then `progress` events (`id:` is the sequence number); after a terminal event an `end` event, and the stream ends */
             200: {
                 headers: {
                     [name: string]: unknown;
@@ -6880,7 +6921,7 @@ export interface operations {
         /** @description `{"id":…,"type":"payment.succeeded"|"payment.refunded","data":{"out_trade_no","amount","currency","refund_id"}}` (a refund's amount is what it gives back; `refund_id` is required for a refund) */
         requestBody: {
             content: {
-                "application/json": Record<string, never>;
+                "application/json": Record<string, unknown>;
             };
         };
         responses: {
@@ -6890,7 +6931,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": Record<string, never>;
+                    "application/json": Record<string, unknown>;
                 };
             };
             /** @description Malformed, or amount/currency not the payment's */
@@ -6950,7 +6991,7 @@ export interface operations {
         /** @description WeChat Pay's notification JSON */
         requestBody: {
             content: {
-                "application/json": Record<string, never>;
+                "application/json": Record<string, unknown>;
             };
         };
         responses: {
@@ -6960,7 +7001,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": Record<string, never>;
+                    "application/json": Record<string, unknown>;
                 };
             };
             /** @description `{"code":"FAIL"}`: bad or expired signature, unknown serial, undecryptable resource, another merchant, amount mismatch (WeChat retries) */
@@ -6969,7 +7010,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": Record<string, never>;
+                    "application/json": Record<string, unknown>;
                 };
             };
             /** @description WeChat Pay is not configured (`payments.wechat`) */

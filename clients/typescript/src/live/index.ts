@@ -1,12 +1,15 @@
 import type { Backoff } from "../backoff.js";
 import type { components } from "../generated/api.js";
 import type { LiveEnv } from "./env.js";
+import { type FollowOptions, followEvents } from "./follow.js";
 import { SocketFeed } from "./socket.js";
 import { StreamFeed } from "./stream.js";
 import { Subscription } from "./subscription.js";
 
 export type { LiveUpdate, EventUpdate, SnapshotUpdate } from "./frames.js";
 export { Subscription, type SubscriptionEvents } from "./subscription.js";
+export type { FollowOptions } from "./follow.js";
+export type { SseMessage } from "./sse.js";
 
 export interface LiveOptions {
   /**
@@ -65,9 +68,22 @@ export class Live {
     return sub;
   }
 
+  /**
+   * Follows any Server-Sent Events endpoint of the API (e.g. `/v1/admin/ops/stream`) with
+   * the client's key, reopening it after every break, until it sends `end`, refuses, or
+   * `options.signal` stops it.
+   */
+  events(path: string, options: FollowOptions): Promise<"end" | "refused" | "stopped"> {
+    return followEvents(this.env.fetch, this.env.httpBase + path, {
+      ...(this.env.backoff ? { backoff: this.env.backoff } : {}),
+      ...options,
+    });
+  }
+
   /** Drops the shared socket as a network failure would (to test or measure a resume). */
   dropConnection(): void {
     this.socket?.drop();
+    this.sse.drop();
   }
 
   /** Ends every subscription and closes the socket. */

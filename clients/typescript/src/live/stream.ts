@@ -1,8 +1,6 @@
-import { delayFor, sleep } from "../backoff.js";
-import { ConveyorError } from "../errors.js";
 import type { EventUpdate } from "./frames.js";
 import type { LiveEnv } from "./env.js";
-import { readSse } from "./sse.js";
+import { followEvents } from "./follow.js";
 import type { Feed, Subscription } from "./subscription.js";
 
 /**
@@ -12,6 +10,8 @@ import type { Feed, Subscription } from "./subscription.js";
  */
 export class StreamFeed implements Feed {
   private running = new Map<Subscription<unknown>, AbortController>();
+  /** Each running stream's current request (a drop aborts it, not the subscription). */
+  readonly requests = new Set<AbortController>();
 
   constructor(private env: LiveEnv) {}
 
@@ -27,6 +27,11 @@ export class StreamFeed implements Feed {
     this.running.delete(sub);
   }
 
+  /** Breaks every open stream as a network failure would (they resume). */
+  drop(): void {
+    for (const r of this.requests) r.abort();
+  }
+
   close(): void {
     for (const [sub, abort] of this.running) {
       abort.abort();
@@ -37,39 +42,30 @@ export class StreamFeed implements Feed {
 
   private async run(sub: Subscription<unknown>, signal: AbortSignal): Promise<void> {
     const url = `${this.env.httpBase}/v1/streams/${encodeURIComponent(sub.stream)}/${encodeURIComponent(sub.id)}/events`;
-    let attempt = 0;
-    let resumed = false;
-    while (sub.open && !signal.aborted) {
-      try {
-        const headers: Record<string, string> = { accept: "text/event-stream" };
-        if (sub.lastSeq !== undefined) headers["last-event-id"] = String(sub.lastSeq);
-        const res = await this.env.fetch(new Request(url, { headers, signal, cache: "no-store" }));
-        if (!res.ok || !res.body) {
-          const error = await ConveyorError.from(res);
-          if (res.status < 500 && res.status !== 429) return sub.fail(error);
-          throw error;
-        }
-        if (resumed) sub.notify("resumed", { afterSeq: sub.lastSeq, transport: "sse" });
-        let ended = false;
-        await readSse(res.body, (m) => {
-          attempt = 0;
+    const how = await followEvents(
+      this.env.fetch,
+      url,
+      {
+        signal,
+        ...(this.env.backoff ? { backoff: this.env.backoff } : {}),
+        headers: (): Record<string, string> =>
+          sub.lastSeq === undefined ? {} : { "last-event-id": String(sub.lastSeq) },
+        onOpen: (resumed) => {
+          if (resumed) sub.notify("resumed", { afterSeq: sub.lastSeq, transport: "sse" });
+        },
+        onDrop: ({ attempt, delayMs }) => sub.notify("reconnecting", { attempt, delayMs, transport: "sse" }),
+        onRefused: (error) => sub.fail(error),
+        onMessage: (m) => {
           const data = JSON.parse(m.data) as Record<string, unknown>;
           if (m.event === "snapshot") {
             sub.takeSnapshot({ type: "snapshot", stream: sub.stream, id: sub.id, seq: Number(m.id), view: data });
           } else if (m.event === "progress" || m.event === "line") {
             sub.takeEvent({ ...data, type: "event", stream: sub.stream, id: sub.id } as EventUpdate);
-          } else if (m.event === "end") {
-            ended = true;
           }
-        });
-        if (ended) return sub.end("terminal");
-      } catch {
-        if (signal.aborted) return;
-      }
-      resumed = true;
-      const delayMs = delayFor(attempt++, this.env.backoff);
-      sub.notify("reconnecting", { attempt, delayMs, transport: "sse" });
-      await sleep(delayMs, signal).catch(() => {});
-    }
+        },
+      },
+      this.requests,
+    );
+    if (how === "end") sub.end("terminal");
   }
 }
