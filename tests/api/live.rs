@@ -398,7 +398,13 @@ async fn shutdown_closes_sockets_with_a_close_frame_and_the_pages_load_the_clien
         assert_eq!(page.status(), 200);
         let page = page.text().await.unwrap();
         assert!(page.contains(script), "{path} loads the client");
-        for own in ["WebSocket(", "EventSource", "getReader", "/v1/ws-tickets", "TextDecoder"] {
+        for own in [
+            "WebSocket(",
+            "EventSource",
+            "getReader",
+            "/v1/ws-tickets",
+            "TextDecoder",
+        ] {
             assert!(!page.contains(own), "{path} has its own live code: {own}");
         }
     }
@@ -414,7 +420,12 @@ async fn shutdown_closes_sockets_with_a_close_frame_and_the_pages_load_the_clien
         "text/javascript; charset=utf-8"
     );
     let js = js.text().await.unwrap();
-    for part in ["var Conveyor=", "/v1/ws-tickets", "last-event-id", "after_seq"] {
+    for part in [
+        "var Conveyor=",
+        "/v1/ws-tickets",
+        "last-event-id",
+        "after_seq",
+    ] {
         assert!(js.contains(part), "the bundle has {part}");
     }
     let (_, key) = app.user("ada", 1).await;

@@ -1,114 +1,17 @@
-//! The ops console in a real browser: headless Chromium driven over WebDriver
-//! (Debian's `chromium` and `chromium-driver`; `.ci/run` installs them). Signs in, sees
-//! ai.short's depth rise under a burst and fall as consumers drain it, opens a dead
-//! letter, replays it by clicking and sees the waiting count go to zero. Screenshots go
-//! to `<target tmp>/ops-console/`; the browser's console must stay free of errors.
-//! Skipped (with a line saying so) when Chromium is missing, unless
-//! CONVEYOR_REQUIRE_SERVICES=1.
+//! The ops console: signs in, sees ai.short's depth rise under a burst and fall as
+//! consumers drain it, opens a dead letter, replays it by clicking and sees the waiting
+//! count go to zero; the browser's console stays free of errors.
 
-use std::path::PathBuf;
-use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-use fantoccini::{Client, ClientBuilder, Locator};
+use fantoccini::Locator;
 use serde_json::{Value, json};
 
+use super::{browser, console_errors, driver, shot, shots, text, wait_text};
 use crate::helpers::tasks;
-use crate::helpers::{Backend, TestEnv, done, spawn_app, wait_until};
+use crate::helpers::{Backend, TestEnv, done, spawn_app};
 
-const CHROMIUM: &str = "/usr/bin/chromium";
-const CHROMEDRIVER: &str = "/usr/bin/chromedriver";
-
-/// A chromedriver on a free port, killed on drop.
-struct Driver {
-    child: tokio::process::Child,
-    port: u16,
-}
-
-impl Drop for Driver {
-    fn drop(&mut self) {
-        let _ = self.child.start_kill();
-    }
-}
-
-async fn driver() -> Driver {
-    let port = {
-        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        l.local_addr().unwrap().port()
-    };
-    let child = tokio::process::Command::new(CHROMEDRIVER)
-        .arg(format!("--port={port}"))
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .kill_on_drop(true)
-        .spawn()
-        .expect("chromedriver starts");
-    wait_until(
-        Duration::from_secs(10),
-        "chromedriver to listen",
-        || async move {
-            tokio::net::TcpStream::connect(("127.0.0.1", port))
-                .await
-                .is_ok()
-        },
-    )
-    .await;
-    Driver { child, port }
-}
-
-async fn browser(d: &Driver) -> Client {
-    let caps = json!({
-        "goog:chromeOptions": {
-            "binary": CHROMIUM,
-            "args": ["--headless=new", "--no-sandbox", "--disable-dev-shm-usage",
-                     "--disable-gpu", "--window-size=1366,768"],
-        },
-        "goog:loggingPrefs": { "browser": "ALL" },
-    });
-    let serde_json::Value::Object(caps) = caps else {
-        unreachable!()
-    };
-    ClientBuilder::new(hyper_util::client::legacy::connect::HttpConnector::new())
-        .capabilities(caps)
-        .connect(&format!("http://127.0.0.1:{}", d.port))
-        .await
-        .expect("a browser session")
-}
-
-fn shots() -> PathBuf {
-    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("ops-console");
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
-
-async fn shot(c: &Client, name: &str) {
-    let png = c.screenshot().await.unwrap();
-    std::fs::write(shots().join(name), png).unwrap();
-}
-
-/// The text of the first element matching `css`, or "" while there is none.
-async fn text(c: &Client, css: &str) -> String {
-    match c.find(Locator::Css(css)).await {
-        Ok(e) => e.text().await.unwrap_or_default(),
-        Err(_) => String::new(),
-    }
-}
-
-/// Polls until `css`'s text satisfies `ok`; returns it.
-async fn wait_text(c: &Client, css: &str, what: &str, ok: impl Fn(&str) -> bool) -> String {
-    let start = Instant::now();
-    loop {
-        let t = text(c, css).await;
-        if ok(&t) {
-            return t;
-        }
-        assert!(
-            start.elapsed() < Duration::from_secs(30),
-            "timed out waiting for {what} ({css} shows {t:?})"
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-}
+const DIR: &str = "ops-console";
 
 /// A copywriting task that fails for good (its dead letter is what the page operates).
 fn failing(prompt: &str) -> Value {
@@ -119,39 +22,9 @@ fn number(t: &str) -> Option<u64> {
     t.trim().parse().ok()
 }
 
-/// The browser's console entries at SEVERE level (chromedriver's log endpoint).
-async fn console_errors(c: &Client, d: &Driver) -> Vec<Value> {
-    let session = c.session_id().await.unwrap().expect("a session");
-    let logs: Value = reqwest::Client::new()
-        .post(format!(
-            "http://127.0.0.1:{}/session/{session}/se/log",
-            d.port
-        ))
-        .json(&json!({ "type": "browser" }))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
-    logs["value"]
-        .as_array()
-        .cloned()
-        .unwrap_or_default()
-        .into_iter()
-        .filter(|e| e["level"] == "SEVERE")
-        .collect()
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_console_shows_a_burst_draining_and_replays_a_dead_letter_by_click() {
-    let required = std::env::var("CONVEYOR_REQUIRE_SERVICES").is_ok_and(|v| v == "1");
-    if !(std::path::Path::new(CHROMIUM).exists() && std::path::Path::new(CHROMEDRIVER).exists()) {
-        assert!(
-            !required,
-            "chromium and chromium-driver are required (apt-get install chromium chromium-driver)"
-        );
-        eprintln!("skipped: no {CHROMIUM} / {CHROMEDRIVER}");
+    if !super::chromium_here() {
         return;
     }
     // RabbitMQ: the API runs no consumer, so a burst waits until the test starts them.
@@ -184,7 +57,7 @@ async fn the_console_shows_a_burst_draining_and_replays_a_dead_letter_by_click()
         number(t).is_some()
     })
     .await;
-    shot(&c, "1-signed-in.png").await;
+    shot(&c, DIR, "1-signed-in.png").await;
 
     // A burst, and a task that fails for good (its dead letter is replayed below).
     let ids = tasks::copywriting_burst(&app, &user, 40, "burst").await;
@@ -193,7 +66,7 @@ async fn the_console_shows_a_burst_draining_and_replays_a_dead_letter_by_click()
         number(t).is_some_and(|n| n >= 20)
     })
     .await;
-    shot(&c, "2-burst-waiting.png").await;
+    shot(&c, DIR, "2-burst-waiting.png").await;
 
     // Consumers drain it.
     app.start_consumers();
@@ -209,7 +82,7 @@ async fn the_console_shows_a_burst_draining_and_replays_a_dead_letter_by_click()
         number(t) == Some(1)
     })
     .await;
-    shot(&c, "3-drained.png").await;
+    shot(&c, DIR, "3-drained.png").await;
 
     // Open the dead letter and replay it by clicking.
     c.find(Locator::Css("#dl-apply"))
@@ -229,7 +102,7 @@ async fn the_console_shows_a_burst_draining_and_replays_a_dead_letter_by_click()
         t.contains(&doomed)
     })
     .await;
-    shot(&c, "4-dead-letter.png").await;
+    shot(&c, DIR, "4-dead-letter.png").await;
     c.find(Locator::Css("#dl-replay"))
         .await
         .unwrap()
@@ -240,7 +113,7 @@ async fn the_console_shows_a_burst_draining_and_replays_a_dead_letter_by_click()
         number(t) == Some(0)
     })
     .await;
-    shot(&c, "5-replayed.png").await;
+    shot(&c, DIR, "5-replayed.png").await;
 
     // Another one, replayed by filter: counted first (a confirm), then sent at the pace.
     let again = tasks::submit_id(&app, &user, failing("doomed again")).await;
@@ -302,7 +175,7 @@ async fn the_console_shows_a_burst_draining_and_replays_a_dead_letter_by_click()
         |t| number(t) == Some(32),
     )
     .await;
-    shot(&c, "6-concurrency.png").await;
+    shot(&c, DIR, "6-concurrency.png").await;
 
     // Find a task by its metadata and retry it by clicking.
     let mut lost = failing("lost");
@@ -349,13 +222,13 @@ async fn the_console_shows_a_burst_draining_and_replays_a_dead_letter_by_click()
         t.matches("wave").count() == 2
     })
     .await;
-    shot(&c, "7-tasks-retried.png").await;
+    shot(&c, DIR, "7-tasks-retried.png").await;
 
     let errors = console_errors(&c, &d).await;
     assert!(errors.is_empty(), "console errors: {errors:?}");
     eprintln!(
         "ops console: burst peaked at {risen} ready; screenshots in {}",
-        shots().display()
+        shots(DIR).display()
     );
     c.close().await.unwrap();
     done(env, app).await;

@@ -1,0 +1,151 @@
+//! The pages conveyor serves, in a real browser: headless Chromium driven over WebDriver
+//! (Debian's `chromium` and `chromium-driver`; `.ci/run` installs them). `ops_console`
+//! operates queues and dead letters from /ops; `demo` watches a task on /demo (built on
+//! the TypeScript client) through two dropped connections. Screenshots go to
+//! `<target tmp>/<test>/`. Skipped (with a line saying so) when Chromium is missing,
+//! unless CONVEYOR_REQUIRE_SERVICES=1.
+
+mod demo;
+mod ops_console;
+
+use std::path::PathBuf;
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use fantoccini::{Client, ClientBuilder, Locator};
+use serde_json::{Value, json};
+
+use crate::helpers::wait_until;
+
+pub const CHROMIUM: &str = "/usr/bin/chromium";
+pub const CHROMEDRIVER: &str = "/usr/bin/chromedriver";
+
+/// Whether Chromium and its driver are here; a missing one fails the test under
+/// CONVEYOR_REQUIRE_SERVICES=1 and skips it (saying so) otherwise.
+pub fn chromium_here() -> bool {
+    let required = std::env::var("CONVEYOR_REQUIRE_SERVICES").is_ok_and(|v| v == "1");
+    if std::path::Path::new(CHROMIUM).exists() && std::path::Path::new(CHROMEDRIVER).exists() {
+        return true;
+    }
+    assert!(
+        !required,
+        "chromium and chromium-driver are required (apt-get install chromium chromium-driver)"
+    );
+    eprintln!("skipped: no {CHROMIUM} / {CHROMEDRIVER}");
+    false
+}
+
+/// A chromedriver on a free port, killed on drop.
+pub struct Driver {
+    child: tokio::process::Child,
+    pub port: u16,
+}
+
+impl Drop for Driver {
+    fn drop(&mut self) {
+        let _ = self.child.start_kill();
+    }
+}
+
+pub async fn driver() -> Driver {
+    let port = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap().port()
+    };
+    let child = tokio::process::Command::new(CHROMEDRIVER)
+        .arg(format!("--port={port}"))
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("chromedriver starts");
+    wait_until(
+        Duration::from_secs(10),
+        "chromedriver to listen",
+        || async move {
+            tokio::net::TcpStream::connect(("127.0.0.1", port))
+                .await
+                .is_ok()
+        },
+    )
+    .await;
+    Driver { child, port }
+}
+
+pub async fn browser(d: &Driver) -> Client {
+    let caps = json!({
+        "goog:chromeOptions": {
+            "binary": CHROMIUM,
+            "args": ["--headless=new", "--no-sandbox", "--disable-dev-shm-usage",
+                     "--disable-gpu", "--window-size=1366,768"],
+        },
+        "goog:loggingPrefs": { "browser": "ALL" },
+    });
+    let serde_json::Value::Object(caps) = caps else {
+        unreachable!()
+    };
+    ClientBuilder::new(hyper_util::client::legacy::connect::HttpConnector::new())
+        .capabilities(caps)
+        .connect(&format!("http://127.0.0.1:{}", d.port))
+        .await
+        .expect("a browser session")
+}
+
+pub fn shots(dir: &str) -> PathBuf {
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+pub async fn shot(c: &Client, dir: &str, name: &str) {
+    let png = c.screenshot().await.unwrap();
+    std::fs::write(shots(dir).join(name), png).unwrap();
+}
+
+/// The text of the first element matching `css`, or "" while there is none.
+pub async fn text(c: &Client, css: &str) -> String {
+    match c.find(Locator::Css(css)).await {
+        Ok(e) => e.text().await.unwrap_or_default(),
+        Err(_) => String::new(),
+    }
+}
+
+/// Polls until `css`'s text satisfies `ok`; returns it.
+pub async fn wait_text(c: &Client, css: &str, what: &str, ok: impl Fn(&str) -> bool) -> String {
+    let start = Instant::now();
+    loop {
+        let t = text(c, css).await;
+        if ok(&t) {
+            return t;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(30),
+            "timed out waiting for {what} ({css} shows {t:?})"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// The browser's console entries at SEVERE level (chromedriver's log endpoint).
+pub async fn console_errors(c: &Client, d: &Driver) -> Vec<Value> {
+    let session = c.session_id().await.unwrap().expect("a session");
+    let logs: Value = reqwest::Client::new()
+        .post(format!(
+            "http://127.0.0.1:{}/session/{session}/se/log",
+            d.port
+        ))
+        .json(&json!({ "type": "browser" }))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    logs["value"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|e| e["level"] == "SEVERE")
+        .collect()
+}
