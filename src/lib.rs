@@ -55,7 +55,8 @@
 //! - [`idempotency`]: idempotent POSTs: the `Idempotency-Key` header, the answer stored
 //!   with the effect in one transaction, replayed (or 422) on a repeat.
 //! - [`api`]: the HTTP kit: core state, layers, extractors, pagination, health
-//!   endpoints, the base of the OpenAPI document. Knows no route module above it.
+//!   endpoints, the base of the OpenAPI document, the TypeScript client's bundle the
+//!   pages load (`/assets/conveyor-client.js`). Knows no route module above it.
 //! - [`account`]: the caller's own account (`GET /v1/me`, `GET /v1/me/ledger`).
 //! - [`live`]: live streams of any kind (a domain's [`live::Source`]) fanned out to
 //!   WebSocket and SSE subscribers, WebSocket tickets.

@@ -2,7 +2,7 @@
 //! ([`Core`]), the layers around the whole router (request ids, tracing, body limit,
 //! timeout, panic → JSON 500), extractors whose rejections are JSON 4xx answers (body,
 //! query, API key, admin), security headers, pagination, idempotent POSTs, the health
-//! routes and the base
+//! routes, the client bundle the pages load ([`assets`]) and the base
 //! of the OpenAPI document, and the server loop ([`server`]: header-read and idle
 //! timeouts, a connection cap). `app` composes the routers of every module into one.
 

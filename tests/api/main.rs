@@ -34,4 +34,5 @@ mod search;
 mod search_sync;
 mod server;
 mod traces;
+mod typescript_client;
 mod webhooks;

@@ -28,7 +28,7 @@ if (process.argv.includes("--check")) {
     console.error("run: bash scripts/with-server.sh -- npm run generate");
     process.exit(1);
   }
-  console.log(`src/generated/api.ts matches the server's document (${b.length} lines)`);
+  console.log(`src/generated/api.ts matches the server's document (${body.split("\n").length} lines)`);
 } else {
   await writeFile(target, body);
   console.log(`wrote src/generated/api.ts (${body.split("\n").length} lines)`);

@@ -40,7 +40,10 @@ describe.each(["websocket", "sse"] as const)("a task watched over %s", (transpor
     const updates: LiveUpdate[] = [];
     let drops = 0;
     let droppedAt = 0;
-    sub.on("resumed", () => resumes.push(Date.now()));
+    sub.on("resumed", () => {
+      resumes.push(Date.now());
+      console.log(`${transport}: ${Date.now() - droppedAt} ms from a forced disconnect to the resumed subscription`);
+    });
     let seen = 0;
     sub.on("event", (e) => {
       if (e.transient) return;
