@@ -2,8 +2,9 @@
 //! dependencies from the lockfile, strict type-check, build, unit tests, the pages'
 //! bundle current, the generated types equal to what this server's /openapi.json
 //! generates, and its integration tests against this build's `conveyor serve`
-//! (`scripts/ci.sh`). Needs Node ≥ 20 and npm's registry; skipped (saying so) without
-//! them, unless CONVEYOR_REQUIRE_SERVICES=1.
+//! (`scripts/ci.sh`), uploads also on the S3 server. Needs Node ≥ 20, npm's registry and
+//! the S3 server (tools/seaweedfs); skipped (saying so) without them, unless
+//! CONVEYOR_REQUIRE_SERVICES=1.
 
 use std::path::Path;
 use std::time::Duration;
@@ -20,9 +21,14 @@ async fn the_typescript_client_builds_matches_the_api_and_passes_its_tests() {
         eprintln!("skipped: no node");
         return;
     }
+    // Presigned uploads straight to a bucket need the S3 server (tools/seaweedfs).
+    let Some(s3) = crate::helpers::s3("typescript_client").await else {
+        return;
+    };
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("clients/typescript");
     let run = tokio::process::Command::new("bash")
         .arg("scripts/ci.sh")
+        .env("CONVEYOR_TEST_S3_URL", s3)
         .arg(env!("CARGO_BIN_EXE_conveyor"))
         .current_dir(&dir)
         .env("NO_COLOR", "1")

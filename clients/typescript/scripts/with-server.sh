@@ -5,14 +5,23 @@
 #   CONVEYOR_KEY        a user's API key (credits to spend)
 #   CONVEYOR_ADMIN_KEY  an admin's API key
 #
-#   bash scripts/with-server.sh [--bin path/to/conveyor] -- npm run test:integration
+#   bash scripts/with-server.sh [--bin path/to/conveyor] [--s3 http://127.0.0.1:8333] -- npm run test:integration
 #
 # The binary defaults to the debug build ($CARGO_TARGET_DIR or the repository's target/).
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 repo="$(cd "$here/../../.." && pwd)"
 bin="${CARGO_TARGET_DIR:-$repo/target}/debug/conveyor"
-if [[ "${1:-}" == "--bin" ]]; then bin="$2"; shift 2; fi
+s3=""
+while [[ $# -gt 0 && "$1" != "--" ]]; do
+  case "$1" in
+    --bin) bin="$2"; shift 2 ;;
+    # Files in an S3-compatible store (tools/seaweedfs: its test bucket and keys), under a
+    # prefix of this run's, instead of the local folder: presigned uploads work there.
+    --s3) s3="$2"; shift 2 ;;
+    *) echo "usage: $0 [--bin conveyor] [--s3 http://host:port] -- command…"; exit 2 ;;
+  esac
+done
 [[ "${1:-}" == "--" ]] && shift
 [[ -x "$bin" ]] || { echo "no conveyor binary at $bin (cargo build --bin conveyor first, or pass --bin)"; exit 2; }
 work="$(mktemp -d)"
@@ -21,6 +30,13 @@ port="$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); p
 export CONVEYOR_CONFIG_DIR="$repo/config" CONVEYOR__SERVER__PORT="$port" CONVEYOR__LOG__LEVEL=warn \
   CONVEYOR__LIMITS__TICKETS_PER_MIN=100000 CONVEYOR__LIMITS__SUBMITS_PER_SEC=100000 \
   CONVEYOR__LIMITS__SUBMIT_BURST=100000 CONVEYOR__AI__ALLOW_FAILURE_INJECTION=true
+if [[ -n "$s3" ]]; then
+  export CONVEYOR__STORAGE__BACKEND=s3 CONVEYOR__STORAGE__ENDPOINT="$s3" \
+    CONVEYOR__STORAGE__BUCKET=conveyor-test CONVEYOR__STORAGE__ACCESS_KEY_ID=conveyor-test \
+    CONVEYOR__STORAGE__SECRET_ACCESS_KEY=conveyor-test-secret-key-0123456789 \
+    CONVEYOR__STORAGE__PATH_STYLE=true CONVEYOR__STORAGE__ALLOW_HTTP=true \
+    CONVEYOR__STORAGE__PREFIX="ts-client-$$-$RANDOM"
+fi
 (
   cd "$work"
   "$bin" users create --name client --credits 1000000 | awk '/API key/ {print $NF}' > user.key

@@ -29,7 +29,7 @@ export interface UploadEnv {
 /**
  * Uploads a file and answers its `READY` view. Direct uploads reserve the size
  * (`POST /v1/uploads/presign`), PUT the bytes to the bucket, then `complete`; an aborted or
- * failed one is deleted so its reservation returns to the quota.
+ * failed one is deleted.
  */
 export async function upload(env: UploadEnv, file: Blob, o: UploadOptions): Promise<UploadView> {
   const via = o.via ?? "auto";
@@ -39,17 +39,21 @@ export async function upload(env: UploadEnv, file: Blob, o: UploadOptions): Prom
         purpose: o.purpose,
         content_type: file.type || "application/octet-stream",
         size: file.size,
-      }, o.signal),
+      }),
     );
     if (res.ok) {
+      // Not abortable until the answer is read: an upload reserved but never known to the
+      // client could not be deleted. An abort meanwhile is honoured just after.
       const presigned = (await res.json()) as components["schemas"]["Presigned"];
       try {
-        await send(presigned.method, presigned.upload_url, file, {}, o);
+        o.signal?.throwIfAborted();
+        await send(presigned.method, presigned.upload_url, file, file.size, {}, o);
         const done = await env.fetch(json(`${env.base}/v1/uploads/${presigned.upload.id}/complete`, "POST", undefined, o.signal));
         if (!done.ok) throw await ConveyorError.from(done);
         return (await done.json()) as UploadView;
       } catch (e) {
-        // Give the reserved size back now rather than when the server collects it.
+        // Delete the pending upload now rather than leave it for the server's collector
+        // (its reservation returns after `storage.delete_grace_secs`, as for any delete).
         await env.fetch(new Request(`${env.base}/v1/uploads/${presigned.upload.id}`, { method: "DELETE" })).catch(() => {});
         throw e;
       }
@@ -61,7 +65,7 @@ export async function upload(env: UploadEnv, file: Blob, o: UploadOptions): Prom
   form.append("purpose", o.purpose);
   form.append("file", file, o.filename ?? "upload");
   const url = `${env.base}/v1/uploads?purpose=${encodeURIComponent(o.purpose)}`;
-  const res = await send("POST", url, form, env.auth, o, env.fetch);
+  const res = await send("POST", url, form, file.size, env.auth, o, env.fetch);
   return (await res.json()) as UploadView;
 }
 
@@ -75,24 +79,26 @@ function json(url: string, method: string, body: unknown, signal?: AbortSignal):
 }
 
 /**
- * Sends a body with progress: XMLHttpRequest where there is one (a browser: the only API
- * with upload progress), fetch elsewhere (progress at the start and the end).
+ * Sends a body with progress in the file's bytes (`total`): XMLHttpRequest where there is
+ * one (a browser: the only API with upload progress), fetch elsewhere (progress at the
+ * start and the end).
  */
 async function send(
   method: string,
   url: string,
   body: Blob | FormData,
+  total: number,
   headers: Record<string, string>,
   o: UploadOptions,
   viaFetch?: (r: Request) => Promise<Response>,
 ): Promise<Response> {
-  const total = body instanceof Blob ? body.size : sizeOf(body);
   if (typeof XMLHttpRequest !== "undefined") {
     return new Promise((resolve, reject) => {
       const xhr = new XMLHttpRequest();
       xhr.open(method, url);
       for (const [k, v] of Object.entries(headers)) xhr.setRequestHeader(k, v);
-      xhr.upload.onprogress = (e) => o.onProgress?.(e.loaded, e.lengthComputable ? e.total : total);
+      // A form's bytes include its fields and boundaries: counted as the file's, capped.
+      xhr.upload.onprogress = (e) => o.onProgress?.(Math.min(e.loaded, total), total);
       xhr.onload = () => {
         const res = new Response(xhr.responseText, {
           status: xhr.status,
@@ -113,10 +119,4 @@ async function send(
   if (!res.ok) throw await ConveyorError.from(res);
   o.onProgress?.(total, total);
   return res;
-}
-
-function sizeOf(form: FormData): number {
-  let n = 0;
-  for (const [, v] of form) n += typeof v === "string" ? v.length : v.size;
-  return n;
 }

@@ -112,27 +112,3 @@ describe("REST", () => {
     expect(me.data?.credits).toBeGreaterThan(0);
   });
 });
-
-describe("uploads", () => {
-  it("go through the API where the store has no presigned URLs, with progress", async () => {
-    const c = client();
-    // A tiny PNG: the server reads the type from the bytes.
-    const png = Uint8Array.from(
-      atob("iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg=="),
-      (ch) => ch.charCodeAt(0),
-    );
-    const progress: number[] = [];
-    const up = await c.uploads.upload(new Blob([png], { type: "image/png" }), {
-      purpose: "image",
-      filename: "dot.png",
-      onProgress: (sent) => progress.push(sent),
-    });
-    expect(up).toMatchObject({ status: "READY", content_type: "image/png", size: png.length });
-    expect(progress.at(-1)).toBeGreaterThan(0);
-    const aborted = new AbortController();
-    aborted.abort();
-    await expect(
-      c.uploads.upload(new Blob([png], { type: "image/png" }), { purpose: "image", signal: aborted.signal }),
-    ).rejects.toThrow();
-  });
-});
