@@ -26,6 +26,9 @@ export interface HttpOptions {
 /** POSTs the server deduplicates by `Idempotency-Key`: one key per logical call. */
 const IDEMPOTENT_POSTS = [/^\/v1\/tasks$/, /^\/v1\/flash-sales\/[^/]+\/orders$/];
 
+/** POSTs that are safe to repeat as they are (a second `complete` answers the first's upload). */
+const REPEATABLE_POSTS = [/^\/v1\/uploads\/[^/]+\/complete$/];
+
 /** A new Idempotency-Key: keep it with what it submits and send it again on a retry. */
 export function idempotencyKey(): string {
   return globalThis.crypto.randomUUID();
@@ -66,9 +69,9 @@ export function conveyorFetch(options: HttpOptions): (input: Request) => Promise
       request.headers.set("idempotency-key", idempotencyKey());
     }
     const repeatable =
-      request.method !== "POST" && request.method !== "PATCH"
-        ? true
-        : request.headers.has("idempotency-key");
+      (request.method !== "POST" && request.method !== "PATCH") ||
+      request.headers.has("idempotency-key") ||
+      REPEATABLE_POSTS.some((p) => p.test(path));
     for (let attempt = 0; ; attempt++) {
       // Each attempt sends a copy: a body can be read once.
       const copy = attempt < retries ? request.clone() : request;

@@ -64,6 +64,7 @@ export function unwrap<T>(result: { data?: T; error?: unknown; response: Respons
 export function createConveyor(options: ConveyorOptions = {}): ConveyorClient {
   const base = baseUrlOf(options);
   const fetch = conveyorFetch(options);
+  const once = conveyorFetch({ ...options, retries: 0 });
   const api = createClient<paths>({ baseUrl: base, fetch });
   const liveOptions = options.live ?? {};
   const ticket =
@@ -107,7 +108,7 @@ export function createConveyor(options: ConveyorOptions = {}): ConveyorClient {
     },
     live,
     uploads: {
-      upload: (file, o) => upload({ base, fetch, auth: { ...options.headers, ...auth } }, file, o),
+      upload: (file, o) => upload({ base, fetch, once, auth: { ...options.headers, ...auth } }, file, o),
     },
     close: () => live.close(),
   };

@@ -22,6 +22,8 @@ export interface UploadOptions {
 export interface UploadEnv {
   base: string;
   fetch: (r: Request) => Promise<Response>;
+  /** The same without retries, for the file's bytes: a retry would keep a copy of them. */
+  once: (r: Request) => Promise<Response>;
   /** Headers of an authenticated request (the key), for the XHR path. */
   auth: Record<string, string>;
 }
@@ -65,7 +67,7 @@ export async function upload(env: UploadEnv, file: Blob, o: UploadOptions): Prom
   form.append("purpose", o.purpose);
   form.append("file", file, o.filename ?? "upload");
   const url = `${env.base}/v1/uploads?purpose=${encodeURIComponent(o.purpose)}`;
-  const res = await send("POST", url, form, file.size, env.auth, o, env.fetch);
+  const res = await send("POST", url, form, file.size, env.auth, o, env.once);
   return (await res.json()) as UploadView;
 }
 
@@ -99,6 +101,9 @@ async function send(
       for (const [k, v] of Object.entries(headers)) xhr.setRequestHeader(k, v);
       // A form's bytes include its fields and boundaries: counted as the file's, capped.
       xhr.upload.onprogress = (e) => o.onProgress?.(Math.min(e.loaded, total), total);
+      const abort = () => xhr.abort();
+      const settled = () => o.signal?.removeEventListener("abort", abort);
+      xhr.onloadend = settled;
       xhr.onload = () => {
         const res = new Response(xhr.responseText, {
           status: xhr.status,
@@ -109,7 +114,8 @@ async function send(
       };
       xhr.onerror = () => reject(new TypeError(`upload to ${new URL(url).host} failed`));
       xhr.onabort = () => reject(o.signal?.reason ?? new DOMException("aborted", "AbortError"));
-      o.signal?.addEventListener("abort", () => xhr.abort(), { once: true });
+      if (o.signal?.aborted) return reject(o.signal.reason);
+      o.signal?.addEventListener("abort", abort, { once: true });
       xhr.send(body);
     });
   }

@@ -2,11 +2,22 @@ import { type Backoff, delayFor, sleep } from "../backoff.js";
 import { ConveyorError } from "../errors.js";
 import { type SseMessage, readSse } from "./sse.js";
 
+/** Calls the caller's handler; its failure is reported, not taken for a broken stream. */
+function deliver(onMessage: (m: SseMessage) => void, m: SseMessage): void {
+  try {
+    onMessage(m);
+  } catch (e) {
+    queueMicrotask(() => {
+      throw e;
+    });
+  }
+}
+
 /** What `followEvents` tells its caller. */
 export interface FollowOptions {
   /** Each event of the stream, in order. */
   onMessage(m: SseMessage): void;
-  /** The stream is open (`resumed`: after a drop). */
+  /** The stream is open (`resumed`: after a drop, or `resumed` below on the first). */
   onOpen?(resumed: boolean): void;
   /** The stream broke; it is reopened after `delayMs`. */
   onDrop?(drop: { attempt: number; delayMs: number }): void;
@@ -17,6 +28,8 @@ export interface FollowOptions {
   /** Stops following. */
   signal?: AbortSignal;
   backoff?: Backoff;
+  /** The first open continues what another transport followed (a fallback). */
+  resumed?: boolean;
 }
 
 /**
@@ -33,7 +46,7 @@ export async function followEvents(
 ): Promise<"end" | "refused" | "stopped"> {
   const signal = o.signal;
   let attempt = 0;
-  let resumed = false;
+  let resumed = o.resumed ?? false;
   while (!signal?.aborted) {
     const request = new AbortController();
     const stop = () => request.abort();
@@ -55,12 +68,14 @@ export async function followEvents(
       await readSse(res.body, (m) => {
         attempt = 0;
         if (m.event === "end") ended = true;
-        else o.onMessage(m);
+        else deliver(o.onMessage, m);
       });
       if (ended) return "end";
     } catch {
       // A break, a refusal by a proxy, a 5xx: reopened below.
     } finally {
+      // Whatever ended this attempt, its connection goes with it.
+      request.abort();
       signal?.removeEventListener("abort", stop);
       requests?.delete(request);
     }

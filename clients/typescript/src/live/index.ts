@@ -48,7 +48,7 @@ export class Live {
         if (this.transport !== "auto") return false;
         // WebSockets do not get through here: every subscription, now and later, on SSE.
         this.socket = undefined;
-        for (const sub of subs) this.sse.attach(sub);
+        for (const sub of subs) this.sse.attach(sub, true);
         return true;
       });
     } else if (transport === "websocket") {

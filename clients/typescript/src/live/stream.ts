@@ -15,11 +15,15 @@ export class StreamFeed implements Feed {
 
   constructor(private env: LiveEnv) {}
 
-  attach(sub: Subscription<unknown>): void {
+  private closed = false;
+
+  /** `moved`: the subscription was followed over a WebSocket that cannot be used here. */
+  attach(sub: Subscription<unknown>, moved = false): void {
+    if (this.closed) return sub.fail(new Error("conveyor: the client was closed"));
     sub.feed = this;
     const abort = new AbortController();
     this.running.set(sub, abort);
-    void this.run(sub, abort.signal).finally(() => this.running.delete(sub));
+    void this.run(sub, abort.signal, moved).finally(() => this.running.delete(sub));
   }
 
   detach(sub: Subscription<unknown>): void {
@@ -33,6 +37,7 @@ export class StreamFeed implements Feed {
   }
 
   close(): void {
+    this.closed = true;
     for (const [sub, abort] of this.running) {
       abort.abort();
       sub.end("requested");
@@ -40,13 +45,14 @@ export class StreamFeed implements Feed {
     this.running.clear();
   }
 
-  private async run(sub: Subscription<unknown>, signal: AbortSignal): Promise<void> {
+  private async run(sub: Subscription<unknown>, signal: AbortSignal, moved: boolean): Promise<void> {
     const url = `${this.env.httpBase}/v1/streams/${encodeURIComponent(sub.stream)}/${encodeURIComponent(sub.id)}/events`;
     const how = await followEvents(
       this.env.fetch,
       url,
       {
         signal,
+        resumed: moved,
         ...(this.env.backoff ? { backoff: this.env.backoff } : {}),
         headers: (): Record<string, string> =>
           sub.lastSeq === undefined ? {} : { "last-event-id": String(sub.lastSeq) },
@@ -56,7 +62,12 @@ export class StreamFeed implements Feed {
         onDrop: ({ attempt, delayMs }) => sub.notify("reconnecting", { attempt, delayMs, transport: "sse" }),
         onRefused: (error) => sub.fail(error),
         onMessage: (m) => {
-          const data = JSON.parse(m.data) as Record<string, unknown>;
+          let data: Record<string, unknown>;
+          try {
+            data = JSON.parse(m.data) as Record<string, unknown>;
+          } catch {
+            return;
+          }
           if (m.event === "snapshot") {
             sub.takeSnapshot({ type: "snapshot", stream: sub.stream, id: sub.id, seq: Number(m.id), view: data });
           } else if (m.event === "progress" || m.event === "line") {

@@ -27,10 +27,22 @@ export interface Feed {
 }
 
 /**
+ * Stored updates kept for iterators created later (and for a second subscription to the
+ * same thing): past this many, later iterators start from the live point.
+ */
+const HISTORY_LIMIT = 10_000;
+
+/** Why `finished` rejects when the subscription was closed before its thing was final. */
+export function closedError(): Error {
+  return new DOMException("the subscription was closed", "AbortError");
+}
+
+/**
  * A followed thing: an async iterator of its updates and an event-emitter view of the
  * same. Each stored event arrives once and in order across reconnects (the subscription
  * keeps the last `seq` and resumes after it); streamed text is assembled in `text`.
- * Iteration ends when the thing is final; it throws if the subscription fails.
+ * Iteration ends when the thing is final and throws if the subscription fails; leaving
+ * a `for await` loop early closes the subscription.
  */
 export class Subscription<View = Record<string, unknown>> implements AsyncIterable<LiveUpdate<View>> {
   /** The last stored event's sequence number seen (resumes start after it). */
@@ -41,13 +53,16 @@ export class Subscription<View = Record<string, unknown>> implements AsyncIterab
   snapshot: SnapshotUpdate<View> | undefined;
   /** The latest stored event. */
   last: EventUpdate | undefined;
-  /** Settles when the subscription ends: with the last stored event, or the failure. */
+  /**
+   * Resolves with the last stored event when the thing is final; rejects with the error
+   * that ended the subscription, or an `AbortError` when it was closed first.
+   */
   readonly finished: Promise<EventUpdate | undefined>;
   private state: "open" | "ended" | "failed" = "open";
   private failure: Error | undefined;
   private listeners = new Map<keyof SubscriptionEvents<View>, Set<Listener<never>>>();
-  /** Updates for iterators not yet created (the first one gets them all). */
-  private backlog: LiveUpdate<View>[] | undefined = [];
+  /** The snapshot and stored events so far (computed ones are not kept). */
+  private history: LiveUpdate<View>[] | undefined = [];
   private iterators = new Set<IteratorQueue<View>>();
   private settle!: { ok: (e: EventUpdate | undefined) => void; fail: (e: Error) => void };
   feed: Feed | undefined;
@@ -59,7 +74,7 @@ export class Subscription<View = Record<string, unknown>> implements AsyncIterab
   ) {
     this.lastSeq = after;
     this.finished = new Promise((ok, fail) => (this.settle = { ok, fail }));
-    // Nobody awaiting `finished` must not make a failure an unhandled rejection.
+    // Nobody awaiting `finished` must not make a close or a failure an unhandled rejection.
     this.finished.catch(() => {});
   }
 
@@ -69,6 +84,11 @@ export class Subscription<View = Record<string, unknown>> implements AsyncIterab
 
   get open(): boolean {
     return this.state === "open";
+  }
+
+  /** What this subscription has received: a later one to the same thing starts from it. */
+  get received(): readonly LiveUpdate<View>[] | undefined {
+    return this.history;
   }
 
   on<K extends keyof SubscriptionEvents<View>>(name: K, fn: Listener<SubscriptionEvents<View>[K]>): () => void {
@@ -90,8 +110,10 @@ export class Subscription<View = Record<string, unknown>> implements AsyncIterab
   }
 
   [Symbol.asyncIterator](): AsyncIterator<LiveUpdate<View>> {
-    const q = new IteratorQueue<View>(this.backlog ?? [], () => this.iterators.delete(q));
-    this.backlog = undefined;
+    const q = new IteratorQueue<View>([...(this.history ?? [])], () => {
+      this.iterators.delete(q);
+      this.close();
+    });
     if (this.state === "open") this.iterators.add(q);
     else q.close(this.failure);
     return q;
@@ -100,8 +122,11 @@ export class Subscription<View = Record<string, unknown>> implements AsyncIterab
   /** @internal From a transport: the thing's snapshot. */
   takeSnapshot(s: SnapshotUpdate<View>): void {
     if (this.state !== "open") return;
+    // A snapshot older than what was seen adds nothing.
+    if (this.snapshot && this.lastSeq !== undefined && s.seq <= this.lastSeq) return;
     this.snapshot = s;
     this.lastSeq = Math.max(this.lastSeq ?? s.seq, s.seq);
+    this.keep(s);
     this.push(s);
     this.emit("snapshot", s);
   }
@@ -113,6 +138,7 @@ export class Subscription<View = Record<string, unknown>> implements AsyncIterab
       if (this.lastSeq !== undefined && e.seq <= this.lastSeq) return;
       this.lastSeq = e.seq;
       this.last = e;
+      this.keep(e);
     }
     this.push(e);
     this.emit("event", e);
@@ -137,7 +163,8 @@ export class Subscription<View = Record<string, unknown>> implements AsyncIterab
     for (const q of this.iterators) q.close();
     this.iterators.clear();
     this.emit("end", { reason });
-    this.settle.ok(this.last);
+    if (reason === "terminal") this.settle.ok(this.last);
+    else this.settle.fail(closedError());
   }
 
   /** @internal The subscription cannot go on. */
@@ -151,8 +178,13 @@ export class Subscription<View = Record<string, unknown>> implements AsyncIterab
     this.settle.fail(error);
   }
 
+  private keep(u: LiveUpdate<View>): void {
+    if (!this.history) return;
+    if (this.history.length >= HISTORY_LIMIT) this.history = undefined;
+    else this.history.push(u);
+  }
+
   private push(u: LiveUpdate<View>): void {
-    this.backlog?.push(u);
     for (const q of this.iterators) q.push(u);
   }
 
@@ -214,10 +246,13 @@ class IteratorQueue<View> implements AsyncIterator<LiveUpdate<View>> {
     return new Promise((ok, fail) => (this.waiting = { ok, fail }));
   }
 
+  /** Leaving the loop early (`break`, `return`, a throw) closes the subscription. */
   return(): Promise<IteratorResult<LiveUpdate<View>>> {
-    this.closed = true;
-    this.items = [];
-    this.onReturn();
+    if (!this.closed) {
+      this.closed = true;
+      this.items = [];
+      this.onReturn();
+    }
     return Promise.resolve({ value: undefined, done: true });
   }
 }

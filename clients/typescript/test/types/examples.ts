@@ -49,7 +49,12 @@ export async function quickStart(otherId: string, file: Blob, abortController: A
   const s = conveyor.live.task(task.id);
   s.on("snapshot", (snap) => void [snap.view.status, snap.view.progress]);
   s.on("event", (e) => void [e.status, e.progress]);
-  const files = (await s.finished.then(() => conveyor.tasks.get(task.id))).files?.map((f) => f.url);
+  const files = await s.finished
+    .then(() => conveyor.tasks.get(task.id))
+    .then((t) => t.files?.map((f) => f.url))
+    .catch((e: Error & { code?: string }) => {
+      if (e.name !== "AbortError") console.log(e.code ? `${e.code}: ${e.message}` : String(e));
+    });
   void files;
   s.close();
 }

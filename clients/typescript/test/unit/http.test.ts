@@ -24,6 +24,23 @@ describe("retries", () => {
     expect(seen[1]!.at - seen[0]!.at).toBeGreaterThanOrEqual(45);
   });
 
+  it("reads Retry-After as an HTTP date too, and an abort ends the wait", async () => {
+    let calls = 0;
+    const c = conveyorFetch({
+      fetch: async () => {
+        calls++;
+        const at = new Date(Date.now() + 20_000).toUTCString();
+        return new Response("{}", { status: 503, headers: { "retry-after": at } });
+      },
+    });
+    const abort = new AbortController();
+    const waiting = c(new Request("http://conveyor.test/v1/me", { signal: abort.signal }));
+    await new Promise((r) => setTimeout(r, 20));
+    abort.abort();
+    await expect(waiting).rejects.toMatchObject({ name: "AbortError" });
+    expect(calls).toBe(1);
+  });
+
   it("a caller's own Idempotency-Key is kept", async () => {
     let key: string | null = null;
     const c = createConveyor({

@@ -123,14 +123,19 @@ describe("one socket", () => {
     const sub = l.task("t1");
     await until(() => FakeSocket.last().sent.length === 1);
     const s = FakeSocket.last();
+    const iterator = sub[Symbol.asyncIterator]();
     s.frame(snapshot(3));
     s.frame(ev(3, { transient: true, status: "PENDING", line: { position: 2 } }));
     s.frame(ev(3, { transient: true, status: "PENDING", line: { position: 1 } }));
     expect(sub.lastSeq).toBe(3);
     const seen: LiveUpdate[] = [];
     l.close();
-    for await (const u of sub) seen.push(u);
+    for (let r = await iterator.next(); !r.done; r = await iterator.next()) seen.push(r.value);
     expect(seen.filter((u) => u.type === "event" && u.transient)).toHaveLength(2);
+    // Computed events are not kept for iterators that start later.
+    const later: LiveUpdate[] = [];
+    for await (const u of sub) later.push(u);
+    expect(later.map((u) => u.type)).toEqual(["snapshot"]);
   });
 
   it("fails only the subscription an error frame names", async () => {
@@ -166,6 +171,117 @@ describe("one socket", () => {
     l.task("t2");
     await until(() => FakeSocket.last().sent.length === 3);
     expect(FakeSocket.all).toHaveLength(1);
+    l.close();
+  });
+});
+
+describe("subscriptions that come and go", () => {
+  it("a thing closed and followed again at once (React StrictMode) keeps the new subscription", async () => {
+    const { l } = live();
+    const a = l.task("t1");
+    await until(() => FakeSocket.last().sent.length === 1);
+    const s = FakeSocket.last();
+    a.close();
+    const b = l.task("t1");
+    expect(s.sent.slice(1)).toEqual([
+      { op: "unsubscribe", stream: "task", id: "t1" },
+      { op: "subscribe", stream: "task", id: "t1" },
+    ]);
+    // The server answers the unsubscribe, then the new subscribe.
+    s.frame({ type: "unsubscribed", stream: "task", id: "t1", task_id: "t1", reason: "requested" });
+    s.frame(snapshot(1));
+    expect(b.open).toBe(true);
+    expect(b.snapshot?.seq).toBe(1);
+    await expect(a.finished).rejects.toMatchObject({ name: "AbortError" });
+    l.close();
+  });
+
+  it("two subscriptions to one thing share its server subscription; the later starts from what the first got", async () => {
+    const { l } = live();
+    const a = l.task("t1");
+    await until(() => FakeSocket.last().sent.length === 1);
+    const s = FakeSocket.last();
+    s.frame(snapshot(1));
+    s.frame(ev(2, { kind: "delta", delta: "Green " }));
+    const b = l.task("t1");
+    expect(b.snapshot?.seq).toBe(1);
+    expect(b.text).toBe("Green ");
+    s.frame(ev(3, { kind: "delta", delta: "tea" }));
+    expect([a.text, b.text]).toEqual(["Green tea", "Green tea"]);
+    expect(s.sent).toHaveLength(1);
+    a.close();
+    expect(s.sent).toHaveLength(1);
+    s.frame(ev(4, { status: "SUCCESS" }));
+    s.frame({ type: "unsubscribed", stream: "task", id: "t1", task_id: "t1", reason: "terminal" });
+    expect((await b.finished)?.seq).toBe(4);
+    l.close();
+  });
+
+  it("a lookup the server could not make (unavailable) is asked again, not failed", async () => {
+    const { l } = live();
+    const sub = l.task("t1");
+    await until(() => FakeSocket.last().sent.length === 1);
+    const s = FakeSocket.last();
+    s.frame({ type: "error", code: "unavailable", message: "try again", stream: "task", id: "t1" });
+    await until(() => s.sent.length === 2, "the second subscribe");
+    expect(s.sent[1]).toEqual({ op: "subscribe", stream: "task", id: "t1" });
+    s.frame(snapshot(1));
+    expect(sub.open).toBe(true);
+    expect(sub.snapshot?.seq).toBe(1);
+    l.close();
+  });
+
+  it("leaving a for-await loop early closes the subscription", async () => {
+    const { l } = live();
+    const sub = l.task("t1");
+    await until(() => FakeSocket.last().sent.length === 1);
+    const s = FakeSocket.last();
+    s.frame(snapshot(1));
+    for await (const u of sub) {
+      expect(u.type).toBe("snapshot");
+      break;
+    }
+    expect(sub.open).toBe(false);
+    expect(s.sent[1]).toEqual({ op: "unsubscribe", stream: "task", id: "t1" });
+    l.close();
+  });
+
+  it("frames of a socket already replaced are ignored", async () => {
+    const { l } = live();
+    const sub = l.task("t1");
+    await until(() => FakeSocket.last().sent.length === 1);
+    const old = FakeSocket.last();
+    old.frame(snapshot(1));
+    old.drop();
+    await until(() => FakeSocket.all.length === 2 && FakeSocket.last().sent.length === 1);
+    old.onmessage?.({ data: JSON.stringify(ev(5)) });
+    expect(sub.lastSeq).toBe(1);
+    l.close();
+  });
+
+  it("a closed client fails what is asked of it afterwards, and stops reconnecting", async () => {
+    const { l } = live();
+    const sub = l.task("t1");
+    await until(() => FakeSocket.last().sent.length === 1);
+    l.close();
+    await expect(sub.finished).rejects.toMatchObject({ name: "AbortError" });
+    await expect(l.task("t2").finished).rejects.toThrow("closed");
+    await new Promise((r) => setTimeout(r, 50));
+    expect(FakeSocket.all).toHaveLength(1);
+  });
+
+  it("a subscription made while the server is away is not told it resumed", async () => {
+    const { l } = live();
+    const first = l.task("t1");
+    await until(() => FakeSocket.last().sent.length === 1);
+    FakeSocket.refuse = 1;
+    FakeSocket.last().drop();
+    const late = l.task("t2");
+    const told: string[] = [];
+    first.on("resumed", () => told.push("first"));
+    late.on("resumed", () => told.push("late"));
+    await until(() => FakeSocket.all.length === 3 && FakeSocket.last().sent.length === 2, "the third socket");
+    expect(told).toEqual(["first"]);
     l.close();
   });
 });
@@ -217,6 +333,31 @@ describe("SSE fallback", () => {
     await sub.finished;
     expect(sub.snapshot?.view).toEqual({ status: "SUCCESS" });
     expect(FakeSocket.all).toHaveLength(0);
+  });
+
+  it("a handler that throws does not break the stream; 429 is retried, 403 is not", async () => {
+    const statuses = [429, 200, 403];
+    const fetch = async () => {
+      const status = statuses.shift() ?? 403;
+      if (status !== 200) return new Response('{"error":{"code":"x","message":"y"}}', { status, headers: { "retry-after": "0" } });
+      return new Response(sseBody("data: 1\n\ndata: 2\n\n"));
+    };
+    const got: string[] = [];
+    const errors: unknown[] = [];
+    const onError = (e: unknown) => errors.push(e);
+    process.on("uncaughtException", onError);
+    const { l } = live({ fetch });
+    const how = await l.events("/v1/admin/ops/stream", {
+      onMessage: (m) => {
+        got.push(m.data);
+        if (m.data === "1") throw new Error("a bug in the page");
+      },
+    });
+    await new Promise((r) => setTimeout(r, 10));
+    process.off("uncaughtException", onError);
+    expect(how).toBe("refused");
+    expect(got).toEqual(["1", "2"]);
+    expect(errors).toHaveLength(1);
   });
 
   it("an SSE 404 fails the subscription", async () => {
