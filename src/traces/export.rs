@@ -3,7 +3,9 @@
 //! Exporting never slows the request path: finished spans go to the batch processor
 //! (its own thread, a blocking HTTP client) through a bounded count; a span that finds
 //! the queue full is dropped and counted (`conveyor_trace_spans_dropped_total`), exports
-//! are counted by outcome (`conveyor_trace_spans_exported_total{outcome}`).
+//! are counted by outcome (`conveyor_trace_spans_exported_total{outcome}`). A collector
+//! that fails an export is left alone for a while (batches dropped unsent, counted as
+//! `skipped`): a dead one costs the spans' making, not their encoding.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
@@ -60,6 +62,7 @@ where
     let batch = BatchSpanProcessor::builder(Counted {
         inner: exporter,
         pending: pending.clone(),
+        down: std::sync::Mutex::new(Down::default()),
     })
     .with_batch_config(
         BatchConfigBuilder::default()
@@ -162,19 +165,68 @@ impl SpanProcessor for Bounded {
 }
 
 /// The OTLP exporter, counting each batch's spans out of [`Bounded`]'s count and by
-/// outcome.
+/// outcome. After a failed export the collector is taken for down and batches are
+/// dropped unsent (`outcome="skipped"`) for a while, one second doubling to
+/// [`DOWN_MAX`]: encoding spans for a collector that refuses them cost a few percent of
+/// a busy process's CPU, for nothing.
 #[derive(Debug)]
 struct Counted<E> {
     inner: E,
     pending: Arc<AtomicUsize>,
+    down: std::sync::Mutex<Down>,
+}
+
+/// The longest a down collector goes untried.
+const DOWN_MAX: Duration = Duration::from_secs(30);
+
+/// When a failed collector is tried again, and how long the next wait is if it fails.
+#[derive(Debug, Default)]
+struct Down {
+    until: Option<std::time::Instant>,
+    wait: Duration,
+}
+
+impl Down {
+    fn skipping(&self, now: std::time::Instant) -> bool {
+        self.until.is_some_and(|t| now < t)
+    }
+
+    fn failed(&mut self, now: std::time::Instant) {
+        self.wait = (self.wait * 2).clamp(Duration::from_secs(1), DOWN_MAX);
+        self.until = Some(now + self.wait);
+    }
+
+    fn succeeded(&mut self) {
+        *self = Down::default();
+    }
 }
 
 impl<E: SpanExporter> SpanExporter for Counted<E> {
     async fn export(&self, batch: Vec<SpanData>) -> OTelSdkResult {
         let n = batch.len();
+        let down = |f: &dyn Fn(&mut Down) -> bool| {
+            // A poisoned lock only means a panic elsewhere; the state is still usable.
+            f(&mut self.down.lock().unwrap_or_else(|p| p.into_inner()))
+        };
+        let now = std::time::Instant::now();
+        if down(&|d| d.skipping(now)) {
+            self.pending.fetch_sub(n, Ordering::Relaxed);
+            metrics::counter!("conveyor_trace_spans_exported_total", "outcome" => "skipped")
+                .increment(n as u64);
+            return Ok(());
+        }
         let result = self.inner.export(batch).await;
         self.pending.fetch_sub(n, Ordering::Relaxed);
         let outcome = if result.is_ok() { "ok" } else { "failed" };
+        let at = std::time::Instant::now();
+        down(&|d| {
+            if result.is_ok() {
+                d.succeeded()
+            } else {
+                d.failed(at)
+            }
+            true
+        });
         metrics::counter!("conveyor_trace_spans_exported_total", "outcome" => outcome)
             .increment(n as u64);
         result
@@ -190,5 +242,30 @@ impl<E: SpanExporter> SpanExporter for Counted<E> {
 
     fn set_resource(&mut self, resource: &opentelemetry_sdk::Resource) {
         self.inner.set_resource(resource);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_failed_collector_is_left_alone_for_a_doubling_while() {
+        let t0 = std::time::Instant::now();
+        let mut d = Down::default();
+        assert!(!d.skipping(t0));
+        d.failed(t0);
+        assert!(d.skipping(t0 + Duration::from_millis(900)));
+        assert!(!d.skipping(t0 + Duration::from_millis(1001)));
+        d.failed(t0);
+        assert_eq!(d.wait, Duration::from_secs(2));
+        for _ in 0..10 {
+            d.failed(t0);
+        }
+        assert_eq!(d.wait, DOWN_MAX);
+        d.succeeded();
+        assert!(!d.skipping(t0));
+        d.failed(t0);
+        assert_eq!(d.wait, Duration::from_secs(1));
     }
 }
