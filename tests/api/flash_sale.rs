@@ -87,7 +87,7 @@ pub async fn order(app: &TestApp, key: &str, sale: &str) -> (u16, Value) {
 
 /// Units left in the stock store, as the app's own stock store says (reconciliation is
 /// what reads it; the embedded stock lives only in the app's process).
-async fn remaining(app: &TestApp, sale: &str) -> Option<i64> {
+pub async fn remaining(app: &TestApp, sale: &str) -> Option<i64> {
     reconciled(app, sale).await["remaining"].as_i64()
 }
 

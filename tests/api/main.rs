@@ -18,6 +18,7 @@ mod delivery;
 mod docs;
 mod domain;
 mod flash_sale;
+mod flash_sale_writer;
 mod health;
 mod helpers;
 mod limits;

@@ -236,10 +236,10 @@ async fn every_reference_resolves_and_every_operation_has_its_own_id() {
     let mut ids = std::collections::BTreeMap::new();
     for (path, item) in doc["paths"].as_object().unwrap() {
         for (method, op) in item.as_object().unwrap() {
-            if let Some(id) = op["operationId"].as_str() {
-                if let Some(first) = ids.insert(id.to_owned(), format!("{method} {path}")) {
-                    panic!("operationId {id} is used by {first} and {method} {path}");
-                }
+            if let Some(id) = op["operationId"].as_str()
+                && let Some(first) = ids.insert(id.to_owned(), format!("{method} {path}"))
+            {
+                panic!("operationId {id} is used by {first} and {method} {path}");
             }
         }
     }

@@ -1,17 +1,18 @@
-//! The consumers: write accepted orders (`orders.create`), cancel unpaid ones when their
-//! timer fires (`orders.expire`).
+//! The consumers: write accepted orders (`orders.create`, in batches), cancel unpaid ones
+//! when their timer fires (`orders.expire`).
 
 use std::sync::Arc;
 
 use async_trait::async_trait;
 use serde_json::json;
 
-use super::messages::{CreateOrder, EXPIRE_ORDER, ExpireOrder, publish_events};
+use super::batch::{self, NewOrder};
+use super::messages::{CreateOrder, EXPIRE_ORDER, ExpireOrder, OrderEvent, publish_events};
 use super::queues::ORDER_PAYMENT_TIMEOUT;
 use super::service::Sales;
 use super::store::{self, WriteError};
 use crate::broker::{Envelope, Target};
-use crate::consumer::{Context, Fate, Handler, HandlerError};
+use crate::consumer::{BatchHandler, Context, Fate, Handler, HandlerError};
 use crate::outbox::{self, Relay};
 
 fn payload<T: serde::de::DeserializeOwned>(message: &Envelope) -> Result<T, HandlerError> {
@@ -19,21 +20,37 @@ fn payload<T: serde::de::DeserializeOwned>(message: &Envelope) -> Result<T, Hand
         .map_err(|e| HandlerError::permanent(format!("invalid payload: {e}")))
 }
 
-/// Writes the order a unit was taken for, with its payment timer (through the outbox, in
-/// the same transaction). A permanent failure gives the unit and the buyer's slot back
-/// (once per order) before the message is dead-lettered.
+/// Writes the orders units were taken for, with their payment timers (through the
+/// outbox, in the same transaction), a batch of deliveries at a time: one transaction
+/// for the batch ([`super::batch`]); if anything in it is refused, each order in a
+/// transaction of its own, with its own answer. A permanent failure gives the unit and
+/// the buyer's slot back (once per order) before the message is dead-lettered.
 pub struct CreateOrderHandler {
     pub sales: Arc<Sales>,
     pub relay: Relay,
     pub max_payload: usize,
 }
 
-#[async_trait]
-impl Handler for CreateOrderHandler {
-    async fn handle(&self, ctx: &Context, message: &Envelope) -> Result<(), HandlerError> {
-        let m: CreateOrder = payload(message)?;
-        // A dead letter replayed after its unit went back must not write an order that
-        // holds no unit.
+/// The payment timer of an order, through the outbox.
+fn timer_of(order_id: &str) -> (Target, Envelope) {
+    let timer = Envelope::new(
+        EXPIRE_ORDER,
+        json!(ExpireOrder {
+            order_id: order_id.to_owned()
+        }),
+    )
+    .with_correlation_id(order_id.to_owned());
+    (Target::Delay(&ORDER_PAYMENT_TIMEOUT), timer)
+}
+
+impl CreateOrderHandler {
+    fn pay_within(&self) -> Result<chrono::Duration, HandlerError> {
+        chrono::Duration::from_std(self.sales.pay_within).map_err(HandlerError::permanent)
+    }
+
+    /// Whether the order's unit was given back already: a dead letter replayed after
+    /// that must not write an order that holds no unit.
+    async fn given_back(&self, m: &CreateOrder) -> Result<(), HandlerError> {
         if self
             .sales
             .stock
@@ -45,8 +62,49 @@ impl Handler for CreateOrderHandler {
                 "the order's unit was given back already; the buyer must order again",
             ));
         }
-        let pay_within =
-            chrono::Duration::from_std(self.sales.pay_within).map_err(HandlerError::permanent)?;
+        Ok(())
+    }
+
+    /// The batch in one transaction; `Err` when anything in it was refused or failed
+    /// (nothing is written then).
+    async fn write_all(
+        &self,
+        ctx: &Context,
+        orders: &[&CreateOrder],
+    ) -> Result<Vec<OrderEvent>, HandlerError> {
+        let pay_within = self.pay_within()?;
+        let txn = crate::db::begin_read_committed(&ctx.db)
+            .await
+            .map_err(HandlerError::transient)?;
+        let new: Vec<NewOrder<'_>> = orders
+            .iter()
+            .map(|m| NewOrder {
+                order_id: &m.order_id,
+                sale_id: &m.sale_id,
+                user_id: &m.user_id,
+            })
+            .collect();
+        let written = batch::insert_orders(&txn, &new, pay_within)
+            .await
+            .map_err(HandlerError::transient)?;
+        let written: Vec<_> = written.into_iter().flatten().collect();
+        let timers: Vec<_> = written.iter().map(|(o, _)| timer_of(&o.id)).collect();
+        outbox::enqueue_many(&txn, &timers, self.max_payload)
+            .await
+            .map_err(HandlerError::transient)?;
+        txn.commit().await.map_err(HandlerError::transient)?;
+        metrics::counter!("conveyor_flash_sale_orders_written_total")
+            .increment(written.len() as u64);
+        Ok(written.into_iter().flat_map(|(_, events)| events).collect())
+    }
+
+    /// One order in a transaction of its own.
+    async fn write_one(
+        &self,
+        ctx: &Context,
+        m: &CreateOrder,
+    ) -> Result<Vec<OrderEvent>, HandlerError> {
+        let pay_within = self.pay_within()?;
         let txn = crate::db::begin_read_committed(&ctx.db)
             .await
             .map_err(HandlerError::transient)?;
@@ -65,28 +123,67 @@ impl Handler for CreateOrderHandler {
         };
         let Some((order, events)) = written else {
             // Written by an earlier delivery.
-            return Ok(());
+            return Ok(Vec::new());
         };
-        let timer = Envelope::new(
-            EXPIRE_ORDER,
-            json!(ExpireOrder {
-                order_id: order.id.clone()
-            }),
-        )
-        .with_correlation_id(order.id.clone());
-        outbox::enqueue(
-            &txn,
-            Target::Delay(&ORDER_PAYMENT_TIMEOUT),
-            &timer,
-            self.max_payload,
-        )
-        .await
-        .map_err(HandlerError::transient)?;
+        outbox::enqueue_many(&txn, &[timer_of(&order.id)], self.max_payload)
+            .await
+            .map_err(HandlerError::transient)?;
         txn.commit().await.map_err(HandlerError::transient)?;
-        self.relay.notify();
         metrics::counter!("conveyor_flash_sale_orders_written_total").increment(1);
-        publish_events(ctx.broker.as_ref(), &events).await;
-        Ok(())
+        Ok(events.into())
+    }
+}
+
+#[async_trait]
+impl BatchHandler for CreateOrderHandler {
+    async fn handle_batch(
+        &self,
+        ctx: &Context,
+        messages: &[Envelope],
+    ) -> Vec<Result<(), HandlerError>> {
+        let parsed: Vec<Option<CreateOrder>> = messages.iter().map(|m| payload(m).ok()).collect();
+        // The given-back checks of the batch, at once (one Redis round trip's time); a
+        // payload that cannot be read fails here.
+        let checks = futures::future::join_all(messages.iter().zip(&parsed).map(
+            |(message, p)| async move {
+                match p {
+                    Some(m) => self.given_back(m).await,
+                    None => payload::<CreateOrder>(message).map(|_| ()),
+                }
+            },
+        ))
+        .await;
+        let ready: Vec<&CreateOrder> = parsed
+            .iter()
+            .zip(&checks)
+            .filter_map(|(p, c)| p.as_ref().filter(|_| c.is_ok()))
+            .collect();
+        let mut events = Vec::new();
+        let answers = match self.write_all(ctx, &ready).await {
+            Ok(written) => {
+                events = written;
+                checks
+            }
+            // Something in the batch was refused: each order on its own, in order.
+            Err(_) => {
+                let mut answers = Vec::with_capacity(checks.len());
+                for (p, c) in parsed.iter().zip(checks) {
+                    answers.push(match (p, c) {
+                        (Some(m), Ok(())) => self.write_one(ctx, m).await.map(|mut e| {
+                            events.append(&mut e);
+                        }),
+                        (_, Err(e)) => Err(e),
+                        (None, Ok(())) => Err(HandlerError::permanent("invalid payload")),
+                    });
+                }
+                answers
+            }
+        };
+        if !events.is_empty() {
+            self.relay.notify();
+            publish_events(ctx.broker.as_ref(), &events).await;
+        }
+        answers
     }
 
     async fn on_failure(

@@ -13,6 +13,7 @@
 //! timers; reconciliation checks stock = units left + live orders. Buyers follow their
 //! orders on the `order` live stream.
 
+pub mod batch;
 pub mod cli;
 pub mod entity;
 pub mod handler;
@@ -71,7 +72,7 @@ fn install(platform: &Platform) -> BoxFuture<'_, anyhow::Result<Installed>> {
         let currency = sales.settings.currency.clone();
         notify::set_currency(&currency);
         Ok(Installed::default()
-            .handler(&queues::ORDERS_CREATE, Worker::One(create))
+            .handler(&queues::ORDERS_CREATE, Worker::Batch(create))
             .handler(&queues::ORDERS_EXPIRE, Worker::One(expire))
             .job(move |token| jobs::run(db, broker, for_jobs, token).boxed())
             .stream(Arc::new(stream::OrderStream { currency }))

@@ -9,7 +9,8 @@ pub const ORDERS_CREATE: QueueSpec = QueueSpec::new(
     "orders",
     "flash-sale order rows written after the Redis stock check",
 )
-.prefetch(64);
+.prefetch(128)
+.batch(64, 2);
 
 pub const ORDERS_EXPIRE: QueueSpec = QueueSpec::new(
     "orders.expire",

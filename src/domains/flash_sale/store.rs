@@ -109,7 +109,7 @@ pub async fn live_orders(db: &DatabaseConnection, sale_id: &str) -> Result<u64, 
         .await
 }
 
-fn event_row(ev: &OrderEvent) -> event::ActiveModel {
+pub(super) fn event_row(ev: &OrderEvent) -> event::ActiveModel {
     event::ActiveModel {
         order_id: Set(ev.order_id.clone()),
         seq: Set(ev.seq),
@@ -120,7 +120,7 @@ fn event_row(ev: &OrderEvent) -> event::ActiveModel {
     }
 }
 
-fn event_of(o: &Order, seq: i32, status: OrderStatus, message: &str) -> OrderEvent {
+pub(super) fn event_of(o: &Order, seq: i32, status: OrderStatus, message: &str) -> OrderEvent {
     OrderEvent {
         order_id: o.id.clone(),
         user_id: o.user_id.clone(),

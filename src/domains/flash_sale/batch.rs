@@ -1,0 +1,117 @@
+//! Many accepted orders in one transaction: the orders consumer's fast path. Orders
+//! already written are skipped (a redelivery), each sale's `sold` moves once by the
+//! batch's units (never past `stock`), the orders and their two events are inserted in
+//! one statement each. Any refusal (no sale, sold out in the database, a buyer's second
+//! order in a limit-one sale) fails the whole batch, and the caller writes its orders one
+//! by one, each with its own answer: a failure isolates only its message.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+
+use chrono::Utc;
+use sea_orm::sea_query::{Expr, ExprTrait as _};
+use sea_orm::{ColumnTrait, ConnectionTrait, EntityTrait, QueryFilter, QuerySelect, SqlErr};
+
+use super::OrderStatus;
+use super::entity::{event, order, sale};
+use super::messages::OrderEvent;
+use super::store::{Order, WriteError, event_of, event_row, get_sale};
+
+/// One order to write.
+pub struct NewOrder<'a> {
+    pub order_id: &'a str,
+    pub sale_id: &'a str,
+    pub user_id: &'a str,
+}
+
+/// Writes the orders of `orders` not written yet, in `txn`; per order, its row and
+/// events, or `None` when it was written already (or repeats one earlier in the batch).
+pub async fn insert_orders(
+    txn: &impl ConnectionTrait,
+    orders: &[NewOrder<'_>],
+    pay_within: chrono::Duration,
+) -> Result<Vec<Option<(Order, [OrderEvent; 2])>>, WriteError> {
+    let ids: Vec<String> = orders.iter().map(|o| o.order_id.to_owned()).collect();
+    let existing: HashSet<String> = order::Entity::find()
+        .select_only()
+        .column(order::Column::Id)
+        .filter(order::Column::Id.is_in(ids))
+        .into_tuple::<String>()
+        .all(txn)
+        .await?
+        .into_iter()
+        .collect();
+    let mut seen = HashSet::new();
+    let fresh: Vec<bool> = orders
+        .iter()
+        .map(|o| !existing.contains(o.order_id) && seen.insert(o.order_id))
+        .collect();
+    // Units per sale, the sales in one order: two batches lock them in the same order.
+    let mut units: BTreeMap<&str, i32> = BTreeMap::new();
+    for (o, _) in orders.iter().zip(&fresh).filter(|(_, f)| **f) {
+        *units.entry(o.sale_id).or_default() += 1;
+    }
+    let mut sales = HashMap::new();
+    for (&sale_id, &n) in &units {
+        let sale = get_sale(txn, sale_id)
+            .await?
+            .ok_or_else(|| WriteError::NoSale(sale_id.to_owned()))?;
+        let held = sale::Entity::update_many()
+            .col_expr(sale::Column::Sold, Expr::col(sale::Column::Sold).add(n))
+            .filter(sale::Column::Id.eq(sale_id))
+            .filter(
+                Expr::col(sale::Column::Sold)
+                    .add(n)
+                    .lte(Expr::col(sale::Column::Stock)),
+            )
+            .exec(txn)
+            .await?;
+        if held.rows_affected != 1 {
+            return Err(WriteError::SoldOut(sale_id.to_owned()));
+        }
+        sales.insert(sale_id, sale);
+    }
+    let now = Utc::now();
+    let (mut rows, mut events, mut written) = (Vec::new(), Vec::new(), Vec::new());
+    for (o, fresh) in orders.iter().zip(fresh) {
+        let Some(sale) = sales.get(o.sale_id).filter(|_| fresh) else {
+            written.push(None);
+            continue;
+        };
+        let model = Order {
+            id: o.order_id.to_owned(),
+            sale_id: o.sale_id.to_owned(),
+            user_id: o.user_id.to_owned(),
+            limit_key: (sale.per_user_limit == 1).then(|| o.user_id.to_owned()),
+            price: sale.price,
+            status: OrderStatus::Unpaid,
+            seq: 2,
+            pay_by: now + pay_within,
+            payment_ref: None,
+            late_payment_ref: None,
+            created_at: now,
+            updated_at: now,
+        };
+        let queued = event_of(&model, 1, OrderStatus::Queued, "accepted");
+        let unpaid = event_of(&model, 2, OrderStatus::Unpaid, "awaiting payment");
+        events.extend([event_row(&queued), event_row(&unpaid)]);
+        rows.push(order::ActiveModel::from(model.clone()));
+        written.push(Some((model, [queued, unpaid])));
+    }
+    if rows.is_empty() {
+        return Ok(written);
+    }
+    order::Entity::insert_many(rows)
+        .exec_without_returning(txn)
+        .await
+        .map_err(|e| match e.sql_err() {
+            // Which sale does not matter: the batch is written one by one next.
+            Some(SqlErr::UniqueConstraintViolation(_)) => WriteError::LimitReached(
+                units.keys().next().copied().unwrap_or_default().to_owned(),
+            ),
+            _ => WriteError::Db(e),
+        })?;
+    event::Entity::insert_many(events)
+        .exec_without_returning(txn)
+        .await?;
+    Ok(written)
+}
