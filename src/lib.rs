@@ -32,6 +32,8 @@
 //! - [`dead_letters`]: dead letters recorded for operators; replay and discard (audited, paced), admin API.
 //! - [`users`]: users, roles and the visibility rule, hashed API keys, the credit ledger,
 //!   memberships, organisations (team accounts).
+//! - [`whole`]: whole numbers in JSON as JSON Schema counts them (`5.0` is 5), for the
+//!   fields that take counts.
 //! - [`plans`]: what each plan gives (limits, kinds, weight, storage) and a user's
 //!   standing (their tenant and plan), cached and cleared by notices.
 //! - [`limits`]: what one tenant may take: limits declared as data by the modules that
@@ -119,3 +121,4 @@ pub mod tally;
 pub mod telemetry;
 pub mod traces;
 pub mod users;
+pub mod whole;

@@ -168,6 +168,13 @@ pub(super) async fn compose(
         configure(&platform.settings, &mut doc);
     }
     api::openapi::with_parse_errors(&mut doc);
+    let limit_keys: Vec<&str> = core.limits.declared().iter().map(|l| l.key).collect();
+    api::openapi::with_configured_names(
+        &mut doc,
+        &core.limits.plans().names(),
+        &limit_keys,
+        crate::limits::declared::MAX_VALUE,
+    );
     let router = router.merge(api::openapi::routes(doc));
     let streaming = domains
         .iter()

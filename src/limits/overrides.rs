@@ -38,7 +38,9 @@ pub mod entity {
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(transparent)]
 #[schema(value_type = std::collections::BTreeMap<String, u32>)]
-pub struct Overrides(pub BTreeMap<String, u32>);
+pub struct Overrides(
+    #[serde(deserialize_with = "crate::whole::u32_map")] pub BTreeMap<String, u32>,
+);
 
 impl Overrides {
     /// The overridden value of `limit`, else `configured`.
@@ -131,6 +133,27 @@ impl Cache {
     pub fn forget(&self, user_id: &str) {
         if let Ok(mut entries) = self.entries.lock() {
             entries.remove(user_id);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn values_are_whole_numbers_written_either_way() {
+        let o: Overrides = serde_json::from_str(r#"{"a": 5, "b": 34389.0, "c": 0}"#).unwrap();
+        assert_eq!(o.0["a"], 5);
+        assert_eq!(o.0["b"], 34389);
+        assert_eq!(o.0["c"], 0);
+        for bad in [
+            r#"{"a": 5.5}"#,
+            r#"{"a": -1}"#,
+            r#"{"a": 4294967296}"#,
+            r#"{"a": "5"}"#,
+        ] {
+            assert!(serde_json::from_str::<Overrides>(bad).is_err(), "{bad}");
         }
     }
 }

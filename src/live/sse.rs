@@ -27,8 +27,9 @@ use crate::error::ApiError;
 #[derive(utoipa::ToSchema)]
 #[allow(dead_code)]
 pub struct SseFrame {
-    /// The event's sequence number (resume with `Last-Event-ID`).
-    id: String,
+    /// The event's sequence number (resume with `Last-Event-ID`); none on computed
+    /// `line` events and on `end`.
+    id: Option<String>,
     /// `snapshot` (the thing as it stands), `progress` (one stored event), `line` (a
     /// waiting task's place in line, computed: no `id`) or `end` (the last: the thing is
     /// final, do not reconnect).

@@ -156,6 +156,7 @@ pub(crate) async fn list_alerts(
 pub struct Concurrency {
     /// 1 to 10000.
     #[schema(minimum = 1, maximum = 10000)]
+    #[serde(deserialize_with = "crate::whole::u32")]
     pub prefetch: u32,
 }
 

@@ -44,6 +44,11 @@ impl Plans {
         self.by_name.contains_key(name)
     }
 
+    /// The configured plans' names (`free` among them).
+    pub fn names(&self) -> Vec<&str> {
+        self.by_name.keys().map(String::as_str).collect()
+    }
+
     /// Why `plan` (an admin's choice; `None` clears it) cannot be chosen: it is not a
     /// configured plan (the message names those that are).
     pub fn unknown(&self, plan: Option<&str>) -> Option<String> {

@@ -57,12 +57,13 @@ async fn the_demo_watches_a_task_through_two_dropped_connections() {
     let Some(mut env) = TestEnv::new(Backend::RabbitPostgres, "demo_browser").await else {
         return;
     };
-    // Steps long enough for two cuts mid-task (an image: 4 steps of 5 progress ticks).
+    // Steps long enough for two cuts mid-task however slow a loaded machine reconnects
+    // (an image: two steps of five progress events).
     *env.settings
         .sections
         .get_mut("ai")
         .and_then(|ai| ai.pointer_mut("/kinds/image/simulated_step_ms"))
-        .expect("ai.kinds.image") = serde_json::json!(1500);
+        .expect("ai.kinds.image") = serde_json::json!(4000);
     let app = spawn_app(&env).await;
     app.start_consumers();
     let (_, key) = app.user("ada", 1000).await;
@@ -116,6 +117,11 @@ async fn the_demo_watches_a_task_through_two_dropped_connections() {
         })
         .await;
         shown = seqs(&before).len();
+        let status = text(&c, &format!("{css} .st")).await;
+        assert!(
+            status == "PENDING" || status == "PROCESSING",
+            "cut {cut} comes mid-task, not after it ({status}): the steps are too short"
+        );
         proxy.down();
         tokio::time::sleep(Duration::from_millis(400)).await;
         proxy.up();

@@ -1778,13 +1778,19 @@ export interface components {
             /** @description The plan an admin set on it (`null`: the owner's own plan applies). */
             plan_set?: string | null;
         };
-        /**
-         * @description The limits an admin set for one user, by key; a limit not named keeps its configured
-         *     value. Stored as this JSON object (older rows, written when the limits were fields of
-         *     one struct, have the same shape).
-         */
+        /** @description The limits an admin set for one user, by key (0 turns one off); a limit not named follows the plan and `[limits]`. */
         Overrides: {
-            [key: string]: number;
+            material_writes_per_min?: number;
+            open_payments?: number;
+            order_burst?: number;
+            orders_per_sec?: number;
+            payments_per_min?: number;
+            streams_per_user?: number;
+            submit_burst?: number;
+            submits_per_sec?: number;
+            tasks_in_flight?: number;
+            tasks_running?: number;
+            tickets_per_min?: number;
         };
         /** @description Newest first; pass `next_cursor` as `cursor` for the next page (null: no more). */
         Page_DeadLetterView: {
@@ -2057,9 +2063,9 @@ export interface components {
         /** @description What an owner may change; at least one field. */
         PatchRequest: {
             /** @description At most 20 tags of 1 to 50 characters each; duplicates are dropped. */
-            tags?: components["schemas"]["Tag"][] | null;
+            tags?: components["schemas"]["Tag"][];
             /** @description 1 to 200 characters, not blank. */
-            title?: string | null;
+            title?: string;
         };
         /** @description What to pay for: exactly one of a configured product and an unpaid flash-sale order */
         PaymentRequest: {
@@ -2155,8 +2161,11 @@ export interface components {
             waiting_ahead: number;
         };
         PlanChoice: {
-            /** @description A configured plan; `null` clears the choice (the plan follows memberships again). */
-            plan?: string | null;
+            /**
+             * @description A configured plan; `null` clears the choice (the plan follows memberships again).
+             * @enum {string|null}
+             */
+            plan?: "free" | "member" | null;
         };
         PlanView: {
             /** @description The task kinds it may submit; empty: every kind. */
@@ -2425,8 +2434,11 @@ export interface components {
              *     final, do not reconnect).
              */
             event: string;
-            /** @description The event's sequence number (resume with `Last-Event-ID`). */
-            id: string;
+            /**
+             * @description The event's sequence number (resume with `Last-Event-ID`); none on computed
+             *     `line` events and on `end`.
+             */
+            id?: string | null;
         };
         StorageUse: {
             /** Format: int64 */

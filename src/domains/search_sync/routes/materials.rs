@@ -81,10 +81,10 @@ pub(crate) async fn read(
 #[schema(min_properties = 1)]
 pub struct PatchRequest {
     /// 1 to 200 characters, not blank.
-    #[schema(min_length = 1, max_length = 200, pattern = r"\S")]
+    #[schema(min_length = 1, max_length = 200, pattern = r"\S", nullable = false)]
     pub title: Option<String>,
     /// At most 20 tags of 1 to 50 characters each; duplicates are dropped.
-    #[schema(max_items = 20, value_type = Option<Vec<Tag>>)]
+    #[schema(max_items = 20, value_type = Option<Vec<Tag>>, nullable = false)]
     pub tags: Option<Vec<String>>,
 }
 
