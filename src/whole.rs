@@ -40,6 +40,7 @@ pub fn u32_map<'de, D: Deserializer<'de>>(d: D) -> Result<BTreeMap<String, u32>,
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     #[derive(serde::Deserialize)]
     struct One {
