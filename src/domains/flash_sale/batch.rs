@@ -14,7 +14,7 @@ use sea_orm::{ColumnTrait, ConnectionTrait, EntityTrait, QueryFilter, QuerySelec
 use super::OrderStatus;
 use super::entity::{event, order, sale};
 use super::messages::OrderEvent;
-use super::store::{Order, WriteError, event_of, event_row, get_sale};
+use super::store::{Order, WriteError, event_of, event_row, get_sale, unpaid};
 
 /// One order to write.
 pub struct NewOrder<'a> {
@@ -77,20 +77,7 @@ pub async fn insert_orders(
             written.push(None);
             continue;
         };
-        let model = Order {
-            id: o.order_id.to_owned(),
-            sale_id: o.sale_id.to_owned(),
-            user_id: o.user_id.to_owned(),
-            limit_key: (sale.per_user_limit == 1).then(|| o.user_id.to_owned()),
-            price: sale.price,
-            status: OrderStatus::Unpaid,
-            seq: 2,
-            pay_by: now + pay_within,
-            payment_ref: None,
-            late_payment_ref: None,
-            created_at: now,
-            updated_at: now,
-        };
+        let model = unpaid(o.order_id, sale, o.user_id, now, pay_within);
         let queued = event_of(&model, 1, OrderStatus::Queued, "accepted");
         let unpaid = event_of(&model, 2, OrderStatus::Unpaid, "awaiting payment");
         events.extend([event_row(&queued), event_row(&unpaid)]);

@@ -109,6 +109,30 @@ pub async fn live_orders(db: &DatabaseConnection, sale_id: &str) -> Result<u64, 
         .await
 }
 
+/// A new order of `sale` as it is written: UNPAID, its two events' sequence, its deadline.
+pub(super) fn unpaid(
+    order_id: &str,
+    sale: &Sale,
+    user_id: &str,
+    now: DateTime<Utc>,
+    pay_within: chrono::Duration,
+) -> Order {
+    order::Model {
+        id: order_id.to_owned(),
+        sale_id: sale.id.clone(),
+        user_id: user_id.to_owned(),
+        limit_key: (sale.per_user_limit == 1).then(|| user_id.to_owned()),
+        price: sale.price,
+        status: OrderStatus::Unpaid,
+        seq: 2,
+        pay_by: now + pay_within,
+        payment_ref: None,
+        late_payment_ref: None,
+        created_at: now,
+        updated_at: now,
+    }
+}
+
 pub(super) fn event_row(ev: &OrderEvent) -> event::ActiveModel {
     event::ActiveModel {
         order_id: Set(ev.order_id.clone()),
@@ -160,21 +184,7 @@ pub async fn insert_order(
     if held.rows_affected != 1 {
         return Err(WriteError::SoldOut(sale_id.to_owned()));
     }
-    let now = Utc::now();
-    let o = order::Model {
-        id: order_id.to_owned(),
-        sale_id: sale_id.to_owned(),
-        user_id: user_id.to_owned(),
-        limit_key: (sale.per_user_limit == 1).then(|| user_id.to_owned()),
-        price: sale.price,
-        status: OrderStatus::Unpaid,
-        seq: 2,
-        pay_by: now + pay_within,
-        payment_ref: None,
-        late_payment_ref: None,
-        created_at: now,
-        updated_at: now,
-    };
+    let o = unpaid(order_id, &sale, user_id, Utc::now(), pay_within);
     let inserted = order::Entity::insert(order::ActiveModel::from(o.clone()))
         .exec_without_returning(txn)
         .await;
