@@ -15,6 +15,49 @@ use axum::routing::{delete, get, post, put};
 
 use crate::api::Core;
 
+/// What the configuration decides in these routes' document, so that a client generated
+/// from it never sends a name the server refuses: the plans an admin may choose
+/// (`PlanChoice.plan`, or `null`) and the limits an override may name (`Overrides`, each
+/// a whole number up to [`crate::limits::declared::MAX_VALUE`]).
+pub fn documented(limits: &crate::limits::Limits, doc: &mut utoipa::openapi::OpenApi) {
+    use serde_json::{Value, json};
+    let plans = limits.plans();
+    let choices: Vec<Value> = plans
+        .names()
+        .into_iter()
+        .map(Value::from)
+        .chain([Value::Null])
+        .collect();
+    let plan = json!({
+        "type": "object",
+        "properties": {"plan": {
+            "type": ["string", "null"],
+            "enum": choices,
+            "description": "A configured plan; `null` clears the choice (the plan follows memberships again).",
+        }},
+        "additionalProperties": false,
+    });
+    let max = crate::limits::declared::MAX_VALUE;
+    let named: serde_json::Map<String, Value> = limits
+        .declared()
+        .iter()
+        .map(|l| {
+            (
+                l.key.to_owned(),
+                json!({"type": "integer", "minimum": 0, "maximum": max}),
+            )
+        })
+        .collect();
+    let overrides = json!({
+        "type": "object",
+        "description": "The limits an admin set for one user, by key (0 turns one off); a limit not named follows the plan and `[limits]`.",
+        "properties": named,
+        "additionalProperties": false,
+    });
+    crate::api::openapi::set_schema(doc, "PlanChoice", plan);
+    crate::api::openapi::set_schema(doc, "Overrides", overrides);
+}
+
 pub fn routes(core: Core) -> Router {
     Router::new()
         .route("/v1/me", get(me::me))

@@ -72,57 +72,16 @@ impl Modify for BearerKey {
     }
 }
 
-/// States in the document what the configuration decides, so that a client generated
-/// from it never sends a name the server refuses: the plans an admin may choose
-/// (`PlanChoice.plan`, or `null`) and the limits an override may name (`Overrides`, each
-/// a whole number from 0 to `max`).
-pub fn with_configured_names(
-    doc: &mut utoipa::openapi::OpenApi,
-    plans: &[&str],
-    limits: &[&str],
-    max: u32,
-) {
-    use serde_json::{Value, json};
-    let choices: Vec<Value> = plans
-        .iter()
-        .map(|p| json!(p))
-        .chain([Value::Null])
-        .collect();
-    let plan = json!({
-        "type": "object",
-        "properties": {"plan": {
-            "type": ["string", "null"],
-            "enum": choices,
-            "description": "A configured plan; `null` clears the choice (the plan follows memberships again).",
-        }},
-        "additionalProperties": false,
-    });
-    let named: serde_json::Map<String, Value> = limits
-        .iter()
-        .map(|k| {
-            (
-                (*k).to_owned(),
-                json!({"type": "integer", "minimum": 0, "maximum": max}),
-            )
-        })
-        .collect();
-    let overrides = json!({
-        "type": "object",
-        "description": "The limits an admin set for one user, by key (0 turns one off); a limit not named follows the plan and `[limits]`.",
-        "properties": named,
-        "additionalProperties": false,
-    });
-    let components = doc.components.get_or_insert_with(Default::default);
-    for (name, schema) in [("PlanChoice", plan), ("Overrides", overrides)] {
-        match serde_json::from_value(schema) {
-            Ok(schema) => {
-                components.schemas.insert(name.to_owned(), schema);
-            }
-            // The shapes above are fixed; only a utoipa change could refuse them.
-            Err(e) => {
-                tracing::warn!(error = %e, schema = name, "a configured schema was not built")
-            }
+/// Puts `schema` (JSON Schema as JSON) in the document's components as `name`, in place
+/// of the derived one: for what the configuration decides at start-up (names as enums).
+pub fn set_schema(doc: &mut utoipa::openapi::OpenApi, name: &str, schema: serde_json::Value) {
+    match serde_json::from_value(schema) {
+        Ok(schema) => {
+            let components = doc.components.get_or_insert_with(Default::default);
+            components.schemas.insert(name.to_owned(), schema);
         }
+        // Callers give fixed shapes; only a utoipa change could refuse one.
+        Err(e) => tracing::warn!(error = %e, schema = name, "a configured schema was not built"),
     }
 }
 

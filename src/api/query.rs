@@ -45,3 +45,19 @@ pub fn time_param(
         })
         .transpose()
 }
+
+/// An optional identifier from the query string of at most `max` characters (the bound
+/// the document states), or a 400 naming `field`.
+pub fn id_param<'a>(
+    field: &str,
+    value: Option<&'a str>,
+    max: usize,
+) -> Result<Option<&'a str>, ApiError> {
+    match value {
+        Some(v) if v.chars().count() > max => Err(ApiError::bad_request(
+            field,
+            format!("is at most {max} characters"),
+        )),
+        v => Ok(v),
+    }
+}

@@ -168,13 +168,7 @@ pub(super) async fn compose(
         configure(&platform.settings, &mut doc);
     }
     api::openapi::with_parse_errors(&mut doc);
-    let limit_keys: Vec<&str> = core.limits.declared().iter().map(|l| l.key).collect();
-    api::openapi::with_configured_names(
-        &mut doc,
-        &core.limits.plans().names(),
-        &limit_keys,
-        crate::limits::declared::MAX_VALUE,
-    );
+    account::documented(&core.limits, &mut doc);
     let router = router.merge(api::openapi::routes(doc));
     let streaming = domains
         .iter()

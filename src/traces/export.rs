@@ -201,15 +201,17 @@ impl Down {
     }
 }
 
+impl<E> Counted<E> {
+    fn down(&self) -> std::sync::MutexGuard<'_, Down> {
+        // A poisoned lock only means a panic elsewhere; the state is still usable.
+        self.down.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
 impl<E: SpanExporter> SpanExporter for Counted<E> {
     async fn export(&self, batch: Vec<SpanData>) -> OTelSdkResult {
         let n = batch.len();
-        let down = |f: &dyn Fn(&mut Down) -> bool| {
-            // A poisoned lock only means a panic elsewhere; the state is still usable.
-            f(&mut self.down.lock().unwrap_or_else(|p| p.into_inner()))
-        };
-        let now = std::time::Instant::now();
-        if down(&|d| d.skipping(now)) {
+        if self.down().skipping(std::time::Instant::now()) {
             self.pending.fetch_sub(n, Ordering::Relaxed);
             metrics::counter!("conveyor_trace_spans_exported_total", "outcome" => "skipped")
                 .increment(n as u64);
@@ -218,15 +220,10 @@ impl<E: SpanExporter> SpanExporter for Counted<E> {
         let result = self.inner.export(batch).await;
         self.pending.fetch_sub(n, Ordering::Relaxed);
         let outcome = if result.is_ok() { "ok" } else { "failed" };
-        let at = std::time::Instant::now();
-        down(&|d| {
-            if result.is_ok() {
-                d.succeeded()
-            } else {
-                d.failed(at)
-            }
-            true
-        });
+        match &result {
+            Ok(()) => self.down().succeeded(),
+            Err(_) => self.down().failed(std::time::Instant::now()),
+        }
         metrics::counter!("conveyor_trace_spans_exported_total", "outcome" => outcome)
             .increment(n as u64);
         result

@@ -15,11 +15,11 @@ npx tsc --noEmit
 npm run -s build
 npm run -s test
 npm run -s check:bundle
-bash scripts/with-server.sh "${bin[@]}" -- npm run -s check:generated
-bash scripts/with-server.sh "${bin[@]}" -- npm run -s test:integration
+bash ../../scripts/with-server.sh "${bin[@]}" -- npm run -s check:generated
+bash ../../scripts/with-server.sh "${bin[@]}" -- npm run -s test:integration
 # Presigned uploads need an S3-compatible store (tools/seaweedfs/start.sh).
 if [[ -n "${CONVEYOR_TEST_S3_URL:-}" ]]; then
-  CONVEYOR_STORE=s3 bash scripts/with-server.sh "${bin[@]}" --s3 "$CONVEYOR_TEST_S3_URL" -- \
+  CONVEYOR_STORE=s3 bash ../../scripts/with-server.sh "${bin[@]}" --s3 "$CONVEYOR_TEST_S3_URL" -- \
     npx vitest run test/integration/uploads.test.ts
 fi
 size=$(node -e 'const fs=require("fs"),z=require("zlib");const b=fs.readFileSync("../../src/api/assets/conveyor-client.js");console.log(b.length+" bytes minified, "+z.gzipSync(b,{level:9}).length+" gzipped")')

@@ -27,18 +27,11 @@ export class ConveyorError extends Error {
 
   /** Reads an error answer; a body that is not conveyor's error JSON still gives a code. */
   static async from(res: Response): Promise<ConveyorError> {
-    let detail: ErrorDetail | undefined;
-    try {
-      const body = (await res.json()) as { error?: ErrorDetail };
-      if (body && typeof body.error?.code === "string") detail = body.error;
-    } catch {
-      // Not JSON (a proxy's page): the status speaks for it.
-    }
-    detail ??= { code: `http_${res.status}`, message: res.statusText || `HTTP ${res.status}` };
-    return new ConveyorError(res.status, detail.code, detail.message, detail, retryAfterMs(res));
+    // Not JSON (a proxy's page): the status speaks for it.
+    return ConveyorError.fromBody(res, await res.json().catch(() => undefined));
   }
 
-  /** From an error body openapi-fetch has already parsed. */
+  /** From an error body already parsed (openapi-fetch's `error`). */
   static fromBody(res: Response, body: unknown): ConveyorError {
     const error = (body as { error?: ErrorDetail } | undefined)?.error;
     const detail: ErrorDetail =

@@ -108,7 +108,7 @@ export function createConveyor(options: ConveyorOptions = {}): ConveyorClient {
     },
     live,
     uploads: {
-      upload: (file, o) => upload({ base, fetch, once, auth: { ...options.headers, ...auth } }, file, o),
+      upload: (file, o) => upload({ base, api, once, auth: { ...options.headers, ...auth } }, file, o),
     },
     close: () => live.close(),
   };

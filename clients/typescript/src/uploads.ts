@@ -1,5 +1,7 @@
+import type { Client } from "openapi-fetch";
+
 import { ConveyorError } from "./errors.js";
-import type { components } from "./generated/api.js";
+import type { components, paths } from "./generated/api.js";
 
 export type UploadView = components["schemas"]["UploadView"];
 
@@ -21,8 +23,9 @@ export interface UploadOptions {
 /** What uploads need from the client. */
 export interface UploadEnv {
   base: string;
-  fetch: (r: Request) => Promise<Response>;
-  /** The same without retries, for the file's bytes: a retry would keep a copy of them. */
+  /** The typed client: presign, complete, delete. */
+  api: Client<paths>;
+  /** The client's fetch without retries, for the file's bytes: a retry would keep a copy of them. */
   once: (r: Request) => Promise<Response>;
   /** Headers of an authenticated request (the key), for the XHR path. */
   auth: Record<string, string>;
@@ -36,31 +39,28 @@ export interface UploadEnv {
 export async function upload(env: UploadEnv, file: Blob, o: UploadOptions): Promise<UploadView> {
   const via = o.via ?? "auto";
   if (via !== "api") {
-    const res = await env.fetch(
-      json(`${env.base}/v1/uploads/presign`, "POST", {
-        purpose: o.purpose,
-        content_type: file.type || "application/octet-stream",
-        size: file.size,
-      }),
-    );
-    if (res.ok) {
+    const presign = await env.api.POST("/v1/uploads/presign", {
+      body: { purpose: o.purpose, content_type: file.type || "application/octet-stream", size: file.size },
+    });
+    if (presign.data) {
       // Not abortable until the answer is read: an upload reserved but never known to the
       // client could not be deleted. An abort meanwhile is honoured just after.
-      const presigned = (await res.json()) as components["schemas"]["Presigned"];
+      const { upload, method, upload_url } = presign.data;
+      const path = { params: { path: { id: upload.id } } };
       try {
         o.signal?.throwIfAborted();
-        await send(presigned.method, presigned.upload_url, file, file.size, {}, o);
-        const done = await env.fetch(json(`${env.base}/v1/uploads/${presigned.upload.id}/complete`, "POST", undefined, o.signal));
-        if (!done.ok) throw await ConveyorError.from(done);
-        return (await done.json()) as UploadView;
+        await send(method, upload_url, file, file.size, {}, o);
+        const done = await env.api.POST("/v1/uploads/{id}/complete", { ...path, ...(o.signal ? { signal: o.signal } : {}) });
+        if (!done.data) throw ConveyorError.fromBody(done.response, done.error);
+        return done.data;
       } catch (e) {
         // Delete the pending upload now rather than leave it for the server's collector
         // (its reservation returns after `storage.delete_grace_secs`, as for any delete).
-        await env.fetch(new Request(`${env.base}/v1/uploads/${presigned.upload.id}`, { method: "DELETE" })).catch(() => {});
+        await env.api.DELETE("/v1/uploads/{id}", path).catch(() => {});
         throw e;
       }
     }
-    const error = await ConveyorError.from(res);
+    const error = ConveyorError.fromBody(presign.response, presign.error);
     if (via === "direct" || error.code !== "presign_unavailable") throw error;
   }
   const form = new FormData();
@@ -69,15 +69,6 @@ export async function upload(env: UploadEnv, file: Blob, o: UploadOptions): Prom
   const url = `${env.base}/v1/uploads?purpose=${encodeURIComponent(o.purpose)}`;
   const res = await send("POST", url, form, file.size, env.auth, o, env.once);
   return (await res.json()) as UploadView;
-}
-
-function json(url: string, method: string, body: unknown, signal?: AbortSignal): Request {
-  return new Request(url, {
-    method,
-    headers: body === undefined ? {} : { "content-type": "application/json" },
-    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-    ...(signal ? { signal } : {}),
-  });
 }
 
 /**

@@ -70,15 +70,7 @@ pub(crate) async fn list(
         ),
     };
     let since = crate::api::query::time_param("since", q.since.as_deref())?;
-    if q.business_id
-        .as_ref()
-        .is_some_and(|b| b.chars().count() > 64)
-    {
-        return Err(ApiError::bad_request(
-            "business_id",
-            "is at most 64 characters",
-        ));
-    }
+    crate::api::query::id_param("business_id", q.business_id.as_deref(), 64)?;
     let filter = Filter {
         queue: q.queue.as_deref(),
         status,

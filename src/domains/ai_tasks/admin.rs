@@ -125,9 +125,7 @@ pub(crate) async fn bulk(
         return Err(ApiError::invalid("limit", "1 to 100"));
     }
     // Ignored here, but held to the rules the document states for them.
-    if req.filter.limit.is_some() {
-        crate::api::page::limit(req.filter.limit)?;
-    }
+    crate::api::page::limit(req.filter.limit)?;
     crate::api::page::id_cursor(req.filter.cursor.as_deref())?;
     let mut filter = req.filter.filter(true)?;
     if filter.statuses.is_empty() {

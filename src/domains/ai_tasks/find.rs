@@ -79,13 +79,7 @@ impl FindQuery {
                 Some((k.to_owned(), v.to_owned()))
             }
         };
-        if self
-            .user_id
-            .as_ref()
-            .is_some_and(|u| u.chars().count() > 64)
-        {
-            return Err(ApiError::bad_request("user_id", "is at most 64 characters"));
-        }
+        crate::api::query::id_param("user_id", self.user_id.as_deref(), 64)?;
         if self.user_id.is_some() && !admin {
             return Err(ApiError::bad_request(
                 "user_id",

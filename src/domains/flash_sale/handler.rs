@@ -6,11 +6,11 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use serde_json::json;
 
-use super::batch::{self, NewOrder};
 use super::messages::{CreateOrder, EXPIRE_ORDER, ExpireOrder, OrderEvent, publish_events};
 use super::queues::ORDER_PAYMENT_TIMEOUT;
 use super::service::Sales;
-use super::store::{self, WriteError};
+use super::store::WriteError;
+use super::write::{self, NewOrder};
 use crate::broker::{Envelope, Target};
 use crate::consumer::{BatchHandler, Context, Fate, Handler, HandlerError};
 use crate::outbox::{self, Relay};
@@ -22,7 +22,7 @@ fn payload<T: serde::de::DeserializeOwned>(message: &Envelope) -> Result<T, Hand
 
 /// Writes the orders units were taken for, with their payment timers (through the
 /// outbox, in the same transaction), a batch of deliveries at a time: one transaction
-/// for the batch ([`super::batch`]); if anything in it is refused, each order in a
+/// for the batch ([`super::write`]); if anything in it is refused, each order in a
 /// transaction of its own, with its own answer. A permanent failure gives the unit and
 /// the buyer's slot back (once per order) before the message is dead-lettered.
 pub struct CreateOrderHandler {
@@ -65,9 +65,9 @@ impl CreateOrderHandler {
         Ok(())
     }
 
-    /// The batch in one transaction; `Err` when anything in it was refused or failed
-    /// (nothing is written then).
-    async fn write_all(
+    /// Writes `orders` in one transaction (none when anything is refused): their events.
+    /// A refusal is permanent, a database failure transient.
+    async fn write(
         &self,
         ctx: &Context,
         orders: &[&CreateOrder],
@@ -84,9 +84,12 @@ impl CreateOrderHandler {
                 user_id: &m.user_id,
             })
             .collect();
-        let written = batch::insert_orders(&txn, &new, pay_within)
-            .await
-            .map_err(HandlerError::transient)?;
+        let written = match write::insert_orders(&txn, &new, pay_within).await {
+            Ok(w) => w,
+            Err(WriteError::Db(e)) => return Err(HandlerError::transient(e)),
+            Err(refused) => return Err(HandlerError::permanent(refused)),
+        };
+        // `None`: written by an earlier delivery.
         let written: Vec<_> = written.into_iter().flatten().collect();
         let timers: Vec<_> = written.iter().map(|(o, _)| timer_of(&o.id)).collect();
         outbox::enqueue_many(&txn, &timers, self.max_payload)
@@ -97,41 +100,6 @@ impl CreateOrderHandler {
             .increment(written.len() as u64);
         Ok(written.into_iter().flat_map(|(_, events)| events).collect())
     }
-
-    /// One order in a transaction of its own.
-    async fn write_one(
-        &self,
-        ctx: &Context,
-        m: &CreateOrder,
-    ) -> Result<Vec<OrderEvent>, HandlerError> {
-        let pay_within = self.pay_within()?;
-        let txn = crate::db::begin_read_committed(&ctx.db)
-            .await
-            .map_err(HandlerError::transient)?;
-        let written = match store::insert_order(
-            &txn,
-            &m.order_id,
-            &m.sale_id,
-            &m.user_id,
-            pay_within,
-        )
-        .await
-        {
-            Ok(w) => w,
-            Err(WriteError::Db(e)) => return Err(HandlerError::transient(e)),
-            Err(refused) => return Err(HandlerError::permanent(refused)),
-        };
-        let Some((order, events)) = written else {
-            // Written by an earlier delivery.
-            return Ok(Vec::new());
-        };
-        outbox::enqueue_many(&txn, &[timer_of(&order.id)], self.max_payload)
-            .await
-            .map_err(HandlerError::transient)?;
-        txn.commit().await.map_err(HandlerError::transient)?;
-        metrics::counter!("conveyor_flash_sale_orders_written_total").increment(1);
-        Ok(events.into())
-    }
 }
 
 #[async_trait]
@@ -141,39 +109,37 @@ impl BatchHandler for CreateOrderHandler {
         ctx: &Context,
         messages: &[Envelope],
     ) -> Vec<Result<(), HandlerError>> {
-        let parsed: Vec<Option<CreateOrder>> = messages.iter().map(|m| payload(m).ok()).collect();
-        // The given-back checks of the batch, at once (one Redis round trip's time); a
-        // payload that cannot be read fails here.
-        let checks = futures::future::join_all(messages.iter().zip(&parsed).map(
-            |(message, p)| async move {
-                match p {
-                    Some(m) => self.given_back(m).await,
-                    None => payload::<CreateOrder>(message).map(|_| ()),
-                }
-            },
-        ))
+        let parsed: Vec<Result<CreateOrder, HandlerError>> = messages.iter().map(payload).collect();
+        // The given-back checks of the batch at once (one Redis round trip's time).
+        let checks = futures::future::join_all(parsed.iter().map(|p| async move {
+            match p {
+                Ok(m) => self.given_back(m).await,
+                Err(_) => Ok(()),
+            }
+        }))
         .await;
-        let ready: Vec<&CreateOrder> = parsed
-            .iter()
-            .zip(&checks)
-            .filter_map(|(p, c)| p.as_ref().filter(|_| c.is_ok()))
+        let orders: Vec<Result<CreateOrder, HandlerError>> = parsed
+            .into_iter()
+            .zip(checks)
+            .map(|(p, c)| p.and_then(|m| c.map(|()| m)))
             .collect();
+        let ready: Vec<&CreateOrder> = orders.iter().filter_map(|o| o.as_ref().ok()).collect();
         let mut events = Vec::new();
-        let answers = match self.write_all(ctx, &ready).await {
+        let answers = match self.write(ctx, &ready).await {
             Ok(written) => {
                 events = written;
-                checks
+                orders.into_iter().map(|o| o.map(|_| ())).collect()
             }
-            // Something in the batch was refused: each order on its own, in order.
+            // Something in the batch was refused or failed: each order on its own, in order.
             Err(_) => {
-                let mut answers = Vec::with_capacity(checks.len());
-                for (p, c) in parsed.iter().zip(checks) {
-                    answers.push(match (p, c) {
-                        (Some(m), Ok(())) => self.write_one(ctx, m).await.map(|mut e| {
-                            events.append(&mut e);
-                        }),
-                        (_, Err(e)) => Err(e),
-                        (None, Ok(())) => Err(HandlerError::permanent("invalid payload")),
+                let mut answers = Vec::with_capacity(orders.len());
+                for o in orders {
+                    answers.push(match o {
+                        Ok(m) => self
+                            .write(ctx, &[&m])
+                            .await
+                            .map(|mut e| events.append(&mut e)),
+                        Err(e) => Err(e),
                     });
                 }
                 answers

@@ -13,7 +13,6 @@
 //! timers; reconciliation checks stock = units left + live orders. Buyers follow their
 //! orders on the `order` live stream.
 
-pub mod batch;
 pub mod cli;
 pub mod entity;
 pub mod handler;
@@ -32,6 +31,7 @@ pub mod stock;
 pub mod store;
 pub mod stream;
 pub mod view;
+pub mod write;
 
 use std::sync::Arc;
 

@@ -8,7 +8,7 @@ use chrono::{DateTime, Utc};
 use sea_orm::sea_query::{Expr, ExprTrait as _};
 use sea_orm::{
     ActiveValue::Set, ColumnTrait, ConnectionTrait, DatabaseConnection, DbErr, EntityTrait,
-    PaginatorTrait, QueryFilter, QueryOrder, QuerySelect, SqlErr,
+    PaginatorTrait, QueryFilter, QueryOrder, QuerySelect,
 };
 
 use super::OrderStatus;
@@ -153,55 +153,6 @@ pub(super) fn event_of(o: &Order, seq: i32, status: OrderStatus, message: &str) 
         message: Some(message.to_owned()),
         at: Utc::now(),
     }
-}
-
-/// Writes an accepted order (UNPAID, events QUEUED then UNPAID, both returned) and holds
-/// its unit in the sale's `sold`, in the caller's transaction. `None` when the order
-/// exists already (a redelivery).
-pub async fn insert_order(
-    txn: &impl ConnectionTrait,
-    order_id: &str,
-    sale_id: &str,
-    user_id: &str,
-    pay_within: chrono::Duration,
-) -> Result<Option<(Order, [OrderEvent; 2])>, WriteError> {
-    if order::Entity::find_by_id(order_id.to_owned())
-        .one(txn)
-        .await?
-        .is_some()
-    {
-        return Ok(None);
-    }
-    let sale = get_sale(txn, sale_id)
-        .await?
-        .ok_or_else(|| WriteError::NoSale(sale_id.to_owned()))?;
-    let held = sale::Entity::update_many()
-        .col_expr(sale::Column::Sold, Expr::col(sale::Column::Sold).add(1))
-        .filter(sale::Column::Id.eq(sale_id))
-        .filter(Expr::col(sale::Column::Sold).lt(Expr::col(sale::Column::Stock)))
-        .exec(txn)
-        .await?;
-    if held.rows_affected != 1 {
-        return Err(WriteError::SoldOut(sale_id.to_owned()));
-    }
-    let o = unpaid(order_id, &sale, user_id, Utc::now(), pay_within);
-    let inserted = order::Entity::insert(order::ActiveModel::from(o.clone()))
-        .exec_without_returning(txn)
-        .await;
-    if let Err(e) = inserted {
-        return Err(match e.sql_err() {
-            Some(SqlErr::UniqueConstraintViolation(_)) => {
-                WriteError::LimitReached(sale_id.to_owned())
-            }
-            _ => WriteError::Db(e),
-        });
-    }
-    let queued = event_of(&o, 1, OrderStatus::Queued, "accepted");
-    let unpaid = event_of(&o, 2, OrderStatus::Unpaid, "awaiting payment");
-    event::Entity::insert_many([event_row(&queued), event_row(&unpaid)])
-        .exec_without_returning(txn)
-        .await?;
-    Ok(Some((o, [queued, unpaid])))
 }
 
 /// Moves an order from UNPAID to `to` (PAID or CANCELED) with its event; `None` when it

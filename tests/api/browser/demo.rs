@@ -3,44 +3,14 @@
 //! is cut twice mid-task. The page shows every stored event once and in order (compared
 //! with the server's list), the two resumes, and the final result.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use fantoccini::{Client, Locator};
+use fantoccini::Locator;
 
-use super::{browser, console_errors, driver, shot, shots, text};
+use super::{attr, browser, console_errors, driver, shot, shots, text, wait_attr};
 use crate::helpers::{Backend, Proxy, TestEnv, done, spawn_app};
 
 const DIR: &str = "demo";
-
-/// An attribute of the first element matching `css` ("" while there is none).
-async fn attr(c: &Client, css: &str, name: &str) -> String {
-    match c.find(Locator::Css(css)).await {
-        Ok(e) => e.attr(name).await.ok().flatten().unwrap_or_default(),
-        Err(_) => String::new(),
-    }
-}
-
-async fn wait_attr(
-    c: &Client,
-    css: &str,
-    name: &str,
-    what: &str,
-    ok: impl Fn(&str) -> bool,
-) -> String {
-    let start = Instant::now();
-    loop {
-        let v = attr(c, css, name).await;
-        if ok(&v) {
-            return v;
-        }
-        assert!(
-            start.elapsed() < Duration::from_secs(30),
-            "timed out waiting for {what} ({css} {name}={v:?}; log: {:?})",
-            text(c, "#log").await
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-}
 
 fn seqs(v: &str) -> Vec<i64> {
     v.split(',')

@@ -10,7 +10,7 @@ mod ops_console;
 
 use std::path::PathBuf;
 use std::process::Stdio;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use fantoccini::{Client, ClientBuilder, Locator};
 use serde_json::{Value, json};
@@ -110,20 +110,45 @@ pub async fn text(c: &Client, css: &str) -> String {
     }
 }
 
+/// An attribute of the first element matching `css`, or "" while there is none.
+pub async fn attr(c: &Client, css: &str, name: &str) -> String {
+    match c.find(Locator::Css(css)).await {
+        Ok(e) => e.attr(name).await.ok().flatten().unwrap_or_default(),
+        Err(_) => String::new(),
+    }
+}
+
+/// Reads with `read` until the value satisfies `ok` (30 s at most); returns it.
+async fn poll<F: Future<Output = String>>(
+    what: &str,
+    read: impl Fn() -> F,
+    ok: impl Fn(&str) -> bool,
+) -> String {
+    let last = std::cell::RefCell::new(String::new());
+    wait_until(Duration::from_secs(30), what, || async {
+        let v = read().await;
+        let done = ok(&v);
+        *last.borrow_mut() = v;
+        done
+    })
+    .await;
+    last.into_inner()
+}
+
 /// Polls until `css`'s text satisfies `ok`; returns it.
 pub async fn wait_text(c: &Client, css: &str, what: &str, ok: impl Fn(&str) -> bool) -> String {
-    let start = Instant::now();
-    loop {
-        let t = text(c, css).await;
-        if ok(&t) {
-            return t;
-        }
-        assert!(
-            start.elapsed() < Duration::from_secs(30),
-            "timed out waiting for {what} ({css} shows {t:?})"
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    poll(&format!("{what}: {css}"), || text(c, css), ok).await
+}
+
+/// Polls until `css`'s attribute `name` satisfies `ok`; returns it.
+pub async fn wait_attr(
+    c: &Client,
+    css: &str,
+    name: &str,
+    what: &str,
+    ok: impl Fn(&str) -> bool,
+) -> String {
+    poll(&format!("{what}: {css} {name}"), || attr(c, css, name), ok).await
 }
 
 /// The browser's console entries at SEVERE level (chromedriver's log endpoint).

@@ -1,5 +1,5 @@
 // Generated from conveyor's /openapi.json by scripts/generate.mjs: do not edit.
-// `npm run generate` (under scripts/with-server.sh) rewrites it; CI fails when it drifts.
+// `npm run generate` (under the repository's scripts/with-server.sh) rewrites it; CI fails when it drifts.
 
 export interface paths {
     "/assets/conveyor-client.js": {

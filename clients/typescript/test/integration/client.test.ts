@@ -1,4 +1,4 @@
-// Against a running `conveyor serve` (scripts/with-server.sh starts one on the embedded
+// Against a running `conveyor serve` (the repository's scripts/with-server.sh starts one on the embedded
 // defaults): CONVEYOR_URL, CONVEYOR_KEY.
 import { describe, expect, it } from "vitest";
 import WebSocket from "ws";
@@ -7,7 +7,7 @@ import { ConveyorError, type EventUpdate, type LiveUpdate, createConveyor } from
 
 const baseUrl = process.env.CONVEYOR_URL ?? "";
 const apiKey = process.env.CONVEYOR_KEY ?? "";
-if (!baseUrl || !apiKey) throw new Error("CONVEYOR_URL and CONVEYOR_KEY are not set: run under scripts/with-server.sh");
+if (!baseUrl || !apiKey) throw new Error("CONVEYOR_URL and CONVEYOR_KEY are not set: run under the repository's scripts/with-server.sh");
 
 function client(transport: "websocket" | "sse" = "websocket") {
   return createConveyor({

@@ -1,4 +1,4 @@
-// Uploads against a running `conveyor serve` (scripts/with-server.sh): through the API on
+// Uploads against a running `conveyor serve` (the repository's scripts/with-server.sh): through the API on
 // the local store, straight to the bucket with a presigned URL on an S3 store
 // (CONVEYOR_STORE=s3, `with-server.sh --s3`).
 import { describe, expect, it } from "vitest";
@@ -7,7 +7,7 @@ import { createConveyor } from "../../src/index.js";
 
 const baseUrl = process.env.CONVEYOR_URL ?? "";
 const apiKey = process.env.CONVEYOR_KEY ?? "";
-if (!baseUrl || !apiKey) throw new Error("CONVEYOR_URL and CONVEYOR_KEY are not set: run under scripts/with-server.sh");
+if (!baseUrl || !apiKey) throw new Error("CONVEYOR_URL and CONVEYOR_KEY are not set: run under the repository's scripts/with-server.sh");
 const s3 = process.env.CONVEYOR_STORE === "s3";
 
 // A tiny PNG: the server reads the type from the bytes.

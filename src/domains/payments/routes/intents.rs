@@ -60,14 +60,7 @@ pub fn documented(settings: &crate::settings::Settings, doc: &mut utoipa::openap
         "description": "What to pay for: exactly one of a configured product and an unpaid flash-sale order",
         "oneOf": variants,
     });
-    match serde_json::from_value(schema) {
-        Ok(schema) => {
-            let components = doc.components.get_or_insert_with(Default::default);
-            components.schemas.insert("PaymentRequest".into(), schema);
-        }
-        // The shape above is fixed; only a utoipa change could refuse it.
-        Err(e) => tracing::warn!(error = %e, "the configured PaymentRequest schema was not built"),
-    }
+    crate::api::openapi::set_schema(doc, "PaymentRequest", schema);
 }
 
 impl From<IntentError> for ApiError {

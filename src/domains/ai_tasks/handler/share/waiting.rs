@@ -227,11 +227,6 @@ mod tests {
         let mut later = admitting.mark();
         assert!(admitting.deciding().elsewhere(&mut later).is_empty());
     }
-}
-
-#[cfg(test)]
-mod bounds {
-    use super::*;
 
     #[test]
     fn writes_are_kept_only_while_a_read_that_may_have_missed_them_is_under_way() {

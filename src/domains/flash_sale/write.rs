@@ -1,9 +1,9 @@
-//! Many accepted orders in one transaction: the orders consumer's fast path. Orders
-//! already written are skipped (a redelivery), each sale's `sold` moves once by the
-//! batch's units (never past `stock`), the orders and their two events are inserted in
-//! one statement each. Any refusal (no sale, sold out in the database, a buyer's second
-//! order in a limit-one sale) fails the whole batch, and the caller writes its orders one
-//! by one, each with its own answer: a failure isolates only its message.
+//! Writing accepted orders, one or a batch in one transaction: orders already written
+//! are skipped (a redelivery), each sale's `sold` moves once by its units (never past
+//! `stock`), the orders and their two events (QUEUED, UNPAID) are inserted in one
+//! statement each. Any refusal (no sale, sold out in the database, a buyer's second order
+//! in a limit-one sale) fails the whole call, which writes nothing: the orders consumer
+//! then writes a batch's orders one by one, so a refusal isolates only its message.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 
@@ -91,7 +91,7 @@ pub async fn insert_orders(
         .exec_without_returning(txn)
         .await
         .map_err(|e| match e.sql_err() {
-            // Which sale does not matter: the batch is written one by one next.
+            // The sale, exact for one order (a batch is written one by one next).
             Some(SqlErr::UniqueConstraintViolation(_)) => WriteError::LimitReached(
                 units.keys().next().copied().unwrap_or_default().to_owned(),
             ),

@@ -5,12 +5,15 @@
 #   CONVEYOR_KEY        a user's API key (credits to spend)
 #   CONVEYOR_ADMIN_KEY  an admin's API key
 #
-#   bash scripts/with-server.sh [--bin path/to/conveyor] [--s3 http://127.0.0.1:8333] -- npm run test:integration
+#   bash scripts/with-server.sh [--bin path/to/conveyor] [--s3 http://127.0.0.1:8333] -- command…
 #
 # The binary defaults to the debug build ($CARGO_TARGET_DIR or the repository's target/).
+# Limits are raised out of the way of tests and fuzzing; CONVEYOR__… variables already
+# set (other limits, another log level) are kept. Used by the TypeScript client's checks
+# (clients/typescript/scripts/ci.sh) and the OpenAPI fuzz run (tools/openapi-fuzz).
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
-repo="$(cd "$here/../../.." && pwd)"
+repo="$(cd "$here/.." && pwd)"
 bin="${CARGO_TARGET_DIR:-$repo/target}/debug/conveyor"
 s3=""
 while [[ $# -gt 0 && "$1" != "--" ]]; do
@@ -26,10 +29,13 @@ done
 [[ -x "$bin" ]] || { echo "no conveyor binary at $bin (cargo build --bin conveyor first, or pass --bin)"; exit 2; }
 work="$(mktemp -d)"
 port="$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')"
-# Limits out of the way of the tests; `params.simulate` allowed (tests set step times).
-export CONVEYOR_CONFIG_DIR="$repo/config" CONVEYOR__SERVER__PORT="$port" CONVEYOR__LOG__LEVEL=warn \
-  CONVEYOR__LIMITS__TICKETS_PER_MIN=100000 CONVEYOR__LIMITS__SUBMITS_PER_SEC=100000 \
-  CONVEYOR__LIMITS__SUBMIT_BURST=100000 CONVEYOR__AI__ALLOW_FAILURE_INJECTION=true
+export CONVEYOR_CONFIG_DIR="$repo/config" CONVEYOR__SERVER__PORT="$port"
+# Limits out of the way; `params.simulate` allowed (tests set step times). Unless set.
+for kv in LOG__LEVEL=warn LIMITS__TICKETS_PER_MIN=100000 LIMITS__SUBMITS_PER_SEC=100000 \
+    LIMITS__SUBMIT_BURST=100000 AI__ALLOW_FAILURE_INJECTION=true; do
+  name="CONVEYOR__${kv%%=*}"
+  [[ -n "${!name:-}" ]] || export "$name=${kv#*=}"
+done
 if [[ -n "$s3" ]]; then
   export CONVEYOR__STORAGE__BACKEND=s3 CONVEYOR__STORAGE__ENDPOINT="$s3" \
     CONVEYOR__STORAGE__BUCKET=conveyor-test CONVEYOR__STORAGE__ACCESS_KEY_ID=conveyor-test \
@@ -44,7 +50,7 @@ fi
 )
 (cd "$work" && exec "$bin" serve > serve.log 2>&1) &
 server=$!
-trap 'kill $server 2>/dev/null; wait $server 2>/dev/null; status=$?; rm -rf "$work"' EXIT
+trap 'kill $server 2>/dev/null; wait $server 2>/dev/null; rm -rf "$work"' EXIT
 for _ in $(seq 150); do curl -fs "127.0.0.1:$port/readyz" >/dev/null && break; sleep 0.2; done
 curl -fs "127.0.0.1:$port/readyz" >/dev/null || { cat "$work/serve.log"; exit 1; }
 export CONVEYOR_URL="http://127.0.0.1:$port" CONVEYOR_KEY="$(cat "$work/user.key")" \
