@@ -391,6 +391,16 @@ async fn end_to_end(name: &str, mut settings: Settings, total: usize, consumers:
         per(t.redis),
         per(t.machine.saturating_sub(t.own + t.db + t.broker + t.redis)),
     );
+    if conveyor::traces::export::paused() || conveyor::traces::on() {
+        // What became of the spans so far (a dead collector: made only while it is tried).
+        let spans: Vec<String> = conveyor::telemetry::metrics()
+            .render()
+            .lines()
+            .filter(|l| l.starts_with("conveyor_trace_"))
+            .map(str::to_owned)
+            .collect();
+        println!("[{name}]   traces: {}", spans.join(", "));
+    }
     stop.cancel();
     let _ = server.await;
     if let Some(w) = workers {

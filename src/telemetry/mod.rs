@@ -54,9 +54,13 @@ pub fn init(settings: &LogSettings, to: LogTo, traces: Option<(&TraceSettings, &
         None => (None, None),
     };
     // Each layer filters for itself: the log's level says what is printed, and the
-    // exported spans are conveyor's own at info, whatever the log's level.
-    let traced =
-        tracing_subscriber::filter::Targets::new().with_target("conveyor", tracing::Level::INFO);
+    // exported spans are conveyor's own at info, whatever the log's level, except while
+    // a collector that failed is left alone (none made then).
+    let traced = tracing_subscriber::filter::FilterExt::and(
+        tracing_subscriber::filter::Targets::new().with_target("conveyor", tracing::Level::INFO),
+        // Dynamic: asked at every span (a plain `filter_fn` is asked once per callsite).
+        tracing_subscriber::filter::dynamic_filter_fn(|_, _| !traces::export::paused()),
+    );
     let registry =
         tracing_subscriber::registry().with(exporting.map(|layer| layer.with_filter(traced)));
     let _ = match settings.format {

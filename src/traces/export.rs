@@ -4,15 +4,17 @@
 //! (its own thread, a blocking HTTP client) through a bounded count; a span that finds
 //! the queue full is dropped and counted (`conveyor_trace_spans_dropped_total`), exports
 //! are counted by outcome (`conveyor_trace_spans_exported_total{outcome}`). A collector
-//! that fails an export is left alone for a while (batches dropped unsent, counted as
-//! `skipped`): a dead one costs the spans' making, not their encoding.
+//! that fails an export is left alone for a while, and for that while no spans are made
+//! ([`paused`]: the layer sees none, and what would have carried a span's `traceparent`
+//! carries the one it came in with): a dead collector costs neither the spans' making
+//! nor their encoding. The first spans after the while try it again.
 
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use opentelemetry::trace::TracerProvider as _;
-use opentelemetry_otlp::{Protocol, WithExportConfig as _};
+use opentelemetry_otlp::{Protocol, WithExportConfig as _, WithHttpConfig as _};
 use opentelemetry_sdk::error::OTelSdkResult;
 use opentelemetry_sdk::trace::{
     BatchConfigBuilder, BatchSpanProcessor, Sampler, SdkTracer, SdkTracerProvider, SpanData,
@@ -23,6 +25,34 @@ use tracing_opentelemetry::OpenTelemetryLayer;
 use super::settings::TraceSettings;
 
 static PROVIDER: OnceLock<SdkTracerProvider> = OnceLock::new();
+
+/// Until when (ms after [`epoch`]) spans are not made, the collector being taken for
+/// down; 0 while it is not.
+static PAUSED_UNTIL: AtomicU64 = AtomicU64::new(0);
+
+fn epoch() -> std::time::Instant {
+    static EPOCH: OnceLock<std::time::Instant> = OnceLock::new();
+    *EPOCH.get_or_init(std::time::Instant::now)
+}
+
+fn millis(at: std::time::Instant) -> u64 {
+    u64::try_from(at.saturating_duration_since(epoch()).as_millis()).unwrap_or(u64::MAX)
+}
+
+/// Whether span making is paused because the collector failed an export a moment ago
+/// (no clock read while it has not).
+pub fn paused() -> bool {
+    match PAUSED_UNTIL.load(Ordering::Relaxed) {
+        0 => false,
+        until => millis(std::time::Instant::now()) < until,
+    }
+}
+
+fn pause(until: Option<std::time::Instant>) {
+    let ms = until.map_or(0, |t| millis(t).max(1));
+    PAUSED_UNTIL.store(ms, Ordering::Relaxed);
+    metrics::gauge!("conveyor_trace_collector_down").set(if ms == 0 { 0.0 } else { 1.0 });
+}
 
 /// The layer that exports spans, or `None` when traces are off. `process` names the
 /// role in the spans' resource (`serve`, `consume ai`). Fails only on an exporter that
@@ -47,9 +77,13 @@ where
         .then(|| format!("{}/v1/traces", settings.otlp_endpoint.trim_end_matches('/')));
     // The blocking HTTP client starts a runtime of its own: built off the async runtime.
     let exporter = std::thread::spawn(move || {
+        // No retries inside an export: the thread would sit in their backoff (0.7 s by
+        // default) while spans keep coming; a failed export pauses spans instead
+        // ([`Down`]), and the next batch tries again.
         let mut b = opentelemetry_otlp::SpanExporter::builder()
             .with_http()
             .with_protocol(Protocol::HttpBinary)
+            .with_retry_policy(opentelemetry_otlp::RetryPolicy::default().with_max_retries(0))
             .with_timeout(Duration::from_secs(5));
         if let Some(url) = endpoint {
             b = b.with_endpoint(url);
@@ -165,10 +199,10 @@ impl SpanProcessor for Bounded {
 }
 
 /// The OTLP exporter, counting each batch's spans out of [`Bounded`]'s count and by
-/// outcome. After a failed export the collector is taken for down and batches are
-/// dropped unsent (`outcome="skipped"`) for a while, one second doubling to
-/// [`DOWN_MAX`]: encoding spans for a collector that refuses them cost a few percent of
-/// a busy process's CPU, for nothing.
+/// outcome. After a failed export the collector is taken for down for a while, one
+/// second doubling to [`DOWN_MAX`]: no spans are made ([`paused`]) and what was made
+/// before is dropped unsent (`outcome="skipped"`). Making and encoding spans for a
+/// collector that refuses them cost 5–8 % of a busy process's throughput, for nothing.
 #[derive(Debug)]
 struct Counted<E> {
     inner: E,
@@ -220,10 +254,18 @@ impl<E: SpanExporter> SpanExporter for Counted<E> {
         let result = self.inner.export(batch).await;
         self.pending.fetch_sub(n, Ordering::Relaxed);
         let outcome = if result.is_ok() { "ok" } else { "failed" };
-        match &result {
-            Ok(()) => self.down().succeeded(),
-            Err(_) => self.down().failed(std::time::Instant::now()),
-        }
+        let until = match &result {
+            Ok(()) => {
+                self.down().succeeded();
+                None
+            }
+            Err(_) => {
+                let mut down = self.down();
+                down.failed(std::time::Instant::now());
+                down.until
+            }
+        };
+        pause(until);
         metrics::counter!("conveyor_trace_spans_exported_total", "outcome" => outcome)
             .increment(n as u64);
         result
@@ -245,6 +287,19 @@ impl<E: SpanExporter> SpanExporter for Counted<E> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn spans_are_paused_until_the_collector_is_tried_again() {
+        assert!(!paused());
+        pause(Some(std::time::Instant::now() + Duration::from_millis(200)));
+        assert!(paused());
+        std::thread::sleep(Duration::from_millis(250));
+        assert!(!paused(), "tried again once the while is over");
+        pause(Some(std::time::Instant::now() + Duration::from_secs(5)));
+        assert!(paused());
+        pause(None);
+        assert!(!paused(), "an export that went through ends the pause");
+    }
 
     #[test]
     fn a_failed_collector_is_left_alone_for_a_doubling_while() {

@@ -24,9 +24,10 @@ static ON: AtomicBool = AtomicBool::new(false);
 /// The header (AMQP, HTTP) and envelope field a trace travels in.
 pub const TRACEPARENT: &str = "traceparent";
 
-/// Whether spans are recorded and exported in this process.
+/// Whether spans are recorded and exported in this process now: traces are on and the
+/// collector is not taken for down ([`export::paused`]).
 pub fn on() -> bool {
-    ON.load(Ordering::Relaxed)
+    ON.load(Ordering::Relaxed) && !export::paused()
 }
 
 /// The W3C `traceparent` of `span`: `None` with traces off or for a span not recorded.

@@ -59,7 +59,11 @@ impl Connection {
                 {
                     self.subs
                         .insert(ev.id.clone(), Follow::from_event(source.clone(), ev));
-                    self.taps.follow(&ev.id);
+                    // Under `all` the owner's route brings its events already; a tap by
+                    // id too would make every event of it cost two routes.
+                    if !(self.all && ev.owner == self.user.id) {
+                        self.taps.follow(&ev.id);
+                    }
                 }
             }
         }
@@ -115,6 +119,12 @@ impl Connection {
             }
             ClientCommand::UnsubscribeAll => {
                 self.all = false;
+                // What `all` started following stays followed: tapped by id before the
+                // owner's route closes, so nothing falls in between.
+                let ids: Vec<String> = self.subs.keys().cloned().collect();
+                for id in &ids {
+                    self.taps.follow(id);
+                }
                 self.taps.unfollow_owner(&self.user.id);
                 vec![ServerFrame::UnsubscribedAll.message()]
             }

@@ -111,15 +111,25 @@ pub async fn upgrade(
         .read_buffer_size(live.buffer_bytes)
         .write_buffer_size(live.buffer_bytes)
         .max_write_buffer_size(live.buffer_bytes * 16);
-    Ok(ws.on_upgrade(move |socket| async move {
+    // What the closure captures moves into one boxed connection, so the connection's
+    // task (alive as long as the socket, ten thousand of them) holds each once.
+    Ok(ws.on_upgrade(move |socket| {
         let (taps, events) = state.hub.listen();
-        Connection::new(state, user, key_hash, taps)
-            .run(socket, controls, events)
-            .await;
-        drop(permit);
-        // The socket counted against server.max_connections until now.
-        drop(slot);
+        let open = Open {
+            controls,
+            _permit: permit,
+            _slot: slot,
+        };
+        Box::new(Connection::new(state, user, key_hash, taps)).run(socket, open, events)
     }))
+}
+
+/// What a connection holds until it ends: its key notices, and the stream and socket
+/// permits it counts against (`live.max_streams_per_user`, `server.max_connections`).
+struct Open<P, S> {
+    controls: tokio::sync::broadcast::Receiver<Arc<crate::users::notices::KeyNotice>>,
+    _permit: P,
+    _slot: S,
 }
 
 struct Connection {
@@ -189,12 +199,7 @@ impl Connection {
         }
     }
 
-    async fn run(
-        mut self,
-        socket: WebSocket,
-        mut controls: tokio::sync::broadcast::Receiver<Arc<crate::users::notices::KeyNotice>>,
-        mut events: Events,
-    ) {
+    async fn run<P, S>(mut self: Box<Self>, socket: WebSocket, open: Open<P, S>, mut events: Events) {
         let live = self.state.settings.clone();
         let send_timeout = Duration::from_millis(live.send_timeout_ms);
         let idle = Duration::from_millis(live.idle_timeout_ms);
@@ -204,13 +209,18 @@ impl Connection {
         let mut heard = Instant::now();
         let every = Duration::from_secs(live.key_check_secs);
         let db = self.state.core.db.clone();
-        let mut watch = super::control::KeyWatch::start(&db, self.key_hash.clone(), every).await;
+        let mut watch =
+            Box::pin(super::control::KeyWatch::start(&db, self.key_hash.clone(), every)).await;
         let key_check = tokio::time::sleep_until(watch.next());
         tokio::pin!(key_check);
         // One waiter for the whole connection: re-registering on the shared token every
         // turn of the loop costs a lock per event at 10,000 connections.
         let shutdown = self.state.core.shutdown.clone().cancelled_owned();
         tokio::pin!(shutdown);
+        // Likewise one receiver of key notices, not one per turn (each registers on the
+        // bus's shared tail).
+        let key_ended = key_ended(open.controls, self.key_hash.clone(), db.clone());
+        tokio::pin!(key_ended);
         let close = loop {
             // Drain what is pending before waiting again: every frame in one write,
             // under one deadline.
@@ -225,31 +235,28 @@ impl Connection {
                 }
             }
             let flow = tokio::select! {
+                // Events first: polled alone when one is waiting, as a bare broadcast's
+                // reader is (tokio's budget still lets the other branches in).
+                biased;
+                ev = events.recv() => {
+                    match ev {
+                        Recv::Event(ev) => self.offer(ev),
+                        Recv::Lagged => self.resync().await,
+                    }
+                    Flow::Continue
+                }
                 _ = &mut shutdown => Flow::Close(1001, "server shutting down"),
                 // The key expired (a rotation's overlap ended) or was revoked unseen.
                 _ = &mut key_check => {
-                    if watch.still_valid(&db).await {
+                    // Boxed: a rare look keeps its query's state off every connection.
+                    if Box::pin(watch.still_valid(&db)).await {
                         key_check.as_mut().reset(watch.next());
                         Flow::Continue
                     } else {
                         Flow::Close(1008, "API key expired or revoked")
                     }
                 }
-                control = controls.recv() => match control {
-                    Ok(c) if super::control::ends(&c, self.key_hash.as_deref()) => {
-                        Flow::Close(1008, "API key revoked")
-                    }
-                    // Notices were missed: look the key up instead.
-                    Err(RecvError::Lagged(_)) => match &self.key_hash {
-                        Some(h) if !super::control::key_is_live(&self.state.core.db, h).await => {
-                            Flow::Close(1008, "API key revoked")
-                        }
-                        _ => Flow::Continue,
-                    },
-                    // The hub is gone: the server is stopping.
-                    Err(RecvError::Closed) => Flow::Close(1001, "server shutting down"),
-                    Ok(_) => Flow::Continue,
-                },
+                (code, reason) = &mut key_ended => Flow::Close(code, reason),
                 msg = stream.next() => match msg {
                     None | Some(Err(_)) => break (1000, ""),
                     Some(Ok(Message::Close(_))) => break (1000, ""),
@@ -271,13 +278,6 @@ impl Connection {
                         Flow::Continue
                     }
                 },
-                ev = events.recv() => {
-                    match ev {
-                        Recv::Event(ev) => self.offer(ev),
-                        Recv::Lagged => self.resync().await,
-                    }
-                    Flow::Continue
-                }
                 _ = ping.tick() => {
                     if heard.elapsed() > idle {
                         Flow::Close(1001, "idle timeout")
@@ -297,6 +297,32 @@ impl Connection {
             reason: close.1.into(),
         }));
         let _ = tokio::time::timeout(send_timeout, sink.send(frame)).await;
+    }
+}
+
+/// Waits for a key notice that ends a connection opened with the key of `key_hash` (or
+/// for the notices to end: the server is stopping); a receiver that missed notices looks
+/// the key up instead.
+async fn key_ended(
+    mut controls: tokio::sync::broadcast::Receiver<Arc<crate::users::notices::KeyNotice>>,
+    key_hash: Option<String>,
+    db: sea_orm::DatabaseConnection,
+) -> (u16, &'static str) {
+    loop {
+        match controls.recv().await {
+            Ok(c) if super::control::ends(&c, key_hash.as_deref()) => {
+                return (1008, "API key revoked");
+            }
+            Err(RecvError::Lagged(_)) => {
+                if let Some(h) = &key_hash
+                    && !Box::pin(super::control::key_is_live(&db, h)).await
+                {
+                    return (1008, "API key revoked");
+                }
+            }
+            Err(RecvError::Closed) => return (1001, "server shutting down"),
+            Ok(_) => {}
+        }
     }
 }
 
@@ -321,6 +347,12 @@ async fn send_all(
         }
         sink.flush().await
     };
+    tokio::pin!(write);
+    // A socket with room takes the frames at once: no timer to set and cancel for that
+    // (the deadline starts a few microseconds later for one that has none).
+    if let std::task::Poll::Ready(r) = futures::poll!(&mut write) {
+        return r.is_ok();
+    }
     matches!(tokio::time::timeout(timeout, write).await, Ok(Ok(())))
 }
 

@@ -146,7 +146,14 @@ impl AiTaskHandler {
             tokio::select! {
                 Some(done) = running.next(), if !running.is_empty() => {
                     let mut take = |done: Result<Option<Ran>, Answer>| match done {
-                        Ok(Some(ran)) => finished.push(ran),
+                        // Not recorded (traces paused): the next step stays in the
+                        // trace its message came in.
+                        Ok(Some(mut ran)) => {
+                            if ran.trace.is_none() {
+                                ran.trace = messages[ran.index].traceparent.clone();
+                            }
+                            finished.push(ran)
+                        }
                         Ok(None) => {}
                         Err((i, answer)) => answers.give(i, answer),
                     };
