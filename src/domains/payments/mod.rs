@@ -67,7 +67,7 @@ fn install(platform: &Platform) -> BoxFuture<'_, anyhow::Result<Installed>> {
         });
         let (fallback, expiry, routes) = (payments.clone(), payments.clone(), payments.clone());
         Ok(Installed::default()
-            .handler(&queues::PAYMENTS_APPLY, Worker::One(apply))
+            .handler(&queues::PAYMENTS_APPLY, Worker::Batch(apply))
             .job(move |token| jobs::fallback::run(fallback, token).boxed())
             .job(move |token| jobs::expiry::run(expiry, token).boxed())
             .routes(move |core| {

@@ -7,7 +7,8 @@ pub const PAYMENTS_APPLY: QueueSpec = QueueSpec::new(
     "payments",
     "apply verified payment events (grant credits) exactly once",
 )
-.prefetch(32)
+.prefetch(64)
+.batch(32, 2)
 .max_attempts(8);
 
 pub const QUEUES: &[&QueueSpec] = &[&PAYMENTS_APPLY];

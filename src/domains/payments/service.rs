@@ -137,29 +137,51 @@ impl Payments {
     /// event, the relay (refunds put back in line are in the outbox).
     pub async fn apply(&self, id: i64) -> Result<Applied, OutboxError> {
         let applied = store::apply(&self.db, id, self.max_payload).await?;
-        super::metrics::applied(id, &applied);
-        match &applied {
-            Applied::Granted {
-                order_event,
-                membership_until,
-                ..
-            } => {
-                if let Some(ev) = order_event {
-                    publish_events(self.broker.as_ref(), std::slice::from_ref(ev)).await;
-                }
-                // A membership changes the plan: every instance reads it on the next
-                // request.
-                if membership_until.is_some() {
-                    crate::plans::notices::announce(self.broker.as_ref()).await;
-                }
-                self.relay.notify();
-            }
-            Applied::Refunded { .. } => {
-                crate::plans::notices::announce(self.broker.as_ref()).await;
-            }
-            Applied::RefundDue { .. } => self.relay.notify(),
-            _ => {}
-        }
+        self.tell(&[(id, &applied)]).await;
         Ok(applied)
+    }
+
+    /// Applies inbox rows `ids` in one transaction (see [`store::apply_many`]), then
+    /// tells what they did as [`Payments::apply`] does, once for the lot.
+    pub async fn apply_many(&self, ids: &[i64]) -> Result<Vec<Applied>, OutboxError> {
+        let applied = store::apply_many(&self.db, ids, self.max_payload).await?;
+        let told: Vec<(i64, &Applied)> = ids.iter().copied().zip(&applied).collect();
+        self.tell(&told).await;
+        Ok(applied)
+    }
+
+    /// After the commit: metrics and logs per event, the orders' live events, one plan
+    /// notice if a membership or credits changed, the relay woken once.
+    async fn tell(&self, applied: &[(i64, &Applied)]) {
+        let mut order_events = Vec::new();
+        let (mut announce, mut notify) = (false, false);
+        for (id, a) in applied {
+            super::metrics::applied(*id, a);
+            match a {
+                Applied::Granted {
+                    order_event,
+                    membership_until,
+                    ..
+                } => {
+                    order_events.extend(order_event.iter().cloned());
+                    // A membership changes the plan: every instance reads it on the next
+                    // request.
+                    announce |= membership_until.is_some();
+                    notify = true;
+                }
+                Applied::Refunded { .. } => announce = true,
+                Applied::RefundDue { .. } => notify = true,
+                _ => {}
+            }
+        }
+        if !order_events.is_empty() {
+            publish_events(self.broker.as_ref(), &order_events).await;
+        }
+        if announce {
+            crate::plans::notices::announce(self.broker.as_ref()).await;
+        }
+        if notify {
+            self.relay.notify();
+        }
     }
 }

@@ -59,17 +59,49 @@ pub async fn apply(
     max_bytes: usize,
 ) -> Result<Applied, OutboxError> {
     let txn = crate::db::begin_read_committed(db).await?;
+    let outcome = apply_in(&txn, id, max_bytes).await?;
+    txn.commit().await?;
+    Ok(outcome)
+}
+
+/// Applies inbox rows `ids` once each, in one transaction with their effects: one commit
+/// for the lot. Any failure fails the lot (nothing of it applied); the caller applies
+/// them one by one then. In id order, so two batches lock payments and users in the
+/// same order as far as ids follow them.
+pub async fn apply_many(
+    db: &DatabaseConnection,
+    ids: &[i64],
+    max_bytes: usize,
+) -> Result<Vec<Applied>, OutboxError> {
+    let mut order: Vec<usize> = (0..ids.len()).collect();
+    order.sort_by_key(|&i| ids[i]);
+    let txn = crate::db::begin_read_committed(db).await?;
+    let mut done = Vec::with_capacity(ids.len());
+    for i in order {
+        done.push((i, apply_in(&txn, ids[i], max_bytes).await?));
+    }
+    txn.commit().await?;
+    done.sort_by_key(|(i, _)| *i);
+    Ok(done.into_iter().map(|(_, a)| a).collect())
+}
+
+/// Applies inbox row `id` in `txn`: its conditional transition and its effect.
+async fn apply_in(
+    txn: &impl ConnectionTrait,
+    id: i64,
+    max_bytes: usize,
+) -> Result<Applied, OutboxError> {
     let now = Utc::now();
     let moved = event::Entity::update_many()
         .col_expr(event::Column::Status, Expr::value(APPLIED))
         .col_expr(event::Column::AppliedAt, Expr::value(now))
         .filter(event::Column::Id.eq(id))
         .filter(event::Column::Status.eq(RECEIVED))
-        .exec(&txn)
+        .exec(txn)
         .await?;
     if moved.rows_affected != 1 {
-        txn.rollback().await?;
-        let exists = event::Entity::find_by_id(id).one(db).await?.is_some();
+        // Nothing written: whether it exists is the whole answer.
+        let exists = event::Entity::find_by_id(id).one(txn).await?.is_some();
         return Ok(if exists {
             Applied::Before
         } else {
@@ -77,28 +109,27 @@ pub async fn apply(
         });
     }
     let ev = event::Entity::find_by_id(id)
-        .one(&txn)
+        .one(txn)
         .await?
         .ok_or_else(|| DbErr::RecordNotFound(id.to_string()))?;
     // One event of a payment at a time (see the module doc).
     let p = payment::Entity::find_by_id(ev.payment_id.clone())
         .lock(LockType::Update)
-        .one(&txn)
+        .one(txn)
         .await?
         .ok_or_else(|| DbErr::RecordNotFound(ev.payment_id.clone()))?;
     let (outcome, note) = match ev.kind.as_str() {
-        "refund" | "refund_total" => refund(&txn, &ev, &p).await?,
-        _ => pay(&txn, &p, max_bytes).await?,
+        "refund" | "refund_total" => refund(txn, &ev, &p).await?,
+        _ => pay(txn, &p, max_bytes).await?,
     };
-    crate::domains::payments::notify::applied(&txn, &p.id, &outcome).await?;
+    crate::domains::payments::notify::applied(txn, &p.id, &outcome).await?;
     if let Some(note) = note {
         event::Entity::update_many()
             .col_expr(event::Column::Note, Expr::value(note))
             .filter(event::Column::Id.eq(id))
-            .exec(&txn)
+            .exec(txn)
             .await?;
     }
-    txn.commit().await?;
     Ok(outcome)
 }
 

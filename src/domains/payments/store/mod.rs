@@ -12,7 +12,7 @@ mod intents;
 #[cfg(test)]
 mod tests;
 
-pub use apply::{Applied, apply};
+pub use apply::{Applied, apply, apply_many};
 pub use inbox::{Incoming, backlog, receive, record, record_many, unapplied};
 pub use intents::{NewPayment, count_open, create, events_of, expire_unpaid, get};
 

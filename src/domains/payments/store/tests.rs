@@ -148,3 +148,33 @@ async fn a_refund_before_its_payment_waits_then_follows_it() {
     assert_eq!(balance(&db, &user).await, 50);
     assert_eq!(apply(&db, refund, MAX).await.unwrap(), Applied::Before);
 }
+
+#[tokio::test]
+async fn a_batch_applies_each_event_once_and_answers_in_the_order_asked() {
+    let db = db().await;
+    let (user, p) = pack(&db).await;
+    let txn = db.begin().await.unwrap();
+    let refund = receive(&txn, "hmac", "b-refund", &p.id, Kind::Refund(495))
+        .await
+        .unwrap()
+        .unwrap();
+    let paid = receive(&txn, "hmac", "b-paid", &p.id, Kind::Paid)
+        .await
+        .unwrap()
+        .unwrap();
+    txn.commit().await.unwrap();
+    // Asked refund first, applied in id order (the refund's row is older, so it waits
+    // for the payment applied after it in the same transaction), answered as asked.
+    let missing = paid + 1000;
+    let out = apply_many(&db, &[paid, refund, missing], MAX).await.unwrap();
+    assert!(matches!(out[0], Applied::Granted { credits: 100, .. }), "{out:?}");
+    assert_eq!(out[1], Applied::Waiting);
+    assert_eq!(out[2], Applied::NoSuchEvent);
+    assert_eq!(balance(&db, &user).await, 100);
+    // Again: nothing twice (the waiting refund went back in line, RECEIVED again).
+    let again = apply_many(&db, &[paid], MAX).await.unwrap();
+    assert_eq!(again, [Applied::Before]);
+    assert_eq!(balance(&db, &user).await, 100);
+    assert!(matches!(apply(&db, refund, MAX).await.unwrap(), Applied::Refunded { .. }));
+    assert_eq!(balance(&db, &user).await, 50);
+}
