@@ -87,7 +87,10 @@ impl Routes {
         // so a scan of them beats building a set, up to a point.
         if of_id.len() > 16 {
             let seen: std::collections::HashSet<u64> = of_id.iter().map(|t| t.conn).collect();
-            of_owner.iter().filter(|t| !seen.contains(&t.conn)).for_each(send);
+            of_owner
+                .iter()
+                .filter(|t| !seen.contains(&t.conn))
+                .for_each(send);
         } else {
             of_owner
                 .iter()

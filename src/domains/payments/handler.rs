@@ -27,7 +27,10 @@ impl BatchHandler for ApplyHandler {
             .iter()
             .map(|m| ApplyMessage::from_envelope(m).map(|a| a.event))
             .collect();
-        let ids: Vec<i64> = parsed.iter().filter_map(|p| p.as_ref().ok().copied()).collect();
+        let ids: Vec<i64> = parsed
+            .iter()
+            .filter_map(|p| p.as_ref().ok().copied())
+            .collect();
         // The lot in one transaction; if anything in it fails, each on its own, so a
         // failure (or a deadlock with another batch) costs only its own event a retry.
         let mut applied = match self.payments.apply_many(&ids).await {

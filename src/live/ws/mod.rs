@@ -199,7 +199,12 @@ impl Connection {
         }
     }
 
-    async fn run<P, S>(mut self: Box<Self>, socket: WebSocket, open: Open<P, S>, mut events: Events) {
+    async fn run<P, S>(
+        mut self: Box<Self>,
+        socket: WebSocket,
+        open: Open<P, S>,
+        mut events: Events,
+    ) {
         let live = self.state.settings.clone();
         let send_timeout = Duration::from_millis(live.send_timeout_ms);
         let idle = Duration::from_millis(live.idle_timeout_ms);
@@ -209,8 +214,12 @@ impl Connection {
         let mut heard = Instant::now();
         let every = Duration::from_secs(live.key_check_secs);
         let db = self.state.core.db.clone();
-        let mut watch =
-            Box::pin(super::control::KeyWatch::start(&db, self.key_hash.clone(), every)).await;
+        let mut watch = Box::pin(super::control::KeyWatch::start(
+            &db,
+            self.key_hash.clone(),
+            every,
+        ))
+        .await;
         let key_check = tokio::time::sleep_until(watch.next());
         tokio::pin!(key_check);
         // One waiter for the whole connection: re-registering on the shared token every

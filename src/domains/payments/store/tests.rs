@@ -166,8 +166,13 @@ async fn a_batch_applies_each_event_once_and_answers_in_the_order_asked() {
     // Asked refund first, applied in id order (the refund's row is older, so it waits
     // for the payment applied after it in the same transaction), answered as asked.
     let missing = paid + 1000;
-    let out = apply_many(&db, &[paid, refund, missing], MAX).await.unwrap();
-    assert!(matches!(out[0], Applied::Granted { credits: 100, .. }), "{out:?}");
+    let out = apply_many(&db, &[paid, refund, missing], MAX)
+        .await
+        .unwrap();
+    assert!(
+        matches!(out[0], Applied::Granted { credits: 100, .. }),
+        "{out:?}"
+    );
     assert_eq!(out[1], Applied::Waiting);
     assert_eq!(out[2], Applied::NoSuchEvent);
     assert_eq!(balance(&db, &user).await, 100);
@@ -175,6 +180,9 @@ async fn a_batch_applies_each_event_once_and_answers_in_the_order_asked() {
     let again = apply_many(&db, &[paid], MAX).await.unwrap();
     assert_eq!(again, [Applied::Before]);
     assert_eq!(balance(&db, &user).await, 100);
-    assert!(matches!(apply(&db, refund, MAX).await.unwrap(), Applied::Refunded { .. }));
+    assert!(matches!(
+        apply(&db, refund, MAX).await.unwrap(),
+        Applied::Refunded { .. }
+    ));
     assert_eq!(balance(&db, &user).await, 50);
 }
