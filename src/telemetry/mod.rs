@@ -59,7 +59,11 @@ pub fn init(settings: &LogSettings, to: LogTo, traces: Option<(&TraceSettings, &
     let traced = tracing_subscriber::filter::FilterExt::and(
         tracing_subscriber::filter::Targets::new().with_target("conveyor", tracing::Level::INFO),
         // Dynamic: asked at every span (a plain `filter_fn` is asked once per callsite).
-        tracing_subscriber::filter::dynamic_filter_fn(|_, _| !traces::export::paused()),
+        // Its level hint keeps the process's maximum level at info: without one it is
+        // trace, and every `debug!`/`trace!` of every dependency (through `log` too)
+        // would be built and asked for.
+        tracing_subscriber::filter::dynamic_filter_fn(|_, _| !traces::export::paused())
+            .with_max_level_hint(tracing::level_filters::LevelFilter::INFO),
     );
     let registry =
         tracing_subscriber::registry().with(exporting.map(|layer| layer.with_filter(traced)));
