@@ -391,14 +391,15 @@ async fn end_to_end(name: &str, mut settings: Settings, total: usize, consumers:
         per(t.redis),
         per(t.machine.saturating_sub(t.own + t.db + t.broker + t.redis)),
     );
-    if conveyor::traces::export::paused() || conveyor::traces::on() {
-        // What became of the spans so far (a dead collector: made only while it is tried).
-        let spans: Vec<String> = conveyor::telemetry::metrics()
-            .render()
-            .lines()
-            .filter(|l| l.starts_with("conveyor_trace_"))
-            .map(str::to_owned)
-            .collect();
+    // With traces on, what became of the spans so far (a dead collector: made only
+    // while it is tried).
+    let spans: Vec<String> = conveyor::telemetry::metrics()
+        .render()
+        .lines()
+        .filter(|l| l.starts_with("conveyor_trace_"))
+        .map(str::to_owned)
+        .collect();
+    if !spans.is_empty() {
         println!("[{name}]   traces: {}", spans.join(", "));
     }
     stop.cancel();

@@ -1,6 +1,10 @@
 //! What ends a live stream that its API key opened: a [`KeyNotice`] on the bus, a lookup
 //! where a notice may have been missed, and [`KeyWatch`]'s periodic look.
 
+use std::sync::Arc;
+
+use tokio::sync::broadcast::{Receiver, error::RecvError};
+
 use crate::users::notices::KeyNotice;
 
 /// Whether `notice` ends what was opened with the key of this hash.
@@ -13,6 +17,41 @@ pub fn ends(notice: &KeyNotice, key_hash: Option<&str>) -> bool {
 /// A database error counts as live: the notice, or the next check, still ends it.
 pub async fn key_is_live(db: &sea_orm::DatabaseConnection, key_hash: &str) -> bool {
     !matches!(crate::users::authenticate_key(db, key_hash).await, Ok(None))
+}
+
+/// What ended a stream through its key notices.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum KeyEnded {
+    /// Its key was revoked.
+    Revoked,
+    /// The notices ended: the server is stopping.
+    Stopping,
+}
+
+/// Waits for a key notice that ends a stream opened with the key of `key_hash` (or for
+/// the notices to end); a receiver that missed notices looks the key up instead. One
+/// future for the stream's life: a receive made anew every turn of a stream's loop
+/// registers on the bus's shared tail each time (a lock per event at 10,000 streams).
+pub async fn key_ended(
+    mut controls: Receiver<Arc<KeyNotice>>,
+    key_hash: Option<String>,
+    db: sea_orm::DatabaseConnection,
+) -> KeyEnded {
+    loop {
+        match controls.recv().await {
+            Ok(c) if ends(&c, key_hash.as_deref()) => return KeyEnded::Revoked,
+            Err(RecvError::Lagged(_)) => {
+                // Boxed: a rare look keeps its query's state off every stream's task.
+                if let Some(h) = &key_hash
+                    && !Box::pin(key_is_live(&db, h)).await
+                {
+                    return KeyEnded::Revoked;
+                }
+            }
+            Err(RecvError::Closed) => return KeyEnded::Stopping,
+            Ok(_) => {}
+        }
+    }
 }
 
 /// When an open stream looks at its key again: at the key's expiry (a rotated key's

@@ -82,21 +82,20 @@ impl Routes {
             }
         };
         of_id.iter().for_each(send);
-        // A connection on both routes gets one copy. The thing's followers are few
-        // (a connection under `all` is not also tapped by id for its owner's things),
-        // so a scan of them beats building a set, up to a point.
-        if of_id.len() > 16 {
-            let seen: std::collections::HashSet<u64> = of_id.iter().map(|t| t.conn).collect();
-            of_owner
+        // A connection on both routes gets one copy. The thing's followers are few (a
+        // connection under `all` is not also tapped by id for its owner's things), so a
+        // scan of them beats building a set, up to a point.
+        let many = (of_id.len() > 16).then(|| {
+            of_id
                 .iter()
-                .filter(|t| !seen.contains(&t.conn))
-                .for_each(send);
-        } else {
-            of_owner
-                .iter()
-                .filter(|t| !of_id.iter().any(|x| x.conn == t.conn))
-                .for_each(send);
-        }
+                .map(|t| t.conn)
+                .collect::<std::collections::HashSet<_>>()
+        });
+        let sent = |conn: u64| match &many {
+            Some(set) => set.contains(&conn),
+            None => of_id.iter().any(|t| t.conn == conn),
+        };
+        of_owner.iter().filter(|t| !sent(t.conn)).for_each(send);
     }
 }
 

@@ -13,7 +13,6 @@ use axum::http::HeaderMap;
 use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
 use futures::Stream;
 use serde_json::json;
-use tokio::sync::broadcast::error::RecvError;
 use tokio::sync::mpsc;
 
 use super::follow::{Follow, FollowError, Opening};
@@ -150,7 +149,7 @@ async fn follow(
     // Attach to the live fan-out before reading the store: nothing falls in between.
     let (mut taps, mut live) = state.hub.listen();
     taps.follow(&id);
-    let mut controls = state
+    let controls = state
         .hub
         .bus()
         .subscribe(&crate::users::notices::KEY_NOTICES);
@@ -166,7 +165,7 @@ async fn follow(
             FollowError::Store(e) => e.into(),
         })?;
     let (tx, rx) = mpsc::channel::<SseEvent>(64);
-    let shutdown = state.core.shutdown.clone();
+    let shutdown = state.core.shutdown.clone().cancelled_owned();
     let every = Duration::from_secs(state.settings.key_check_secs);
     let mut watch = super::control::KeyWatch::start(&db, Some(key_hash.clone()), every).await;
     tokio::spawn(async move {
@@ -191,9 +190,13 @@ async fn follow(
         }
         let key_check = tokio::time::sleep_until(watch.next());
         tokio::pin!(key_check);
+        // One waiter each for the stream's life (see the WebSocket loop).
+        tokio::pin!(shutdown);
+        let key_ended = super::control::key_ended(controls, Some(key_hash), db.clone());
+        tokio::pin!(key_ended);
         loop {
             let ev = tokio::select! {
-                _ = shutdown.cancelled() => return,
+                _ = &mut shutdown => return,
                 _ = tx.closed() => return,
                 // The key expired (a rotation's overlap ended) or was revoked unseen.
                 _ = &mut key_check => {
@@ -203,19 +206,7 @@ async fn follow(
                     key_check.as_mut().reset(watch.next());
                     continue;
                 }
-                c = controls.recv() => {
-                    let ended = match c {
-                        Ok(c) => super::control::ends(&c, Some(&key_hash)),
-                        // Notices were missed: look the key up instead.
-                        Err(RecvError::Lagged(_)) => !super::control::key_is_live(&db, &key_hash).await,
-                        // The hub is gone: the server is stopping.
-                        Err(RecvError::Closed) => true,
-                    };
-                    if ended {
-                        return;
-                    }
-                    continue;
-                }
+                _ = &mut key_ended => return,
                 ev = live.recv() => ev,
             };
             let events = match ev {

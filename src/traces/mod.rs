@@ -52,6 +52,13 @@ pub fn current() -> Option<String> {
     traceparent(&tracing::Span::current())
 }
 
+/// The current span's `traceparent` or, while spans are not made here (traces off, or
+/// paused for a collector that is down), the one the work `came_in` with: what it sends
+/// next stays in that trace.
+pub fn current_or(came_in: Option<&str>) -> Option<String> {
+    current().or_else(|| came_in.map(str::to_owned))
+}
+
 /// Makes `span` a child of the span `traceparent` names (a message's producer, an HTTP
 /// caller). Call before the span is first entered; a malformed value is ignored.
 pub fn adopt(span: &tracing::Span, traceparent: Option<&str>) {

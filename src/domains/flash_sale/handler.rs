@@ -22,8 +22,9 @@ fn payload<T: serde::de::DeserializeOwned>(message: &Envelope) -> Result<T, Hand
 
 /// Writes the orders units were taken for, with their payment timers (through the
 /// outbox, in the same transaction), a batch of deliveries at a time: one transaction
-/// for the batch ([`super::write`]); if anything in it is refused, each order in a
-/// transaction of its own, with its own answer. A permanent failure gives the unit and
+/// for the batch ([`super::write`]); if anything in it is refused, the batch goes
+/// unanswered and the consumer runtime runs each order again alone, in a transaction of
+/// its own, with its own answer. A permanent failure gives the unit and
 /// the buyer's slot back (once per order) before the message is dead-lettered.
 pub struct CreateOrderHandler {
     pub sales: Arc<Sales>,
@@ -72,6 +73,9 @@ impl CreateOrderHandler {
         ctx: &Context,
         orders: &[&CreateOrder],
     ) -> Result<Vec<OrderEvent>, HandlerError> {
+        if orders.is_empty() {
+            return Ok(Vec::new());
+        }
         let pay_within = self.pay_within()?;
         let txn = crate::db::begin_read_committed(&ctx.db)
             .await
@@ -124,32 +128,23 @@ impl BatchHandler for CreateOrderHandler {
             .map(|(p, c)| p.and_then(|m| c.map(|()| m)))
             .collect();
         let ready: Vec<&CreateOrder> = orders.iter().filter_map(|o| o.as_ref().ok()).collect();
-        let mut events = Vec::new();
-        let answers = match self.write(ctx, &ready).await {
-            Ok(written) => {
-                events = written;
+        match self.write(ctx, &ready).await {
+            Ok(events) => {
+                if !events.is_empty() {
+                    self.relay.notify();
+                    publish_events(ctx.broker.as_ref(), &events).await;
+                }
                 orders.into_iter().map(|o| o.map(|_| ())).collect()
             }
-            // Something in the batch was refused or failed: each order on its own, in order.
-            Err(_) => {
-                let mut answers = Vec::with_capacity(orders.len());
-                for o in orders {
-                    answers.push(match o {
-                        Ok(m) => self
-                            .write(ctx, &[&m])
-                            .await
-                            .map(|mut e| events.append(&mut e)),
-                        Err(e) => Err(e),
-                    });
-                }
-                answers
+            // Something in a batch was refused or failed: no answers, so the runtime runs
+            // each message again alone (a batch of one), where each gets its own.
+            Err(e) if messages.len() > 1 => {
+                tracing::debug!(error = %e, size = messages.len(), "an order batch was refused as a whole");
+                Vec::new()
             }
-        };
-        if !events.is_empty() {
-            self.relay.notify();
-            publish_events(ctx.broker.as_ref(), &events).await;
+            // Alone (a failed write means its one order was ready).
+            Err(e) => vec![Err(e)],
         }
-        answers
     }
 
     async fn on_failure(

@@ -23,40 +23,32 @@ impl BatchHandler for ApplyHandler {
         _: &Context,
         messages: &[Envelope],
     ) -> Vec<Result<(), HandlerError>> {
-        let parsed: Vec<Result<i64, HandlerError>> = messages
-            .iter()
-            .map(|m| ApplyMessage::from_envelope(m).map(|a| a.event))
-            .collect();
-        let ids: Vec<i64> = parsed
-            .iter()
-            .filter_map(|p| p.as_ref().ok().copied())
-            .collect();
-        // The lot in one transaction; if anything in it fails, each on its own, so a
-        // failure (or a deadlock with another batch) costs only its own event a retry.
-        let mut applied = match self.payments.apply_many(&ids).await {
-            Ok(all) => all.into_iter().map(Ok).collect(),
-            Err(_) => {
-                let mut one_by_one = Vec::with_capacity(ids.len());
-                for id in &ids {
-                    one_by_one.push(self.payments.apply(*id).await);
-                }
-                one_by_one
+        // Each message's answer, settled below for those that name an event (`at`:
+        // their places, `ids`: their events).
+        let mut answers = Vec::with_capacity(messages.len());
+        let (mut at, mut ids) = (Vec::new(), Vec::new());
+        for (i, m) in messages.iter().enumerate() {
+            answers.push(ApplyMessage::from_envelope(m).map(|a| {
+                at.push(i);
+                ids.push(a.event);
+            }));
+        }
+        // The lot in one transaction. If anything in it fails (a deadlock with another
+        // batch, say), no answers: the runtime runs each message again alone, so a
+        // failure costs only its own event a retry.
+        let applied = match self.payments.apply_many(&ids).await {
+            Ok(applied) => applied,
+            Err(e) if messages.len() > 1 => {
+                tracing::debug!(error = %e, size = messages.len(), "a payments batch failed as a whole");
+                return Vec::new();
+            }
+            Err(e) => return vec![Err(HandlerError::transient(e))],
+        };
+        for ((i, id), a) in at.into_iter().zip(ids).zip(applied) {
+            if a == Applied::NoSuchEvent {
+                answers[i] = Err(HandlerError::permanent(format!("no payment event {id}")));
             }
         }
-        .into_iter();
-        parsed
-            .into_iter()
-            .map(|p| {
-                let id = p?;
-                match applied.next() {
-                    Some(Ok(Applied::NoSuchEvent)) => {
-                        Err(HandlerError::permanent(format!("no payment event {id}")))
-                    }
-                    Some(Ok(_)) => Ok(()),
-                    Some(Err(e)) => Err(HandlerError::transient(e)),
-                    None => Err(HandlerError::transient(format!("event {id} not applied"))),
-                }
-            })
-            .collect()
+        answers
     }
 }

@@ -121,8 +121,7 @@ impl Connection {
                 self.all = false;
                 // What `all` started following stays followed: tapped by id before the
                 // owner's route closes, so nothing falls in between.
-                let ids: Vec<String> = self.subs.keys().cloned().collect();
-                for id in &ids {
+                for id in self.subs.keys() {
                     self.taps.follow(id);
                 }
                 self.taps.unfollow_owner(&self.user.id);

@@ -31,10 +31,10 @@ use axum::response::Response;
 use futures::{SinkExt as _, StreamExt as _};
 use sea_orm::EntityTrait as _;
 use serde::Deserialize;
-use tokio::sync::broadcast::error::RecvError;
 
 use crate::api::openapi::ErrorBody;
 use crate::error::ApiError;
+use crate::live::control::KeyEnded;
 use crate::live::follow::Follow;
 use crate::live::hub::{Events, Recv, Taps};
 use crate::live::{Live, Shared};
@@ -126,10 +126,10 @@ pub async fn upgrade(
 
 /// What a connection holds until it ends: its key notices, and the stream and socket
 /// permits it counts against (`live.max_streams_per_user`, `server.max_connections`).
-struct Open<P, S> {
+struct Open {
     controls: tokio::sync::broadcast::Receiver<Arc<crate::users::notices::KeyNotice>>,
-    _permit: P,
-    _slot: S,
+    _permit: crate::limits::StreamPermit,
+    _slot: Option<axum::Extension<crate::api::server::ConnectionSlot>>,
 }
 
 struct Connection {
@@ -199,12 +199,7 @@ impl Connection {
         }
     }
 
-    async fn run<P, S>(
-        mut self: Box<Self>,
-        socket: WebSocket,
-        open: Open<P, S>,
-        mut events: Events,
-    ) {
+    async fn run(mut self: Box<Self>, socket: WebSocket, open: Open, mut events: Events) {
         let live = self.state.settings.clone();
         let send_timeout = Duration::from_millis(live.send_timeout_ms);
         let idle = Duration::from_millis(live.idle_timeout_ms);
@@ -226,9 +221,8 @@ impl Connection {
         // turn of the loop costs a lock per event at 10,000 connections.
         let shutdown = self.state.core.shutdown.clone().cancelled_owned();
         tokio::pin!(shutdown);
-        // Likewise one receiver of key notices, not one per turn (each registers on the
-        // bus's shared tail).
-        let key_ended = key_ended(open.controls, self.key_hash.clone(), db.clone());
+        // Likewise one receiver of key notices, not one per turn.
+        let key_ended = super::control::key_ended(open.controls, self.key_hash.clone(), db.clone());
         tokio::pin!(key_ended);
         let close = loop {
             // Drain what is pending before waiting again: every frame in one write,
@@ -265,7 +259,10 @@ impl Connection {
                         Flow::Close(1008, "API key expired or revoked")
                     }
                 }
-                (code, reason) = &mut key_ended => Flow::Close(code, reason),
+                ended = &mut key_ended => match ended {
+                    KeyEnded::Revoked => Flow::Close(1008, "API key revoked"),
+                    KeyEnded::Stopping => Flow::Close(1001, "server shutting down"),
+                },
                 msg = stream.next() => match msg {
                     None | Some(Err(_)) => break (1000, ""),
                     Some(Ok(Message::Close(_))) => break (1000, ""),
@@ -306,32 +303,6 @@ impl Connection {
             reason: close.1.into(),
         }));
         let _ = tokio::time::timeout(send_timeout, sink.send(frame)).await;
-    }
-}
-
-/// Waits for a key notice that ends a connection opened with the key of `key_hash` (or
-/// for the notices to end: the server is stopping); a receiver that missed notices looks
-/// the key up instead.
-async fn key_ended(
-    mut controls: tokio::sync::broadcast::Receiver<Arc<crate::users::notices::KeyNotice>>,
-    key_hash: Option<String>,
-    db: sea_orm::DatabaseConnection,
-) -> (u16, &'static str) {
-    loop {
-        match controls.recv().await {
-            Ok(c) if super::control::ends(&c, key_hash.as_deref()) => {
-                return (1008, "API key revoked");
-            }
-            Err(RecvError::Lagged(_)) => {
-                if let Some(h) = &key_hash
-                    && !Box::pin(super::control::key_is_live(&db, h)).await
-                {
-                    return (1008, "API key revoked");
-                }
-            }
-            Err(RecvError::Closed) => return (1001, "server shutting down"),
-            Ok(_) => {}
-        }
     }
 }
 

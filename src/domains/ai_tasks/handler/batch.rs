@@ -128,8 +128,10 @@ impl AiTaskHandler {
                     if c.task.started_at.is_none() {
                         crate::domains::ai_tasks::metrics::started(&task);
                     }
-                    let span = step_span(&messages[c.index], &c);
-                    running.push(self.run_step(ctx, c, task).instrument(span))
+                    let message = &messages[c.index];
+                    let span = step_span(message, &c);
+                    let came_in = message.traceparent.as_deref();
+                    running.push(self.run_step(ctx, c, task, came_in).instrument(span))
                 }
                 // Another consumer holds a live lease; if it dies the reaper re-drives.
                 None => answers.give(c.index, Ok(())),
@@ -146,14 +148,7 @@ impl AiTaskHandler {
             tokio::select! {
                 Some(done) = running.next(), if !running.is_empty() => {
                     let mut take = |done: Result<Option<Ran>, Answer>| match done {
-                        // Not recorded (traces paused): the next step stays in the
-                        // trace its message came in.
-                        Ok(Some(mut ran)) => {
-                            if ran.trace.is_none() {
-                                ran.trace = messages[ran.index].traceparent.clone();
-                            }
-                            finished.push(ran)
-                        }
+                        Ok(Some(ran)) => finished.push(ran),
                         Ok(None) => {}
                         Err((i, answer)) => answers.give(i, answer),
                     };

@@ -54,7 +54,7 @@ impl AiTaskHandler {
             async move {
             match m.kind.as_str() {
                 CHECK_STEP => match serde_json::from_value::<CheckStep>(m.payload.clone()) {
-                    Ok(c) => self.check_one(ctx, &c).await,
+                    Ok(c) => self.check_one(ctx, &c, m.traceparent.as_deref()).await,
                     Err(e) => Err(HandlerError::permanent(format!("bad check payload: {e}"))),
                 },
                 CANCEL_JOB => match serde_json::from_value::<CancelJob>(m.payload.clone()) {
@@ -83,7 +83,13 @@ impl AiTaskHandler {
         }
     }
 
-    async fn check_one(&self, ctx: &Context, c: &CheckStep) -> Result<(), HandlerError> {
+    /// `came_in`: the check message's `traceparent` (see [`crate::traces::current_or`]).
+    async fn check_one(
+        &self,
+        ctx: &Context,
+        c: &CheckStep,
+        came_in: Option<&str>,
+    ) -> Result<(), HandlerError> {
         let (Some(w), Some(t)) = (
             waits::get(&ctx.db, &c.task_id).await.map_err(transient)?,
             store::get(&ctx.db, &c.task_id).await.map_err(transient)?,
@@ -142,7 +148,7 @@ impl AiTaskHandler {
                     .map(|pct| waits::overall(&t, pct))
                     .filter(|pct| *pct != t.progress)
                     .map(|pct| (pct, p.message.clone()));
-                self.repark(ctx, &w, progress).await
+                self.repark(ctx, &w, progress, came_in).await
             }
             Ok(Outcome::Done(output)) => {
                 checked("succeeded");
@@ -156,7 +162,7 @@ impl AiTaskHandler {
                     output,
                     previous: inputs.previous.clone(),
                     task: t.clone(),
-                    trace: crate::traces::current(),
+                    trace: crate::traces::current_or(came_in),
                 };
                 match self.commit(ctx, vec![ran]).await.pop() {
                     Some((_, answer)) => answer,
@@ -168,7 +174,7 @@ impl AiTaskHandler {
             Err(ExecError::Transient(e)) => {
                 checked("unreachable");
                 tracing::warn!(task_id = %t.id, job = %handle, error = %e, "checking a parked job failed");
-                self.repark(ctx, &w, None).await
+                self.repark(ctx, &w, None, came_in).await
             }
             Err(ExecError::Permanent(e)) => {
                 checked("failed");
@@ -188,6 +194,7 @@ impl AiTaskHandler {
         ctx: &Context,
         w: &Wait,
         progress: Option<(i32, Option<String>)>,
+        came_in: Option<&str>,
     ) -> Result<(), HandlerError> {
         let delay = check_delay(w.checks + 1);
         let after = ctx.broker.topology().delay(delay).delay;
@@ -198,7 +205,8 @@ impl AiTaskHandler {
         else {
             return Ok(());
         };
-        let message = check_message(&w.task_id, w.attempt, w.checks + 1);
+        let mut message = check_message(&w.task_id, w.attempt, w.checks + 1);
+        message.traceparent = crate::traces::current_or(came_in);
         if let Err(e) = ctx.broker.publish(Target::Delay(delay), &message).await {
             tracing::warn!(task_id = %w.task_id, error = %e, "sending the next check failed; the sweep will");
         }

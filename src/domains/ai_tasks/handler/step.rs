@@ -24,11 +24,14 @@ const START_LIMIT: Duration = Duration::from_secs(600);
 impl AiTaskHandler {
     /// Runs one claimed step with its heartbeat and progress reporter. `Ok(None)` when
     /// the task stopped being ours (canceled, re-driven); `Err` answers the message.
+    /// `came_in`: the message's `traceparent`, which the next step continues while no
+    /// span is made here.
     pub(super) async fn run_step(
         &self,
         ctx: &Context,
         c: Candidate,
         t: Task,
+        came_in: Option<&str>,
     ) -> Result<Option<Ran>, Answer> {
         let Candidate {
             index, run, step, ..
@@ -127,7 +130,7 @@ impl AiTaskHandler {
             step,
             output,
             previous: inputs.previous,
-            trace: crate::traces::current(),
+            trace: crate::traces::current_or(came_in),
         }))
     }
 }

@@ -73,6 +73,9 @@ pub async fn apply_many(
     ids: &[i64],
     max_bytes: usize,
 ) -> Result<Vec<Applied>, OutboxError> {
+    if ids.is_empty() {
+        return Ok(Vec::new());
+    }
     let mut order: Vec<usize> = (0..ids.len()).collect();
     order.sort_by_key(|&i| ids[i]);
     let txn = crate::db::begin_read_committed(db).await?;

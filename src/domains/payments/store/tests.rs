@@ -34,14 +34,20 @@ async fn pack(db: &DatabaseConnection) -> (String, Payment) {
     (u.id, p)
 }
 
-/// Receives event `id` of `kind` for payment `p` and applies it.
-async fn apply_event(db: &DatabaseConnection, p: &Payment, id: &str, kind: Kind) -> Applied {
+/// Receives event `id` of `kind` for payment `p`: its inbox row.
+async fn received(db: &DatabaseConnection, p: &Payment, id: &str, kind: Kind) -> i64 {
     let txn = db.begin().await.unwrap();
     let row = receive(&txn, "hmac", id, &p.id, kind)
         .await
         .unwrap()
         .unwrap();
     txn.commit().await.unwrap();
+    row
+}
+
+/// Receives event `id` of `kind` for payment `p` and applies it.
+async fn apply_event(db: &DatabaseConnection, p: &Payment, id: &str, kind: Kind) -> Applied {
+    let row = received(db, p, id, kind).await;
     apply(db, row, MAX).await.unwrap()
 }
 
@@ -135,12 +141,7 @@ async fn a_refund_of_spent_credits_records_a_shortfall() {
 async fn a_refund_before_its_payment_waits_then_follows_it() {
     let db = db().await;
     let (user, p) = pack(&db).await;
-    let txn = db.begin().await.unwrap();
-    let refund = receive(&txn, "hmac", "early", &p.id, Kind::Refund(495))
-        .await
-        .unwrap()
-        .unwrap();
-    txn.commit().await.unwrap();
+    let refund = received(&db, &p, "early", Kind::Refund(495)).await;
     assert_eq!(apply(&db, refund, MAX).await.unwrap(), Applied::Waiting);
     apply_event(&db, &p, "paid", Kind::Paid).await;
     // The paid event put the refund back in line; applied, it takes back half.
@@ -153,16 +154,8 @@ async fn a_refund_before_its_payment_waits_then_follows_it() {
 async fn a_batch_applies_each_event_once_and_answers_in_the_order_asked() {
     let db = db().await;
     let (user, p) = pack(&db).await;
-    let txn = db.begin().await.unwrap();
-    let refund = receive(&txn, "hmac", "b-refund", &p.id, Kind::Refund(495))
-        .await
-        .unwrap()
-        .unwrap();
-    let paid = receive(&txn, "hmac", "b-paid", &p.id, Kind::Paid)
-        .await
-        .unwrap()
-        .unwrap();
-    txn.commit().await.unwrap();
+    let refund = received(&db, &p, "b-refund", Kind::Refund(495)).await;
+    let paid = received(&db, &p, "b-paid", Kind::Paid).await;
     // Asked refund first, applied in id order (the refund's row is older, so it waits
     // for the payment applied after it in the same transaction), answered as asked.
     let missing = paid + 1000;
