@@ -1,11 +1,20 @@
 //! `ApiJson<T>`: axum's JSON extractor with rejections turned into JSON 4xx errors that
 //! say what was wrong (unknown field, wrong type, missing field, body too large).
+//!
+//! Every request body conveyor documents is a JSON object, and only an object is taken:
+//! serde lets a struct be written as an array of its fields in order (`[null]` would be
+//! `{"plan": null}`), a form no client means and the OpenAPI document forbids.
 
 use axum::extract::rejection::JsonRejection;
 use axum::extract::{FromRequest, Request};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
-use serde::de::DeserializeOwned;
+use std::fmt;
+use std::marker::PhantomData;
+
+use serde::Deserialize;
+use serde::de::value::MapAccessDeserializer;
+use serde::de::{DeserializeOwned, Deserializer, MapAccess, Visitor};
 
 use crate::error::ApiError;
 
@@ -20,10 +29,33 @@ where
     type Rejection = ApiError;
 
     async fn from_request(req: Request, state: &S) -> Result<Self, Self::Rejection> {
-        match axum::Json::<T>::from_request(req, state).await {
-            Ok(axum::Json(v)) => Ok(ApiJson(v)),
+        match axum::Json::<Object<T>>::from_request(req, state).await {
+            Ok(axum::Json(Object(v))) => Ok(ApiJson(v)),
             Err(rejection) => Err(map_rejection(rejection)),
         }
+    }
+}
+
+/// `T` read from a JSON object only (see the module doc).
+struct Object<T>(T);
+
+impl<'de, T: Deserialize<'de>> Deserialize<'de> for Object<T> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_map(ObjectVisitor(PhantomData))
+    }
+}
+
+struct ObjectVisitor<T>(PhantomData<T>);
+
+impl<'de, T: Deserialize<'de>> Visitor<'de> for ObjectVisitor<T> {
+    type Value = Object<T>;
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a JSON object")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Self::Value, A::Error> {
+        T::deserialize(MapAccessDeserializer::new(map)).map(Object)
     }
 }
 
@@ -38,6 +70,8 @@ fn map_rejection(r: JsonRejection) -> ApiError {
                     .split(": ")
                     .nth(1)
                     .and_then(|p| p.split('.').next())
+                    // A path has no spaces: "invalid type" is the message, at the top.
+                    .filter(|p| !p.contains(' '))
                     .map(str::to_owned)
             });
             ApiError::Unprocessable {

@@ -68,6 +68,12 @@ async fn bad_submissions_get_clear_errors() {
     let (status, err) = submit("{not json".into(), &[]).await;
     assert_eq!(status, 400);
     assert_eq!(err["error"]["code"], "malformed_json");
+    // serde takes a struct written as an array of its fields; a body is an object only.
+    let (status, err) = submit(json!(["image", "x"]).to_string(), &[]).await;
+    assert_eq!(status, 422, "{err}");
+    let message = err["error"]["message"].as_str().unwrap();
+    assert!(message.contains("expected a JSON object"), "{err}");
+    assert!(err["error"]["field"].is_null(), "{err}");
     let huge = format!(
         "{{\"kind\":\"image\",\"prompt\":\"{}\"}}",
         "x".repeat(300_000)
