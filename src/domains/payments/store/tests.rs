@@ -159,7 +159,8 @@ async fn a_batch_applies_each_event_once_and_answers_in_the_order_asked() {
     // Asked refund first, applied in id order (the refund's row is older, so it waits
     // for the payment applied after it in the same transaction), answered as asked.
     let missing = paid + 1000;
-    let out = apply_many(&db, &[paid, refund, missing], MAX)
+    // The paid event twice (a redelivery in the same lot): applied once.
+    let out = apply_many(&db, &[paid, refund, missing, paid], MAX)
         .await
         .unwrap();
     assert!(
@@ -168,6 +169,7 @@ async fn a_batch_applies_each_event_once_and_answers_in_the_order_asked() {
     );
     assert_eq!(out[1], Applied::Waiting);
     assert_eq!(out[2], Applied::NoSuchEvent);
+    assert_eq!(out[3], Applied::Before);
     assert_eq!(balance(&db, &user).await, 100);
     // Again: nothing twice (the waiting refund went back in line, RECEIVED again).
     let again = apply_many(&db, &[paid], MAX).await.unwrap();
