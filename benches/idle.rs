@@ -56,7 +56,10 @@ fn measure(args: &[&str], env: &[(String, String)], dir: &std::path::Path, idle:
         .env_clear()
         .env("PATH", std::env::var("PATH").unwrap_or_default())
         .env("CONVEYOR_ENV", "local")
-        .env("CONVEYOR_CONFIG_DIR", concat!(env!("CARGO_MANIFEST_DIR"), "/config"))
+        .env(
+            "CONVEYOR_CONFIG_DIR",
+            concat!(env!("CARGO_MANIFEST_DIR"), "/config"),
+        )
         .env("CONVEYOR__LOG__LEVEL", "error")
         .envs(env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
         .args(args)

@@ -51,23 +51,10 @@ pub async fn insert_orders(
         *units.entry(o.sale_id).or_default() += 1;
     }
     let mut sales = HashMap::new();
-    for (&sale_id, &n) in &units {
+    for &sale_id in units.keys() {
         let sale = get_sale(txn, sale_id)
             .await?
             .ok_or_else(|| WriteError::NoSale(sale_id.to_owned()))?;
-        let held = sale::Entity::update_many()
-            .col_expr(sale::Column::Sold, Expr::col(sale::Column::Sold).add(n))
-            .filter(sale::Column::Id.eq(sale_id))
-            .filter(
-                Expr::col(sale::Column::Sold)
-                    .add(n)
-                    .lte(Expr::col(sale::Column::Stock)),
-            )
-            .exec(txn)
-            .await?;
-        if held.rows_affected != 1 {
-            return Err(WriteError::SoldOut(sale_id.to_owned()));
-        }
         sales.insert(sale_id, sale);
     }
     let now = Utc::now();
@@ -100,5 +87,22 @@ pub async fn insert_orders(
     event::Entity::insert_many(events)
         .exec_without_returning(txn)
         .await?;
+    // The units last: the sale's row is locked from here to the commit, so two batches
+    // of one sale write their rows side by side and queue only for this.
+    for (&sale_id, &n) in &units {
+        let held = sale::Entity::update_many()
+            .col_expr(sale::Column::Sold, Expr::col(sale::Column::Sold).add(n))
+            .filter(sale::Column::Id.eq(sale_id))
+            .filter(
+                Expr::col(sale::Column::Sold)
+                    .add(n)
+                    .lte(Expr::col(sale::Column::Stock)),
+            )
+            .exec(txn)
+            .await?;
+        if held.rows_affected != 1 {
+            return Err(WriteError::SoldOut(sale_id.to_owned()));
+        }
+    }
     Ok(written)
 }
