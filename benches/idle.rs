@@ -5,8 +5,13 @@
 //!   cargo bench --bench idle            # IDLE_SECS=15 by default
 //!   CONVEYOR_BIN=/tmp/conveyor-before cargo bench --bench idle   # another build's binary
 //!
+//! Then `conveyor-consumer ai`, the consumer-only binary, on the same services.
+//!
 //! RSS splits into anonymous memory (heap, stacks: the process's own) and file pages (the
 //! binary's code and data start-up touched, shared by every conveyor process of a host).
+
+// Bench code: a failed unwrap is a failed run, which is what it should be.
+#![allow(clippy::unwrap_used)]
 
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
@@ -17,6 +22,12 @@ mod common;
 /// The binary measured: this build's, or `CONVEYOR_BIN` (to compare two builds).
 fn bin() -> String {
     std::env::var("CONVEYOR_BIN").unwrap_or_else(|_| env!("CARGO_BIN_EXE_conveyor").to_owned())
+}
+
+/// The consumer-only binary: this build's, or `CONVEYOR_CONSUMER_BIN`.
+fn consumer_bin() -> String {
+    std::env::var("CONVEYOR_CONSUMER_BIN")
+        .unwrap_or_else(|_| env!("CARGO_BIN_EXE_conveyor-consumer").to_owned())
 }
 
 /// One process's resident set (KiB), from /proc/<pid>/status.
@@ -49,9 +60,15 @@ fn free_port() -> u16 {
         .expect("a free loopback port")
 }
 
-/// Starts `args` with `env`, waits `idle`, and measures it (killed afterwards).
-fn measure(args: &[&str], env: &[(String, String)], dir: &std::path::Path, idle: Duration) -> Rss {
-    let mut child: Child = Command::new(bin())
+/// Starts `bin args` with `env`, waits `idle`, and measures it (stopped afterwards).
+fn measure(
+    bin: &str,
+    args: &[&str],
+    env: &[(String, String)],
+    dir: &std::path::Path,
+    idle: Duration,
+) -> Rss {
+    let mut child: Child = Command::new(bin)
         .current_dir(dir)
         .env_clear()
         .env("PATH", std::env::var("PATH").unwrap_or_default())
@@ -69,7 +86,7 @@ fn measure(args: &[&str], env: &[(String, String)], dir: &std::path::Path, idle:
         .expect("starting the conveyor binary");
     std::thread::sleep(idle);
     if let Ok(Some(status)) = child.try_wait() {
-        panic!("`conveyor {}` exited while idle: {status}", args.join(" "));
+        panic!("`{bin} {}` exited while idle: {status}", args.join(" "));
     }
     let got = rss(child.id()).expect("reading /proc/<pid>/status");
     // SIGTERM, as an orchestrator would: the process drains and closes its connections.
@@ -100,6 +117,7 @@ async fn main() {
     println!("{:<34} {:>8} {:>8} {:>8}", "process", "rss", "anon", "file");
     let dir = tempfile::tempdir().expect("a temporary directory");
     let embedded = measure(
+        &bin(),
         &["serve"],
         &[("CONVEYOR__SERVER__PORT".into(), free_port().to_string())],
         dir.path(),
@@ -124,9 +142,11 @@ async fn main() {
     .into_iter()
     .map(|(k, v)| (k.to_owned(), v))
     .collect();
-    let served = measure(&["serve"], &env, dir.path(), idle);
+    let served = measure(&bin(), &["serve"], &env, dir.path(), idle);
     row("serve, RabbitMQ + PostgreSQL + Redis", &served);
-    let consumer = measure(&["consume", "ai"], &env, dir.path(), idle);
+    let consumer = measure(&bin(), &["consume", "ai"], &env, dir.path(), idle);
     row("consume ai, same services", &consumer);
+    let alone = measure(&consumer_bin(), &["ai"], &env, dir.path(), idle);
+    row("conveyor-consumer ai, same services", &alone);
     stack.teardown().await;
 }
