@@ -7,6 +7,7 @@
 //!
 //!     cargo bench --bench flash_sale              # 3000 requests per level
 //!     cargo bench --bench flash_sale -- 6000
+//!     BENCH_ORDERS_QUEUE=256,64,4 cargo bench --bench flash_sale   # prefetch, batch, in flight
 
 // Test and bench code: a failed unwrap is a failed run, which is what it should be.
 #![allow(clippy::unwrap_used)]
@@ -111,7 +112,24 @@ async fn main() {
     let Some(stack) = common::Stack::start("flash_sale").await else {
         return;
     };
-    let s = stack.settings.clone();
+    let mut s = stack.settings.clone();
+    // BENCH_ORDERS_QUEUE=prefetch,batch,in_flight overrides `orders.create`'s defaults.
+    if let Ok(v) = std::env::var("BENCH_ORDERS_QUEUE") {
+        let n: Vec<u16> = v.split(',').map(|x| x.trim().parse().unwrap()).collect();
+        s.queues.insert(
+            "orders.create".into(),
+            conveyor::broker::settings::QueueOverride {
+                prefetch: Some(n[0]),
+                batch: Some(n[1]),
+                in_flight: Some(n[2]),
+                ..Default::default()
+            },
+        );
+        println!(
+            "orders.create: prefetch {}, batch {}, in flight {}",
+            n[0], n[1], n[2]
+        );
+    }
     let pid = std::process::id();
 
     let app = Application::build(s.clone()).await.unwrap();
