@@ -116,19 +116,19 @@ async fn main() {
     // BENCH_ORDERS_QUEUE=prefetch,batch,in_flight overrides `orders.create`'s defaults.
     if let Ok(v) = std::env::var("BENCH_ORDERS_QUEUE") {
         let n: Vec<u16> = v.split(',').map(|x| x.trim().parse().unwrap()).collect();
+        let [prefetch, batch, in_flight] = n[..] else {
+            panic!("BENCH_ORDERS_QUEUE is prefetch,batch,in_flight, not {v:?}");
+        };
         s.queues.insert(
             "orders.create".into(),
             conveyor::broker::settings::QueueOverride {
-                prefetch: Some(n[0]),
-                batch: Some(n[1]),
-                in_flight: Some(n[2]),
+                prefetch: Some(prefetch),
+                batch: Some(batch),
+                in_flight: Some(in_flight),
                 ..Default::default()
             },
         );
-        println!(
-            "orders.create: prefetch {}, batch {}, in flight {}",
-            n[0], n[1], n[2]
-        );
+        println!("orders.create: prefetch {prefetch}, batch {batch}, in flight {in_flight}");
     }
     let pid = std::process::id();
 

@@ -1,11 +1,11 @@
-//! Idle memory: the resident set of `conveyor serve` on the embedded defaults, and of
-//! `serve` and `consume ai` on RabbitMQ + PostgreSQL + Redis, after they have sat with
-//! nothing to do (the release binary the bench profile builds, one process at a time).
+//! Idle memory: the resident set of `conveyor serve` on the embedded defaults, of `serve`
+//! and `consume ai` on RabbitMQ + PostgreSQL + Redis, and of `conveyor-consumer ai` (the
+//! consumer-only binary) on the same services, after each has sat with nothing to do
+//! (the release binaries the bench profile builds, one process at a time).
 //!
 //!   cargo bench --bench idle            # IDLE_SECS=15 by default
 //!   CONVEYOR_BIN=/tmp/conveyor-before cargo bench --bench idle   # another build's binary
-//!
-//! Then `conveyor-consumer ai`, the consumer-only binary, on the same services.
+//!                                       # (CONVEYOR_CONSUMER_BIN likewise)
 //!
 //! RSS splits into anonymous memory (heap, stacks: the process's own) and file pages (the
 //! binary's code and data start-up touched, shared by every conveyor process of a host).
@@ -16,8 +16,9 @@
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
-#[path = "common/mod.rs"]
 mod common;
+
+use common::memory::{Rss, rss};
 
 /// The binary measured: this build's, or `CONVEYOR_BIN` (to compare two builds).
 fn bin() -> String {
@@ -28,36 +29,6 @@ fn bin() -> String {
 fn consumer_bin() -> String {
     std::env::var("CONVEYOR_CONSUMER_BIN")
         .unwrap_or_else(|_| env!("CARGO_BIN_EXE_conveyor-consumer").to_owned())
-}
-
-/// One process's resident set (KiB), from /proc/<pid>/status.
-struct Rss {
-    total: u64,
-    anon: u64,
-    file: u64,
-}
-
-fn rss(pid: u32) -> Option<Rss> {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
-    let field = |name: &str| {
-        status
-            .lines()
-            .find(|l| l.starts_with(name))
-            .and_then(|l| l.split_whitespace().nth(1))
-            .and_then(|v| v.parse::<u64>().ok())
-    };
-    Some(Rss {
-        total: field("VmRSS:")?,
-        anon: field("RssAnon:")?,
-        file: field("RssFile:")? + field("RssShmem:").unwrap_or(0),
-    })
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .expect("a free loopback port")
 }
 
 /// Starts `bin args` with `env`, waits `idle`, and measures it (stopped afterwards).
@@ -88,7 +59,7 @@ fn measure(
     if let Ok(Some(status)) = child.try_wait() {
         panic!("`{bin} {}` exited while idle: {status}", args.join(" "));
     }
-    let got = rss(child.id()).expect("reading /proc/<pid>/status");
+    let got = rss(&child.id().to_string()).expect("reading /proc/<pid>/status");
     // SIGTERM, as an orchestrator would: the process drains and closes its connections.
     let _ = Command::new("kill").arg(child.id().to_string()).status();
     let _ = child.wait();
@@ -98,7 +69,7 @@ fn measure(
 fn row(name: &str, r: &Rss) {
     let mib = |k: u64| k as f64 / 1024.0;
     println!(
-        "{name:<34} {:>8.1} {:>8.1} {:>8.1}",
+        "{name:<38} {:>8.1} {:>8.1} {:>8.1}",
         mib(r.total),
         mib(r.anon),
         mib(r.file)
@@ -114,12 +85,12 @@ async fn main() {
             .unwrap_or(15),
     );
     println!("idle RSS of {} after {} s (MiB)", bin(), idle.as_secs());
-    println!("{:<34} {:>8} {:>8} {:>8}", "process", "rss", "anon", "file");
+    println!("{:<38} {:>8} {:>8} {:>8}", "process", "rss", "anon", "file");
     let dir = tempfile::tempdir().expect("a temporary directory");
     let embedded = measure(
         &bin(),
         &["serve"],
-        &[("CONVEYOR__SERVER__PORT".into(), free_port().to_string())],
+        &[("CONVEYOR__SERVER__PORT".into(), "0".into())],
         dir.path(),
         idle,
     );
@@ -137,7 +108,8 @@ async fn main() {
         ("CONVEYOR__DEDUPE__URL", s.dedupe.url.clone()),
         ("CONVEYOR__DEDUPE__KEY_PREFIX", s.dedupe.key_prefix.clone()),
         ("CONVEYOR__DATABASE__URL", s.database.url.clone()),
-        ("CONVEYOR__SERVER__PORT", free_port().to_string()),
+        // Any free port: nothing connects to it.
+        ("CONVEYOR__SERVER__PORT", "0".to_owned()),
     ]
     .into_iter()
     .map(|(k, v)| (k.to_owned(), v))

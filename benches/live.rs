@@ -35,16 +35,9 @@ fn now_us() -> i64 {
     chrono::Utc::now().timestamp_micros()
 }
 
+/// This process's resident set, KiB.
 fn rss_kib() -> u64 {
-    std::fs::read_to_string("/proc/self/statm")
-        .ok()
-        .and_then(|s| {
-            s.split_whitespace()
-                .nth(1)
-                .and_then(|p| p.parse::<u64>().ok())
-        })
-        .map(|pages| pages * 4)
-        .unwrap_or(0)
+    common::memory::rss("self").map_or(0, |r| r.total)
 }
 
 fn client_config() -> WebSocketConfig {

@@ -5,6 +5,7 @@
 
 pub mod cpu;
 pub mod lapin;
+pub mod memory;
 
 use std::time::Duration;
 

@@ -5,13 +5,13 @@
 //! serde lets a struct be written as an array of its fields in order (`[null]` would be
 //! `{"plan": null}`), a form no client means and the OpenAPI document forbids.
 
+use std::fmt;
+use std::marker::PhantomData;
+
 use axum::extract::rejection::JsonRejection;
 use axum::extract::{FromRequest, Request};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
-use std::fmt;
-use std::marker::PhantomData;
-
 use serde::Deserialize;
 use serde::de::value::MapAccessDeserializer;
 use serde::de::{DeserializeOwned, Deserializer, MapAccess, Visitor};

@@ -254,17 +254,15 @@ impl<E: SpanExporter> SpanExporter for Counted<E> {
         let result = self.inner.export(batch).await;
         self.pending.fetch_sub(n, Ordering::Relaxed);
         let outcome = if result.is_ok() { "ok" } else { "failed" };
-        let until = match &result {
-            Ok(()) => {
-                self.down().succeeded();
-                None
+        let until = {
+            let mut down = self.down();
+            match &result {
+                Ok(()) => down.succeeded(),
+                Err(_) => down.failed(std::time::Instant::now()),
             }
-            Err(_) => {
-                let mut down = self.down();
-                down.failed(std::time::Instant::now());
-                down.until
-            }
+            down.until
         };
+        // Mirrored where every span asks, without the lock.
         pause(until);
         metrics::counter!("conveyor_trace_spans_exported_total", "outcome" => outcome)
             .increment(n as u64);

@@ -4,10 +4,10 @@
 //! already costs two statements (its payment, its transition) and its share of the lot's
 //! read; before, four.
 
-use chrono::{DateTime, Utc};
-use sea_orm::sea_query::{Expr, LockType};
 use std::collections::HashMap;
 
+use chrono::{DateTime, Utc};
+use sea_orm::sea_query::{Expr, LockType};
 use sea_orm::{
     ColumnTrait, ConnectionTrait, DatabaseConnection, DbErr, EntityTrait, QueryFilter, QueryOrder,
     QuerySelect,
@@ -96,10 +96,11 @@ pub async fn apply_many(
         .collect();
     let mut done = Vec::with_capacity(ids.len());
     for i in order {
-        // `remove`: an id twice in the lot (a redelivery) is applied once, then `Before`.
+        // `remove`: an id twice in the lot (a redelivery; id order puts it right after
+        // the first) is applied once, then `Before`.
         let outcome = match events.remove(&ids[i]) {
             Some(ev) => apply_in(&txn, &ev, max_bytes).await?,
-            None if done.iter().any(|(j, _)| ids[*j] == ids[i]) => Applied::Before,
+            None if done.last().is_some_and(|(j, _)| ids[*j] == ids[i]) => Applied::Before,
             None => Applied::NoSuchEvent,
         };
         done.push((i, outcome));

@@ -1,10 +1,11 @@
 //! The queries of the payments flow. An event is applied under a lock on its inbox row,
 //! taken when it is read, and only from `RECEIVED`: its transition (`RECEIVED → APPLIED`)
 //! commits with its effect, so whoever applies it — the consumer, a redelivery, the
-//! broker-down fallback — applies it once. Every apply then locks its payment's row, so a payment's events are applied one
-//! at a time: the payment's own `CREATED → PAID` transition makes a second paid event
-//! grant nothing, and a refund that arrives before its payment waits (`WAITING`) until the
-//! paid event, which puts it back in line in its own transaction.
+//! broker-down fallback — applies it once. Every apply then locks its payment's row, so
+//! a payment's events are applied one at a time: the payment's own `CREATED → PAID`
+//! transition makes a second paid event grant nothing, and a refund that arrives before
+//! its payment waits (`WAITING`) until the paid event, which puts it back in line in its
+//! own transaction.
 
 mod apply;
 mod inbox;
