@@ -149,9 +149,31 @@ fn error_answer(description: &str) -> utoipa::openapi::RefOr<utoipa::openapi::Re
     )
 }
 
-/// `/openapi.json` serving `doc`, and the Swagger UI at `/docs`.
+/// `/openapi.json` serving `doc`, and the Swagger UI at `/docs`. The document is
+/// serialised once and only its bytes kept (the UI's own route would keep its tree, a
+/// few hundred operations and schemas, for every process's life, and serialise it on
+/// every request).
 pub fn routes(doc: utoipa::openapi::OpenApi) -> axum::Router {
-    utoipa_swagger_ui::SwaggerUi::new("/docs")
-        .url("/openapi.json", doc)
-        .into()
+    let json = match serde_json::to_vec(&doc) {
+        Ok(json) => bytes::Bytes::from(json),
+        Err(e) => {
+            tracing::error!(error = %e, "the OpenAPI document does not serialise");
+            bytes::Bytes::from_static(b"{}")
+        }
+    };
+    drop(doc);
+    let ui = utoipa_swagger_ui::SwaggerUi::new("/docs")
+        .config(utoipa_swagger_ui::Config::new(["/openapi.json"]));
+    axum::Router::from(ui).route(
+        "/openapi.json",
+        axum::routing::get(move || {
+            let json = json.clone();
+            async move {
+                (
+                    [(axum::http::header::CONTENT_TYPE, "application/json")],
+                    json,
+                )
+            }
+        }),
+    )
 }

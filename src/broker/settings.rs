@@ -40,6 +40,12 @@ pub struct BrokerSettings {
     pub queue_type: QueueType,
     pub publish_timeout_ms: u64,
     pub heartbeat_secs: u16,
+    /// The largest AMQP frame this side proposes (the broker's own limit wins if lower);
+    /// a connection's read and write buffers hold 32 frames each. Always proposed (an
+    /// address's `?frame_max=` overrides it): left to the broker, lapin grows its
+    /// buffers to the broker's 128 KiB frames after the handshake by writing them
+    /// through, 8 MiB resident per connection from the start.
+    pub frame_max_bytes: u32,
     pub retry_tiers_ms: Vec<u64>,
     pub max_payload_bytes: usize,
     pub embedded_path: PathBuf,
@@ -93,6 +99,10 @@ impl BrokerSettings {
             }
             if self.connect_timeout_ms == 0 {
                 return bad("broker.connect_timeout_ms", "must be greater than 0");
+            }
+            // AMQP 0-9-1's smallest frame.
+            if self.frame_max_bytes < 4096 {
+                return bad("broker.frame_max_bytes", "must be at least 4096");
             }
         }
         let ns_ok = !self.namespace.is_empty()

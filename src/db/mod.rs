@@ -142,11 +142,28 @@ fn ensure_sqlite_dir(url: &str) -> anyhow::Result<()> {
 /// Connects, and applies pending migrations first when `database.migrate_on_start`
 /// (every process and command that opens the database goes through here).
 pub async fn open(settings: &DatabaseSettings) -> anyhow::Result<DatabaseConnection> {
+    if settings.migrate_on_start && !in_memory(&settings.url) {
+        // On a connection of their own, closed after: what migrating leaves on a
+        // connection (a hundred cached statements; SQLite's page cache and parsed schema)
+        // goes with it, not kept by a pool connection for the process's life (a fresh
+        // embedded `serve` idled at 15 MiB anonymous, 11 when started already migrated).
+        let once = connect_url(&settings.url, 1).await?;
+        migrate(&once).await?;
+        once.close()
+            .await
+            .context("closing the migrations' connection")?;
+        return connect(settings).await;
+    }
     let db = connect(settings).await?;
     if settings.migrate_on_start {
         migrate(&db).await?;
     }
     Ok(db)
+}
+
+/// An in-memory SQLite database lives and dies with its connection: migrated on the pool.
+fn in_memory(url: &str) -> bool {
+    url.starts_with("sqlite:") && (url.contains(":memory:") || url.contains("mode=memory"))
 }
 
 /// Applies every pending migration.

@@ -170,6 +170,78 @@ async fn publish_and_see_it_handled(
     msg
 }
 
+/// The frame size a process proposes (`broker.frame_max_bytes`, lapin's buffers are 32
+/// frames each way) is what its connections use, and a message larger than a frame still
+/// travels whole (as several frames), both ways.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn connections_use_the_proposed_frame_size_and_big_messages_travel_whole() {
+    let Some(env) = TestEnv::new(
+        Backend::RabbitPostgres,
+        "connections_use_the_proposed_frame_size_and_big_messages_travel_whole",
+    )
+    .await
+    else {
+        return;
+    };
+    assert_eq!(env.settings.broker.frame_max_bytes, 32768, "the default");
+    let platform = env.platform().await;
+    let rec = Arc::new(Recorder::default());
+    let (token, consumer) = start_consumer(&platform, &rec);
+    // Three frames' worth: a cut or garbled body would not parse (a dead letter, no effect).
+    let big = conveyor::broker::Envelope::new("t", json!({ "text": "x".repeat(60_000) }));
+    let mut published = false;
+    for _ in 0..50 {
+        if platform
+            .broker
+            .publish(Target::Queue(&WORK), &big)
+            .await
+            .is_ok()
+        {
+            published = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(published, "the 60 KB message published");
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    while rec.effects_of(&big.id) != 1 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the 60 KB message handled"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    // Both of this process's connections (publish, consume), by their names.
+    let out = std::process::Command::new("rabbitmqctl")
+        .args([
+            "-q",
+            "list_connections",
+            "user_provided_name",
+            "frame_max",
+            "--formatter",
+            "json",
+        ])
+        .output()
+        .expect("rabbitmqctl runs");
+    let all: Vec<Value> = serde_json::from_slice(&out.stdout).expect("json from rabbitmqctl");
+    let suffix = format!("@{}", platform.broker.topology().namespace);
+    let ours: Vec<&Value> = all
+        .iter()
+        .filter(|c| {
+            c["user_provided_name"]
+                .as_str()
+                .is_some_and(|n| n.ends_with(&suffix))
+        })
+        .collect();
+    assert!(ours.len() >= 2, "publish and consume connections: {all:?}");
+    for c in ours {
+        assert_eq!(c["frame_max"], 32768, "{c}");
+    }
+    token.cancel();
+    consumer.await.unwrap().unwrap();
+    env.cleanup(Some(&platform)).await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn consumers_resume_after_the_connection_drops() {
     let Some(mut env) = TestEnv::new(

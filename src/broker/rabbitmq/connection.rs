@@ -38,6 +38,9 @@ impl Inner {
         if uri.query.heartbeat.is_none() {
             uri.query.heartbeat = Some(self.settings.heartbeat_secs);
         }
+        if uri.query.frame_max.is_none() {
+            uri.query.frame_max = Some(self.settings.frame_max_bytes);
+        }
         let name = format!(
             "conveyor-{role}-{}@{}",
             std::process::id(),

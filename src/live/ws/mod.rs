@@ -176,8 +176,11 @@ impl Pending {
         self.0.retain(|p| p.event.id != id);
     }
 
-    fn take(&mut self) -> Vec<Arc<Shared>> {
-        std::mem::take(&mut self.0)
+    /// Moves what waits into `into` (emptied first), keeping both lists' room: a
+    /// connection sends without allocating once its lists have grown to its load.
+    fn take_into(&mut self, into: &mut Vec<Arc<Shared>>) {
+        into.clear();
+        std::mem::swap(&mut self.0, into);
     }
 }
 
@@ -203,7 +206,9 @@ impl Connection {
         let live = self.state.settings.clone();
         let send_timeout = Duration::from_millis(live.send_timeout_ms);
         let idle = Duration::from_millis(live.idle_timeout_ms);
-        let (mut sink, mut stream) = socket.split();
+        // Not split into halves: one task reads and writes, and the halves' shared lock
+        // cost every read and write (the bare broadcast pays nothing of the kind).
+        let mut socket = socket;
         let mut ping = tokio::time::interval(Duration::from_millis(live.ping_interval_ms));
         ping.tick().await;
         let mut heard = Instant::now();
@@ -224,16 +229,16 @@ impl Connection {
         // Likewise one receiver of key notices, not one per turn.
         let key_ended = super::control::key_ended(open.controls, self.key_hash.clone(), db.clone());
         tokio::pin!(key_ended);
+        let (mut sending, mut frames) = (Vec::new(), Vec::new());
         let close = loop {
             // Drain what is pending before waiting again: every frame in one write,
             // under one deadline.
-            let pending = self.pending.take();
-            if !pending.is_empty() {
-                let mut frames = Vec::with_capacity(pending.len());
-                for ev in pending {
+            self.pending.take_into(&mut sending);
+            if !sending.is_empty() {
+                for ev in sending.drain(..) {
                     self.frames_for(&ev, &mut frames);
                 }
-                if !send_all(&mut sink, frames, send_timeout).await {
+                if !send_all(&mut socket, &mut frames, send_timeout).await {
                     break (1008, "too slow: frames not read in time");
                 }
             }
@@ -263,13 +268,13 @@ impl Connection {
                     KeyEnded::Revoked => Flow::Close(1008, "API key revoked"),
                     KeyEnded::Stopping => Flow::Close(1001, "server shutting down"),
                 },
-                msg = stream.next() => match msg {
+                msg = socket.next() => match msg {
                     None | Some(Err(_)) => break (1000, ""),
                     Some(Ok(Message::Close(_))) => break (1000, ""),
                     Some(Ok(Message::Text(text))) => {
                         heard = Instant::now();
-                        let replies = self.command(text.as_str()).await;
-                        if send_all(&mut sink, replies, send_timeout).await {
+                        let mut replies = self.command(text.as_str()).await;
+                        if send_all(&mut socket, &mut replies, send_timeout).await {
                             Flow::Continue
                         } else {
                             Flow::Close(1008, "too slow: frames not read in time")
@@ -277,7 +282,7 @@ impl Connection {
                     }
                     Some(Ok(Message::Binary(_))) => {
                         let frame = error_frame("unsupported", "send JSON text frames".into(), None);
-                        if send(&mut sink, frame, send_timeout).await { Flow::Continue } else { Flow::Close(1008, "too slow") }
+                        if send(&mut socket, frame, send_timeout).await { Flow::Continue } else { Flow::Close(1008, "too slow") }
                     }
                     Some(Ok(_)) => {
                         heard = Instant::now();
@@ -287,7 +292,7 @@ impl Connection {
                 _ = ping.tick() => {
                     if heard.elapsed() > idle {
                         Flow::Close(1001, "idle timeout")
-                    } else if send(&mut sink, Message::Ping(Default::default()), send_timeout).await {
+                    } else if send(&mut socket, Message::Ping(Default::default()), send_timeout).await {
                         Flow::Continue
                     } else {
                         Flow::Close(1008, "too slow")
@@ -302,30 +307,23 @@ impl Connection {
             code: close.0,
             reason: close.1.into(),
         }));
-        let _ = tokio::time::timeout(send_timeout, sink.send(frame)).await;
+        let _ = tokio::time::timeout(send_timeout, socket.send(frame)).await;
     }
 }
 
 /// Sends one frame; false when the client did not take it in time.
-async fn send(
-    sink: &mut futures::stream::SplitSink<WebSocket, Message>,
-    frame: Message,
-    timeout: Duration,
-) -> bool {
-    send_all(sink, vec![frame], timeout).await
+async fn send(socket: &mut WebSocket, frame: Message, timeout: Duration) -> bool {
+    send_all(socket, &mut vec![frame], timeout).await
 }
 
-/// Writes frames and flushes once; false when the client did not take them in time.
-async fn send_all(
-    sink: &mut futures::stream::SplitSink<WebSocket, Message>,
-    frames: Vec<Message>,
-    timeout: Duration,
-) -> bool {
+/// Writes frames (leaving `frames` empty, its room kept) and flushes once; false when
+/// the client did not take them in time.
+async fn send_all(socket: &mut WebSocket, frames: &mut Vec<Message>, timeout: Duration) -> bool {
     let write = async {
-        for frame in frames {
-            sink.feed(frame).await?;
+        for frame in frames.drain(..) {
+            socket.feed(frame).await?;
         }
-        sink.flush().await
+        socket.flush().await
     };
     tokio::pin!(write);
     // A socket with room takes the frames at once: no timer to set and cancel for that

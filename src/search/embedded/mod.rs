@@ -132,9 +132,14 @@ impl EmbeddedIndex {
             None => Index::create_in_ram(schema),
         };
         index.tokenizers().register(cjk::NAME, cjk::CjkTokenizer);
-        let writer = index
-            .writer_with_num_threads(1, WRITER_BYTES)
-            .map_err(backend)?;
+        // One indexing thread and one merge thread (tantivy's default is four), idle most of
+        // the time: a node's index is small and its merges rare.
+        let options = tantivy::indexer::IndexWriterOptions::builder()
+            .memory_budget_per_thread(WRITER_BYTES)
+            .num_worker_threads(1)
+            .num_merge_threads(1)
+            .build();
+        let writer = index.writer_with_options(options).map_err(backend)?;
         let reader = index
             .reader_builder()
             .reload_policy(ReloadPolicy::Manual)
