@@ -50,6 +50,16 @@ fn list_queues(ns: &str) -> Vec<Value> {
         .collect()
 }
 
+/// The `connection_name` a client gave, from `rabbitmqctl`'s `client_properties`
+/// (`[[key, type, value], …]`).
+fn connection_name(connection: &Value) -> Option<&str> {
+    connection["client_properties"]
+        .as_array()?
+        .iter()
+        .find(|kv| kv[0] == "connection_name")?[2]
+        .as_str()
+}
+
 fn find<'a>(queues: &'a [Value], name: &str) -> &'a Value {
     queues
         .iter()
@@ -216,7 +226,7 @@ async fn connections_use_the_proposed_frame_size_and_big_messages_travel_whole()
         .args([
             "-q",
             "list_connections",
-            "user_provided_name",
+            "client_properties",
             "frame_max",
             "--formatter",
             "json",
@@ -227,11 +237,7 @@ async fn connections_use_the_proposed_frame_size_and_big_messages_travel_whole()
     let suffix = format!("@{}", platform.broker.topology().namespace);
     let ours: Vec<&Value> = all
         .iter()
-        .filter(|c| {
-            c["user_provided_name"]
-                .as_str()
-                .is_some_and(|n| n.ends_with(&suffix))
-        })
+        .filter(|c| connection_name(c).is_some_and(|n| n.ends_with(&suffix)))
         .collect();
     assert!(ours.len() >= 2, "publish and consume connections: {all:?}");
     for c in ours {
