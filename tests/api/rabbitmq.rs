@@ -155,7 +155,17 @@ async fn publish_and_see_it_handled(
     rec: &Recorder,
     what: &str,
 ) -> conveyor::broker::Envelope {
-    let msg = conveyor::broker::Envelope::new("t", json!({}));
+    publish_and_see_handled(broker, rec, json!({}), what).await
+}
+
+/// [`publish_and_see_it_handled`] with a payload of the test's.
+async fn publish_and_see_handled(
+    broker: &dyn conveyor::broker::Broker,
+    rec: &Recorder,
+    payload: Value,
+    what: &str,
+) -> conveyor::broker::Envelope {
+    let msg = conveyor::broker::Envelope::new("t", payload);
     let mut published = false;
     for _ in 0..50 {
         if broker.publish(Target::Queue(&WORK), &msg).await.is_ok() {
@@ -198,29 +208,8 @@ async fn connections_use_the_proposed_frame_size_and_big_messages_travel_whole()
     let rec = Arc::new(Recorder::default());
     let (token, consumer) = start_consumer(&platform, &rec);
     // Three frames' worth: a cut or garbled body would not parse (a dead letter, no effect).
-    let big = conveyor::broker::Envelope::new("t", json!({ "text": "x".repeat(60_000) }));
-    let mut published = false;
-    for _ in 0..50 {
-        if platform
-            .broker
-            .publish(Target::Queue(&WORK), &big)
-            .await
-            .is_ok()
-        {
-            published = true;
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    assert!(published, "the 60 KB message published");
-    let deadline = std::time::Instant::now() + Duration::from_secs(20);
-    while rec.effects_of(&big.id) != 1 {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "the 60 KB message handled"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    let big = json!({ "text": "x".repeat(60_000) });
+    publish_and_see_handled(platform.broker.as_ref(), &rec, big, "a 60 KB message").await;
     // Both of this process's connections (publish, consume), by their names.
     let out = std::process::Command::new("rabbitmqctl")
         .args([
