@@ -3,7 +3,8 @@
 //! measured in the same run: a bare axum handler that runs the same Lua stock script with
 //! EVALSHA and answers. Then orders persisted per second end to end (intake → consumer →
 //! order row). Floor and conveyor take turns in three rounds per level (this machine's
-//! speed drifts over minutes).
+//! speed drifts over minutes); each level also prints the CPU per request by process
+//! (the machine, this process with its client, RabbitMQ, Redis).
 //!
 //!     cargo bench --bench flash_sale              # 3000 requests per level
 //!     cargo bench --bench flash_sale -- 6000
@@ -14,6 +15,7 @@
 
 mod common;
 
+use common::cpu::{Ticks, cpu_ticks, ms_per};
 use common::{Round, summary};
 
 #[global_allocator]
@@ -182,9 +184,14 @@ async fn main() {
     const ROUNDS: usize = 3;
     for clients in [50, 200] {
         let (mut floor, mut ours) = (Vec::new(), Vec::new());
+        let (mut floor_cpu, mut our_cpu) = (Ticks::default(), Ticks::default());
         for _ in 0..ROUNDS {
+            let before = cpu_ticks();
             floor.push(load(&floor_url, &keys, clients, total / ROUNDS).await);
+            let between = cpu_ticks();
             ours.push(load(&intake_url, &keys, clients, total / ROUNDS).await);
+            floor_cpu = floor_cpu.plus(between.since(before));
+            our_cpu = our_cpu.plus(cpu_ticks().since(between));
         }
         let (fr, f50, f99) = summary(floor);
         let (r, p50, p99) = summary(ours);
@@ -197,6 +204,19 @@ async fn main() {
             format!("POST …/orders @{clients}"),
             r / fr,
             p99 / f99
+        );
+        // Where a request's cost goes: µs each (= ms per 1,000).
+        let us = |ticks: u64| ms_per(ticks, total / ROUNDS * ROUNDS, 1000);
+        println!(
+            "  CPU µs per request @{clients}: floor machine {:.0} (bench process {:.0}, Redis {:.0}); \
+             intake machine {:.0} (bench process {:.0}, RabbitMQ {:.0}, Redis {:.0})",
+            us(floor_cpu.machine),
+            us(floor_cpu.own),
+            us(floor_cpu.redis),
+            us(our_cpu.machine),
+            us(our_cpu.own),
+            us(our_cpu.broker),
+            us(our_cpu.redis),
         );
     }
 

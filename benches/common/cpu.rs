@@ -13,6 +13,16 @@ pub struct Ticks {
 }
 
 impl Ticks {
+    pub fn plus(self, other: Ticks) -> Ticks {
+        Ticks {
+            machine: self.machine + other.machine,
+            own: self.own + other.own,
+            db: self.db + other.db,
+            broker: self.broker + other.broker,
+            redis: self.redis + other.redis,
+        }
+    }
+
     pub fn since(self, before: Ticks) -> Ticks {
         Ticks {
             machine: self.machine.saturating_sub(before.machine),

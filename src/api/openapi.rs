@@ -164,16 +164,12 @@ pub fn routes(doc: utoipa::openapi::OpenApi) -> axum::Router {
     drop(doc);
     let ui = utoipa_swagger_ui::SwaggerUi::new("/docs")
         .config(utoipa_swagger_ui::Config::new(["/openapi.json"]));
+    let json = (
+        [(axum::http::header::CONTENT_TYPE, "application/json")],
+        json,
+    );
     axum::Router::from(ui).route(
         "/openapi.json",
-        axum::routing::get(move || {
-            let json = json.clone();
-            async move {
-                (
-                    [(axum::http::header::CONTENT_TYPE, "application/json")],
-                    json,
-                )
-            }
-        }),
+        axum::routing::get(move || std::future::ready(json.clone())),
     )
 }

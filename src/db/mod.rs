@@ -124,12 +124,18 @@ fn counted(mut db: DatabaseConnection) -> DatabaseConnection {
     db
 }
 
+/// The file of a SQLite URL; `None` for another database or an in-memory one.
+fn sqlite_file(url: &str) -> Option<&str> {
+    let rest = url.strip_prefix("sqlite:")?.trim_start_matches("//");
+    let (path, query) = rest.split_once('?').unwrap_or((rest, ""));
+    let in_memory = path.is_empty() || path == ":memory:" || query.contains("mode=memory");
+    (!in_memory).then_some(path)
+}
+
 fn ensure_sqlite_dir(url: &str) -> anyhow::Result<()> {
-    let path = url.trim_start_matches("sqlite:").trim_start_matches("//");
-    let path = path.split('?').next().unwrap_or_default();
-    if path.is_empty() || path == ":memory:" {
+    let Some(path) = sqlite_file(url) else {
         return Ok(());
-    }
+    };
     if let Some(dir) = Path::new(path)
         .parent()
         .filter(|d| !d.as_os_str().is_empty())
@@ -142,28 +148,24 @@ fn ensure_sqlite_dir(url: &str) -> anyhow::Result<()> {
 /// Connects, and applies pending migrations first when `database.migrate_on_start`
 /// (every process and command that opens the database goes through here).
 pub async fn open(settings: &DatabaseSettings) -> anyhow::Result<DatabaseConnection> {
-    if settings.migrate_on_start && !in_memory(&settings.url) {
-        // On a connection of their own, closed after: what migrating leaves on a
-        // connection (a hundred cached statements; SQLite's page cache and parsed schema)
-        // goes with it, not kept by a pool connection for the process's life (a fresh
-        // embedded `serve` idled at 15 MiB anonymous, 11 when started already migrated).
+    // Migrations on a connection of their own, closed after: what migrating leaves on a
+    // connection (a hundred cached statements; SQLite's page cache and parsed schema) goes
+    // with it, not kept by a pool connection for the process's life (a fresh embedded
+    // `serve` idled at 15 MiB anonymous, 11 when started already migrated). Not for an
+    // in-memory SQLite database, which lives and dies with its connection.
+    let in_memory = settings.url.starts_with("sqlite:") && sqlite_file(&settings.url).is_none();
+    if settings.migrate_on_start && !in_memory {
         let once = connect_url(&settings.url, 1).await?;
         migrate(&once).await?;
         once.close()
             .await
             .context("closing the migrations' connection")?;
-        return connect(settings).await;
     }
     let db = connect(settings).await?;
-    if settings.migrate_on_start {
+    if settings.migrate_on_start && in_memory {
         migrate(&db).await?;
     }
     Ok(db)
-}
-
-/// An in-memory SQLite database lives and dies with its connection: migrated on the pool.
-fn in_memory(url: &str) -> bool {
-    url.starts_with("sqlite:") && (url.contains(":memory:") || url.contains("mode=memory"))
 }
 
 /// Applies every pending migration.
@@ -232,4 +234,23 @@ pub fn integer_sum(
         Alias::new(int),
     )
     .into()
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn a_sqlite_url_names_its_file_unless_in_memory() {
+        use super::sqlite_file;
+        assert_eq!(
+            sqlite_file("sqlite://./data/conveyor.sqlite?mode=rwc"),
+            Some("./data/conveyor.sqlite")
+        );
+        assert_eq!(sqlite_file("sqlite:/tmp/x.sqlite"), Some("/tmp/x.sqlite"));
+        assert_eq!(sqlite_file("sqlite::memory:"), None);
+        assert_eq!(
+            sqlite_file("sqlite://shared?mode=memory&cache=shared"),
+            None
+        );
+        assert_eq!(sqlite_file("postgres://postgres@127.0.0.1:5432/x"), None);
+    }
 }

@@ -11,18 +11,13 @@ use serde_json::{Value, json};
 
 use crate::helpers::{Backend, Proxy, Recorder, TestEnv, start_consumer};
 
-/// `rabbitmqctl list_queues` for this namespace, with `arguments` as an object.
-fn list_queues(ns: &str) -> Vec<Value> {
+/// `rabbitmqctl list_<what> <columns…>`, one JSON object per row.
+fn rabbitmqctl_list(what: &str, columns: &[&str]) -> Vec<Value> {
+    let list = format!("list_{what}");
     let out = std::process::Command::new("rabbitmqctl")
-        .args([
-            "-q",
-            "list_queues",
-            "name",
-            "type",
-            "arguments",
-            "--formatter",
-            "json",
-        ])
+        .args(["-q", list.as_str()])
+        .args(columns)
+        .args(["--formatter", "json"])
         .output()
         .expect("rabbitmqctl runs");
     assert!(
@@ -30,34 +25,31 @@ fn list_queues(ns: &str) -> Vec<Value> {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let all: Vec<Value> = serde_json::from_slice(&out.stdout).expect("json from rabbitmqctl");
+    serde_json::from_slice(&out.stdout).expect("json from rabbitmqctl")
+}
+
+/// A table as rabbitmqctl prints it (`[[key, type, value], …]`), as an object.
+fn table(rows: &Value) -> serde_json::Map<String, Value> {
+    rows.as_array()
+        .map(|a| {
+            a.iter()
+                .filter_map(|kv| Some((kv[0].as_str()?.to_owned(), kv[2].clone())))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// `rabbitmqctl list_queues` for this namespace, with `arguments` as an object.
+fn list_queues(ns: &str) -> Vec<Value> {
     let prefix = format!("{ns}.");
-    all.into_iter()
+    rabbitmqctl_list("queues", &["name", "type", "arguments"])
+        .into_iter()
         .filter(|q| q["name"].as_str().is_some_and(|n| n.starts_with(&prefix)))
         .map(|mut q| {
-            // rabbitmqctl lists arguments as [[key, type, value], …].
-            let args: serde_json::Map<String, Value> = q["arguments"]
-                .as_array()
-                .map(|a| {
-                    a.iter()
-                        .filter_map(|kv| Some((kv[0].as_str()?.to_owned(), kv[2].clone())))
-                        .collect()
-                })
-                .unwrap_or_default();
-            q["arguments"] = Value::Object(args);
+            q["arguments"] = Value::Object(table(&q["arguments"]));
             q
         })
         .collect()
-}
-
-/// The `connection_name` a client gave, from `rabbitmqctl`'s `client_properties`
-/// (`[[key, type, value], …]`).
-fn connection_name(connection: &Value) -> Option<&str> {
-    connection["client_properties"]
-        .as_array()?
-        .iter()
-        .find(|kv| kv[0] == "connection_name")?[2]
-        .as_str()
 }
 
 fn find<'a>(queues: &'a [Value], name: &str) -> &'a Value {
@@ -146,19 +138,10 @@ async fn declared_arguments_match_the_topology() {
     }
 }
 
-/// Publishes a message to core.work (trying again every 100 ms while the publisher
+/// Publishes a message with `payload` to core.work (trying again every 100 ms while the publisher
 /// reconnects; it must go out within 5 s) and waits for the consumer's one effect of it.
 /// The wait allows for a consumer that first tries a dead connection (each broker step
 /// is bounded by 10 s) and backs off; a timeout says where the message stands.
-async fn publish_and_see_it_handled(
-    broker: &dyn conveyor::broker::Broker,
-    rec: &Recorder,
-    what: &str,
-) -> conveyor::broker::Envelope {
-    publish_and_see_handled(broker, rec, json!({}), what).await
-}
-
-/// [`publish_and_see_it_handled`] with a payload of the test's.
 async fn publish_and_see_handled(
     broker: &dyn conveyor::broker::Broker,
     rec: &Recorder,
@@ -211,26 +194,20 @@ async fn connections_use_the_proposed_frame_size_and_big_messages_travel_whole()
     let big = json!({ "text": "x".repeat(60_000) });
     publish_and_see_handled(platform.broker.as_ref(), &rec, big, "a 60 KB message").await;
     // Both of this process's connections (publish, consume), by their names.
-    let out = std::process::Command::new("rabbitmqctl")
-        .args([
-            "-q",
-            "list_connections",
-            "client_properties",
-            "frame_max",
-            "--formatter",
-            "json",
-        ])
-        .output()
-        .expect("rabbitmqctl runs");
-    let all: Vec<Value> = serde_json::from_slice(&out.stdout).expect("json from rabbitmqctl");
+    let all = rabbitmqctl_list("connections", &["client_properties", "frame_max"]);
     let suffix = format!("@{}", platform.broker.topology().namespace);
     let ours: Vec<&Value> = all
         .iter()
-        .filter(|c| connection_name(c).is_some_and(|n| n.ends_with(&suffix)))
+        .filter(|c| {
+            table(&c["client_properties"])
+                .get("connection_name")
+                .and_then(Value::as_str)
+                .is_some_and(|n| n.ends_with(&suffix))
+        })
         .collect();
     assert!(ours.len() >= 2, "publish and consume connections: {all:?}");
     for c in ours {
-        assert_eq!(c["frame_max"], 32768, "{c}");
+        assert_eq!(c["frame_max"], env.settings.broker.frame_max_bytes, "{c}");
     }
     token.cancel();
     consumer.await.unwrap().unwrap();
@@ -252,7 +229,13 @@ async fn consumers_resume_after_the_connection_drops() {
     let platform = env.platform().await;
     let rec = Arc::new(Recorder::default());
     let (token, consumer) = start_consumer(&platform, &rec);
-    publish_and_see_it_handled(platform.broker.as_ref(), &rec, "the first effect").await;
+    publish_and_see_handled(
+        platform.broker.as_ref(),
+        &rec,
+        json!({}),
+        "the first effect",
+    )
+    .await;
 
     proxy.down();
     // The outage's length is the test's input: long enough for both connections to see
@@ -261,9 +244,10 @@ async fn consumers_resume_after_the_connection_drops() {
     proxy.up();
 
     // The publisher reconnects on its next publish; the consumer on its own.
-    publish_and_see_it_handled(
+    publish_and_see_handled(
         platform.broker.as_ref(),
         &rec,
+        json!({}),
         "the effect after reconnecting",
     )
     .await;
@@ -302,7 +286,7 @@ async fn connections_move_to_the_next_node_when_theirs_goes() {
     let rec = Arc::new(Recorder::default());
     let (token, consumer) = start_consumer(&app.platform, &rec);
     let mut events = broker.subscribe_events().await.unwrap();
-    let first = publish_and_see_it_handled(broker.as_ref(), &rec, "the first effect").await;
+    let first = publish_and_see_handled(broker.as_ref(), &rec, json!({}), "the first effect").await;
     let (status, body) = app.readyz(ops).await;
     assert_eq!(status, 200, "{body}");
     assert_eq!(body["broker_nodes"]["publish"], node(&a), "{body}");
@@ -312,9 +296,10 @@ async fn connections_move_to_the_next_node_when_theirs_goes() {
 
     // Node a goes for good: connections to it are cut, new ones refused.
     a.down();
-    publish_and_see_it_handled(
+    publish_and_see_handled(
         broker.as_ref(),
         &rec,
+        json!({}),
         "the publisher and the consumer on node b",
     )
     .await;

@@ -11,7 +11,7 @@ pub const ORDERS_CREATE: QueueSpec = QueueSpec::new(
 )
 .prefetch(128)
 // Four batches of 32 at once: a batch takes its sale's row lock last, so batches of one
-// sale overlap all but their stock update and commit (3,800-4,100 orders/s written in
+// sale overlap all but their stock update and commit (3,300-4,200 orders/s written in
 // the bench, 1,600 with two batches of 64).
 .batch(32, 2)
 .in_flight(4);
