@@ -223,6 +223,19 @@ async fn main() {
     // End to end: the orders accepted above, then more while the consumers run, until
     // every accepted order is a row.
     let accepted = 2 * total as u64 / ROUNDS as u64 * ROUNDS as u64;
+    let queue = platform
+        .broker
+        .topology()
+        .queue(&conveyor::domains::flash_sale::queues::ORDERS_CREATE)
+        .name;
+    if let Ok(messages) = platform.broker.depth(&queue).await {
+        // `flash_sale.orders_per_message` (CONVEYOR__FLASH_SALE__ORDERS_PER_MESSAGE=1 for
+        // one message per order) bounds how many share one.
+        println!(
+            "the {accepted} accepted orders wait in {messages} messages ({:.1} orders per message)",
+            accepted as f64 / messages.max(1) as f64
+        );
+    }
     let start = Instant::now();
     let workers = {
         let (p, token) = (platform.clone(), stop.clone());

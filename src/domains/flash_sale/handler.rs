@@ -6,12 +6,14 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use serde_json::json;
 
-use super::messages::{CreateOrder, EXPIRE_ORDER, ExpireOrder, OrderEvent, publish_events};
-use super::queues::ORDER_PAYMENT_TIMEOUT;
+use super::messages::{
+    CreateOrder, EXPIRE_ORDER, ExpireOrder, OrderEvent, orders_of, publish_events,
+};
+use super::queues::{ORDER_PAYMENT_TIMEOUT, ORDERS_CREATE};
 use super::service::Sales;
 use super::store::WriteError;
 use super::write::{self, NewOrder};
-use crate::broker::{Envelope, Target};
+use crate::broker::{Envelope, Outgoing, Target};
 use crate::consumer::{BatchHandler, Context, Fate, Handler, HandlerError};
 use crate::outbox::{self, Relay};
 
@@ -22,10 +24,13 @@ fn payload<T: serde::de::DeserializeOwned>(message: &Envelope) -> Result<T, Hand
 
 /// Writes the orders units were taken for, with their payment timers (through the
 /// outbox, in the same transaction), a batch of deliveries at a time: one transaction
-/// for the batch ([`super::write`]); if anything in it is refused, the batch goes
-/// unanswered and the consumer runtime runs each order again alone, in a transaction of
-/// its own, with its own answer. A permanent failure gives the unit and
-/// the buyer's slot back (once per order) before the message is dead-lettered.
+/// for the orders of the batch ([`super::write`]); if anything in it is refused, the
+/// batch goes unanswered and the consumer runtime runs each message again alone, in a
+/// transaction of its own, with its own answer. A message of several orders
+/// ([`super::messages::CreateOrders`]) refused alone sends each of its orders back to
+/// the queue as a message of its own, so a refusal still isolates only its order. A
+/// permanent failure gives the unit and the buyer's slot back (once per order) before
+/// the message is dead-lettered.
 pub struct CreateOrderHandler {
     pub sales: Arc<Sales>,
     pub relay: Relay,
@@ -106,6 +111,77 @@ impl CreateOrderHandler {
     }
 }
 
+/// A message of a batch, read: the orders it carries and whether they can be written.
+enum Read {
+    /// To be written with the batch.
+    Ready(Vec<CreateOrder>),
+    /// Several orders, one of them refused: each goes back to the queue alone.
+    Split(Vec<CreateOrder>),
+    Failed(HandlerError),
+}
+
+impl CreateOrderHandler {
+    /// Reads each message's orders and checks, all at once, that none was given back.
+    async fn read(&self, messages: &[Envelope]) -> Vec<Read> {
+        let parsed: Vec<Result<Vec<CreateOrder>, HandlerError>> = messages
+            .iter()
+            .map(|m| orders_of(m).map_err(HandlerError::permanent))
+            .collect();
+        let orders = parsed.iter().flatten().flatten();
+        let mut checks = futures::future::join_all(orders.map(|o| self.given_back(o)))
+            .await
+            .into_iter();
+        parsed
+            .into_iter()
+            .map(|p| {
+                let orders = match p {
+                    Ok(orders) => orders,
+                    Err(e) => return Read::Failed(e),
+                };
+                let mut refused = None;
+                for check in checks.by_ref().take(orders.len()) {
+                    match check {
+                        Err(e @ HandlerError::Permanent(_)) => {
+                            refused.get_or_insert(e);
+                        }
+                        Err(e) => return Read::Failed(e),
+                        Ok(()) => {}
+                    }
+                }
+                match refused {
+                    None => Read::Ready(orders),
+                    Some(_) if orders.len() > 1 => Read::Split(orders),
+                    Some(e) => Read::Failed(e),
+                }
+            })
+            .collect()
+    }
+
+    /// Sends each of `orders` back to the queue alone (confirmed), where each gets its own
+    /// answer: written, or dead-lettered with its reason and its unit given back.
+    async fn split(
+        &self,
+        ctx: &Context,
+        message: &Envelope,
+        orders: &[CreateOrder],
+    ) -> Result<(), HandlerError> {
+        let alone = orders
+            .iter()
+            .map(|o| {
+                let m = o.message().in_trace(message.traceparent.as_deref());
+                Outgoing::new(Target::Queue(&ORDERS_CREATE), &m, self.max_payload)
+            })
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(HandlerError::permanent)?;
+        ctx.broker
+            .publish_batch(&alone)
+            .await
+            .map_err(HandlerError::transient)?;
+        tracing::info!(message = %message.id, orders = orders.len(), "an order in a message of several was refused; each goes again alone");
+        Ok(())
+    }
+}
+
 #[async_trait]
 impl BatchHandler for CreateOrderHandler {
     async fn handle_batch(
@@ -113,38 +189,45 @@ impl BatchHandler for CreateOrderHandler {
         ctx: &Context,
         messages: &[Envelope],
     ) -> Vec<Result<(), HandlerError>> {
-        let parsed: Vec<Result<CreateOrder, HandlerError>> = messages.iter().map(payload).collect();
-        // The given-back checks of the batch at once (one Redis round trip's time).
-        let checks = futures::future::join_all(parsed.iter().map(|p| async move {
-            match p {
-                Ok(m) => self.given_back(m).await,
-                Err(_) => Ok(()),
-            }
-        }))
-        .await;
-        let orders: Vec<Result<CreateOrder, HandlerError>> = parsed
-            .into_iter()
-            .zip(checks)
-            .map(|(p, c)| p.and_then(|m| c.map(|()| m)))
+        let mut read = self.read(messages).await;
+        let ready: Vec<&CreateOrder> = read
+            .iter()
+            .filter_map(|r| match r {
+                Read::Ready(orders) => Some(orders),
+                _ => None,
+            })
+            .flatten()
             .collect();
-        let ready: Vec<&CreateOrder> = orders.iter().filter_map(|o| o.as_ref().ok()).collect();
         match self.write(ctx, &ready).await {
             Ok(events) => {
                 if !events.is_empty() {
                     self.relay.notify();
                     publish_events(ctx.broker.as_ref(), &events).await;
                 }
-                orders.into_iter().map(|o| o.map(|_| ())).collect()
             }
             // Something in a batch was refused or failed: no answers, so the runtime runs
             // each message again alone (a batch of one), where each gets its own.
             Err(e) if messages.len() > 1 => {
                 tracing::debug!(error = %e, size = messages.len(), "an order batch was refused as a whole");
-                Vec::new()
+                return Vec::new();
             }
-            // Alone (a failed write means its one order was ready).
-            Err(e) => vec![Err(e)],
+            // Alone, and refused: a message of several orders sends each again alone; a
+            // message of one is answered (a failed write means its orders were ready).
+            Err(e @ HandlerError::Permanent(_)) => match read.pop() {
+                Some(Read::Ready(orders)) if orders.len() > 1 => read.push(Read::Split(orders)),
+                _ => return vec![Err(e)],
+            },
+            Err(e) => return vec![Err(e)],
         }
+        let mut answers = Vec::with_capacity(messages.len());
+        for (message, r) in messages.iter().zip(read) {
+            answers.push(match r {
+                Read::Ready(_) => Ok(()),
+                Read::Split(orders) => self.split(ctx, message, &orders).await,
+                Read::Failed(e) => Err(e),
+            });
+        }
+        answers
     }
 
     async fn on_failure(
@@ -156,16 +239,18 @@ impl BatchHandler for CreateOrderHandler {
         let Fate::DeadLetter { error, .. } = fate else {
             return Ok(());
         };
-        let Ok(m) = payload::<CreateOrder>(message) else {
+        let Ok(orders) = orders_of(message) else {
             return Ok(()); // nothing to give back for a payload we cannot read
         };
-        let returned = self
-            .sales
-            .stock
-            .give_back(&m.sale_id, &m.user_id, &m.order_id)
-            .await
-            .map_err(HandlerError::transient)?;
-        tracing::warn!(order = %m.order_id, sale = %m.sale_id, returned, %error, "order not written; its unit went back");
+        for m in orders {
+            let returned = self
+                .sales
+                .stock
+                .give_back(&m.sale_id, &m.user_id, &m.order_id)
+                .await
+                .map_err(HandlerError::transient)?;
+            tracing::warn!(order = %m.order_id, sale = %m.sale_id, returned, %error, "order not written; its unit went back");
+        }
         Ok(())
     }
 }

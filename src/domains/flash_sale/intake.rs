@@ -1,5 +1,6 @@
 //! Order intake: one unit taken from the stock store (or the reason why not), the order
-//! message published with a confirm, and nothing written to the database: the `orders`
+//! published with a confirm (in a message it may share with orders taken meanwhile,
+//! [`super::publisher`]), and nothing written to the database: the `orders`
 //! consumer writes the order. If the publish fails the unit goes back, so a unit is
 //! never taken without an order on its way.
 
@@ -8,13 +9,11 @@ use sea_orm::DatabaseConnection;
 use sha2::{Digest as _, Sha256};
 
 use super::OrderStatus;
-use super::messages::{CREATE_ORDER, CreateOrder};
+use super::messages::CreateOrder;
 use super::publisher::Publisher;
-use super::queues::ORDERS_CREATE;
 use super::service::Sales;
 use super::stock::Take;
 use super::store;
-use crate::broker::{Envelope, Outgoing, Target};
 
 /// A unit is the buyer's: the order is on its way.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -83,14 +82,11 @@ impl Sales {
         &self,
         db: &DatabaseConnection,
         publisher: &Publisher,
-        max_payload: usize,
         user_id: &str,
         sale_id: &str,
         key: Option<&str>,
     ) -> Result<Taken, IntakeError> {
-        let taken = self
-            .take_unit(db, publisher, max_payload, user_id, sale_id, key)
-            .await;
+        let taken = self.take_unit(db, publisher, user_id, sale_id, key).await;
         outcome(match &taken {
             Ok(t) if t.status != OrderStatus::Queued => "replayed",
             Ok(_) => "accepted",
@@ -103,7 +99,6 @@ impl Sales {
         &self,
         db: &DatabaseConnection,
         publisher: &Publisher,
-        max_payload: usize,
         user_id: &str,
         sale_id: &str,
         key: Option<&str>,
@@ -138,21 +133,12 @@ impl Sales {
             Take::NotActive => return Err(IntakeError::NotActive),
             Take::NotLoaded => return Err(IntakeError::NoSuchSale),
         }
-        let message = Envelope::new(
-            CREATE_ORDER,
-            serde_json::json!(CreateOrder {
-                order_id: order_id.clone(),
-                sale_id: sale_id.to_owned(),
-                user_id: user_id.to_owned(),
-            }),
-        )
-        .with_id(order_id.clone())
-        .with_correlation_id(order_id.clone());
-        let published = match Outgoing::new(Target::Queue(&ORDERS_CREATE), &message, max_payload) {
-            Ok(outgoing) => publisher.publish(outgoing).await.map_err(|e| e.to_string()),
-            Err(e) => Err(e.to_string()),
+        let order = CreateOrder {
+            order_id: order_id.clone(),
+            sale_id: sale_id.to_owned(),
+            user_id: user_id.to_owned(),
         };
-        if let Err(why) = published {
+        if let Err(why) = publisher.publish(order).await {
             // Never a unit taken without an order on its way: give it back.
             let back = self.stock.give_back(sale_id, user_id, &order_id).await;
             tracing::warn!(order = %order_id, error = %why, returned = ?back.is_ok(), "order not published; unit given back");
@@ -160,8 +146,8 @@ impl Sales {
                 "orders cannot be queued right now".into(),
             ));
         }
-        // No live event here: one broker message per order is the intake's whole cost.
-        // The QUEUED event is stored with the order and goes out with UNPAID, in one
+        // No live event here: the order's share of a broker message is the intake's
+        // whole cost. The QUEUED event is stored with the order and goes out with UNPAID, in one
         // message.
         Ok(Taken {
             order_id,

@@ -2,10 +2,12 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::broker::Broker;
+use crate::broker::{Broker, Envelope};
 
 /// Envelope kind of [`CreateOrder`].
 pub const CREATE_ORDER: &str = "flash_sale.order.create";
+/// Envelope kind of [`CreateOrders`].
+pub const CREATE_ORDERS: &str = "flash_sale.order.create_many";
 /// Envelope kind of [`ExpireOrder`].
 pub const EXPIRE_ORDER: &str = "flash_sale.order.expire";
 /// The live stream kind of order events.
@@ -18,6 +20,54 @@ pub struct CreateOrder {
     pub order_id: String,
     pub sale_id: String,
     pub user_id: String,
+}
+
+impl CreateOrder {
+    /// The order alone in a message ([`CREATE_ORDER`]): the message id is the order id.
+    pub fn message(&self) -> Envelope {
+        Envelope::new(CREATE_ORDER, serde_json::json!(self))
+            .with_id(self.order_id.clone())
+            .with_correlation_id(self.order_id.clone())
+    }
+}
+
+/// Several orders in one message, written together (intake packs the orders whose
+/// requests met while a confirm was awaited: one persistent message and one confirm
+/// for all of them, where RabbitMQ's cost is per message). The consumer gives each order
+/// its own outcome: one it refuses goes back to the queue alone as a [`CreateOrder`].
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct CreateOrders {
+    pub orders: Vec<CreateOrder>,
+}
+
+/// The message of `orders`: one order as [`CREATE_ORDER`] (what every consumer
+/// version reads), several as [`CREATE_ORDERS`].
+pub fn orders_message(orders: &[CreateOrder]) -> Envelope {
+    match orders {
+        [one] => one.message(),
+        many => Envelope::new(
+            CREATE_ORDERS,
+            serde_json::json!(CreateOrders {
+                orders: many.to_vec()
+            }),
+        ),
+    }
+}
+
+/// The orders a message of `orders.create` carries: its one, or its several.
+pub fn orders_of(message: &Envelope) -> Result<Vec<CreateOrder>, String> {
+    let invalid = |e: serde_json::Error| format!("invalid payload: {e}");
+    if message.kind != CREATE_ORDERS {
+        return CreateOrder::deserialize(&message.payload)
+            .map(|o| vec![o])
+            .map_err(invalid);
+    }
+    let many = CreateOrders::deserialize(&message.payload).map_err(invalid)?;
+    if many.orders.is_empty() {
+        return Err("invalid payload: a message of orders without orders".into());
+    }
+    Ok(many.orders)
 }
 
 /// The order's payment deadline passed: cancel it if it is still unpaid.

@@ -77,10 +77,15 @@ fn install(platform: &Platform) -> BoxFuture<'_, anyhow::Result<Installed>> {
             .job(move |token| jobs::run(db, broker, for_jobs, token).boxed())
             .stream(Arc::new(stream::OrderStream { currency }))
             .routes(move |core| {
-                let timeout =
-                    std::time::Duration::from_millis(for_routes.settings.publish_timeout_ms);
+                let settings = &for_routes.settings;
+                let timeout = std::time::Duration::from_millis(settings.publish_timeout_ms);
+                let publisher = publisher::Publisher::start(
+                    core.broker.clone(),
+                    timeout,
+                    settings.orders_per_message,
+                );
                 let state = routes::FlashSales {
-                    publisher: publisher::Publisher::start(core.broker.clone(), timeout),
+                    publisher,
                     core,
                     sales: for_routes,
                 };

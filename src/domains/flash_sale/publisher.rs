@@ -1,28 +1,36 @@
-//! Intake's order publisher: requests hand their order message to one task that
-//! publishes whatever has gathered as one confirmed batch (one channel acquisition and one
-//! wait for all the confirms), so many confirms are in flight while each request waits
-//! only for its own batch. Up to [`IN_FLIGHT`] batches wait for their confirms at once: a
-//! request arriving while one batch waits goes out with the next at once, not after that
-//! wait (with one batch at a time it waited a confirm and a half on average). A failed
-//! batch fails every request in it; each gives its unit back, and an order whose message
-//! got through anyway is refused by the consumer (its unit is marked returned), so
-//! nothing is ever sold twice.
+//! Intake's order publisher: requests hand their order to one task that packs whatever
+//! has gathered into messages of up to `orders_per_message` orders and publishes them as
+//! one confirmed batch (one channel acquisition and one wait for all the confirms), so
+//! each request waits only for its own batch. RabbitMQ's cost is per persistent message
+//! (about 85 µs of its CPU each on this project's bench machine), so orders that meet
+//! share one. Up to [`IN_FLIGHT`] batches wait for their confirms at once: a request
+//! arriving while one batch waits goes out with the next at once, not after that wait.
+//! A failed batch fails every request in it; each gives its unit back, and an order whose
+//! message got through anyway is refused by the consumer (its unit is marked returned),
+//! so nothing is ever sold twice.
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::sync::{Semaphore, mpsc, oneshot};
 
-use crate::broker::{Broker, Outgoing};
+use super::messages::{CreateOrder, orders_message};
+use super::queues::ORDERS_CREATE;
+use crate::broker::{Broker, Outgoing, Target};
 
-/// Messages one batch takes at most.
+/// Orders one batch takes at most.
 const BATCH: usize = 256;
 
 /// Batches waiting for their confirms at once; the next waits for a free slot, gathering
 /// what arrives meanwhile.
 const IN_FLIGHT: usize = 4;
 
-type Request = (Outgoing, oneshot::Sender<Result<(), String>>);
+/// An order, the trace of the request that took its unit, and who waits for its confirm.
+type Request = (
+    CreateOrder,
+    Option<String>,
+    oneshot::Sender<Result<(), String>>,
+);
 
 #[derive(Clone)]
 pub struct Publisher {
@@ -30,7 +38,9 @@ pub struct Publisher {
 }
 
 impl Publisher {
-    pub fn start(broker: Arc<dyn Broker>, timeout: Duration) -> Self {
+    /// `per_message` (≥ 1) bounds the orders one message carries.
+    pub fn start(broker: Arc<dyn Broker>, timeout: Duration, per_message: usize) -> Self {
+        let per_message = per_message.max(1);
         let (tx, mut rx) = mpsc::channel::<Request>(BATCH * 4);
         tokio::spawn(async move {
             let slots = Arc::new(Semaphore::new(IN_FLIGHT));
@@ -43,19 +53,18 @@ impl Publisher {
                 if rx.recv_many(&mut batch, BATCH).await == 0 {
                     return;
                 }
-                let (messages, waiters): (Vec<_>, Vec<_>) = batch.drain(..).unzip();
+                let mut orders = Vec::with_capacity(batch.len());
+                let mut traces = Vec::with_capacity(batch.len());
+                let mut waiters = Vec::with_capacity(batch.len());
+                for (order, trace, waiter) in batch.drain(..) {
+                    orders.push(order);
+                    traces.push(trace);
+                    waiters.push(waiter);
+                }
                 let broker = broker.clone();
                 tokio::spawn(async move {
-                    let result = match tokio::time::timeout(
-                        timeout,
-                        broker.publish_batch(&messages),
-                    )
-                    .await
-                    {
-                        Ok(Ok(())) => Ok(()),
-                        Ok(Err(e)) => Err(e.to_string()),
-                        Err(_) => Err(format!("no confirm within {timeout:?}")),
-                    };
+                    let result =
+                        publish(broker.as_ref(), &orders, &traces, per_message, timeout).await;
                     for w in waiters {
                         let _ = w.send(result.clone());
                     }
@@ -66,13 +75,46 @@ impl Publisher {
         Publisher { tx }
     }
 
-    /// Publishes one message with the next batch; Ok once the broker confirmed it.
-    pub async fn publish(&self, message: Outgoing) -> Result<(), String> {
+    /// Publishes `order` with the next batch; Ok once the broker confirmed its message.
+    pub async fn publish(&self, order: CreateOrder) -> Result<(), String> {
         let (done, wait) = oneshot::channel();
         self.tx
-            .send((message, done))
+            .send((order, crate::traces::current(), done))
             .await
             .map_err(|_| "the publisher stopped".to_owned())?;
         wait.await.map_err(|_| "the publisher stopped".to_owned())?
+    }
+}
+
+/// Packs `orders` into messages of up to `per_message` (each in the trace of its first
+/// order's request) and publishes them with one wait for every confirm.
+async fn publish(
+    broker: &dyn Broker,
+    orders: &[CreateOrder],
+    traces: &[Option<String>],
+    per_message: usize,
+    timeout: Duration,
+) -> Result<(), String> {
+    let messages = orders
+        .chunks(per_message)
+        .zip(traces.chunks(per_message))
+        .map(|(orders, traces)| {
+            let message = orders_message(orders).in_trace(traces[0].as_deref());
+            Outgoing::new(
+                Target::Queue(&ORDERS_CREATE),
+                &message,
+                broker.max_payload(),
+            )
+        })
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| e.to_string())?;
+    match tokio::time::timeout(timeout, broker.publish_batch(&messages)).await {
+        Ok(Ok(())) => {
+            metrics::counter!("conveyor_flash_sale_order_messages_total")
+                .increment(messages.len() as u64);
+            Ok(())
+        }
+        Ok(Err(e)) => Err(e.to_string()),
+        Err(_) => Err(format!("no confirm within {timeout:?}")),
     }
 }

@@ -25,6 +25,9 @@ pub struct FlashSaleSettings {
     pub reconcile_interval_ms: u64,
     /// How long intake waits for the broker's confirm before giving the unit back (503).
     pub publish_timeout_ms: u64,
+    /// Orders taken while a confirm is awaited share one broker message, up to this
+    /// many: RabbitMQ's cost is per persistent message, not per byte.
+    pub orders_per_message: usize,
     /// The currency of every sale's price (ISO 4217); prices are in its minor unit (fen
     /// for CNY), what a payment for the order bills. Payments refuse to start with
     /// another currency.
@@ -46,6 +49,12 @@ impl FlashSaleSettings {
                     problem: "must be greater than 0".into(),
                 });
             }
+        }
+        if !(1..=256).contains(&s.orders_per_message) {
+            return Err(ConfigError::Invalid {
+                key: "flash_sale.orders_per_message",
+                problem: "must be between 1 and 256".into(),
+            });
         }
         let iso = s.currency.len() == 3 && s.currency.bytes().all(|b| b.is_ascii_uppercase());
         if !iso {

@@ -74,19 +74,26 @@ pub async fn insert_orders(
     if rows.is_empty() {
         return Ok(written);
     }
-    order::Entity::insert_many(rows)
-        .exec_without_returning(txn)
-        .await
-        .map_err(|e| match e.sql_err() {
-            // The sale, exact for one order (a batch is written one by one next).
-            Some(SqlErr::UniqueConstraintViolation(_)) => WriteError::LimitReached(
-                units.keys().next().copied().unwrap_or_default().to_owned(),
-            ),
-            _ => WriteError::Db(e),
-        })?;
-    event::Entity::insert_many(events)
-        .exec_without_returning(txn)
-        .await?;
+    // In statements of at most ROWS rows: a statement's parameters are bounded (65,535 on
+    // PostgreSQL and MariaDB, 32,766 on SQLite), a batch of messages of several orders
+    // is not.
+    for rows in chunks(rows) {
+        order::Entity::insert_many(rows)
+            .exec_without_returning(txn)
+            .await
+            .map_err(|e| match e.sql_err() {
+                // The sale, exact for one order (a batch is written one by one next).
+                Some(SqlErr::UniqueConstraintViolation(_)) => WriteError::LimitReached(
+                    units.keys().next().copied().unwrap_or_default().to_owned(),
+                ),
+                _ => WriteError::Db(e),
+            })?;
+    }
+    for events in chunks(events) {
+        event::Entity::insert_many(events)
+            .exec_without_returning(txn)
+            .await?;
+    }
     // The units last: the sale's row is locked from here to the commit, so two batches
     // of one sale write their rows side by side and queue only for this.
     for (&sale_id, &n) in &units {
@@ -105,4 +112,15 @@ pub async fn insert_orders(
         }
     }
     Ok(written)
+}
+
+/// Rows per insert statement: 12 parameters an order row, 6 an event row.
+const ROWS: usize = 1024;
+
+fn chunks<T>(rows: Vec<T>) -> impl Iterator<Item = Vec<T>> {
+    let mut rows = rows.into_iter().peekable();
+    std::iter::from_fn(move || {
+        rows.peek()?;
+        Some(rows.by_ref().take(ROWS).collect())
+    })
 }

@@ -38,13 +38,11 @@ pub(crate) async fn order(
     Path(sale_id): Path<String>,
 ) -> Result<Response, ApiError> {
     state.core.limits.take(&limits::ORDERS, &user.id).await?;
-    let max_payload = state.core.broker.max_payload();
     let taken = state
         .sales
         .take_order(
             &state.core.db,
             &state.publisher,
-            max_payload,
             &user.id,
             &sale_id,
             key.as_deref(),
