@@ -44,6 +44,40 @@ async fn written(app: &TestApp, orders: &[String]) -> Vec<String> {
     written
 }
 
+/// A limit-one sale of `stock` units of which the database holds two fewer: Redis lets
+/// two too many through, and the database is the backstop.
+async fn sale_two_short(app: &TestApp, admin: &str, stock: i32) -> String {
+    let sale_id = sale(app, admin, stock, 1).await;
+    sale::ActiveModel {
+        id: Set(sale_id.clone()),
+        stock: Set(stock - 2),
+        ..Default::default()
+    }
+    .update(&app.platform.db)
+    .await
+    .unwrap();
+    sale_id
+}
+
+/// The sale's counter moved once per written order, and the two refused units went
+/// back to the stock store.
+async fn sold_and_two_back(app: &TestApp, sale_id: &str, sold: i32) {
+    let s = store::get_sale(&app.platform.db, sale_id)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        s.sold, sold,
+        "the database's counter moved once per written order"
+    );
+    wait_until(
+        std::time::Duration::from_secs(10),
+        "the units back",
+        || async { remaining(app, sale_id).await == Some(2) },
+    )
+    .await;
+}
+
 async fn an_order_the_database_refuses_fails_alone_and_its_batch_is_written(backend: Backend) {
     let Some(env) = TestEnv::new(backend, "flash_writer").await else {
         return;
@@ -51,17 +85,7 @@ async fn an_order_the_database_refuses_fails_alone_and_its_batch_is_written(back
     // With RabbitMQ the orders wait in their queue until the consumers start: one batch.
     let app = spawn_app(&env).await;
     let admin = admin(&app).await;
-    let sale_id = sale(&app, &admin, 10, 1).await;
-    // The database holds 8 units where the stock store holds 10: Redis lets two too many
-    // through, and the database is the backstop.
-    sale::ActiveModel {
-        id: Set(sale_id.clone()),
-        stock: Set(8),
-        ..Default::default()
-    }
-    .update(&app.platform.db)
-    .await
-    .unwrap();
+    let sale_id = sale_two_short(&app, &admin, 10).await;
     let mut orders = Vec::new();
     for i in 0..10 {
         let (_, key) = app.user(&format!("buyer{i}"), 0).await;
@@ -110,21 +134,7 @@ async fn an_order_the_database_refuses_fails_alone_and_its_batch_is_written(back
         n
     };
     assert_eq!(written, 8);
-    let s = store::get_sale(&app.platform.db, &sale_id)
-        .await
-        .unwrap()
-        .unwrap();
-    assert_eq!(
-        s.sold, 8,
-        "the database's counter moved once per written order"
-    );
-    // The two refused units went back to the stock store.
-    wait_until(
-        std::time::Duration::from_secs(10),
-        "the units back",
-        || async { remaining(&app, &sale_id).await == Some(2) },
-    )
-    .await;
+    sold_and_two_back(&app, &sale_id, 8).await;
     done(env, app).await;
 }
 
@@ -138,15 +148,7 @@ async fn orders_taken_at_once_share_messages_and_a_refused_one_still_fails_alone
     };
     let app = spawn_app(&env).await;
     let admin = admin(&app).await;
-    let sale_id = sale(&app, &admin, 40, 1).await;
-    sale::ActiveModel {
-        id: Set(sale_id.clone()),
-        stock: Set(38),
-        ..Default::default()
-    }
-    .update(&app.platform.db)
-    .await
-    .unwrap();
+    let sale_id = sale_two_short(&app, &admin, 40).await;
     let mut keys = Vec::new();
     for i in 0..40 {
         keys.push(app.user(&format!("buyer{i}"), 0).await.1);
@@ -196,17 +198,7 @@ async fn orders_taken_at_once_share_messages_and_a_refused_one_still_fails_alone
         letters, refused,
         "the dead letters are the orders not written"
     );
-    let s = store::get_sale(&app.platform.db, &sale_id)
-        .await
-        .unwrap()
-        .unwrap();
-    assert_eq!(s.sold, 38);
-    wait_until(
-        std::time::Duration::from_secs(10),
-        "the two refused units back",
-        || async { remaining(&app, &sale_id).await == Some(2) },
-    )
-    .await;
+    sold_and_two_back(&app, &sale_id, 38).await;
     done(env, app).await;
 }
 

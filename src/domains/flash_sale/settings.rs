@@ -56,6 +56,18 @@ impl FlashSaleSettings {
                 problem: "must be between 1 and 256".into(),
             });
         }
+        // An order is about 130 bytes of a message (three ids and their keys); 200 leaves
+        // room to spare, and 1,024 more for the envelope.
+        let needs = s.orders_per_message * 200 + 1024;
+        if needs > settings.broker.max_payload_bytes {
+            return Err(ConfigError::Invalid {
+                key: "flash_sale.orders_per_message",
+                problem: format!(
+                    "{} orders need messages of up to {needs} bytes, above broker.max_payload_bytes",
+                    s.orders_per_message
+                ),
+            });
+        }
         let iso = s.currency.len() == 3 && s.currency.bytes().all(|b| b.is_ascii_uppercase());
         if !iso {
             return Err(ConfigError::Invalid {
@@ -64,5 +76,34 @@ impl FlashSaleSettings {
             });
         }
         Ok(s)
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    fn check(vars: &[(&str, &str)]) -> Result<FlashSaleSettings, ConfigError> {
+        let vars = vars.iter().map(|(k, v)| (k.to_string(), v.to_string()));
+        let dir = std::path::Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/config"));
+        FlashSaleSettings::from_settings(&Settings::load_from(dir, "local", vars).unwrap())
+    }
+
+    #[test]
+    fn orders_per_message_fits_a_message() {
+        assert_eq!(check(&[]).unwrap().orders_per_message, 16);
+        let per = "CONVEYOR__FLASH_SALE__ORDERS_PER_MESSAGE";
+        for bad in ["0", "257"] {
+            let err = check(&[(per, bad)]).unwrap_err().to_string();
+            assert!(err.contains("between 1 and 256"), "{err}");
+        }
+        let small = [
+            (per, "200"),
+            ("CONVEYOR__BROKER__MAX_PAYLOAD_BYTES", "16384"),
+        ];
+        let err = check(&small).unwrap_err().to_string();
+        assert!(err.contains("broker.max_payload_bytes"), "{err}");
+        assert_eq!(check(&[(per, "256")]).unwrap().orders_per_message, 256);
     }
 }
