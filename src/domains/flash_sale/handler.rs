@@ -128,33 +128,8 @@ impl CreateOrderHandler {
             .map(|m| orders_of(m).map_err(HandlerError::permanent))
             .collect();
         let orders = parsed.iter().flatten().flatten();
-        let mut checks = futures::future::join_all(orders.map(|o| self.given_back(o)))
-            .await
-            .into_iter();
-        parsed
-            .into_iter()
-            .map(|p| {
-                let orders = match p {
-                    Ok(orders) => orders,
-                    Err(e) => return Read::Failed(e),
-                };
-                let mut refused = None;
-                for check in checks.by_ref().take(orders.len()) {
-                    match check {
-                        Err(e @ HandlerError::Permanent(_)) => {
-                            refused.get_or_insert(e);
-                        }
-                        Err(e) => return Read::Failed(e),
-                        Ok(()) => {}
-                    }
-                }
-                match refused {
-                    None => Read::Ready(orders),
-                    Some(_) if orders.len() > 1 => Read::Split(orders),
-                    Some(e) => Read::Failed(e),
-                }
-            })
-            .collect()
+        let checks = futures::future::join_all(orders.map(|o| self.given_back(o))).await;
+        sort(parsed, checks)
     }
 
     /// Sends each of `orders` back to the queue alone (confirmed), where each gets its own
@@ -180,6 +155,43 @@ impl CreateOrderHandler {
         tracing::info!(message = %message.id, orders = orders.len(), "an order in a message of several was refused; each goes again alone");
         Ok(())
     }
+}
+
+/// Each message with its orders' checks (`checks` in the order of the messages' orders):
+/// ready, to split (one of several refused), or failed (unreadable, a check that could
+/// not be made, its one order refused).
+fn sort(
+    parsed: Vec<Result<Vec<CreateOrder>, HandlerError>>,
+    checks: Vec<Result<(), HandlerError>>,
+) -> Vec<Read> {
+    let mut checks = checks.into_iter();
+    parsed
+        .into_iter()
+        .map(|p| {
+            let orders = match p {
+                Ok(orders) => orders,
+                Err(e) => return Read::Failed(e),
+            };
+            // This message's checks, all taken before any answer: the next message's
+            // follow them.
+            let mine: Vec<_> = checks.by_ref().take(orders.len()).collect();
+            let mut refused = None;
+            for check in mine {
+                match check {
+                    Err(e @ HandlerError::Permanent(_)) => {
+                        refused.get_or_insert(e);
+                    }
+                    Err(e) => return Read::Failed(e),
+                    Ok(()) => {}
+                }
+            }
+            match refused {
+                None => Read::Ready(orders),
+                Some(_) if orders.len() > 1 => Read::Split(orders),
+                Some(e) => Read::Failed(e),
+            }
+        })
+        .collect()
 }
 
 #[async_trait]
@@ -273,5 +285,58 @@ impl Handler for ExpireOrderHandler {
             Some(_) => Ok(()),
             None => Err(HandlerError::permanent(format!("no order {}", m.order_id))),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn order(id: &str) -> CreateOrder {
+        CreateOrder {
+            order_id: id.into(),
+            sale_id: "s".into(),
+            user_id: "u".into(),
+        }
+    }
+
+    #[test]
+    fn each_message_gets_its_own_orders_checks() {
+        let parsed = vec![
+            Ok(vec![order("a1"), order("a2")]),
+            Err(HandlerError::permanent("invalid payload")),
+            Ok(vec![order("b1"), order("b2")]),
+            Ok(vec![order("c1"), order("c2")]),
+            Ok(vec![order("d1")]),
+        ];
+        let checks = vec![
+            // a: its first check could not be made; its second must not reach b.
+            Err(HandlerError::transient("redis away")),
+            Ok(()),
+            // b: fine.
+            Ok(()),
+            Ok(()),
+            // c: one of two given back.
+            Ok(()),
+            Err(HandlerError::permanent("given back")),
+            // d: its one order given back.
+            Err(HandlerError::permanent("given back")),
+        ];
+        let sorted = sort(parsed, checks);
+        assert!(matches!(
+            &sorted[0],
+            Read::Failed(HandlerError::Transient(_))
+        ));
+        assert!(matches!(
+            &sorted[1],
+            Read::Failed(HandlerError::Permanent(_))
+        ));
+        assert!(matches!(&sorted[2], Read::Ready(o) if o.len() == 2));
+        assert!(matches!(&sorted[3], Read::Split(o) if o[1].order_id == "c2"));
+        assert!(matches!(
+            &sorted[4],
+            Read::Failed(HandlerError::Permanent(_))
+        ));
+        assert_eq!(sorted.len(), 5);
     }
 }
