@@ -288,3 +288,72 @@ async fn a_message_of_several_orders_gives_each_its_own_outcome(backend: Backend
     );
     done(env, app).await;
 }
+
+/// A message dead-lettered whole after some of its orders were written (a crash loop
+/// after the commit, a split whose singles went through) gives back only the units of
+/// the orders not written: a written order's unit stays sold.
+#[tokio::test]
+async fn a_dead_message_gives_back_only_the_units_of_orders_not_written() {
+    use conveyor::consumer::{BatchHandler as _, Context, Fate};
+    use conveyor::domains::flash_sale::handler::CreateOrderHandler;
+    use conveyor::domains::flash_sale::service::Sales;
+
+    // The stock store must be the app's: Redis (the embedded one lives in the app).
+    let Some(env) = TestEnv::new(Backend::RabbitPostgres, "flash_dead_many").await else {
+        return;
+    };
+    let app = spawn_app(&env).await;
+    app.start_consumers();
+    let admin = admin(&app).await;
+    let sale_id = sale(&app, &admin, 10, 1).await;
+    let (user, key) = app.user("buyer", 0).await;
+    let (status, body) = order(&app, &key, &sale_id).await;
+    assert_eq!(status, 202, "{body}");
+    let written_id = body["order_id"].as_str().unwrap().to_owned();
+    wait_until(WAIT, "the order written", || async {
+        store::get_order(&app.platform.db, &written_id)
+            .await
+            .unwrap()
+            .is_some()
+    })
+    .await;
+    assert_eq!(remaining(&app, &sale_id).await, Some(9));
+
+    let p = &app.platform;
+    let handler = CreateOrderHandler {
+        sales: std::sync::Arc::new(
+            Sales::connect(&p.settings, p.broker.topology())
+                .await
+                .unwrap(),
+        ),
+        relay: p.relay.clone(),
+        max_payload: p.settings.broker.max_payload_bytes,
+    };
+    let ctx = Context {
+        db: p.db.clone(),
+        broker: p.broker.clone(),
+        queue: &ORDERS_CREATE,
+    };
+    let never_written = CreateOrder {
+        order_id: uuid::Uuid::now_v7().to_string(),
+        sale_id: sale_id.clone(),
+        user_id: "another".into(),
+    };
+    let written = CreateOrder {
+        order_id: written_id,
+        sale_id: sale_id.clone(),
+        user_id: user.id.clone(),
+    };
+    let message = Envelope::new(CREATE_ORDERS, json!({ "orders": [written, never_written] }));
+    let fate = Fate::DeadLetter {
+        reason: conveyor::broker::DeadReason::Exhausted,
+        error: "every attempt failed".into(),
+    };
+    handler.on_failure(&ctx, &message, &fate).await.unwrap();
+    assert_eq!(
+        remaining(&app, &sale_id).await,
+        Some(10),
+        "one unit back: the order not written; the written one stays sold"
+    );
+    done(env, app).await;
+}

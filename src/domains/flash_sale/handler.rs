@@ -244,7 +244,7 @@ impl BatchHandler for CreateOrderHandler {
 
     async fn on_failure(
         &self,
-        _ctx: &Context,
+        ctx: &Context,
         message: &Envelope,
         fate: &Fate,
     ) -> Result<(), HandlerError> {
@@ -254,7 +254,13 @@ impl BatchHandler for CreateOrderHandler {
         let Ok(orders) = orders_of(message) else {
             return Ok(()); // nothing to give back for a payload we cannot read
         };
-        for m in orders {
+        // An order written already holds its unit in the database, whatever became of
+        // this message (a batch committed before a crash loop quarantined it; an order
+        // of a split message written from its own message): its unit stays sold.
+        let written = write::written_ids(&ctx.db, orders.iter().map(|o| o.order_id.as_str()))
+            .await
+            .map_err(HandlerError::transient)?;
+        for m in orders.iter().filter(|o| !written.contains(&o.order_id)) {
             let returned = self
                 .sales
                 .stock

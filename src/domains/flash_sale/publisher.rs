@@ -37,6 +37,7 @@ type Request = (
 #[derive(Clone)]
 pub struct Publisher {
     tx: mpsc::Sender<Request>,
+    timeout: Duration,
 }
 
 impl Publisher {
@@ -74,17 +75,24 @@ impl Publisher {
                 });
             }
         });
-        Publisher { tx }
+        Publisher { tx, timeout }
     }
 
     /// Publishes `order` with the next batch; Ok once the broker confirmed its message.
+    /// The timeout bounds the whole wait, the batch before this one's included (an order
+    /// published after its request gave up finds its unit given back and is refused).
     pub async fn publish(&self, order: CreateOrder) -> Result<(), String> {
         let (done, wait) = oneshot::channel();
-        self.tx
-            .send((order, crate::traces::current(), done))
+        let queued = async {
+            self.tx
+                .send((order, crate::traces::current(), done))
+                .await
+                .map_err(|_| "the publisher stopped".to_owned())?;
+            wait.await.map_err(|_| "the publisher stopped".to_owned())?
+        };
+        tokio::time::timeout(self.timeout, queued)
             .await
-            .map_err(|_| "the publisher stopped".to_owned())?;
-        wait.await.map_err(|_| "the publisher stopped".to_owned())?
+            .map_err(|_| format!("no confirm within {:?}", self.timeout))?
     }
 }
 

@@ -23,6 +23,23 @@ pub struct NewOrder<'a> {
     pub user_id: &'a str,
 }
 
+/// Which of `ids` name orders written already.
+pub async fn written_ids<'a>(
+    db: &impl ConnectionTrait,
+    ids: impl IntoIterator<Item = &'a str>,
+) -> Result<HashSet<String>, sea_orm::DbErr> {
+    let ids: Vec<String> = ids.into_iter().map(str::to_owned).collect();
+    Ok(order::Entity::find()
+        .select_only()
+        .column(order::Column::Id)
+        .filter(order::Column::Id.is_in(ids))
+        .into_tuple::<String>()
+        .all(db)
+        .await?
+        .into_iter()
+        .collect())
+}
+
 /// Writes the orders of `orders` not written yet, in `txn`; per order, its row and
 /// events, or `None` when it was written already (or repeats one earlier in the batch).
 pub async fn insert_orders(
@@ -30,16 +47,7 @@ pub async fn insert_orders(
     orders: &[NewOrder<'_>],
     pay_within: chrono::Duration,
 ) -> Result<Vec<Option<(Order, [OrderEvent; 2])>>, WriteError> {
-    let ids: Vec<String> = orders.iter().map(|o| o.order_id.to_owned()).collect();
-    let existing: HashSet<String> = order::Entity::find()
-        .select_only()
-        .column(order::Column::Id)
-        .filter(order::Column::Id.is_in(ids))
-        .into_tuple::<String>()
-        .all(txn)
-        .await?
-        .into_iter()
-        .collect();
+    let existing = written_ids(txn, orders.iter().map(|o| o.order_id)).await?;
     let mut seen = HashSet::new();
     let fresh: Vec<bool> = orders
         .iter()
