@@ -59,9 +59,8 @@ async fn sale_two_short(app: &TestApp, admin: &str, stock: i32) -> String {
     sale_id
 }
 
-/// The sale's counter moved once per written order, and the two refused units went
-/// back to the stock store.
-async fn sold_and_two_back(app: &TestApp, sale_id: &str, sold: i32) {
+/// The sale's counter moved once per written order.
+async fn assert_sold(app: &TestApp, sale_id: &str, sold: i32) {
     let s = store::get_sale(&app.platform.db, sale_id)
         .await
         .unwrap()
@@ -70,6 +69,18 @@ async fn sold_and_two_back(app: &TestApp, sale_id: &str, sold: i32) {
         s.sold, sold,
         "the database's counter moved once per written order"
     );
+}
+
+/// A dead letter's last error says `why`.
+fn assert_error(letter: &Value, why: &str) {
+    let error = letter["last_error"].as_str().unwrap_or_default();
+    assert!(error.contains(why), "{letter}");
+}
+
+/// The sale's counter moved once per written order, and the two refused units went
+/// back to the stock store.
+async fn sold_and_two_back(app: &TestApp, sale_id: &str, sold: i32) {
+    assert_sold(app, sale_id, sold).await;
     wait_until(
         std::time::Duration::from_secs(10),
         "the units back",
@@ -94,45 +105,18 @@ async fn an_order_the_database_refuses_fails_alone_and_its_batch_is_written(back
         orders.push(body["order_id"].as_str().unwrap().to_owned());
     }
     app.start_consumers();
-    wait_until(
-        std::time::Duration::from_secs(60),
-        "8 orders written, 2 dead-lettered",
-        || async {
-            let letters: Value = app
-                .get_json(&admin, "/v1/admin/dead-letters?queue=orders.create")
-                .await;
-            store::live_orders(&app.platform.db, &sale_id)
-                .await
-                .unwrap()
-                == 8
-                && letters["items"].as_array().map_or(0, Vec::len) == 2
-        },
-    )
+    wait_until(WAIT, "8 orders written, 2 dead-lettered", || async {
+        store::live_orders(&app.platform.db, &sale_id)
+            .await
+            .unwrap()
+            == 8
+            && dead_letters(&app, &admin).await.len() == 2
+    })
     .await;
-    let letters: Value = app
-        .get_json(&admin, "/v1/admin/dead-letters?queue=orders.create")
-        .await;
-    for l in letters["items"].as_array().unwrap() {
-        assert!(
-            l["last_error"]
-                .as_str()
-                .unwrap()
-                .contains("sold out in the database"),
-            "{l}"
-        );
+    for l in dead_letters(&app, &admin).await {
+        assert_error(&l, "sold out in the database");
     }
-    let written = {
-        let mut n = 0;
-        for id in &orders {
-            n += usize::from(
-                store::get_order(&app.platform.db, id)
-                    .await
-                    .unwrap()
-                    .is_some(),
-            );
-        }
-        n
-    };
+    let written = written(&app, &orders).await.len();
     assert_eq!(written, 8);
     sold_and_two_back(&app, &sale_id, 8).await;
     done(env, app).await;
@@ -183,13 +167,7 @@ async fn orders_taken_at_once_share_messages_and_a_refused_one_still_fails_alone
     let mut letters: Vec<String> = Vec::new();
     for l in dead_letters(&app, &admin).await {
         assert_eq!(l["kind"], CREATE_ORDER, "one order per dead letter: {l}");
-        assert!(
-            l["last_error"]
-                .as_str()
-                .unwrap()
-                .contains("sold out in the database"),
-            "{l}"
-        );
+        assert_error(&l, "sold out in the database");
         letters.push(l["business_id"].as_str().unwrap().to_owned());
     }
     refused.sort();
@@ -260,32 +238,13 @@ async fn a_message_of_several_orders_gives_each_its_own_outcome(backend: Backend
         .find(|l| l["kind"] == CREATE_ORDER)
         .expect("the refused order, alone");
     assert_eq!(alone["business_id"], refused.order_id.as_str(), "{alone}");
-    assert!(
-        alone["last_error"]
-            .as_str()
-            .unwrap()
-            .contains("already holds an order"),
-        "{alone}"
-    );
+    assert_error(alone, "already holds an order");
     let bad = letters
         .iter()
         .find(|l| l["message_id"] == empty.id.as_str())
         .expect("the message without orders");
-    assert!(
-        bad["last_error"]
-            .as_str()
-            .unwrap()
-            .contains("without orders"),
-        "{bad}"
-    );
-    let s = store::get_sale(&app.platform.db, &sale_id)
-        .await
-        .unwrap()
-        .unwrap();
-    assert_eq!(
-        s.sold, 5,
-        "the database's counter moved once per written order"
-    );
+    assert_error(bad, "without orders");
+    assert_sold(&app, &sale_id, 5).await;
     done(env, app).await;
 }
 

@@ -147,8 +147,8 @@ impl Sales {
             ));
         }
         // No live event here: the order's share of a broker message is the intake's
-        // whole cost. The QUEUED event is stored with the order and goes out with UNPAID, in one
-        // message.
+        // whole cost. The QUEUED event is stored with the order and goes out with UNPAID,
+        // in one message.
         Ok(Taken {
             order_id,
             status: OrderStatus::Queued,

@@ -43,16 +43,11 @@ pub struct CreateOrders {
 
 /// The message of `orders`: one order as [`CREATE_ORDER`] (what every consumer
 /// version reads), several as [`CREATE_ORDERS`].
-pub fn orders_message(orders: &[CreateOrder]) -> Envelope {
-    match orders {
-        [one] => one.message(),
-        many => Envelope::new(
-            CREATE_ORDERS,
-            serde_json::json!(CreateOrders {
-                orders: many.to_vec()
-            }),
-        ),
+pub fn orders_message(orders: Vec<CreateOrder>) -> Envelope {
+    if let [one] = orders.as_slice() {
+        return one.message();
     }
+    Envelope::new(CREATE_ORDERS, serde_json::json!(CreateOrders { orders }))
 }
 
 /// The orders a message of `orders.create` carries: its one, or its several.

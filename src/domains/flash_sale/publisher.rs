@@ -3,15 +3,15 @@
 //! one confirmed batch (one channel acquisition and one wait for all the confirms), so
 //! each request waits only for its own batch. RabbitMQ's cost is per persistent message
 //! (about 85 µs of its CPU each on this project's bench machine), so orders that meet
-//! share one. One batch waits for its confirms at a time ([`IN_FLIGHT`]); what arrives
-//! meanwhile goes out with the next. A failed batch fails every request in it; each gives its unit back, and an order whose
-//! message got through anyway is refused by the consumer (its unit is marked returned),
-//! so nothing is ever sold twice.
+//! share one. One batch waits for its confirms at a time; what arrives meanwhile goes
+//! out with the next. A failed batch fails every request in it; each gives its unit
+//! back, and an order whose message got through anyway is refused by the consumer (its
+//! unit is marked returned), so nothing is ever sold twice.
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use tokio::sync::{Semaphore, mpsc, oneshot};
+use tokio::sync::{mpsc, oneshot};
 
 use super::messages::{CreateOrder, orders_message};
 use super::queues::ORDERS_CREATE;
@@ -20,23 +20,17 @@ use crate::broker::{Broker, Outgoing, Target};
 /// Orders one batch takes at most.
 const BATCH: usize = 256;
 
-/// Batches waiting for their confirms at once; the next waits for a free slot, gathering
-/// what arrives meanwhile. One: the fewer messages, the less RabbitMQ works and the
-/// sooner it confirms. Intake @50 clients, `cargo bench --bench flash_sale -- 6000`
-/// (2026-12-07): four in flight 0.26× the floor's rate (p50 4.4 ms, 4–5 orders per
-/// message), two 0.30× (4.5 ms), one 0.33–0.34× (3.2–4.1 ms).
-const IN_FLIGHT: usize = 1;
-
-/// An order, the trace of the request that took its unit, and who waits for its confirm.
-type Request = (
-    CreateOrder,
-    Option<String>,
-    oneshot::Sender<Result<(), String>>,
-);
+/// An order waiting to go out: the trace of the request that took its unit, and who
+/// waits for its confirm.
+struct Waiting {
+    order: CreateOrder,
+    trace: Option<String>,
+    done: oneshot::Sender<Result<(), String>>,
+}
 
 #[derive(Clone)]
 pub struct Publisher {
-    tx: mpsc::Sender<Request>,
+    tx: mpsc::Sender<Waiting>,
     timeout: Duration,
 }
 
@@ -44,35 +38,18 @@ impl Publisher {
     /// `per_message` (≥ 1) bounds the orders one message carries.
     pub fn start(broker: Arc<dyn Broker>, timeout: Duration, per_message: usize) -> Self {
         let per_message = per_message.max(1);
-        let (tx, mut rx) = mpsc::channel::<Request>(BATCH * 4);
+        let (tx, mut rx) = mpsc::channel::<Waiting>(BATCH * 4);
+        // One batch at a time: the fewer messages, the less RabbitMQ works and the sooner
+        // it confirms. Intake @50 clients, `cargo bench --bench flash_sale -- 6000`
+        // (2026-12-07): four batches in flight 0.26× the floor's rate (p50 4.4 ms, 4–5
+        // orders per message), two 0.30× (4.5 ms), one 0.33–0.34× (3.2–4.1 ms).
         tokio::spawn(async move {
-            let slots = Arc::new(Semaphore::new(IN_FLIGHT));
-            let mut batch: Vec<Request> = Vec::with_capacity(BATCH);
-            loop {
-                // A free slot first: what arrives while all are taken joins the next batch.
-                let Ok(slot) = slots.clone().acquire_owned().await else {
-                    return;
-                };
-                if rx.recv_many(&mut batch, BATCH).await == 0 {
-                    return;
+            let mut batch = Vec::with_capacity(BATCH);
+            while rx.recv_many(&mut batch, BATCH).await > 0 {
+                let result = publish(broker.as_ref(), &batch, per_message, timeout).await;
+                for w in batch.drain(..) {
+                    let _ = w.done.send(result.clone());
                 }
-                let mut orders = Vec::with_capacity(batch.len());
-                let mut traces = Vec::with_capacity(batch.len());
-                let mut waiters = Vec::with_capacity(batch.len());
-                for (order, trace, waiter) in batch.drain(..) {
-                    orders.push(order);
-                    traces.push(trace);
-                    waiters.push(waiter);
-                }
-                let broker = broker.clone();
-                tokio::spawn(async move {
-                    let result =
-                        publish(broker.as_ref(), &orders, &traces, per_message, timeout).await;
-                    for w in waiters {
-                        let _ = w.send(result.clone());
-                    }
-                    drop(slot);
-                });
             }
         });
         Publisher { tx, timeout }
@@ -83,9 +60,10 @@ impl Publisher {
     /// published after its request gave up finds its unit given back and is refused).
     pub async fn publish(&self, order: CreateOrder) -> Result<(), String> {
         let (done, wait) = oneshot::channel();
+        let trace = crate::traces::current();
         let queued = async {
             self.tx
-                .send((order, crate::traces::current(), done))
+                .send(Waiting { order, trace, done })
                 .await
                 .map_err(|_| "the publisher stopped".to_owned())?;
             wait.await.map_err(|_| "the publisher stopped".to_owned())?
@@ -96,20 +74,20 @@ impl Publisher {
     }
 }
 
-/// Packs `orders` into messages of up to `per_message` (each in the trace of its first
-/// order's request) and publishes them with one wait for every confirm.
+/// Packs `batch` into messages of up to `per_message` orders (each in the trace of its
+/// first order's request) and publishes them with one wait for every confirm, bounded
+/// by `timeout` so a stuck broker does not hold the next batch.
 async fn publish(
     broker: &dyn Broker,
-    orders: &[CreateOrder],
-    traces: &[Option<String>],
+    batch: &[Waiting],
     per_message: usize,
     timeout: Duration,
 ) -> Result<(), String> {
-    let messages = orders
+    let messages = batch
         .chunks(per_message)
-        .zip(traces.chunks(per_message))
-        .map(|(orders, traces)| {
-            let message = orders_message(orders).in_trace(traces[0].as_deref());
+        .map(|chunk| {
+            let orders = chunk.iter().map(|w| w.order.clone()).collect();
+            let message = orders_message(orders).in_trace(chunk[0].trace.as_deref());
             Outgoing::new(
                 Target::Queue(&ORDERS_CREATE),
                 &message,
