@@ -44,12 +44,25 @@ pub enum ApiError {
     Refused { code: &'static str, message: String },
     #[error("request body is larger than the server accepts (server.body_limit_bytes)")]
     TooLarge,
-    /// 413 with a reason (`file_too_large`, `storage_quota`): what was sent, or would be
-    /// stored, is more than a limit allows; nothing was stored.
+    /// 413 with a reason (`file_too_large`, `storage_quota`, `field_too_large`): what was
+    /// sent, or would be stored, is more than a limit allows; nothing was stored. `field`
+    /// names the form field when one part was too large.
     #[error("{message}")]
-    TooLargeFor { code: &'static str, message: String },
+    TooLargeFor {
+        code: &'static str,
+        message: String,
+        field: Option<String>,
+    },
     #[error("request took too long")]
     Timeout,
+    /// 408 with a reason (`form_timeout`): part of the request did not arrive in time
+    /// (`field` names it); nothing was done.
+    #[error("{message}")]
+    TooSlow {
+        code: &'static str,
+        message: String,
+        field: Option<String>,
+    },
     /// 429 with `Retry-After`; `code` names the limit (`rate_limited`,
     /// `too_many_tasks_in_flight`, `too_many_streams`).
     #[error("{message}")]
@@ -114,8 +127,13 @@ impl ApiError {
             ApiError::Conflict(_) => (StatusCode::CONFLICT, "conflict", None),
             ApiError::Refused { code, .. } => (StatusCode::CONFLICT, code, None),
             ApiError::TooLarge => (StatusCode::PAYLOAD_TOO_LARGE, "payload_too_large", None),
-            ApiError::TooLargeFor { code, .. } => (StatusCode::PAYLOAD_TOO_LARGE, code, None),
+            ApiError::TooLargeFor { code, field, .. } => {
+                (StatusCode::PAYLOAD_TOO_LARGE, code, field.as_deref())
+            }
             ApiError::Timeout => (StatusCode::REQUEST_TIMEOUT, "timeout", None),
+            ApiError::TooSlow { code, field, .. } => {
+                (StatusCode::REQUEST_TIMEOUT, code, field.as_deref())
+            }
             ApiError::TooManyRequests { code, .. } => (StatusCode::TOO_MANY_REQUESTS, code, None),
             ApiError::Unavailable(_) | ApiError::RetryLater { .. } => {
                 (StatusCode::SERVICE_UNAVAILABLE, "unavailable", None)

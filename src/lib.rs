@@ -48,6 +48,8 @@
 //!   histories.
 //! - [`standard_webhooks`]: Standard Webhooks signatures (provider callbacks in, the
 //!   tenants' webhooks out).
+//! - [`net`]: outgoing requests to URLs someone else names (webhook endpoints, providers'
+//!   outputs): the SSRF guard (public addresses only, checked on every hop).
 //! - [`storage`]: media files in an object store (a local directory or S3-compatible):
 //!   checked keys, sniffed kinds, streamed writes, ranged reads, signed URLs.
 //! - [`platform`]: [`platform::Platform`], the connected backends of one process (no domain).
@@ -95,6 +97,7 @@ pub mod idempotency;
 pub mod instance;
 pub mod limits;
 pub mod live;
+pub mod net;
 pub mod ops;
 pub mod outbox;
 pub mod plans;

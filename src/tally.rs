@@ -76,6 +76,13 @@ impl Tally {
         c.iter().map(|(k, v)| (*k, *v)).collect()
     }
 
+    /// The prefetch `queue` is consumed with here now (summed over this platform's
+    /// consumers of it); `None` when nothing consumes it.
+    pub fn prefetch(&self, queue: &str) -> Option<u16> {
+        let c = self.consuming.lock().unwrap_or_else(|p| p.into_inner());
+        c.get(queue).copied()
+    }
+
     /// `n` deliveries of `queue` handed to a handler, until the guard drops.
     pub fn busy(self: &std::sync::Arc<Self>, queue: &'static str, n: u64) -> Busy {
         let mut busy = self.busy.lock().unwrap_or_else(|p| p.into_inner());

@@ -33,6 +33,7 @@ mod m20261208_000026_dead_letter_business_ids;
 mod m20261208_000027_task_metadata;
 mod m20261209_000028_plans_orgs;
 mod m20261210_000029_trace_context;
+mod m20261211_000030_org_invitations;
 
 pub struct Migrator;
 
@@ -69,6 +70,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261208_000027_task_metadata::Migration),
             Box::new(m20261209_000028_plans_orgs::Migration),
             Box::new(m20261210_000029_trace_context::Migration),
+            Box::new(m20261211_000030_org_invitations::Migration),
         ]
     }
 }

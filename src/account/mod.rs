@@ -1,10 +1,11 @@
 //! Accounts over HTTP: the caller's own (`GET /v1/me`: balance, membership, plan,
 //! limits and usage; `GET /v1/me/ledger`: every movement of the balance), a tenant's
 //! keys, limits and plan for admins (`/v1/admin/users/{id}/…`), organisations
-//! ([`orgs`]: admins and owners), with the administration both the API and the CLI use
-//! ([`keys`]).
+//! ([`orgs`]: admins and owners) and the invitations to join one ([`invitations`]), with
+//! the administration both the API and the CLI use ([`keys`]).
 
 pub mod admin;
+pub mod invitations;
 pub mod keys;
 pub mod ledger;
 pub mod me;
@@ -62,6 +63,12 @@ pub fn routes(core: Core) -> Router {
     Router::new()
         .route("/v1/me", get(me::me))
         .route("/v1/me/ledger", get(ledger::ledger))
+        .route("/v1/me/invitations", get(invitations::mine))
+        .route("/v1/me/invitations/{id}/accept", post(invitations::accept))
+        .route(
+            "/v1/me/invitations/{id}/decline",
+            post(invitations::decline),
+        )
         .route(
             "/v1/admin/users/{id}/keys",
             get(admin::list_keys).post(admin::create_key),
@@ -88,7 +95,9 @@ pub fn routes(core: Core) -> Router {
             delete(orgs::admin_remove),
         )
         .route("/v1/org", get(orgs::mine))
-        .route("/v1/org/members", post(orgs::owner_add))
+        .route("/v1/org/members", post(invitations::invite))
+        .route("/v1/org/invitations", get(invitations::of_org))
+        .route("/v1/org/invitations/{id}/revoke", post(invitations::revoke))
         .route("/v1/org/members/{user_id}", delete(orgs::owner_remove))
         .with_state(core)
 }
@@ -111,7 +120,12 @@ pub fn routes(core: Core) -> Router {
     orgs::admin_add,
     orgs::admin_remove,
     orgs::mine,
-    orgs::owner_add,
+    invitations::invite,
+    invitations::of_org,
+    invitations::revoke,
+    invitations::mine,
+    invitations::accept,
+    invitations::decline,
     orgs::owner_remove
 ))]
 pub struct Doc;

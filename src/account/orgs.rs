@@ -1,7 +1,8 @@
-//! Organisations over HTTP: admins create them, set their plan and manage members
-//! (`/v1/admin/orgs…`); an organisation's owner adds and removes members (`/v1/org…`);
-//! every member sees theirs (`GET /v1/org`). Each change is audited and announced, so
-//! the members' standing (tenant, plan) changes on the next request on every instance.
+//! Organisations over HTTP: admins create them, set their plan and add and remove
+//! members directly (`/v1/admin/orgs…`); an organisation's owner removes members, and
+//! invites rather than adds ([`super::invitations`]); every member sees theirs
+//! (`GET /v1/org`). Each change is audited and announced, so the members' standing
+//! (tenant, plan) changes on the next request on every instance.
 
 use axum::Json;
 use axum::extract::{Path, State};
@@ -42,7 +43,7 @@ pub struct OrgView {
     pub owner_id: String,
     /// The plan an admin set on it (`null`: the owner's own plan applies).
     pub plan_set: Option<String>,
-    /// The plan its members have now.
+    /// The plan its members have now (a member whose own plan weighs more keeps theirs).
     pub plan: String,
     pub members: Vec<MemberView>,
     pub created_at: chrono::DateTime<chrono::Utc>,
@@ -57,10 +58,10 @@ pub struct MemberView {
 
 async fn view(core: &Core, o: Org) -> Result<OrgView, ApiError> {
     let members = orgs::members(&core.db, &o.id).await?;
-    let standing =
-        crate::plans::standing::resolve(&core.db, core.limits.plans(), &o.owner_id).await?;
+    // The organisation's own plan: a member whose own plan weighs more keeps theirs.
+    let plan = crate::plans::standing::org_plan(&core.db, core.limits.plans(), &o, None).await?;
     Ok(OrgView {
-        plan: standing.plan,
+        plan,
         members: members
             .into_iter()
             .map(|u| MemberView {
@@ -78,18 +79,18 @@ async fn view(core: &Core, o: Org) -> Result<OrgView, ApiError> {
 }
 
 /// The organisation as it is now (after a change), or 404.
-async fn fresh_view(core: &Core, id: &str) -> Result<Json<OrgView>, ApiError> {
+pub(super) async fn fresh_view(core: &Core, id: &str) -> Result<Json<OrgView>, ApiError> {
     let o = orgs::get(&core.db, id)
         .await?
         .ok_or(ApiError::NotFound("organisation"))?;
     Ok(Json(view(core, o).await?))
 }
 
-async fn announce(core: &Core) {
+pub(super) async fn announce(core: &Core) {
     crate::plans::notices::announce(core.broker.as_ref()).await;
 }
 
-fn actor(user: &crate::users::User) -> String {
+pub(super) fn actor(user: &crate::users::User) -> String {
     format!("user:{}", user.id)
 }
 
@@ -106,6 +107,7 @@ pub struct NewOrg {
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct NewMember {
+    /// The user to add (admins) or invite (an owner).
     pub user_id: String,
 }
 
@@ -183,7 +185,7 @@ pub async fn set_plan(
     params(("id" = String, Path, description = "Organisation id")),
     request_body = NewMember,
     responses(
-        (status = 200, description = "The organisation with the member added", body = OrgView),
+        (status = 200, description = "The organisation with the member added, at once: an operator's act, without an invitation (audited as `org.add_member`)", body = OrgView),
         (status = 401, description = "Missing or invalid API key", body = ErrorBody),
         (status = 403, description = "Not an admin", body = ErrorBody),
         (status = 404, description = "No such organisation or user", body = ErrorBody),
@@ -276,29 +278,12 @@ async fn owned_or_self(core: &Core, user_id: &str, member: &str) -> Result<Org, 
 }
 
 /// The caller's organisation, if they own it: else 403.
-async fn owned(core: &Core, user_id: &str) -> Result<Org, ApiError> {
+pub(super) async fn owned(core: &Core, user_id: &str) -> Result<Org, ApiError> {
     let o = own(core, user_id).await?;
     if o.owner_id != user_id {
         return Err(ApiError::Forbidden);
     }
     Ok(o)
-}
-
-#[utoipa::path(post, path = "/v1/org/members", tag = "account", security(("api_key" = [])),
-    request_body = NewMember,
-    responses(
-        (status = 200, description = "The organisation with the member added (audited)", body = OrgView),
-        (status = 401, description = "Missing or invalid API key", body = ErrorBody),
-        (status = 403, description = "The caller does not own their organisation", body = ErrorBody),
-        (status = 404, description = "The caller belongs to none, or no such user", body = ErrorBody),
-        (status = 409, description = "`in_another_org`", body = ErrorBody)))]
-pub async fn owner_add(
-    State(core): State<Core>,
-    AuthUser(user): AuthUser,
-    ApiJson(req): ApiJson<NewMember>,
-) -> Result<Json<OrgView>, ApiError> {
-    let o = owned(&core, &user.id).await?;
-    add_member(&core, &o.id, &req.user_id, &actor(&user)).await
 }
 
 #[utoipa::path(delete, path = "/v1/org/members/{user_id}", tag = "account", security(("api_key" = [])),

@@ -87,7 +87,8 @@ pub fn layered(routes: Router, server: &ServerSettings, streaming: Vec<&'static 
 }
 
 /// A request's span: named by its route (not its path, which holds ids), a server span
-/// that continues the caller's trace when the request carries a `traceparent`.
+/// that continues the caller's trace when the request carries a `traceparent` (as its
+/// child when callers are trusted, else by a link).
 fn request_span<B>(req: &Request<B>) -> tracing::Span {
     let header = |name: &str| req.headers().get(name).and_then(|v| v.to_str().ok());
     let id = header("x-request-id").unwrap_or("-");
@@ -107,7 +108,7 @@ fn request_span<B>(req: &Request<B>) -> tracing::Span {
         request_id = %id,
         "http.response.status_code" = tracing::field::Empty,
     );
-    crate::traces::adopt(&span, header(crate::traces::TRACEPARENT));
+    crate::traces::continue_caller(&span, header(crate::traces::TRACEPARENT));
     span
 }
 

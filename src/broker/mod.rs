@@ -152,6 +152,18 @@ pub trait Broker: Send + Sync + 'static {
     async fn subscribe(
         &self,
         queue: &'static QueueSpec,
+    ) -> Result<Box<dyn Subscription>, BrokerError> {
+        let prefetch = self.topology().queue(queue).prefetch;
+        self.subscribe_at(queue, prefetch).await
+    }
+
+    /// [`subscribe`](Broker::subscribe) with `prefetch` from the first delivery on (a
+    /// concurrency an operator set at run time: a consumer started after the change
+    /// never takes more than it allows).
+    async fn subscribe_at(
+        &self,
+        queue: &'static QueueSpec,
+        prefetch: u16,
     ) -> Result<Box<dyn Subscription>, BrokerError>;
 
     /// Messages ready in the named queue (work queue, retry tier or DLQ).

@@ -24,7 +24,8 @@ pub enum OrgsCommand {
     },
     /// Show an organisation: its plan and members.
     Show { org: String },
-    /// Add a user to an organisation.
+    /// Add a user to an organisation at once, without an invitation: an operator's act
+    /// (audited). Owners invite over the API, and the user accepts.
     Add { org: String, user: String },
     /// Remove a member (never the owner).
     Remove { org: String, user: String },
@@ -66,12 +67,14 @@ pub async fn run(settings: &Settings, cmd: OrgsCommand) -> anyhow::Result<()> {
     let o = orgs::get(&conn, &org_id)
         .await?
         .ok_or_else(|| anyhow::anyhow!("no organisation {org_id}"))?;
-    let owner = plans::standing::resolve(&conn, &catalogue, &o.owner_id).await?;
+    // The organisation's plan, not the owner's standing: a member (the owner too) whose
+    // own plan weighs more keeps theirs.
+    let plan = plans::standing::org_plan(&conn, &catalogue, &o, None).await?;
     println!(
         "{} ({}): plan {}{}",
         o.name,
         o.id,
-        owner.plan,
+        plan,
         if o.plan.is_some() {
             " (set)"
         } else {

@@ -33,9 +33,18 @@ pub async fn serve(
     shutdown: CancellationToken,
 ) -> anyhow::Result<()> {
     let resolved = deps.broker.topology().queue(queue);
-    let mut sub = deps.broker.subscribe(queue).await?;
-    // Counted as a consumer (with its prefetch) in this process's ops report while it runs.
-    let mut consuming = Consuming::new(deps.tally.clone(), queue.key, resolved.prefetch);
+    // The concurrency an operator set at run time, if any, from the first delivery on.
+    let prefetch = match super::concurrency::of(&deps.db, queue.key).await {
+        Ok(set) => set.unwrap_or(resolved.prefetch),
+        Err(e) => {
+            tracing::warn!(queue = queue.key, error = %e, "concurrency not read; configured until the next poll");
+            resolved.prefetch
+        }
+    };
+    let mut sub = deps.broker.subscribe_at(queue, prefetch).await?;
+    // Counted as a consumer (with its prefetch) in this process's ops report while it
+    // runs; the fair share reads its slots there too.
+    let mut consuming = Consuming::new(deps.tally.clone(), queue.key, prefetch);
     // The concurrency an operator set at run time, read every `settings_poll`.
     let mut poll = tokio::time::interval(deps.settings_poll);
     poll.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -73,16 +82,23 @@ pub async fn serve(
         }
         Worker::Batch(handler) => {
             let (max, linger) = (resolved.batch, resolved.linger);
+            // Slots that follow the prefetch (no `in_flight` of the queue's own) follow
+            // a run-time change of it too.
+            let follows_prefetch = resolved.in_flight == usize::from(resolved.prefetch);
+            let in_flight_slots = if follows_prefetch {
+                usize::from(prefetch)
+            } else {
+                resolved.in_flight
+            };
+            let slots = Arc::new(Semaphore::new(in_flight_slots));
+            let follows = follows_prefetch.then_some(&slots);
             tracing::info!(
                 queue = queue.key,
                 batch = max,
-                in_flight = resolved.in_flight,
+                in_flight = in_flight_slots,
+                prefetch,
                 "batch consumer started"
             );
-            let slots = Arc::new(Semaphore::new(resolved.in_flight));
-            // Slots that follow the prefetch (no `in_flight` of the queue's own) follow
-            // a run-time change of it too.
-            let follows = (resolved.in_flight == usize::from(resolved.prefetch)).then_some(&slots);
             loop {
                 // A free slot first: deliveries wait in the prefetch buffer meanwhile and
                 // fill the next batch.

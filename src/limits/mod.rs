@@ -6,7 +6,7 @@
 //! every member and every key of a tenant count together, so splitting work over keys or
 //! members gains nothing. Rates are counted in Redis (GCRA, shared by every API instance) when
 //! the dedupe store is Redis, else in this process ([`rate`]); caps on things held open
-//! (live streams) are counted per instance ([`streams`]). A refusal is a 429 with
+//! (live streams, uploads) are counted per instance ([`streams`]). A refusal is a 429 with
 //! `Retry-After` and a code naming the limit.
 
 pub mod declared;
@@ -219,12 +219,16 @@ impl Limits {
         }
     }
 
-    /// A permit for one more thing held open under `cap` (a live stream), given back
-    /// when dropped; `None` when the user holds its cap already on this instance.
+    /// A permit for one more thing held open under `cap` (a live stream, an upload),
+    /// given back when dropped; `None` when the user holds its cap already on this
+    /// instance. Each cap counts its own things.
     pub async fn hold(&self, cap: &Limit, user_id: &str) -> Option<StreamPermit> {
         let s = self.standing(user_id).await;
         let n = self.value_for(cap, &s).await;
-        let permit = self.inner.streams.open(&s.tenant_id, n);
+        let permit = self
+            .inner
+            .streams
+            .open(&format!("{}:{}", cap.key, s.tenant_id), n);
         if permit.is_none() {
             metrics::counter!("conveyor_limit_refusals_total", "limit" => cap.key).increment(1);
         }

@@ -1,5 +1,5 @@
-//! Open live streams (WebSocket, SSE) per user in this process: a permit per stream,
-//! given back when the stream ends.
+//! Things held open in this process (live streams, uploads), counted per key (a cap's
+//! and a tenant's): a permit per thing, given back when it ends.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};

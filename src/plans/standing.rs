@@ -23,7 +23,8 @@ pub enum Why {
     Membership,
     /// An admin set it on the user.
     Admin,
-    /// The user's organisation's (set on it, else its owner's).
+    /// The user's organisation's (set on it, else its owner's); a member whose own plan
+    /// weighs more keeps theirs (and its why).
     Organisation,
 }
 
@@ -74,24 +75,47 @@ pub async fn resolve(
             why,
         });
     };
-    // The organisation's plan: set on it, else its owner's own.
-    let plan = match org.plan.as_deref().filter(|p| plans.known(p)) {
-        Some(p) => p.to_owned(),
-        None if org.owner_id == u.id => plans.of_user(&u, now).0,
-        None => match user::Entity::find_by_id(org.owner_id.clone())
-            .one(db)
-            .await?
-        {
-            Some(owner) => plans.of_user(&owner, now).0,
-            None => super::FREE.to_owned(),
-        },
+    let shared = org_plan(db, plans, &org, Some(&u)).await?;
+    // A member's own plan (bought, or an admin's choice for them) stays theirs when it
+    // weighs more than the organisation's: joining never downgrades what a member paid
+    // for (issue 55). On a tie the organisation's applies.
+    let (own, own_why) = plans.of_user(&u, now);
+    let (plan, why) = if plans.get(&own).weight > plans.get(&shared).weight {
+        (own, own_why)
+    } else {
+        (shared, Why::Organisation)
     };
     Ok(Standing {
         user_id: u.id,
         tenant_id: org.id.clone(),
         org_id: Some(org.id),
         plan,
-        why: Why::Organisation,
+        why,
+    })
+}
+
+/// The organisation's plan: an admin's choice for it, else its owner's own (`owner`: the
+/// owner's row when the caller has read it already).
+pub async fn org_plan(
+    db: &impl ConnectionTrait,
+    plans: &Plans,
+    org: &org::Model,
+    owner: Option<&user::Model>,
+) -> Result<String, DbErr> {
+    if let Some(p) = org.plan.as_deref().filter(|p| plans.known(p)) {
+        return Ok(p.to_owned());
+    }
+    let owner = match owner.filter(|u| u.id == org.owner_id) {
+        Some(u) => Some(u.clone()),
+        None => {
+            user::Entity::find_by_id(org.owner_id.clone())
+                .one(db)
+                .await?
+        }
+    };
+    Ok(match owner {
+        Some(owner) => plans.of_user(&owner, Utc::now()).0,
+        None => super::FREE.to_owned(),
     })
 }
 

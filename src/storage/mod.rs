@@ -6,9 +6,12 @@
 //! - [`key`]: `<tenant>/<purpose>/<id>.<ext>`, every part checked.
 //! - [`sniff`]: what a file is from its bytes; what each purpose accepts.
 //! - [`write`]: streamed writes (size, SHA-256 and kind on the way, bounded memory).
-//! - [`ingest`]: a provider's output URL streamed into the store (never handed on).
+//! - [`ingest`]: a provider's output URL streamed into the store (never handed on),
+//!   through the SSRF guard.
 //! - [`read`]: whole and ranged reads, heads, deletes, listings.
 //! - [`signing`]: the local store's HMAC-signed download URLs; S3 presigns its own.
+//! - [`presign`]: presigned uploads bound to their declared type, size and checksum.
+//! - [`local`]: a stored file on this machine, for tools that read files (ffprobe).
 //! - [`range`]: the `Range` header of a download.
 //! - [`records`]: the `media_objects` rows and each tenant's bytes (`storage_usage`).
 //! - [`view`]: a stored file as the API shows it (with a fresh signed URL).
@@ -17,6 +20,8 @@
 
 pub mod ingest;
 pub mod key;
+pub mod local;
+pub mod presign;
 pub mod range;
 pub mod read;
 pub mod records;
@@ -32,15 +37,17 @@ use std::time::Duration;
 
 use anyhow::Context as _;
 use chrono::{DateTime, Utc};
-use object_store::ObjectStore;
 use object_store::aws::{AmazonS3, AmazonS3Builder};
 use object_store::local::LocalFileSystem;
 use object_store::prefix::PrefixStore;
-use object_store::signer::Signer as _;
+use object_store::signer::{SignedUrlOptions, Signer as _};
+use object_store::{ObjectStore, ObjectStoreExt as _};
 
 pub use key::Key;
 use settings::{Backend, StorageSettings};
 use signing::UrlSigner;
+
+use crate::net::guard::Guard;
 pub use write::{WriteError, Written};
 
 /// What the store said, for callers that branch on it.
@@ -52,6 +59,9 @@ pub enum StorageError {
     Key(#[from] key::KeyError),
     #[error("object store: {0}")]
     Store(object_store::Error),
+    /// Writing a local copy failed.
+    #[error("local copy: {0}")]
+    Local(std::io::Error),
 }
 
 impl From<object_store::Error> for StorageError {
@@ -80,6 +90,10 @@ pub struct Storage {
     /// `storage.prefix`: `store` adds it; presigned paths must say it themselves.
     prefix: String,
     signer: UrlSigner,
+    /// What providers' output URLs may reach ([`ingest`]), and the client that fetches
+    /// them through it.
+    guard: Guard,
+    ingest: reqwest::Client,
     pub settings: StorageSettings,
 }
 
@@ -129,11 +143,14 @@ impl Storage {
                  instance serves the API"
             );
         }
+        let guard = Guard::new(settings.ingest_private_addresses.clone());
         Ok(Arc::new(Storage {
             store,
             s3,
             prefix: settings.prefix.clone(),
             signer: UrlSigner::new(&settings.url_secret),
+            ingest: ingest::client(&guard).context("building the ingest client")?,
+            guard,
             settings: settings.clone(),
         }))
     }
@@ -154,44 +171,58 @@ impl Storage {
 
     /// A download URL for `key`: presigned GET on S3, an HMAC-signed
     /// `/v1/files/<key>?exp=&sig=` (relative: served by this API) on the local store.
+    /// The S3 one makes the bucket answer with the type the key's extension names,
+    /// whatever the object's metadata says (no stored object is ever served as HTML).
     pub async fn download_url(&self, key: &Key) -> Result<SignedUrl, StorageError> {
         let ttl = Duration::from_secs(self.settings.url_ttl_secs);
         let expires_at = Utc::now() + ttl;
         let url = match &self.s3 {
-            Some(s3) => s3
-                .signed_url(object_store::signer::Method::GET, &self.full_path(key), ttl)
+            Some(s3) => {
+                let served_as = sniff::content_type_of(key.extension());
+                let options =
+                    SignedUrlOptions::default().with_query([("response-content-type", served_as)]);
+                s3.signed_url_opts(
+                    object_store::signer::Method::GET,
+                    &self.full_path(key),
+                    ttl,
+                    &options,
+                )
                 .await?
-                .to_string(),
+                .to_string()
+            }
             None => format!("/v1/files/{key}?{}", self.signer.query(key, expires_at)),
         };
         Ok(SignedUrl { url, expires_at })
     }
 
-    /// A presigned PUT for a browser-to-bucket upload; `None` on the local store.
-    pub async fn upload_url(&self, key: &Key) -> Result<Option<SignedUrl>, StorageError> {
+    /// A presigned PUT for a browser-to-bucket upload, bound to `terms`
+    /// ([`presign`]); `None` on the local store.
+    pub async fn upload_url(
+        &self,
+        key: &Key,
+        terms: &presign::UploadTerms<'_>,
+    ) -> Result<Option<presign::PresignedPut>, StorageError> {
         let Some(s3) = &self.s3 else {
             return Ok(None);
         };
         let ttl = Duration::from_secs(self.settings.presign_ttl_secs);
-        let url = s3
-            .signed_url(object_store::signer::Method::PUT, &self.full_path(key), ttl)
-            .await?;
-        Ok(Some(SignedUrl {
-            url: url.to_string(),
-            expires_at: Utc::now() + ttl,
-        }))
+        let put = presign::put_url(
+            s3,
+            &self.settings,
+            &self.full_path(key),
+            terms,
+            ttl,
+            Utc::now(),
+        )
+        .await?;
+        Ok(Some(put))
     }
 
-    /// Where a tool that reads files or URLs (ffprobe) can read `key` from: its path on
-    /// the local store, a presigned GET on S3.
-    pub async fn readable_at(&self, key: &Key) -> Result<String, StorageError> {
-        match &self.s3 {
-            Some(_) => Ok(self.download_url(key).await?.url),
-            None => Ok(std::path::Path::new(&self.settings.root)
-                .join(self.full_path(key).as_ref())
-                .display()
-                .to_string()),
-        }
+    /// Copies `from` to `to` inside the store (S3: server-side, one request): what `to`
+    /// holds is `from` as it was at that moment, whatever is written to `from` later.
+    pub async fn copy(&self, from: &Key, to: &Key) -> Result<(), StorageError> {
+        self.store.copy(&from.path(), &to.path()).await?;
+        Ok(())
     }
 
     /// `key`'s path in the bucket, with `storage.prefix`.

@@ -22,7 +22,8 @@ pub struct StorageSettings {
     /// The local store's directory.
     pub root: String,
     /// A folder inside the store that holds everything of this deployment (several
-    /// deployments, or test runs, sharing one bucket); empty: the store's top.
+    /// deployments, or test runs, sharing one bucket); empty: the store's top, on the
+    /// local store only (S3 refuses it at start-up: the collector would sweep the bucket).
     pub prefix: String,
     /// The S3 endpoint (`https://oss-cn-hangzhou.aliyuncs.com`, `http://127.0.0.1:8333`);
     /// empty: AWS's, from `region`.
@@ -57,6 +58,10 @@ pub struct StorageSettings {
     pub pending_ttl_secs: u64,
     /// How often the collector runs (removals due, abandoned uploads, orphaned objects).
     pub sweep_secs: u64,
+    /// Addresses a provider's output URL may be fetched from although they are not public
+    /// (a provider on the private network; loopback in tests). Empty: public addresses
+    /// only, on the first URL and on every redirect (`crate::net::guard`).
+    pub ingest_private_addresses: Vec<std::net::IpAddr>,
 }
 
 impl StorageSettings {
@@ -89,6 +94,15 @@ impl StorageSettings {
                 return invalid(
                     "storage.secret_access_key",
                     "access_key_id and secret_access_key must be set with backend = \"s3\"",
+                );
+            }
+            // The collector removes objects no row knows: at the top of a bucket other
+            // applications share, those would be theirs.
+            if self.prefix.is_empty() {
+                return invalid(
+                    "storage.prefix",
+                    "must be set with backend = \"s3\": the collector removes every object \
+                     under it that no row knows, so conveyor needs a folder of its own",
                 );
             }
         }

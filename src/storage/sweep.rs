@@ -1,14 +1,17 @@
 //! The collector: removes the bytes of deleted files past their grace and of rejected
 //! uploads, gives abandoned PENDING uploads' reservations back, and removes objects no
-//! row knows (a crash between the write and the row, a failed task's output) once they
-//! are older than the grace. Every removal is logged and counted, never silent.
+//! row knows (a crash between the write and the row, a failed task's output, a PUT to a
+//! presigned URL after its upload completed) once they are older than the grace. Only
+//! objects of conveyor's own key shape under `storage.prefix` are ever candidates (S3
+//! requires the prefix: a bucket may be shared). Every removal is logged and counted,
+//! never silent.
 
 use chrono::{DateTime, Utc};
 use futures::StreamExt as _;
 use sea_orm::DatabaseConnection;
 
-use super::Storage;
 use super::records;
+use super::{Key, Storage};
 
 /// What one pass did.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq, serde::Serialize)]
@@ -61,6 +64,9 @@ pub async fn sweep(
             .collect::<Result<Vec<_>, _>>()?
             .into_iter()
             .filter(|o| o.last_modified <= now - grace)
+            // Only what conveyor writes (`<tenant>/<purpose>/<id>.<ext>`): anything else
+            // under the prefix is someone else's, and not for this collector to remove.
+            .filter(|o| Key::parse(&o.path).is_ok())
             .collect();
         let paths: Vec<String> = old.iter().map(|o| o.path.clone()).collect();
         let known = records::keys_known(db, &paths).await?;

@@ -132,6 +132,7 @@ where
         // A second init in one process (tests): the first provider stays.
         return Ok(None);
     }
+    super::TRUST_INCOMING.store(settings.trust_incoming, Ordering::Relaxed);
     super::ON.store(true, Ordering::Relaxed);
     // Spans say what happened, not where in the source or on which thread: less to
     // record for every span. No context activation: nothing here reads OpenTelemetry's

@@ -20,6 +20,8 @@ pub use settings::TraceSettings;
 
 /// Set once the exporting layer is installed.
 static ON: AtomicBool = AtomicBool::new(false);
+/// `telemetry.trust_incoming`, set with the layer.
+static TRUST_INCOMING: AtomicBool = AtomicBool::new(false);
 
 /// The header (AMQP, HTTP) and envelope field a trace travels in.
 pub const TRACEPARENT: &str = "traceparent";
@@ -64,6 +66,17 @@ pub fn current_or(came_in: Option<&str>) -> Option<String> {
 pub fn adopt(span: &tracing::Span, traceparent: Option<&str>) {
     if let Some(cx) = traceparent.filter(|_| on()).and_then(remote) {
         let _ = span.set_parent(cx);
+    }
+}
+
+/// Continues an HTTP caller's trace in `span` as far as callers are trusted
+/// (`telemetry.trust_incoming`): as its child when they are, else by a link only, so a
+/// caller can neither choose the request's trace id nor force it to be sampled.
+pub fn continue_caller(span: &tracing::Span, traceparent: Option<&str>) {
+    if TRUST_INCOMING.load(Ordering::Relaxed) {
+        adopt(span, traceparent);
+    } else {
+        link(span, traceparent);
     }
 }
 

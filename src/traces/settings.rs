@@ -10,9 +10,16 @@ pub struct TraceSettings {
     /// appended). Empty: traces are off, unless the standard `OTEL_EXPORTER_OTLP_ENDPOINT`
     /// (or `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`) is set.
     pub otlp_endpoint: String,
-    /// The share of new traces recorded, 0 to 1. Parent-based: a request or message that
-    /// arrives with a `traceparent` follows its caller's decision.
+    /// The share of new traces recorded, 0 to 1. Parent-based: a message that arrives
+    /// with a `traceparent` follows its producer's decision, and so does an HTTP request
+    /// when `trust_incoming` is set.
     pub sample_ratio: f64,
+    /// Whether an HTTP request's `traceparent` is trusted: its request becomes a child of
+    /// the caller's span (same trace id, the caller's sampling decision). Off: any caller
+    /// can send one, so the request starts a trace of its own, sampled by `sample_ratio`,
+    /// with a link to the caller's span. Turn it on only when every caller that reaches
+    /// the API is yours (a gateway that sets or strips the header).
+    pub trust_incoming: bool,
     /// `service.name` of the spans.
     pub service_name: String,
     /// Finished spans waiting for the exporter; beyond it spans are dropped and counted
@@ -28,6 +35,7 @@ impl Default for TraceSettings {
         TraceSettings {
             otlp_endpoint: String::new(),
             sample_ratio: 1.0,
+            trust_incoming: false,
             service_name: "conveyor".into(),
             queue_size: 2048,
             trace_link: String::new(),

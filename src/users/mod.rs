@@ -4,6 +4,7 @@
 pub mod audit;
 pub mod credits;
 pub mod entity;
+pub mod invitations;
 pub mod keys;
 pub mod membership;
 pub mod notices;

@@ -66,7 +66,10 @@ pub async fn members(db: &impl ConnectionTrait, id: &str) -> Result<Vec<super::U
 }
 
 /// The user's row, locked: [`OrgError::NoSuchUser`] when there is none.
-async fn locked(txn: &impl ConnectionTrait, user_id: &str) -> Result<super::User, OrgError> {
+pub(super) async fn locked(
+    txn: &impl ConnectionTrait,
+    user_id: &str,
+) -> Result<super::User, OrgError> {
     super::lock(txn, user_id).await.map_err(|e| match e {
         DbErr::RecordNotFound(_) => OrgError::NoSuchUser,
         e => OrgError::Db(e),
@@ -113,7 +116,8 @@ pub async fn create(
     Ok(o)
 }
 
-async fn set_org(
+/// Sets (or clears) the user's organisation; the caller audits it.
+pub(super) async fn set_org(
     txn: &impl ConnectionTrait,
     user_id: &str,
     org: Option<&str>,
@@ -126,7 +130,9 @@ async fn set_org(
         .map(|_| ())
 }
 
-/// Adds `user_id` to the organisation (a user belongs to one at most), audited.
+/// Adds `user_id` to the organisation (a user belongs to one at most), audited: for
+/// operators only (the admin API, the CLI), who act with authority. An owner invites
+/// instead ([`super::invitations`]), and the user joins by accepting.
 pub async fn add(
     db: &sea_orm::DatabaseConnection,
     org_id: &str,

@@ -323,3 +323,68 @@ async fn one_trace_from_the_request_through_the_retried_steps_to_the_push() {
     drop(serve);
     env.cleanup(Some(&platform)).await;
 }
+
+/// A caller's `traceparent` at the API: untrusted by default, it neither chooses the
+/// task's trace id nor, sampled, forces a trace past `sample_ratio = 0`; with
+/// `telemetry.trust_incoming` the request joins the caller's trace and decision.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_callers_traceparent_is_followed_only_when_trusted() {
+    let test = "trusted_traceparent";
+    let Some((otlp, _)) = jaeger(test).await else {
+        return;
+    };
+    let Some(env) = TestEnv::new(Backend::RabbitPostgres, test).await else {
+        return;
+    };
+    let platform = env.platform().await;
+    let (_, key) = conveyor::users::create(&platform.db, "caller", 1000, false)
+        .await
+        .unwrap();
+    let caller = "4bf92f3577b34da6a3ce929d0e0e4736";
+    let traceparent = format!("00-{caller}-00f067aa0ba902b7-01");
+    // (trust_incoming, sample_ratio): the task's trace id.
+    for (trust, ratio) in [(false, "0"), (false, "1"), (true, "0")] {
+        let port = free_port();
+        let mut serve = command(BIN, env.dir.path());
+        on_services(serve.arg("serve"), &env)
+            .env("CONVEYOR__TELEMETRY__OTLP_ENDPOINT", &otlp)
+            .env("CONVEYOR__TELEMETRY__SAMPLE_RATIO", ratio)
+            .env("CONVEYOR__TELEMETRY__TRUST_INCOMING", trust.to_string())
+            .env("CONVEYOR__SERVER__PORT", port.to_string())
+            .env("RUST_LOG", "warn")
+            .stdout(Stdio::null())
+            .stderr(Stdio::inherit());
+        let serve = serve.spawn().map(Running).unwrap();
+        wait_ready(port).await;
+        let http = reqwest::Client::new();
+        let r = http
+            .post(format!("http://127.0.0.1:{port}/v1/tasks"))
+            .bearer_auth(&key)
+            .header("traceparent", &traceparent)
+            .json(&json!({ "kind": "copywriting", "prompt": "whose trace?" }))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), 202);
+        let task: Value = r.json().await.unwrap();
+        let trace_id = task["trace_id"].as_str();
+        match (trust, ratio) {
+            (false, "0") => assert_eq!(
+                trace_id, None,
+                "an untrusted sampled traceparent forced a trace at sample_ratio 0: {task}"
+            ),
+            (false, _) => {
+                let id = trace_id.unwrap_or_else(|| panic!("sampled at ratio 1: {task}"));
+                assert_ne!(id, caller, "an untrusted caller chose the trace id");
+                assert_eq!(id.len(), 32, "{task}");
+            }
+            _ => assert_eq!(
+                trace_id,
+                Some(caller),
+                "a trusted caller's trace and decision: {task}"
+            ),
+        }
+        drop(serve);
+    }
+    env.cleanup(Some(&platform)).await;
+}

@@ -45,11 +45,12 @@ export async function upload(env: UploadEnv, file: Blob, o: UploadOptions): Prom
     if (presign.data) {
       // Not abortable until the answer is read: an upload reserved but never known to the
       // client could not be deleted. An abort meanwhile is honoured just after.
-      const { upload, method, upload_url } = presign.data;
+      const { upload, method, upload_url, headers } = presign.data;
       const path = { params: { path: { id: upload.id } } };
       try {
         o.signal?.throwIfAborted();
-        await send(method, upload_url, file, file.size, {}, o);
+        // The headers are signed into the URL: the bucket refuses the PUT without them.
+        await send(method, upload_url, file, file.size, headers, o);
         const done = await env.api.POST("/v1/uploads/{id}/complete", { ...path, ...(o.signal ? { signal: o.signal } : {}) });
         if (!done.data) throw ConveyorError.fromBody(done.response, done.error);
         return done.data;

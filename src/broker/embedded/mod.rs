@@ -195,9 +195,10 @@ impl Broker for EmbeddedBroker {
         Ok(rx)
     }
 
-    async fn subscribe(
+    async fn subscribe_at(
         &self,
         queue: &'static QueueSpec,
+        prefetch: u16,
     ) -> Result<Box<dyn Subscription>, BrokerError> {
         let resolved = self.inner.topology.queue(queue);
         let state = self.inner.queue_state(&resolved.name).ok_or_else(|| {
@@ -207,8 +208,8 @@ impl Broker for EmbeddedBroker {
             inner: self.inner.clone(),
             spec: queue,
             state,
-            permits: Arc::new(Semaphore::new(usize::from(resolved.prefetch))),
-            prefetch: resolved.prefetch,
+            permits: Arc::new(Semaphore::new(usize::from(prefetch))),
+            prefetch,
             cancelled: false,
         }))
     }

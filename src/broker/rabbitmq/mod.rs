@@ -177,11 +177,13 @@ impl Broker for RabbitBroker {
         Ok(rx)
     }
 
-    async fn subscribe(
+    async fn subscribe_at(
         &self,
         queue: &'static QueueSpec,
+        prefetch: u16,
     ) -> Result<Box<dyn Subscription>, BrokerError> {
-        let resolved = self.inner.topology.queue(queue).clone();
+        let mut resolved = self.inner.topology.queue(queue).clone();
+        resolved.prefetch = prefetch;
         let mut sub = RabbitSubscription {
             inner: self.inner.clone(),
             spec: queue,

@@ -3,10 +3,13 @@
 //! READY video of the caller's (someone else's upload, a pending or rejected one, or an
 //! image is 422 naming the field). The extraction checks it again when it runs.
 
-use sea_orm::DatabaseConnection;
+pub mod probed;
+
+use sea_orm::{DatabaseConnection, EntityTrait as _};
 use serde_json::Value;
 
 use super::TaskKind;
+use super::executor::ExecError;
 use super::executor::ffmpeg::probe;
 use super::kinds::Lane;
 use super::settings::{AiSettings, Protocol};
@@ -25,8 +28,10 @@ fn needs_upload(ai: &AiSettings, kind: TaskKind) -> bool {
 }
 
 /// Checks the inputs `params` names for `user`; the lane the task takes (a video longer
-/// than `long_video_secs` takes the long one; its length read with ffprobe where it is
-/// stored, without downloading it).
+/// than `long_video_secs` takes the long one; its length read with ffprobe from a file
+/// on this machine: the local store's, or the ends of it copied from the bucket). A
+/// length not known yet is read only when `user`'s balance covers `cost` (else 402, as
+/// the submission would be), and once per upload ([`probed`]).
 pub async fn check(
     db: &DatabaseConnection,
     storage: &Storage,
@@ -34,6 +39,7 @@ pub async fn check(
     user: &str,
     kind: TaskKind,
     params: &Value,
+    cost: i64,
 ) -> Result<Lane, ApiError> {
     if !needs_upload(ai, kind) {
         return Ok(Lane::Regular);
@@ -49,7 +55,7 @@ pub async fn check(
         .map_err(|e| ApiError::Internal(e.into()))?;
     match upload {
         Some(u) if u.purpose == "video" && u.status == READY => {
-            Ok(lane(db, storage, ai, kind, &u).await)
+            lane(db, storage, ai, kind, &u, cost).await
         }
         Some(u) if u.purpose != "video" => Err(ApiError::invalid(
             FIELD,
@@ -70,37 +76,67 @@ async fn lane(
     ai: &AiSettings,
     kind: TaskKind,
     u: &records::Object,
-) -> Lane {
+    cost: i64,
+) -> Result<Lane, ApiError> {
     let long_secs = ai.kinds.get(kind.as_str()).map_or(0, |k| k.long_video_secs);
     if long_secs == 0 {
-        return Lane::Regular;
+        return Ok(Lane::Regular);
     }
     let duration_ms = match u.duration_ms {
         Some(ms) => Some(ms),
-        None => probe_length(db, storage, u).await,
+        None => {
+            covered(db, &u.user_id, cost).await?;
+            probed::length(&u.id, probe_length(db, storage, u)).await
+        }
     };
-    match duration_ms {
+    Ok(match duration_ms {
         Some(ms) if ms > (long_secs * 1000) as i64 => Lane::Long,
         _ => Lane::Regular,
-    }
+    })
 }
 
-/// Reads `u`'s length with ffprobe where it is stored (no download) and keeps it on the
-/// upload, so each upload is probed once however many analyses name it. `None` when it
-/// cannot be read here (no ffprobe on the API's machine, a store it cannot reach): the
-/// regular lane, and the extraction reads the video anyway.
+/// 402 unless `user`'s balance covers `cost`: a probe runs ffprobe on this machine, so a
+/// submission its credits would refuse must not get one. (The submission's own
+/// reservation is still what decides.)
+async fn covered(db: &DatabaseConnection, user: &str, cost: i64) -> Result<(), ApiError> {
+    if cost <= 0 {
+        return Ok(());
+    }
+    let balance = crate::users::entity::user::Entity::find_by_id(user.to_owned())
+        .one(db)
+        .await?
+        .map_or(0, |u| u.credits);
+    if balance < cost {
+        return Err(ApiError::PaymentRequired {
+            needed: cost,
+            balance,
+        });
+    }
+    Ok(())
+}
+
+/// Reads `u`'s length with ffprobe and keeps it on the upload, so each upload is probed
+/// once however many analyses name it. ffprobe reads a local file only, never a URL (a
+/// presigned one would let whatever the file names be fetched from the API's network):
+/// on S3 the ends of the video, where its index is, are copied here first. `None` when
+/// it cannot be read here (no ffprobe on the API's machine, a store it cannot reach):
+/// the regular lane, and the extraction reads the video anyway.
 async fn probe_length(
     db: &DatabaseConnection,
     storage: &Storage,
     u: &records::Object,
 ) -> Option<i64> {
     let key = crate::storage::Key::parse(u.store_key.as_deref()?).ok()?;
-    let source = storage.readable_at(&key).await.ok()?;
     let cancel = tokio_util::sync::CancellationToken::new();
-    let probed = tokio::time::timeout(
-        std::time::Duration::from_secs(15),
-        probe::probe(&source, &cancel),
-    )
+    // The copy (dropped, so removed, at the end of this function) and the probe share
+    // one deadline: the submission is waiting.
+    let probed = tokio::time::timeout(std::time::Duration::from_secs(15), async {
+        let file = storage
+            .metadata_file(&key)
+            .await
+            .map_err(|e| ExecError::Transient(format!("copying the video here: {e}")))?;
+        probe::probe(&file.path().display().to_string(), &cancel).await
+    })
     .await;
     match probed {
         Ok(Ok(p)) => {

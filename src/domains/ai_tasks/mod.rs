@@ -121,6 +121,7 @@ fn install(platform: &Platform) -> BoxFuture<'_, anyhow::Result<Installed>> {
             platform.db.clone(),
             platform.storage.clone(),
             gates(&ai, &platform.settings.dedupe).await?,
+            platform.limits.plans().clone(),
         )?;
         // Searches by meaning embed their query with the provider that embeds videos.
         platform
@@ -136,13 +137,7 @@ fn install(platform: &Platform) -> BoxFuture<'_, anyhow::Result<Installed>> {
             limits: platform.limits.clone(),
             waiting: handler::share::Waiting::default(),
             admitting: handler::share::Admitting::default(),
-            lane_slots: queues::QUEUES
-                .iter()
-                .map(|q| {
-                    let prefetch = platform.broker.topology().queue(q).prefetch;
-                    (q.key.to_owned(), u64::from(prefetch))
-                })
-                .collect(),
+            consumers: platform.tally.clone(),
             reports: handler::report_writer::start(
                 platform.db.clone(),
                 platform.broker.clone(),

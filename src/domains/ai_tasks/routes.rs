@@ -183,18 +183,6 @@ pub(crate) async fn submit(
     let (kind, mut params) = validate(&state, &req)?;
     super::entitled::plan_allows(limits.plans(), &standing, kind)?;
     state.shedding.admit(kind)?;
-    let lane = super::inputs::check(
-        &state.core.db,
-        &state.core.storage,
-        &state.ai,
-        &user.id,
-        kind,
-        &params,
-    )
-    .await?;
-    if lane == super::kinds::Lane::Long {
-        params[super::kinds::LANE_PARAM] = "long".into();
-    }
     let metadata = req
         .metadata
         .as_ref()
@@ -207,6 +195,21 @@ pub(crate) async fn submit(
         .get(kind.as_str())
         .map(|k| k.price().reserve(&req.prompt, kind.steps().len()))
         .unwrap_or(0);
+    // Last of the checks: it may read the video's length with ffprobe on this machine,
+    // which everything cheaper (the credits included) goes before.
+    let lane = super::inputs::check(
+        &state.core.db,
+        &state.core.storage,
+        &state.ai,
+        &user.id,
+        kind,
+        &params,
+        cost,
+    )
+    .await?;
+    if lane == super::kinds::Lane::Long {
+        params[super::kinds::LANE_PARAM] = "long".into();
+    }
     let new = NewTask {
         user_id: user.id.clone(),
         tenant_id: standing.tenant_id.clone(),

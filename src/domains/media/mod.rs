@@ -3,9 +3,10 @@
 //! the platform's ([`crate::storage`]); this domain is its HTTP face and schedule:
 //! [`routes`] (uploads streamed or presigned, their status and deletion, signed
 //! downloads), [`view`], [`job`] (the collector every `storage.sweep_secs`),
-//! [`metrics`] (bytes held).
+//! [`metrics`] (bytes held), [`limits`] (uploads at once per tenant).
 
 pub mod job;
+pub mod limits;
 pub mod metrics;
 pub mod routes;
 pub mod view;
@@ -18,6 +19,7 @@ use crate::platform::Platform;
 
 pub const DOMAIN: Domain = Domain::new("media", "media", &[], install)
     .gauges(metrics::GAUGES)
+    .limits(limits::LIMITS)
     .streaming(&["/v1/uploads", "/v1/files/"])
     .openapi(<routes::Doc as utoipa::OpenApi>::openapi);
 

@@ -20,7 +20,8 @@ pub struct UploadView {
     pub size: i64,
     /// Sniffed from the bytes (declared, for a presigned upload not yet completed).
     pub content_type: Option<String>,
-    /// Hex SHA-256 of the bytes.
+    /// Hex SHA-256 of the bytes (for a presigned upload not yet completed: the one its
+    /// client declared, if any).
     pub sha256: Option<String>,
     pub reason: Option<String>,
     pub created_at: DateTime<Utc>,

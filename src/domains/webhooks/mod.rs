@@ -18,6 +18,7 @@
 pub mod emit;
 pub mod entity;
 pub mod handler;
+pub mod limits;
 pub mod messages;
 pub mod metrics;
 pub mod ops;
@@ -47,6 +48,7 @@ pub const DOMAIN: Domain = Domain::new("webhooks", "webhooks", queues::QUEUES, i
     .gauges(metrics::GAUGES)
     .panels(ops::PANELS)
     .retention(ops::RETENTION)
+    .limits(limits::LIMITS)
     .openapi(<routes::Doc as utoipa::OpenApi>::openapi);
 
 fn install(platform: &Platform) -> BoxFuture<'_, anyhow::Result<Installed>> {

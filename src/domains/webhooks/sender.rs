@@ -44,7 +44,7 @@ impl Sender {
             .no_proxy()
             .user_agent(concat!("conveyor-webhooks/", env!("CARGO_PKG_VERSION")));
         if !allow_private {
-            builder = builder.dns_resolver(std::sync::Arc::new(GuardedResolver));
+            builder = builder.dns_resolver(std::sync::Arc::new(GuardedResolver::default()));
         }
         Ok(Sender {
             client: builder.build()?,

@@ -4,6 +4,7 @@
 //! generated files with its material), so a file is counted exactly once.
 
 pub mod entity;
+pub mod reserved;
 pub mod usage;
 
 use chrono::{DateTime, Utc};
@@ -66,7 +67,19 @@ pub async fn create_pending(
     content_type: Option<&str>,
 ) -> Result<Object, DbErr> {
     let id = uuid::Uuid::now_v7().to_string();
-    create_pending_with_id(db, &id, user, purpose, key, reserved, content_type).await
+    let declared = Declared {
+        content_type,
+        sha256: None,
+    };
+    create_pending_with_id(db, &id, user, purpose, key, reserved, declared).await
+}
+
+/// What a presigned upload's client declared its bytes to be, checked at completion.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Declared<'a> {
+    pub content_type: Option<&'a str>,
+    /// Hex SHA-256 (lower case), if declared; kept in `sha256` until the bytes are read.
+    pub sha256: Option<&'a str>,
 }
 
 /// [`create_pending`] with the id chosen by the caller (whose key names it).
@@ -77,7 +90,7 @@ pub async fn create_pending_with_id(
     purpose: &str,
     key: Option<&Key>,
     reserved: u64,
-    content_type: Option<&str>,
+    declared: Declared<'_>,
 ) -> Result<Object, DbErr> {
     let now = Utc::now();
     let row = ActiveModel {
@@ -88,8 +101,8 @@ pub async fn create_pending_with_id(
         store_key: Set(key.map(ToString::to_string)),
         size: Set(0),
         reserved: Set(reserved as i64),
-        content_type: Set(content_type.map(str::to_owned)),
-        sha256: Set(None),
+        content_type: Set(declared.content_type.map(str::to_owned)),
+        sha256: Set(declared.sha256.map(str::to_owned)),
         width: Set(None),
         height: Set(None),
         duration_ms: Set(None),
@@ -181,7 +194,7 @@ pub async fn mark_rejected(
 ) -> Result<(), DbErr> {
     let reason: String = reason.chars().take(500).collect();
     let now = Utc::now();
-    Entity::update_many()
+    let done = Entity::update_many()
         .col_expr(Column::Status, Expr::value(REJECTED))
         .col_expr(Column::Reason, Expr::value(reason))
         .col_expr(Column::Reserved, Expr::value(0i64))
@@ -190,6 +203,11 @@ pub async fn mark_rejected(
         .filter(Column::Status.eq(PENDING))
         .exec(db)
         .await?;
+    // Given back once: a completion that lost a race to another (READY or REJECTED
+    // already) has no reservation left to give.
+    if done.rows_affected != 1 {
+        return Ok(());
+    }
     usage::release(db, &upload.user_id, upload.reserved).await
 }
 
@@ -257,7 +275,9 @@ pub async fn delete_upload(
 }
 
 /// Records a task's generated files (READY) and counts them in its owner's usage, in
-/// the caller's transaction. A file recorded before (a redelivered commit) is skipped.
+/// the caller's transaction. A file its task reserved before storing it ([`reserved`])
+/// is counted already: its PENDING row becomes READY. A file recorded before (a
+/// redelivered commit) is skipped.
 pub async fn record_generated(
     db: &impl ConnectionTrait,
     user: &str,
@@ -266,7 +286,10 @@ pub async fn record_generated(
 ) -> Result<(), DbErr> {
     let now = Utc::now();
     for f in files {
-        if by_key(db, &f.key).await?.is_some() {
+        if let Some(row) = by_key(db, &f.key).await? {
+            if row.status == PENDING && row.task_id.as_deref() == Some(task_id) {
+                reserved::settle(db, &row, f).await?;
+            }
             continue;
         }
         let size = f.size as i64;
@@ -302,7 +325,7 @@ pub async fn record_generated(
     Ok(())
 }
 
-/// The live files `task_ids` generated.
+/// The live files `task_ids` generated (stored and recorded).
 pub async fn of_tasks(
     db: &impl ConnectionTrait,
     task_ids: &[String],
@@ -312,6 +335,8 @@ pub async fn of_tasks(
     }
     Entity::find()
         .filter(Column::TaskId.is_in(task_ids.iter().cloned()))
+        // Not those reserved by a step still storing them (or that failed to).
+        .filter(Column::Status.eq(READY))
         .filter(Column::DeletedAt.is_null())
         .order_by_asc(Column::Id)
         .all(db)

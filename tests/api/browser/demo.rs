@@ -21,9 +21,9 @@ fn seqs(v: &str) -> Vec<i64> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_demo_watches_a_task_through_two_dropped_connections() {
-    if !super::chromium_here() {
+    let Some(chromium) = super::chromium_here() else {
         return;
-    }
+    };
     let Some(mut env) = TestEnv::new(Backend::RabbitPostgres, "demo_browser").await else {
         return;
     };
@@ -40,7 +40,7 @@ async fn the_demo_watches_a_task_through_two_dropped_connections() {
     // The browser reaches the server only through the proxy, which the test cuts.
     let target: &'static str = Box::leak(app.addr.to_string().into_boxed_str());
     let proxy = Proxy::start(target).await;
-    let d = driver().await;
+    let d = driver(&chromium).await;
     let c = browser(&d).await;
     c.goto(&format!("http://127.0.0.1:{}/demo", proxy.port))
         .await

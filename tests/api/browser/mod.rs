@@ -17,28 +17,46 @@ use serde_json::{Value, json};
 
 use crate::helpers::wait_until;
 
-pub const CHROMIUM: &str = "/usr/bin/chromium";
-pub const CHROMEDRIVER: &str = "/usr/bin/chromedriver";
+/// `name`'s first executable file on PATH (a machine without the package has none: the
+/// clean-machine run in .ci/run hides them this way).
+fn on_path(name: &str) -> Option<PathBuf> {
+    use std::os::unix::fs::PermissionsExt as _;
+    std::env::split_paths(&std::env::var_os("PATH")?)
+        .map(|dir| dir.join(name))
+        .find(|p| {
+            std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+        })
+}
 
-/// Whether Chromium and its driver are here; a missing one fails the test under
+/// Chromium and its driver (Debian's `chromium`, `chromium-driver`).
+pub struct Chromium {
+    pub browser: PathBuf,
+    pub driver: PathBuf,
+}
+
+/// Chromium and its driver where both are here; a missing one fails the test under
 /// CONVEYOR_REQUIRE_SERVICES=1 and skips it (saying so) otherwise.
-pub fn chromium_here() -> bool {
+pub fn chromium_here() -> Option<Chromium> {
     let required = std::env::var("CONVEYOR_REQUIRE_SERVICES").is_ok_and(|v| v == "1");
-    if std::path::Path::new(CHROMIUM).exists() && std::path::Path::new(CHROMEDRIVER).exists() {
-        return true;
+    if let (Some(browser), Some(driver)) = (on_path("chromium"), on_path("chromedriver")) {
+        return Some(Chromium { browser, driver });
     }
     assert!(
         !required,
         "chromium and chromium-driver are required (apt-get install chromium chromium-driver)"
     );
-    eprintln!("skipped: no {CHROMIUM} / {CHROMEDRIVER}");
-    false
+    eprintln!(
+        "SKIPPED: no chromium / chromedriver on PATH (apt-get install chromium chromium-driver)"
+    );
+    None
 }
 
 /// A chromedriver on a free port, killed on drop.
 pub struct Driver {
     child: tokio::process::Child,
     pub port: u16,
+    /// The browser it drives.
+    browser: PathBuf,
 }
 
 impl Drop for Driver {
@@ -47,12 +65,12 @@ impl Drop for Driver {
     }
 }
 
-pub async fn driver() -> Driver {
+pub async fn driver(chromium: &Chromium) -> Driver {
     let port = {
         let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         l.local_addr().unwrap().port()
     };
-    let child = tokio::process::Command::new(CHROMEDRIVER)
+    let child = tokio::process::Command::new(&chromium.driver)
         .arg(format!("--port={port}"))
         .stdout(Stdio::null())
         .stderr(Stdio::null())
@@ -69,13 +87,17 @@ pub async fn driver() -> Driver {
         },
     )
     .await;
-    Driver { child, port }
+    Driver {
+        child,
+        port,
+        browser: chromium.browser.clone(),
+    }
 }
 
 pub async fn browser(d: &Driver) -> Client {
     let caps = json!({
         "goog:chromeOptions": {
-            "binary": CHROMIUM,
+            "binary": d.browser,
             "args": ["--headless=new", "--no-sandbox", "--disable-dev-shm-usage",
                      "--disable-gpu", "--window-size=1366,768"],
         },

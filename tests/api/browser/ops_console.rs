@@ -24,9 +24,9 @@ fn number(t: &str) -> Option<u64> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_console_shows_a_burst_draining_and_replays_a_dead_letter_by_click() {
-    if !super::chromium_here() {
+    let Some(chromium) = super::chromium_here() else {
         return;
-    }
+    };
     // RabbitMQ: the API runs no consumer, so a burst waits until the test starts them.
     let Some(mut env) = TestEnv::new(Backend::RabbitPostgres, "ops_browser").await else {
         return;
@@ -35,7 +35,7 @@ async fn the_console_shows_a_burst_draining_and_replays_a_dead_letter_by_click()
     let app = spawn_app(&env).await;
     let admin = app.admin().await;
     let (_, user) = app.user("alice", 1000).await;
-    let d = driver().await;
+    let d = driver(&chromium).await;
     let c = browser(&d).await;
 
     // Sign in.

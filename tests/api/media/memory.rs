@@ -1,7 +1,8 @@
 //! A 1 GiB upload through the API, to a `conveyor serve` process of its own (so nothing
 //! else in the test binary moves the number): the server's resident memory, sampled
 //! every 20 ms while the bytes stream, grows by less than 32 MiB. The body is made on
-//! the fly, never held whole, on either side.
+//! the fly, never held whole, on either side. A 256 MiB form field, the same way, grows
+//! it by less than 16 MiB.
 
 use std::process::Stdio;
 use std::sync::Arc;
@@ -122,4 +123,55 @@ async fn a_1_gib_upload_keeps_the_servers_memory_growth_under_32_mib() {
         growth as f64 / (1 << 20) as f64
     );
     assert!(growth < 32 << 20, "RSS grew by {growth} bytes");
+}
+
+/// A 256 MiB `purpose` field (the issue 55 finding: the server read it whole, growing by
+/// 570–700 MiB before its 422) is refused at once, and the server's resident memory grows
+/// by less than 16 MiB meanwhile.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_256_mib_purpose_field_leaves_the_servers_memory_alone() {
+    let dir = tempfile::tempdir().unwrap();
+    let key = cli_user(dir.path(), "flood", 0);
+    let port = free_port();
+    let child = Running(
+        command(BIN, dir.path())
+            .arg("serve")
+            .env("CONVEYOR__SERVER__PORT", port.to_string())
+            .env("CONVEYOR__LOG__LEVEL", "warn")
+            .stdout(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    wait_ready(port).await;
+    let pid = child.id();
+    let addr: std::net::SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
+    // Warm the path (the first connection, the allocator), then measure from there.
+    let (warm, _) = super::raw::huge_purpose(addr, &key, 4096).await;
+    assert_eq!(warm.status, 413, "{warm:?}");
+    let before = rss(pid);
+    let peak = Arc::new(AtomicU64::new(before));
+    let sampler = {
+        let peak = peak.clone();
+        tokio::spawn(async move {
+            loop {
+                peak.fetch_max(rss(pid), Ordering::Relaxed);
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+        })
+    };
+    let (answer, sent) = super::raw::huge_purpose(addr, &key, 256 << 20).await;
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    sampler.abort();
+    let growth = peak.load(Ordering::Relaxed).saturating_sub(before);
+    eprintln!(
+        "256 MiB purpose field: {} after {:?}; {:.1} MiB sent before the close; server RSS {} MiB before, peak growth {:.1} MiB",
+        answer.status,
+        answer.after,
+        sent as f64 / (1 << 20) as f64,
+        before >> 20,
+        growth as f64 / (1 << 20) as f64
+    );
+    assert_eq!(answer.status, 413, "{answer:?}");
+    assert_eq!(answer.body["error"]["field"], "purpose", "{answer:?}");
+    assert!(growth < 16 << 20, "RSS grew by {growth} bytes");
 }

@@ -3,6 +3,8 @@
 //! RabbitMQ + PostgreSQL, so the usage and rows run on every database).
 
 mod analysis;
+mod bombs;
+mod bounds;
 mod cancel;
 mod files;
 mod generated;
@@ -10,7 +12,10 @@ mod ingest;
 mod lifecycle;
 pub use lifecycle::head_only_upload;
 mod memory;
+mod prefix;
 mod presign;
+mod probe;
+mod raw;
 mod uploads;
 
 use conveyor::storage::settings::Backend as StoreBackend;

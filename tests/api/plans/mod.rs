@@ -1,9 +1,11 @@
 //! Plans that mean something (issue 38): what a plan gives and refuses
-//! ([`entitlements`]), organisations as tenants ([`orgs`]), the weighted fair share in
+//! ([`entitlements`]), organisations as tenants ([`orgs`]) joined by invitation
+//! ([`invitations`]), the weighted fair share in
 //! a contended lane ([`share`]), a waiting task's place in line ([`line`]). Buying the
 //! membership that grants a plan is in `payments::plans`.
 
 mod entitlements;
+mod invitations;
 mod line;
 mod orgs;
 mod share;

@@ -1,6 +1,6 @@
 //! Organisations: members share the organisation's plan and limits (counted together);
-//! admins create them and set their plan; the owner adds and removes members; all of
-//! it audited.
+//! admins create them and set their plan; the owner invites (the user accepts) and
+//! removes members; all of it audited. The invitations' own rules: `invitations`.
 
 use reqwest::Method;
 use serde_json::json;
@@ -49,8 +49,17 @@ async fn an_organisation_shares_its_plan_and_limits_and_its_owner_manages_member
     assert_eq!(status, 201, "{org}");
     let org_id = org["id"].as_str().unwrap().to_owned();
     assert_eq!(org["members"].as_array().unwrap().len(), 1);
-    // The owner adds a member; a member who does not own it cannot.
-    let (status, view) = add(&app, &owner_key, &mate.id).await;
+    // The owner invites a member, who accepts; a member who does not own it cannot.
+    let (status, inv) = add(&app, &owner_key, &mate.id).await;
+    assert_eq!(status, 202, "{inv}");
+    let (status, view) = call(
+        &app,
+        &mate_key,
+        Method::POST,
+        &format!("/v1/me/invitations/{}/accept", inv["id"].as_str().unwrap()),
+        None,
+    )
+    .await;
     assert_eq!(status, 200, "{view}");
     assert_eq!(view["members"].as_array().unwrap().len(), 2);
     let (status, _) = add(&app, &mate_key, &other.id).await;
@@ -182,13 +191,19 @@ async fn an_organisation_shares_its_plan_and_limits_and_its_owner_manages_member
         actions,
         [
             "org.create",
+            "org.invite",
             "org.add_member",
             "plan.set",
             "limits.set",
             "org.remove_member"
         ]
     );
-    assert_eq!(trail[4].actor, format!("user:{}", mate.id), "the mate left");
+    assert_eq!(
+        trail[2].actor,
+        format!("user:{}", mate.id),
+        "the mate accepted"
+    );
+    assert_eq!(trail[5].actor, format!("user:{}", mate.id), "the mate left");
     done(env, app).await;
 }
 

@@ -20,6 +20,7 @@ on_every_backend!(
     a_members_work_starts_first_in_the_configured_ratio_and_free_work_still_progresses,
     an_organisation_flooding_over_five_keys_and_three_members_gets_one_share,
     what_a_capped_plan_cannot_use_goes_to_the_others,
+    a_lane_lowered_at_run_time_is_shared_by_its_live_slots,
 );
 
 /// `free` (weight 1, at most `free_running` running in a lane; 0: no cap) and `member`
@@ -53,9 +54,12 @@ async fn contended(backend: Backend, test: &str, free_running: u32) -> Option<(T
     Some((env, app))
 }
 
-/// A copywriting task of 400 ms.
+/// A copywriting task of 1 s: long enough that, on the embedded stack (which consumes
+/// while the floods are submitted), the first flood still waits when the second has been
+/// submitted on a loaded machine (with 400 ms, 60 tasks on 8 slots drained in 3 s, and a
+/// loaded CI once measured no contended starts at all).
 fn work() -> Value {
-    json!({ "kind": "copywriting", "prompt": "x", "params": { "simulate": { "step_ms": 400 } } })
+    json!({ "kind": "copywriting", "prompt": "x", "params": { "simulate": { "step_ms": 1000 } } })
 }
 
 /// Starts of each group of ids since the call (the embedded stack consumes while the
@@ -177,6 +181,9 @@ async fn an_organisation_flooding_over_five_keys_and_three_members_gets_one_shar
             Some(json!({ "user_id": u.id })),
         )
         .await;
+        assert_eq!(status, 202, "{body}");
+        let accept = format!("/v1/me/invitations/{}/accept", body["id"].as_str().unwrap());
+        let (status, body) = call(&app, &k, Method::POST, &accept, None).await;
         assert_eq!(status, 200, "{body}");
         keys.push(k);
         members.push(u.id);
@@ -275,5 +282,103 @@ async fn what_a_capped_plan_cannot_use_goes_to_the_others(backend: Backend) {
     eprintln!("most running at once: member {most_member}, free {most_free}");
     assert_eq!(most_free, 1, "free's cap holds");
     assert_eq!(most_member, 7, "the member takes what free cannot use");
+    done(env, app).await;
+}
+
+/// An operator lowers `ai.short` to 2 slots at run time (`PUT
+/// /v1/admin/queues/ai.short/concurrency`) on the configured plans (free weight 1, member
+/// weight 4): a member's 5 tasks, queued behind a free user's 40, finish while most of the
+/// free ones still wait. Cut from the configured 128 slots instead, free's part would be
+/// 25 of them: it would never yield, and the member would wait behind all 40 (30 s).
+async fn a_lane_lowered_at_run_time_is_shared_by_its_live_slots(backend: Backend) {
+    let Some(mut env) = TestEnv::new(backend, "plans_live_slots").await else {
+        return;
+    };
+    env.settings.consumer.settings_poll_ms = 200;
+    assert_eq!(
+        env.settings.plans["member"].weight, 4,
+        "the configured plans"
+    );
+    assert_eq!(env.settings.plans["free"].weight, 1, "the configured plans");
+    let app = spawn_app(&env).await;
+    let (_, free_key) = app.user("free", 1_000_000).await;
+    let (member, member_key) = app.user("member", 1_000_000).await;
+    let (status, body) = admin_json(
+        &app,
+        Method::PUT,
+        &format!("/v1/admin/users/{}/plan", member.id),
+        Some(json!({ "plan": "member" })),
+    )
+    .await;
+    assert_eq!(status, 200, "{body}");
+    let (status, body) = admin_json(
+        &app,
+        Method::PUT,
+        "/v1/admin/queues/ai.short/concurrency",
+        Some(json!({ "prefetch": 2 })),
+    )
+    .await;
+    assert_eq!(status, 200, "{body}");
+    if !backend.is_real() {
+        // `serve` consumes from the start: wait for its consumer to follow the change.
+        let tally = app.platform.tally.clone();
+        wait_until(
+            Duration::from_secs(10),
+            "ai.short consumed with 2 slots",
+            || {
+                let tally = tally.clone();
+                async move { tally.prefetch("ai.short") == Some(2) }
+            },
+        )
+        .await;
+    }
+    // Free tasks of 1.5 s: what decides is the order of starts, not how busy the
+    // machine is (each free task that runs while the member waits is 1.5 s of it).
+    let slow = json!({ "kind": "copywriting", "prompt": "x", "params": { "simulate": { "step_ms": 1500 } } });
+    let mut free = Vec::new();
+    for _ in 0..40 {
+        free.push(tasks::submit_id(&app, &free_key, slow.clone()).await);
+    }
+    let mut members = Vec::new();
+    for _ in 0..5 {
+        members.push(tasks::submit_id(&app, &member_key, work()).await);
+    }
+    // On RabbitMQ the consumers start now, at the stored concurrency.
+    app.start_consumers();
+    let ended = |ids: &[String], rows: &[task::Model]| {
+        rows.iter()
+            .filter(|t| ids.contains(&t.id) && t.finished_at.is_some())
+            .count()
+    };
+    let began = Instant::now();
+    let free_waiting = loop {
+        let rows = task::Entity::find()
+            .filter(task::Column::Id.is_in(free.iter().chain(&members).cloned()))
+            .all(&app.platform.db)
+            .await
+            .unwrap();
+        if ended(&members, &rows) == members.len() {
+            break rows
+                .iter()
+                .filter(|t| free.contains(&t.id) && t.started_at.is_none())
+                .count();
+        }
+        assert!(
+            began.elapsed() < Duration::from_secs(40),
+            "the member's tasks did not finish: {} of 5, free finished {}",
+            ended(&members, &rows),
+            ended(&free, &rows)
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    eprintln!(
+        "member's 5 done after {:?}; free waiting {free_waiting} of 40",
+        began.elapsed()
+    );
+    assert_eq!(app.platform.tally.prefetch("ai.short"), Some(2));
+    assert!(
+        free_waiting >= 30,
+        "the member waited behind the free flood: {free_waiting} of 40 free tasks still wait"
+    );
     done(env, app).await;
 }

@@ -50,6 +50,7 @@ fn settings(base_url: &str, mode: &str) -> ProviderSettings {
         segment_secs: 600,
         keyframes: 3,
         program: "ffmpeg".into(),
+        max_output_mib: 1024,
     }
 }
 

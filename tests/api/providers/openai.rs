@@ -43,6 +43,7 @@ pub(super) fn settings(base_url: &str, rps: u32) -> ProviderSettings {
         segment_secs: 600,
         keyframes: 3,
         program: "ffmpeg".into(),
+        max_output_mib: 1024,
     }
 }
 

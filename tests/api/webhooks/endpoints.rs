@@ -269,3 +269,60 @@ async fn an_endpoint_failing_for_long_is_disabled_with_a_notice() {
     );
     done(env, app).await;
 }
+
+/// Deliveries asked for by hand (test events and manual retries) are a rate per tenant:
+/// beyond `webhook_sends_per_min`, 429 `rate_limited` with Retry-After, for both routes
+/// together; another tenant is not held back.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn test_events_and_manual_retries_are_rate_limited_per_tenant() {
+    let Some(mut env) = webhooks_env(Backend::Embedded, "webhook_sends_limited").await else {
+        return;
+    };
+    env.settings
+        .limits
+        .insert("webhook_sends_per_min".into(), 3);
+    let app = spawn_app(&env).await;
+    let rx = Receiver::start().await;
+    let (_, key) = app.user("ada", 100).await;
+    let (id, _) = endpoint(&app, &key, json!({ "url": rx.url })).await;
+    let test = format!("/v1/webhooks/endpoints/{id}/test");
+    let mut delivery = None;
+    for _ in 0..3 {
+        let (status, body) = post(&app, &key, &test, None).await;
+        assert_eq!(status, 202, "{body}");
+        delivery = body["delivery_id"].as_str().map(str::to_owned);
+    }
+    let r = app
+        .client
+        .post(app.url(&test))
+        .bearer_auth(&key)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 429);
+    assert!(r.headers().contains_key("retry-after"), "{:?}", r.headers());
+    let body: Value = r.json().await.unwrap();
+    assert_eq!(body["error"]["code"], "rate_limited", "{body}");
+    // A manual retry counts against the same budget.
+    let delivery = delivery.unwrap();
+    let (status, body) = post(
+        &app,
+        &key,
+        &format!("/v1/webhooks/endpoints/{id}/deliveries/{delivery}/retry"),
+        None,
+    )
+    .await;
+    assert_eq!(status, 429, "{body}");
+    // Another tenant has a budget of its own.
+    let (_, other) = app.user("bob", 100).await;
+    let (theirs, _) = endpoint(&app, &other, json!({ "url": rx.url })).await;
+    let (status, body) = post(
+        &app,
+        &other,
+        &format!("/v1/webhooks/endpoints/{theirs}/test"),
+        None,
+    )
+    .await;
+    assert_eq!(status, 202, "{body}");
+    done(env, app).await;
+}

@@ -680,6 +680,54 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/me/invitations": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get: operations["my_invitations"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/me/invitations/{id}/accept": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post: operations["accept_invitation"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/me/invitations/{id}/decline": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post: operations["decline_invitation"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/me/ledger": {
         parameters: {
             query?: never;
@@ -762,6 +810,38 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/org/invitations": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get: operations["org_invitations"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/org/invitations/{id}/revoke": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post: operations["revoke_invitation"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/org/members": {
         parameters: {
             query?: never;
@@ -771,7 +851,7 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        post: operations["owner_add"];
+        post: operations["invite_member"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1595,6 +1675,32 @@ export interface components {
             /** @description Admins only: one tenant's tasks. */
             user_id?: string | null;
         };
+        /**
+         * @description Where an invitation stands, as its views show it (`expired` is read off the clock).
+         * @enum {string}
+         */
+        InvitationStatus: "pending" | "accepted" | "declined" | "revoked" | "expired";
+        /** @description An invitation to an organisation. */
+        InvitationView: {
+            /** Format: date-time */
+            answered_at?: string | null;
+            /** Format: date-time */
+            created_at: string;
+            /**
+             * Format: date-time
+             * @description Not accepted by then, it expires (7 days after it was sent).
+             */
+            expires_at: string;
+            id: string;
+            /** @description The owner who invited. */
+            invited_by: string;
+            org_id: string;
+            /** @description The organisation's name, for the invited user to know who asks. */
+            org_name?: string | null;
+            status: components["schemas"]["InvitationStatus"];
+            /** @description The invited user: the only one who may accept or decline it. */
+            user_id: string;
+        };
         /** @description A key as listed (never the key itself). */
         KeyInfo: {
             /** Format: date-time */
@@ -1717,6 +1823,7 @@ export interface components {
             key: string;
         };
         NewMember: {
+            /** @description The user to add (admins) or invite (an owner). */
             user_id: string;
         };
         NewOrg: {
@@ -1773,7 +1880,7 @@ export interface components {
             members: components["schemas"]["MemberView"][];
             name: string;
             owner_id: string;
-            /** @description The plan its members have now. */
+            /** @description The plan its members have now (a member whose own plan weighs more keeps theirs). */
             plan: string;
             /** @description The plan an admin set on it (`null`: the owner's own plan applies). */
             plan_set?: string | null;
@@ -1791,6 +1898,8 @@ export interface components {
             tasks_in_flight?: number;
             tasks_running?: number;
             tickets_per_min?: number;
+            uploads_concurrent?: number;
+            webhook_sends_per_min?: number;
         };
         /** @description Newest first; pass `next_cursor` as `cursor` for the next page (null: no more). */
         Page_DeadLetterView: {
@@ -2031,7 +2140,10 @@ export interface components {
                 /** @description `video`, `image` or `audio`. */
                 purpose: string;
                 reason?: string | null;
-                /** @description Hex SHA-256 of the bytes. */
+                /**
+                 * @description Hex SHA-256 of the bytes (for a presigned upload not yet completed: the one its
+                 *     client declared, if any).
+                 */
                 sha256?: string | null;
                 /**
                  * Format: int64
@@ -2208,17 +2320,32 @@ export interface components {
             /** @description `video`, `image` or `audio`. */
             purpose: string;
             /**
+             * @description Hex SHA-256 of the file, optional: when given, the PUT must send it (the
+             *     `x-amz-checksum-sha256` of `headers`; stores that check it refuse other bytes) and
+             *     completion refuses other bytes (`checksum_mismatch`).
+             */
+            sha256?: string | null;
+            /**
              * Format: int64
-             * @description The file's exact size in bytes (checked at completion).
+             * @description The file's exact size in bytes: the PUT's `Content-Length` must be this (signed
+             *     into the URL), and completion checks it.
              */
             size: number;
         };
         Presigned: {
             /** Format: date-time */
             expires_at: string;
+            /**
+             * @description Headers the `PUT` must carry, exactly (they are signed into the URL):
+             *     `Content-Type`, and `x-amz-checksum-sha256` when `sha256` was declared. Its
+             *     `Content-Length` must be the declared `size` (clients set it from the body).
+             */
+            headers: {
+                [key: string]: string;
+            };
             method: string;
             upload: components["schemas"]["UploadView"];
-            /** @description `PUT` the bytes here, before `expires_at`, then call `complete`. */
+            /** @description `PUT` the bytes here, before `expires_at`, with `headers`, then call `complete`. */
             upload_url: string;
         };
         QueueRow: {
@@ -2544,7 +2671,7 @@ export interface components {
              * @description The bytes. Their type is read from them, not from the file name or header.
              */
             file: string;
-            /** @description `video`, `image` or `audio`; must come before `file`. */
+            /** @description `video`, `image` or `audio`; must come before `file`. At most 256 bytes. */
             purpose: string;
         };
         /** @description An upload: its status and, once READY, a download URL that expires. */
@@ -2563,7 +2690,10 @@ export interface components {
             /** @description `video`, `image` or `audio`. */
             purpose: string;
             reason?: string | null;
-            /** @description Hex SHA-256 of the bytes. */
+            /**
+             * @description Hex SHA-256 of the bytes (for a presigned upload not yet completed: the one its
+             *     client declared, if any).
+             */
             sha256?: string | null;
             /**
              * Format: int64
@@ -3678,7 +3808,7 @@ export interface operations {
             };
         };
         responses: {
-            /** @description The organisation with the member added */
+            /** @description The organisation with the member added, at once: an operator's act, without an invitation (audited as `org.add_member`) */
             200: {
                 headers: {
                     [name: string]: unknown;
@@ -5090,6 +5220,135 @@ export interface operations {
             };
         };
     };
+    my_invitations: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The caller's open invitations, newest first (at most 100) */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["InvitationView"][];
+                };
+            };
+            /** @description Missing or invalid API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    accept_invitation: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Invitation id */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The organisation joined (audited as `org.add_member`). Its plan applies unless the caller's own weighs more: a bought membership or an admin's choice of a heavier plan stays theirs */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OrgView"];
+                };
+            };
+            /** @description Missing or invalid API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No such invitation of the caller's */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description `invitation_expired`, `invitation_revoked`, `invitation_answered`; `in_another_org` (leave it first) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    decline_invitation: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Invitation id */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The invitation, declined (audited as `org.invite_decline`) */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["InvitationView"];
+                };
+            };
+            /** @description Missing or invalid API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No such invitation of the caller's */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description `invitation_expired`, `invitation_revoked`, `invitation_answered` */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
     ledger: {
         parameters: {
             query?: {
@@ -5300,7 +5559,113 @@ export interface operations {
             };
         };
     };
-    owner_add: {
+    org_invitations: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The organisation's open invitations, newest first */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["InvitationView"][];
+                };
+            };
+            /** @description Missing or invalid API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The caller does not own their organisation */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The caller belongs to none */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    revoke_invitation: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Invitation id */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The invitation, revoked: it can no longer be accepted (audited as `org.invite_revoke`) */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["InvitationView"];
+                };
+            };
+            /** @description Missing or invalid API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The caller does not own their organisation */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The caller belongs to none, or no such invitation of their organisation */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description `invitation_expired`, `invitation_revoked`, `invitation_answered`: it is no longer open */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    invite_member: {
         parameters: {
             query?: never;
             header?: never;
@@ -5313,13 +5678,13 @@ export interface operations {
             };
         };
         responses: {
-            /** @description The organisation with the member added (audited) */
-            200: {
+            /** @description An invitation, pending until the user accepts it (`POST /v1/me/invitations/{id}/accept`); the user is not a member before. An open invitation of the same user is answered again (audited as `org.invite`) */
+            202: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["OrgView"];
+                    "application/json": components["schemas"]["InvitationView"];
                 };
             };
             /** @description The body could not be read: not JSON (`malformed_json`), not `Content-Type: application/json` (`unsupported_media_type`), or a form that is not one (`invalid_multipart`) */
@@ -5358,7 +5723,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description `in_another_org` */
+            /** @description `already_member`; `too_many_invitations` (100 open at once) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -6159,7 +6524,16 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description `file_too_large` (the purpose's limit) or `storage_quota` (the tenant's quota); nothing stored */
+            /** @description `form_timeout`: the form before the file's bytes (`purpose`, the parts' headers) did not arrive within `server.header_read_timeout_ms` */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description `file_too_large` (the purpose's limit), `storage_quota` (the tenant's quota), `field_too_large` (a field other than `file` over 256 bytes, named in `field`) or `form_too_large` (the form before the file over 32 KiB); nothing stored */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -6170,6 +6544,15 @@ export interface operations {
             };
             /** @description `unsupported_media_type` (the bytes are not a type the purpose takes: the upload is REJECTED), `empty_file`, or a bad `purpose` */
             422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description `too_many_uploads`: the tenant has `limits.uploads_concurrent` uploads in progress on this server; `Retry-After` says when to try again */
+            429: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -6376,7 +6759,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description `size_mismatch` or `unsupported_media_type`: the upload is REJECTED and its object removed */
+            /** @description `size_mismatch`, `unsupported_media_type` or `checksum_mismatch`: the upload is REJECTED and its object removed */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -6769,6 +7152,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description `rate_limited`: over `webhook_sends_per_min` (test events and manual retries); see Retry-After */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
         };
     };
     rotate: {
@@ -6853,6 +7245,15 @@ export interface operations {
             };
             /** @description `endpoint_disabled`: enable it first */
             409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description `rate_limited`: over `webhook_sends_per_min` (test events and manual retries); see Retry-After */
+            429: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -23,6 +23,7 @@ pub fn from_settings(
     db: sea_orm::DatabaseConnection,
     storage: Arc<Storage>,
     gates: Arc<gate::Gates>,
+    plans: Arc<crate::plans::Plans>,
 ) -> anyhow::Result<Arc<dyn Executor>> {
     let gate = |name: &str, p: &ProviderSettings| {
         gates
@@ -39,7 +40,12 @@ pub fn from_settings(
             Protocol::Simulated => Arc::new(simulated::Simulated::new(ai, storage.clone())),
             Protocol::Openai => Arc::new(openai::OpenAi::new(p, gate(name, p), storage.clone())?),
             Protocol::Dify => Arc::new(dify::Dify::new(p, gate(name, p))?),
-            Protocol::Ffmpeg => Arc::new(ffmpeg::Ffmpeg::new(p, db.clone(), storage.clone())),
+            Protocol::Ffmpeg => Arc::new(ffmpeg::Ffmpeg::new(
+                p,
+                db.clone(),
+                storage.clone(),
+                plans.clone(),
+            )),
             Protocol::Replicate | Protocol::Prediction => Arc::new(prediction::Prediction::new(
                 p,
                 gate(name, p),

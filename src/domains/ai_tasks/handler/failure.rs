@@ -74,7 +74,7 @@ impl AiTaskHandler {
 /// Failure classes a tenant may read, as the handler words them; anything else (a
 /// database error, a panic's text, a broker error) is internal: logged with the task id,
 /// shown as `internal_error`.
-pub(super) const PUBLIC_CODES: [&str; 7] = [
+pub(super) const PUBLIC_CODES: [&str; 9] = [
     "provider_unavailable:",
     "provider_rejected:",
     "deadline_exceeded:",
@@ -82,11 +82,13 @@ pub(super) const PUBLIC_CODES: [&str; 7] = [
     "media_unreadable:",
     "input_missing:",
     "input_unavailable:",
+    "storage_quota:",
+    "output_too_large:",
 ];
 
 /// Failures of the task's own input, which the tenant can act on: the code a step's
 /// permanent error starts with, and what the tenant reads (never the tool's own words).
-const INPUT_FAILURES: [(&str, &str); 4] = [
+const INPUT_FAILURES: [(&str, &str); 6] = [
     (
         "no_audio_track",
         "the video has no audio track to transcribe",
@@ -99,6 +101,14 @@ const INPUT_FAILURES: [(&str, &str); 4] = [
     (
         "input_unavailable",
         "the task's upload is not a ready video of its owner's",
+    ),
+    (
+        "storage_quota",
+        "storing the extracted audio and keyframes would take you past your storage quota; delete files to make room",
+    ),
+    (
+        "output_too_large",
+        "the video's extracted audio is larger than this deployment extracts from one video",
     ),
 ];
 

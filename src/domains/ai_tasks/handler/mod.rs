@@ -41,9 +41,10 @@ pub struct AiTaskHandler {
     /// weights; then each lane's waiting tenants.
     pub limits: crate::limits::Values,
     pub waiting: share::Waiting,
-    /// Each lane's worker slots in this process (its prefetch): the least a contended
+    /// This process's consumers, with each lane's worker slots as they run now (the
+    /// prefetch configured, or set at run time and followed): the least a contended
     /// lane's shares are cut from.
-    pub lane_slots: std::collections::HashMap<String, u64>,
+    pub consumers: Arc<crate::tally::Tally>,
     /// What this process's batches admitted and have not claimed yet (see [`share`]).
     pub admitting: share::Admitting,
     /// What every running step reports (progress, streamed text), written together.

@@ -121,6 +121,15 @@ pub struct ProviderSettings {
     /// in /opt, a wrapper that sets a nice level).
     #[serde(default = "default_program")]
     pub program: String,
+    /// FFmpeg: the most one extraction may write (its audio and keyframes, on scratch
+    /// and in the store), in MiB; a video whose extraction would write more fails
+    /// (`output_too_large`). 16 kHz mono WAV is ~1.8 MiB a minute: 1024 is ~9 hours.
+    #[serde(default = "default_max_output_mib")]
+    pub max_output_mib: u64,
+}
+
+fn default_max_output_mib() -> u64 {
+    1024
 }
 
 fn default_program() -> String {

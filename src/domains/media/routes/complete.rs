@@ -1,7 +1,11 @@
-//! `POST /v1/uploads/{id}/complete`: a presigned upload's bytes are in the bucket. The
-//! object must exist with the declared size and its first bytes must be the declared
-//! type; the checksum is computed by reading it once. Anything else REJECTS the upload
-//! and removes the object. Completing a READY upload again answers it as it is.
+//! `POST /v1/uploads/{id}/complete`: a presigned upload's bytes are in the bucket. They
+//! are copied (server-side) from the `incoming` key the client wrote to a key only the
+//! platform writes, and the copy is what is checked and served: it must have the
+//! declared size, its first bytes must be the declared type and, when a SHA-256 was
+//! declared, its checksum that one. A PUT to the presigned URL after this (it works
+//! until it expires) lands on the `incoming` key again, which nothing serves and the
+//! collector removes. Anything else REJECTS the upload and removes its objects.
+//! Completing a READY upload again answers it as it is.
 
 use axum::Json;
 use axum::extract::{Path, State};
@@ -25,7 +29,7 @@ use crate::storage::{Key, StorageError, Written};
         (status = 401, description = "Missing or invalid API key", body = ErrorBody),
         (status = 404, description = "No such upload of the caller's", body = ErrorBody),
         (status = 409, description = "`not_uploaded`: no object in the bucket yet", body = ErrorBody),
-        (status = 422, description = "`size_mismatch` or `unsupported_media_type`: the upload is REJECTED and its object removed", body = ErrorBody)))]
+        (status = 422, description = "`size_mismatch`, `unsupported_media_type` or `checksum_mismatch`: the upload is REJECTED and its object removed", body = ErrorBody)))]
 pub(crate) async fn complete(
     State(state): State<Media>,
     AuthUser(user): AuthUser,
@@ -41,9 +45,14 @@ pub(crate) async fn complete(
     if row.status != PENDING {
         return Ok(Json(UploadView::of(storage, row).await?));
     }
-    let key = Key::parse(&key).map_err(|e| ApiError::Internal(e.into()))?;
-    let head = match storage.head(&key).await {
-        Ok(h) => h,
+    let incoming = Key::parse(&key).map_err(|e| ApiError::Internal(e.into()))?;
+    // A key of this attempt's own: two completions at once never write the same object,
+    // so the one that is marked READY serves what it checked.
+    let attempt = format!("{}-{:08x}", row.id, rand::random::<u32>());
+    let copy = Key::new(&user.id, purpose.as_str(), &attempt, incoming.extension())
+        .map_err(|e| ApiError::Internal(e.into()))?;
+    match storage.copy(&incoming, &copy).await {
+        Ok(()) => {}
         Err(StorageError::NotFound) => {
             return Err(ApiError::Refused {
                 code: "not_uploaded",
@@ -53,16 +62,18 @@ pub(crate) async fn complete(
             });
         }
         Err(e) => return Err(e.into()),
-    };
+    }
+    let keys = [&incoming, &copy];
+    let head = storage.head(&copy).await?;
     if head.size as i64 != row.reserved {
         let why = format!(
             "{} bytes arrived, {} were declared",
             head.size, row.reserved
         );
-        return reject(&state, &row, &key, "size_mismatch", why).await;
+        return reject(&state, &row, &keys, "size_mismatch", why).await;
     }
-    // One pass over the bytes: the kind from the first ones, the checksum from all.
-    let mut read = storage.read(&key, None).await?;
+    // One pass over the copy: the kind from the first bytes, the checksum from all.
+    let mut read = storage.read(&copy, None).await?;
     let (mut first, mut hasher) = (Vec::with_capacity(SNIFF_BYTES), Sha256::new());
     while let Some(chunk) = read.bytes.next().await {
         let chunk = chunk?;
@@ -80,32 +91,49 @@ pub(crate) async fn complete(
                 k.content_type,
                 row.content_type.as_deref().unwrap_or("nothing")
             );
-            return reject(&state, &row, &key, "unsupported_media_type", why).await;
+            return reject(&state, &row, &keys, "unsupported_media_type", why).await;
         }
-        Err(why) => return reject(&state, &row, &key, "unsupported_media_type", why).await,
+        Err(why) => return reject(&state, &row, &keys, "unsupported_media_type", why).await,
     };
+    let sha256 = hex::encode(hasher.finalize());
+    // A PENDING row's sha256 is the one its client declared, if it declared one.
+    if let Some(declared) = row.sha256.as_deref().filter(|d| *d != sha256) {
+        let why = format!("the bytes' SHA-256 is {sha256}, {declared} was declared");
+        return reject(&state, &row, &keys, "checksum_mismatch", why).await;
+    }
     let written = Written {
-        key,
+        key: copy.clone(),
         size: head.size,
-        sha256: hex::encode(hasher.finalize()),
+        sha256,
         kind,
     };
-    let row = records::mark_ready(db, &row, &written, Dimensions::default())
-        .await?
-        .ok_or(ApiError::NotFound("upload"))?;
+    let Some(ready) = records::mark_ready(db, &row, &written, Dimensions::default()).await? else {
+        // Another completion settled it first (or the collector abandoned it): this
+        // attempt's copy is not the one served.
+        storage.delete(copy.as_str()).await?;
+        let now = records::find(db, &user.id, &id)
+            .await?
+            .ok_or(ApiError::NotFound("upload"))?;
+        return Ok(Json(UploadView::of(storage, now).await?));
+    };
+    // Settled: what the client wrote is no longer needed (a retry after a failure
+    // before this point copies it again).
+    storage.delete(incoming.as_str()).await?;
     metrics::counter!("conveyor_storage_uploads_total", "outcome" => "ready").increment(1);
-    Ok(Json(UploadView::of(storage, row).await?))
+    Ok(Json(UploadView::of(storage, ready).await?))
 }
 
-/// REJECTS the upload: its object removed, its reservation given back, 422 `code`.
+/// REJECTS the upload: its objects removed, its reservation given back, 422 `code`.
 async fn reject(
     state: &Media,
     row: &records::Object,
-    key: &Key,
+    keys: &[&Key],
     code: &'static str,
     why: String,
 ) -> Result<Json<UploadView>, ApiError> {
-    state.core.storage.delete(key.as_str()).await?;
+    for key in keys {
+        state.core.storage.delete(key.as_str()).await?;
+    }
     records::mark_rejected(&state.core.db, row, &why).await?;
     metrics::counter!("conveyor_storage_uploads_total", "outcome" => "rejected").increment(1);
     Err(ApiError::Unprocessable {

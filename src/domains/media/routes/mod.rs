@@ -4,12 +4,13 @@
 
 mod complete;
 mod files;
+mod form;
 mod presign;
 mod upload;
 mod uploads;
 
 use axum::Router;
-use axum::extract::{DefaultBodyLimit, FromRef};
+use axum::extract::{DefaultBodyLimit, FromRef, State};
 use axum::routing::{get, post};
 
 use crate::api::Core;
@@ -21,23 +22,44 @@ pub struct Media {
 }
 
 pub fn routes(state: Media) -> Router {
+    let timed = axum::middleware::from_fn_with_state(state.clone(), deadline);
     Router::new()
-        // Uploads stream past the server's body limit: the write enforces the purpose's.
+        // Uploads stream past the server's body limit: the write enforces the purpose's,
+        // the form's meter the whole body's (`form`).
         .route(
             "/v1/uploads",
             post(upload::create)
                 .layer(DefaultBodyLimit::disable())
                 .layer(axum::middleware::map_response(close_after_refusal))
-                .get(uploads::list),
+                .merge(get(uploads::list).layer(timed.clone())),
         )
-        .route("/v1/uploads/presign", post(presign::create))
+        .route(
+            "/v1/uploads/presign",
+            post(presign::create).layer(timed.clone()),
+        )
         .route(
             "/v1/uploads/{id}",
-            get(uploads::read).delete(uploads::remove),
+            get(uploads::read).delete(uploads::remove).layer(timed),
         )
+        // No deadline: completing reads the whole object in the bucket (the client sends
+        // no body), which may take longer than a request's deadline for a large video.
         .route("/v1/uploads/{id}/complete", post(complete::complete))
         .route("/v1/files/{*key}", get(files::download))
         .with_state(state)
+}
+
+/// The whole-request deadline of every other route (`server.request_timeout_ms`, 408):
+/// these routes sit under the `/v1/uploads` prefix the server exempts for streamed
+/// uploads, and a body they read (a presign request) must not be held open for ever.
+async fn deadline(
+    State(state): State<Media>,
+    req: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> axum::response::Response {
+    match tokio::time::timeout(state.core.server.request_timeout(), next.run(req)).await {
+        Ok(resp) => resp,
+        Err(_) => axum::response::IntoResponse::into_response(crate::error::ApiError::Timeout),
+    }
 }
 
 /// An upload refused before its body was read to the end leaves bytes on the

@@ -3,28 +3,29 @@
 //! measured and checksummed on the way. The owner's quota is reserved before the first
 //! byte is stored: the request's length (or the purpose's limit, for a body of unknown
 //! length) is reserved, and the difference given back once the size is known.
+//!
+//! The file is the only large part: the form before it is bounded in size and must
+//! arrive within `server.header_read_timeout_ms` ([`super::form`]), and a tenant has at
+//! most `limits.uploads_concurrent` uploads in progress on this instance
+//! ([`crate::domains::media::limits`]).
+
+use std::time::Duration;
 
 use axum::Json;
-use axum::extract::multipart::MultipartRejection;
-use axum::extract::{Multipart, State};
-use axum::http::{HeaderMap, StatusCode};
+use axum::extract::{FromRequest as _, Multipart, Request, State};
+use axum::http::StatusCode;
 
 use super::Media;
+use super::form::{self, FRAMING, Meter};
 use crate::api::openapi::ErrorBody;
 use crate::api::{ApiQuery, AuthUser};
+use crate::domains::media::limits;
 use crate::domains::media::view::UploadView;
 use crate::error::ApiError;
 use crate::storage::records::{self, Dimensions, usage};
 use crate::storage::sniff::{self, Purpose};
 use crate::storage::{Key, WriteError};
-
-/// Multipart framing around the file (boundaries, part headers): a request this much
-/// over the purpose's limit may still carry a file within it.
-const FRAMING: u64 = 64 * 1024;
-
-fn bad_multipart(e: impl std::fmt::Display) -> ApiError {
-    ApiError::bad_request("file", format!("malformed multipart body: {e}"))
-}
+use tokio::time::Instant;
 
 #[derive(Debug, serde::Deserialize, utoipa::IntoParams)]
 #[serde(deny_unknown_fields)]
@@ -39,11 +40,20 @@ pub(crate) struct UploadQuery {
 #[allow(dead_code)]
 #[derive(utoipa::ToSchema)]
 pub(crate) struct UploadForm {
-    /// `video`, `image` or `audio`; must come before `file`.
+    /// `video`, `image` or `audio`; must come before `file`. At most 256 bytes.
+    #[schema(max_length = 256)]
     purpose: String,
     /// The bytes. Their type is read from them, not from the file name or header.
     #[schema(format = Binary)]
     file: String,
+}
+
+/// An upload let in: its purpose, the bytes reserved from the quota, its size limit.
+#[derive(Debug, Clone, Copy)]
+struct Admitted {
+    purpose: Purpose,
+    reserved: u64,
+    limit: u64,
 }
 
 /// `POST /v1/uploads` (`multipart/form-data`: `purpose`, then `file`).
@@ -54,90 +64,100 @@ pub(crate) struct UploadForm {
         (status = 201, description = "Stored: READY, with size, sniffed type, SHA-256 and a signed URL", body = UploadView),
         (status = 400, description = "Malformed multipart body, or fields out of order", body = ErrorBody),
         (status = 401, description = "Missing or invalid API key", body = ErrorBody),
-        (status = 413, description = "`file_too_large` (the purpose's limit) or `storage_quota` (the tenant's quota); nothing stored", body = ErrorBody),
-        (status = 422, description = "`unsupported_media_type` (the bytes are not a type the purpose takes: the upload is REJECTED), `empty_file`, or a bad `purpose`", body = ErrorBody)))]
+        (status = 408, description = "`form_timeout`: the form before the file's bytes (`purpose`, the parts' headers) did not arrive within `server.header_read_timeout_ms`", body = ErrorBody),
+        (status = 413, description = "`file_too_large` (the purpose's limit), `storage_quota` (the tenant's quota), `field_too_large` (a field other than `file` over 256 bytes, named in `field`) or `form_too_large` (the form before the file over 32 KiB); nothing stored", body = ErrorBody),
+        (status = 422, description = "`unsupported_media_type` (the bytes are not a type the purpose takes: the upload is REJECTED), `empty_file`, or a bad `purpose`", body = ErrorBody),
+        (status = 429, description = "`too_many_uploads`: the tenant has `limits.uploads_concurrent` uploads in progress on this server; `Retry-After` says when to try again", body = ErrorBody)))]
 pub(crate) async fn create(
     State(state): State<Media>,
     AuthUser(user): AuthUser,
     ApiQuery(q): ApiQuery<UploadQuery>,
-    headers: HeaderMap,
-    multipart: Result<Multipart, MultipartRejection>,
+    req: Request,
 ) -> Result<(StatusCode, Json<UploadView>), ApiError> {
-    // Not a multipart body (no boundary, another type): a JSON 400 like every other.
-    let mut multipart = multipart.map_err(|e| ApiError::BadRequest {
-        code: "invalid_multipart",
-        message: e.body_text(),
-        field: None,
-    })?;
-    let storage = &state.core.storage;
-    let db = &state.core.db;
-    let parse = |text: &str| {
-        Purpose::parse(text.trim())
-            .ok_or_else(|| ApiError::invalid("purpose", "must be one of: video, image, audio"))
-    };
-    let length = headers
+    // Held until the answer: an upload in progress holds a connection and memory.
+    let _place = limits::hold(&state.core.limits, &user.id).await?;
+    let length = req
+        .headers()
         .get(axum::http::header::CONTENT_LENGTH)
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.parse::<u64>().ok());
+    let meter = Meter::new();
+    let (parts, body) = req.into_parts();
+    let req = Request::from_parts(parts, meter.body(body));
+    // Not a multipart body (no boundary, another type): a JSON 400 like every other.
+    let mut multipart =
+        Multipart::from_request(req, &())
+            .await
+            .map_err(|e| ApiError::BadRequest {
+                code: "invalid_multipart",
+                message: e.body_text(),
+                field: None,
+            })?;
+    let db = &state.core.db;
     // With `?purpose=`, the limit and the quota are checked before a byte of the body
     // is read; otherwise once the `purpose` field has arrived.
-    let mut checked = None;
+    let mut admitted = None;
     if let Some(p) = q.purpose.as_deref() {
-        let purpose = parse(p)?;
-        checked = Some((purpose, admit(&state, &user.id, purpose, length).await?));
+        admitted = Some(admit(&state, &user.id, parse(p)?, length).await?);
     }
-    // Reading the fields may fail after the quota was reserved: give it back then.
-    macro_rules! or_release {
-        ($result:expr) => {
-            match $result {
-                Ok(v) => v,
-                Err(e) => {
-                    if let Some((_, reserved)) = checked {
-                        usage::release(db, &user.id, reserved as i64).await?;
-                    }
-                    return Err(e);
-                }
+    // The form before the file is a few hundred bytes: a client that does not send it
+    // within the time a request's header gets (slowloris) is cut off like one.
+    let deadline = Instant::now() + Duration::from_millis(state.core.server.header_read_timeout_ms);
+    // What the client owes first: `file` when the query gave the purpose.
+    let awaited = if q.purpose.is_some() {
+        "file"
+    } else {
+        "purpose"
+    };
+    let head = match form::next_part(&mut multipart, &meter, deadline, awaited).await {
+        Ok(Some(first)) if first.name() == Some("purpose") => {
+            match form::small_field(first, "purpose", &meter, deadline).await {
+                Ok(text) => form::next_part(&mut multipart, &meter, deadline, "file")
+                    .await
+                    .map(|file| (Some(text), file)),
+                Err(e) => Err(e),
             }
-        };
-    }
-    let first = or_release!(multipart.next_field().await.map_err(bad_multipart));
-    let first = or_release!(
-        first.ok_or_else(|| ApiError::bad_request("file", "the body has no `file` field"))
-    );
-    let field =
-        if first.name() == Some("purpose") {
-            let text = or_release!(first.text().await.map_err(bad_multipart));
-            let purpose = or_release!(parse(&text));
-            match checked {
-                Some((p, _)) if p != purpose => or_release!(Err(ApiError::bad_request(
+        }
+        Ok(first) => Ok((None, first)),
+        Err(e) => Err(e),
+    };
+    let (purpose, file) = match head {
+        Ok(head) => head,
+        Err(e) => return Err(release(&state, &user.id, admitted, e).await),
+    };
+    let admitted = match (admitted, purpose.as_deref()) {
+        (Some(a), Some(text)) => match parse(text) {
+            Ok(p) if p == a.purpose => a,
+            Ok(_) => {
+                let differ = ApiError::bad_request(
                     "purpose",
                     "the `purpose` field and the `purpose` query parameter differ",
-                ))),
-                Some(_) => {}
-                None => checked = Some((purpose, admit(&state, &user.id, purpose, length).await?)),
+                );
+                return Err(release(&state, &user.id, Some(a), differ).await);
             }
-            let next = or_release!(multipart.next_field().await.map_err(bad_multipart));
-            or_release!(next.ok_or_else(|| ApiError::bad_request(
-                "file",
-                "a `file` field must follow `purpose`"
-            )))
-        } else {
-            first
-        };
-    let Some((purpose, reserve)) = checked else {
-        return Err(ApiError::bad_request(
-            "purpose",
-            "give `purpose` in the query or as the first field, before `file`",
-        ));
+            Err(e) => return Err(release(&state, &user.id, Some(a), e).await),
+        },
+        (Some(a), None) => a,
+        (None, Some(text)) => admit(&state, &user.id, parse(text)?, length).await?,
+        (None, None) => {
+            return Err(ApiError::bad_request(
+                "purpose",
+                "give `purpose` in the query or as the first field, before `file`",
+            ));
+        }
     };
-    if field.name() != Some("file") {
-        or_release!(Err(ApiError::bad_request(
-            "file",
-            "a `file` field must follow `purpose`"
-        )))
-    }
-    let (limit, _) = caps(&state.core, &user.id, purpose).await;
-    let row = records::create_pending(db, &user.id, purpose.as_str(), None, reserve, None).await?;
+    let Some(field) = file.filter(|f| f.name() == Some("file")) else {
+        let missing = ApiError::bad_request("file", "a `file` field must follow `purpose`");
+        return Err(release(&state, &user.id, Some(admitted), missing).await);
+    };
+    let Admitted {
+        purpose,
+        reserved,
+        limit,
+    } = admitted;
+    meter.file_begins(limit + FRAMING);
+    let storage = &state.core.storage;
+    let row = records::create_pending(db, &user.id, purpose.as_str(), None, reserved, None).await?;
     let written = storage
         .write_stream(
             field,
@@ -166,8 +186,10 @@ pub(crate) async fn create(
                     },
                 ),
                 WriteError::TooLarge { .. } => ("too_large", too_large(purpose, limit)),
+                // The body ran past the purpose's limit plus framing (no length given).
+                WriteError::Source(_) if meter.over() => ("too_large", too_large(purpose, limit)),
                 WriteError::Empty => ("empty", ApiError::invalid("file", "the file is empty")),
-                WriteError::Source(why) => ("aborted", bad_multipart(why)),
+                WriteError::Source(why) => ("aborted", form::malformed(why)),
                 WriteError::Store(_) => ("failed", ApiError::Internal(anyhow::anyhow!("{e}"))),
             };
             records::mark_rejected(db, &row, &e.to_string()).await?;
@@ -184,25 +206,45 @@ pub(crate) async fn create(
     Ok((StatusCode::CREATED, Json(view)))
 }
 
+fn parse(text: &str) -> Result<Purpose, ApiError> {
+    Purpose::parse(text.trim())
+        .ok_or_else(|| ApiError::invalid("purpose", "must be one of: video, image, audio"))
+}
+
+/// Gives back what `admitted` reserved (nothing stored: the upload failed before its
+/// row), then answers `e`.
+async fn release(state: &Media, user: &str, admitted: Option<Admitted>, e: ApiError) -> ApiError {
+    if let Some(a) = admitted
+        && let Err(db) = usage::release(&state.core.db, user, a.reserved as i64).await
+    {
+        return db.into();
+    }
+    e
+}
+
 /// Checks an upload of `purpose` announcing `length` bytes against the purpose's limit
-/// and reserves its bytes from the owner's quota: the bytes reserved, or the refusal.
+/// and reserves its bytes from the owner's quota: what was let in, or the refusal.
 async fn admit(
     state: &Media,
     user: &str,
     purpose: Purpose,
     length: Option<u64>,
-) -> Result<u64, ApiError> {
+) -> Result<Admitted, ApiError> {
     let (limit, quota) = caps(&state.core, user, purpose).await;
     if length.is_some_and(|n| n > limit + FRAMING) {
         metrics::counter!("conveyor_storage_uploads_total", "outcome" => "too_large").increment(1);
         return Err(too_large(purpose, limit));
     }
-    let reserve = length.map_or(limit, |n| n.min(limit));
-    if !usage::reserve(&state.core.db, user, reserve, quota).await? {
+    let reserved = length.map_or(limit, |n| n.min(limit));
+    if !usage::reserve(&state.core.db, user, reserved, quota).await? {
         metrics::counter!("conveyor_storage_uploads_total", "outcome" => "over_quota").increment(1);
         return Err(over_quota(quota));
     }
-    Ok(reserve)
+    Ok(Admitted {
+        purpose,
+        reserved,
+        limit,
+    })
 }
 
 /// The largest upload of `purpose` and the storage quota of `user`'s plan (each within
@@ -221,6 +263,7 @@ pub(super) fn too_large(purpose: Purpose, limit: u64) -> ApiError {
     ApiError::TooLargeFor {
         code: "file_too_large",
         message: format!("{} uploads are limited to {limit} bytes", purpose.as_str()),
+        field: None,
     }
 }
 
@@ -230,5 +273,6 @@ pub(super) fn over_quota(quota: u64) -> ApiError {
         message: format!(
             "storing this would take you past your storage quota of {quota} bytes; delete files to make room"
         ),
+        field: None,
     }
 }

@@ -90,7 +90,8 @@ pub(crate) async fn read(
         (status = 202, description = "On its way again", body = DeliveryView),
         (status = 401, description = "Missing or invalid API key", body = ErrorBody),
         (status = 404, description = "No such endpoint or delivery of the caller's", body = ErrorBody),
-        (status = 409, description = "`delivery_pending`: it is still being attempted; `endpoint_disabled`: enable the endpoint first", body = ErrorBody)))]
+        (status = 409, description = "`delivery_pending`: it is still being attempted; `endpoint_disabled`: enable the endpoint first", body = ErrorBody),
+        (status = 429, description = "`rate_limited`: over `webhook_sends_per_min` (test events and manual retries); see Retry-After", body = ErrorBody)))]
 pub(crate) async fn retry(
     State(state): State<Webhooks>,
     AuthUser(user): AuthUser,
@@ -103,6 +104,11 @@ pub(crate) async fn retry(
             message: "the endpoint is disabled: enable it (PATCH enabled=true) first".into(),
         });
     }
+    state
+        .core
+        .limits
+        .take(&super::super::limits::SENDS, &user.id)
+        .await?;
     let give_up = chrono::Duration::seconds(state.settings.give_up_after_secs as i64);
     let d = store::retry(&state.core.db, &e.id, &delivery, give_up)
         .await

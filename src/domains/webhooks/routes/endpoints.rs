@@ -267,7 +267,8 @@ pub struct TestSent {
         (status = 202, description = "The test event is on its way", body = TestSent),
         (status = 401, description = "Missing or invalid API key", body = ErrorBody),
         (status = 404, description = "No such endpoint of the caller's", body = ErrorBody),
-        (status = 409, description = "`endpoint_disabled`: enable it first", body = ErrorBody)))]
+        (status = 409, description = "`endpoint_disabled`: enable it first", body = ErrorBody),
+        (status = 429, description = "`rate_limited`: over `webhook_sends_per_min` (test events and manual retries); see Retry-After", body = ErrorBody)))]
 pub(crate) async fn test(
     State(state): State<Webhooks>,
     AuthUser(user): AuthUser,
@@ -280,6 +281,11 @@ pub(crate) async fn test(
             message: "the endpoint is disabled: enable it (PATCH enabled=true) first".into(),
         });
     }
+    state
+        .core
+        .limits
+        .take(&super::super::limits::SENDS, &user.id)
+        .await?;
     let (event_id, delivery_id) = store::send_test(&state.core.db, &e).await?;
     state.core.relay.notify();
     Ok((

@@ -6,11 +6,20 @@
 //! takes) and `keyframes` JPEG thumbnails taken evenly across it; every file is stored
 //! through the storage module and listed on the step's output (and so on the material).
 //!
+//! An upload is untrusted input to FFmpeg: it is read through the file protocol and the
+//! video demuxers only ([`args`]), and what it may write is bounded before FFmpeg runs
+//! ([`bounds`]: its declared length, `max_output_mib`, the room left in its owner's
+//! storage quota); the files are reserved against the quota before they are stored
+//! ([`keep`]). A refusal fails the task (permanent: its credits back).
+//!
 //! At most `max_concurrent` FFmpeg jobs run at once in a process, whatever the queue
 //! prefetches; a process is killed when its step is canceled, runs past its deadline or
 //! the consumer shuts down; scratch directories go with the step, and those a crash left
 //! are removed when the next process starts.
 
+pub mod args;
+pub mod bounds;
+mod keep;
 pub mod probe;
 mod process;
 
@@ -24,27 +33,44 @@ use tokio::io::AsyncWriteExt as _;
 use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 
-use super::{ExecError, Executor, Job, Progress, Report, artifacts};
+use super::{ExecError, Executor, Job, Progress, Report};
 use crate::domains::ai_tasks::settings::ProviderSettings;
+use crate::plans::Plans;
 use crate::storage::Storage;
-use crate::storage::records::{self, Dimensions, GeneratedFile, READY};
-use crate::storage::sniff::{Kind, sniff};
+use crate::storage::records::{self, Dimensions, READY, usage};
+use bounds::{Budget, Plan};
+use keep::Output;
+use process::{RunError, Watch};
 
 pub use process::{scratch_root, sweep_orphans};
+
+/// Bytes a watched run may write past its budget before it is killed: the segments' WAV
+/// headers (78 bytes each) and a run that stops a little after its `-t`. What is stored
+/// is reserved against the quota to the byte regardless.
+const HEADROOM: u64 = 256 * 1024;
 
 pub struct Ffmpeg {
     db: DatabaseConnection,
     storage: Arc<Storage>,
+    /// The plans: whose storage quota the owner has.
+    plans: Arc<Plans>,
     /// FFmpeg jobs at once in this process.
     slots: Arc<Semaphore>,
     segment_secs: u64,
     keyframes: u32,
     /// The FFmpeg binary (`program`).
     program: String,
+    /// The most one extraction writes, bytes (`max_output_mib`).
+    max_output: u64,
 }
 
 impl Ffmpeg {
-    pub fn new(s: &ProviderSettings, db: DatabaseConnection, storage: Arc<Storage>) -> Self {
+    pub fn new(
+        s: &ProviderSettings,
+        db: DatabaseConnection,
+        storage: Arc<Storage>,
+        plans: Arc<Plans>,
+    ) -> Self {
         let removed = sweep_orphans(&scratch_root());
         if removed > 0 {
             tracing::info!(
@@ -55,10 +81,12 @@ impl Ffmpeg {
         Ffmpeg {
             db,
             storage,
+            plans,
             slots: Arc::new(Semaphore::new(s.max_concurrent.max(1) as usize)),
             segment_secs: s.segment_secs.max(1),
             keyframes: s.keyframes,
             program: s.program.clone(),
+            max_output: s.max_output_mib.max(1).saturating_mul(1024 * 1024),
         }
     }
 
@@ -80,6 +108,18 @@ impl Ffmpeg {
                     "input_unavailable: upload {id} is not a ready video of the task's owner"
                 ))
             })
+    }
+
+    /// The owner's storage quota (their plan's, else `storage.quota_bytes`), as uploads
+    /// are held to it.
+    async fn quota(&self, user: &str) -> Result<u64, ExecError> {
+        let standing = crate::plans::standing::resolve(&self.db, &self.plans, user)
+            .await
+            .map_err(|e| ExecError::Transient(format!("reading the owner's plan: {e}")))?;
+        Ok(self
+            .plans
+            .get(&standing.plan)
+            .storage_quota(self.storage.settings.quota_bytes))
     }
 
     /// Copies the stored object to `path`, streamed.
@@ -106,29 +146,23 @@ impl Ffmpeg {
             .map_err(|e| ExecError::Transient(format!("scratch file: {e}")))
     }
 
-    /// Stores the scratch file `path` as the step's file `name`, streamed (a 10-minute
-    /// segment is ~19 MB; it never sits in memory whole).
-    async fn keep(
+    /// Runs FFmpeg with `args`, killed once the files of `out` pass the budget.
+    async fn run_bounded(
         &self,
-        job: &Job<'_>,
-        path: &std::path::Path,
-        name: &str,
-        dims: Dimensions,
-    ) -> Result<GeneratedFile, ExecError> {
-        let file = tokio::fs::File::open(path)
-            .await
-            .map_err(|e| ExecError::Transient(format!("reading {}: {e}", path.display())))?;
-        let body = tokio_util::io::ReaderStream::with_capacity(file, 256 * 1024);
-        let accept = |head: &[u8]| {
-            sniff(head).ok_or_else(|| format!("{name}: FFmpeg wrote something unrecognisable"))
+        args: &[String],
+        out: &std::path::Path,
+        budget: &Budget,
+        cancel: &CancellationToken,
+    ) -> Result<(), ExecError> {
+        let watch = Watch {
+            dir: out,
+            limit: budget.bytes.saturating_add(HEADROOM),
         };
-        let key_for = |kind: Kind| artifacts::key_of(job.user_id, job.task_id, name, kind);
-        let written = self
-            .storage
-            .write_stream(body, u64::MAX, accept, key_for)
-            .await
-            .map_err(|e| ExecError::Transient(format!("storing {name}: {e}")))?;
-        Ok(GeneratedFile::new(&written, dims))
+        match process::run_within(&self.program, args, cancel, Some(watch)).await {
+            Ok(_) => Ok(()),
+            Err(RunError::Exec(e)) => Err(e),
+            Err(RunError::Overflow(written)) => Err(budget.refuse(written).into()),
+        }
     }
 
     async fn extract(
@@ -138,6 +172,7 @@ impl Ffmpeg {
         cancel: &CancellationToken,
     ) -> Result<Value, ExecError> {
         let upload = self.input(job).await?;
+        let quota = self.quota(job.user_id).await?;
         let _slot = tokio::select! {
             _ = cancel.cancelled() => return Err(ExecError::Canceled),
             permit = self.slots.clone().acquire_owned() => permit.map_err(|_| ExecError::Canceled)?,
@@ -153,103 +188,80 @@ impl Ffmpeg {
                 "no_audio_track: the video has no audio to transcribe".into(),
             ));
         }
+        // Outputs in a folder of their own: what is measured against the budget.
+        let out = dir.path().join("out");
+        tokio::fs::create_dir(&out)
+            .await
+            .map_err(|e| ExecError::Transient(format!("scratch directory: {e}")))?;
+        let used = usage::used(&self.db, job.user_id)
+            .await
+            .map_err(|e| ExecError::Transient(format!("reading storage used: {e}")))?;
+        let plan = Plan::of(p.duration_s, Budget::new(self.max_output, quota, used))?;
         let _ = progress.send(Report::Progress(20, Some("extracting the audio".into())));
-        let segment = self.segment_secs.to_string();
-        let pattern = dir.path().join("audio-%03d.wav").display().to_string();
-        process::run(
-            &self.program,
-            &[
-                "-nostdin",
-                "-v",
-                "error",
-                "-i",
-                &input,
-                "-vn",
-                "-ac",
-                "1",
-                "-ar",
-                "16000",
-                "-c:a",
-                "pcm_s16le",
-                "-f",
-                "segment",
-                "-segment_time",
-                &segment,
-                "-reset_timestamps",
-                "1",
-                &pattern,
-            ],
-            cancel,
-        )
-        .await?;
+        let pattern = out.join("audio-%03d.wav").display().to_string();
+        let audio_args = args::audio(&input, &pattern, self.segment_secs, plan.max_secs);
+        self.run_bounded(&audio_args, &out, &plan.budget, cancel)
+            .await?;
+        plan.check_audio(process::bytes_in(&out).await)?;
+        let segments = sorted(&out, "audio-");
         let mut frames = Vec::new();
         if p.has_video && self.keyframes > 0 && p.duration_s > 0.0 {
             let _ = progress.send(Report::Progress(60, Some("taking keyframes".into())));
-            let fps = format!(
-                "fps={:.6},scale=320:-2",
-                f64::from(self.keyframes) / p.duration_s
+            let pattern = out.join("frame-%02d.jpg").display().to_string();
+            let frame_args = args::keyframes(
+                &input,
+                &pattern,
+                self.keyframes,
+                p.duration_s,
+                plan.max_secs,
             );
-            let n = self.keyframes.to_string();
-            let pattern = dir.path().join("frame-%02d.jpg").display().to_string();
-            process::run(
-                &self.program,
-                &[
-                    "-nostdin",
-                    "-v",
-                    "error",
-                    "-i",
-                    &input,
-                    "-vf",
-                    &fps,
-                    "-frames:v",
-                    &n,
-                    "-q:v",
-                    "4",
-                    &pattern,
-                ],
-                cancel,
-            )
-            .await?;
-            frames = sorted(dir.path(), "frame-");
+            self.run_bounded(&frame_args, &out, &plan.budget, cancel)
+                .await?;
+            frames = sorted(&out, "frame-");
+        }
+        if segments.is_empty() {
+            return Err(ExecError::Permanent(
+                "no_audio_track: FFmpeg found no audio to extract".into(),
+            ));
         }
         let _ = progress.send(Report::Progress(
             80,
             Some("storing the audio and keyframes".into()),
         ));
+        let mut outputs = Vec::new();
         let mut audio = Vec::new();
-        let mut files = Vec::new();
-        let segments = sorted(dir.path(), "audio-");
         for (i, path) in segments.iter().enumerate() {
             let start = i as f64 * self.segment_secs as f64;
             let length = (p.duration_s - start).clamp(0.0, self.segment_secs as f64);
-            let dims = Dimensions {
-                duration_ms: Some((length * 1000.0) as i64),
-                ..Default::default()
-            };
-            let file = self
-                .keep(job, path, &format!("{}-audio-{i:03}", job.step), dims)
-                .await?;
-            audio.push(json!({ "key": file.key, "start_s": start, "duration_s": length }));
-            files.push(file);
+            audio.push((start, length));
+            outputs.push(Output {
+                path: path.clone(),
+                name: format!("{}-audio-{i:03}", job.step),
+                dims: Dimensions {
+                    duration_ms: Some((length * 1000.0) as i64),
+                    ..Default::default()
+                },
+            });
         }
-        let mut keyframes = Vec::new();
         for (i, path) in frames.iter().enumerate() {
-            let file = self
-                .keep(
-                    job,
-                    path,
-                    &format!("{}-frame-{i:02}", job.step),
-                    Dimensions::default(),
-                )
-                .await?;
-            keyframes.push(json!({ "key": file.key }));
-            files.push(file);
+            outputs.push(Output {
+                path: path.clone(),
+                name: format!("{}-frame-{i:02}", job.step),
+                dims: Dimensions::default(),
+            });
         }
-        if audio.is_empty() {
-            return Err(ExecError::Permanent(
-                "no_audio_track: FFmpeg found no audio to extract".into(),
-            ));
-        }
+        let files = keep::keep_all(&self.db, &self.storage, job, &outputs, quota).await?;
+        // One file per output, in order: the segments, then the keyframes.
+        let (audio_files, frame_files) = files.split_at(audio.len().min(files.len()));
+        let audio: Vec<Value> = audio_files
+            .iter()
+            .zip(audio)
+            .map(|(f, (start, length))| json!({ "key": f.key, "start_s": start, "duration_s": length }))
+            .collect();
+        let keyframes: Vec<Value> = frame_files
+            .iter()
+            .map(|f| json!({ "key": f.key }))
+            .collect();
         Ok(json!({
             "duration_s": p.duration_s,
             "width": p.width,

@@ -1,8 +1,11 @@
 //! FFmpeg's processes: each runs in a scratch directory of its own, is killed when its
-//! future is dropped (a cancel, the step's deadline, a shutdown), and on failure its
-//! stderr is cut to a line for the log while the tenant reads a stable code.
+//! future is dropped (a cancel, the step's deadline, a shutdown) or when what it wrote
+//! passes its bound ([`Watch`]), and on failure its stderr is cut to a line for the log
+//! while the tenant reads a stable code.
 
+use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use tokio::process::Command;
 use tokio_util::sync::CancellationToken;
@@ -46,13 +49,53 @@ pub fn sweep_orphans(root: &Path) -> usize {
     removed
 }
 
+/// A bound on what a run writes: the files of `dir` together (FFmpeg's own `-fs` is not
+/// kept by the segment and image muxers, which write files of their own).
+#[derive(Debug, Clone, Copy)]
+pub struct Watch<'a> {
+    pub dir: &'a Path,
+    pub limit: u64,
+}
+
+/// How often a watched run's output is measured. A fast decoder writes WAV at over
+/// 100 MB a second (measured: 38 MB in 0.26 s), so a run may pass its bound by what it
+/// writes in this long, on scratch only; the audio's `-t` keeps it within the budget in
+/// the first place, and nothing is stored unreserved.
+const MEASURE_EVERY: Duration = Duration::from_millis(100);
+
+/// Why a watched run stopped short.
+#[derive(Debug, PartialEq, thiserror::Error)]
+pub enum RunError {
+    #[error(transparent)]
+    Exec(#[from] ExecError),
+    /// Its output passed the watch's limit (this many bytes); the process was killed.
+    #[error("the output passed its bound ({0} bytes)")]
+    Overflow(u64),
+}
+
 /// Runs `program` with `args` to its end; its stdout. A failure is permanent when the
 /// input is at fault (FFmpeg could not read it), transient otherwise.
-pub async fn run(
+pub async fn run<S: AsRef<OsStr>>(
     program: &str,
-    args: &[&str],
+    args: &[S],
     cancel: &CancellationToken,
 ) -> Result<Vec<u8>, ExecError> {
+    run_within(program, args, cancel, None)
+        .await
+        .map_err(|e| match e {
+            RunError::Exec(e) => e,
+            // No watch, no overflow; kept total rather than assumed away.
+            RunError::Overflow(n) => ExecError::Transient(format!("{program} wrote {n} bytes")),
+        })
+}
+
+/// [`run`], killed when what it wrote in `watch`'s directory passes its limit.
+pub async fn run_within<S: AsRef<OsStr>>(
+    program: &str,
+    args: &[S],
+    cancel: &CancellationToken,
+    watch: Option<Watch<'_>>,
+) -> Result<Vec<u8>, RunError> {
     let child = Command::new(program)
         .args(args)
         .stdin(std::process::Stdio::null())
@@ -71,14 +114,15 @@ pub async fn run(
             ExecError::Transient(format!("starting {program}: {e}{hint}"))
         })?;
     metrics::gauge!("conveyor_ffmpeg_running").increment(1.0);
+    // Whichever comes first; the others' futures are dropped, and with them the child
+    // (killed: `kill_on_drop`).
     let out = tokio::select! {
-        _ = cancel.cancelled() => None,
-        out = child.wait_with_output() => Some(out),
+        _ = cancel.cancelled() => Err(RunError::Exec(ExecError::Canceled)),
+        written = overflow(watch) => Err(RunError::Overflow(written)),
+        out = child.wait_with_output() => Ok(out),
     };
     metrics::gauge!("conveyor_ffmpeg_running").decrement(1.0);
-    let out = out
-        .ok_or(ExecError::Canceled)?
-        .map_err(|e| ExecError::Transient(format!("waiting for {program}: {e}")))?;
+    let out = out?.map_err(|e| ExecError::Transient(format!("waiting for {program}: {e}")))?;
     if out.status.success() {
         return Ok(out.stdout);
     }
@@ -98,14 +142,47 @@ pub async fn run(
         "moov atom not found",
         "does not contain any stream",
         "Invalid argument",
+        // A demuxer or protocol outside the allow-lists (a playlist, a concat list).
+        "not on whitelist",
     ]
     .iter()
     .any(|p| stderr.contains(p));
-    Err(if unreadable {
+    Err(RunError::Exec(if unreadable {
         ExecError::Permanent(format!("media_unreadable: {detail}"))
     } else {
         ExecError::Transient(detail)
-    })
+    }))
+}
+
+/// Resolves with the bytes written once the files of `watch`'s directory pass its limit;
+/// never without a watch.
+async fn overflow(watch: Option<Watch<'_>>) -> u64 {
+    let Some(w) = watch else {
+        return std::future::pending().await;
+    };
+    loop {
+        tokio::time::sleep(MEASURE_EVERY).await;
+        let written = bytes_in(w.dir).await;
+        if written > w.limit {
+            return written;
+        }
+    }
+}
+
+/// The bytes of the files directly in `dir` (0 for what cannot be read).
+pub async fn bytes_in(dir: &Path) -> u64 {
+    let Ok(mut entries) = tokio::fs::read_dir(dir).await else {
+        return 0;
+    };
+    let mut total = 0;
+    while let Ok(Some(e)) = entries.next_entry().await {
+        if let Ok(m) = e.metadata().await
+            && m.is_file()
+        {
+            total += m.len();
+        }
+    }
+    total
 }
 
 #[cfg(test)]
@@ -129,6 +206,56 @@ mod tests {
                 .then(|| p.file_name().to_string_lossy().parse().ok())
                 .flatten()
         })
+    }
+
+    /// A watched run that writes past its bound is killed there, and says how much it
+    /// wrote (`-fs` is not kept by the segment muxer: a 20-minute WAV is 38 MB).
+    #[tokio::test]
+    async fn a_run_writing_past_its_bound_is_killed() {
+        if std::process::Command::new("ffmpeg")
+            .arg("-version")
+            .output()
+            .is_err()
+        {
+            eprintln!("SKIPPED: FFmpeg is not installed");
+            return;
+        }
+        let dir = scratch("watch-test").unwrap();
+        let pattern = dir.path().join("audio-%03d.wav").display().to_string();
+        let args = [
+            "-nostdin",
+            "-v",
+            "error",
+            "-re",
+            "-f",
+            "lavfi",
+            "-i",
+            "anullsrc=r=16000:cl=mono",
+            "-t",
+            "1200",
+            "-f",
+            "segment",
+            "-segment_time",
+            "600",
+            pattern.as_str(),
+        ];
+        // Read in real time: 32 kB a second, past 64 kB in about two seconds.
+        let watch = Watch {
+            dir: dir.path(),
+            limit: 64 * 1024,
+        };
+        let started = Instant::now();
+        let r = run_within("ffmpeg", &args, &CancellationToken::new(), Some(watch)).await;
+        let Err(RunError::Overflow(written)) = r else {
+            panic!("{r:?}");
+        };
+        assert!(written > 64 * 1024 && written < 1024 * 1024, "{written}");
+        assert!(started.elapsed() < Duration::from_secs(30));
+        // Nothing more is written once it was stopped.
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        let after = bytes_in(dir.path()).await;
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        assert_eq!(bytes_in(dir.path()).await, after, "it still writes");
     }
 
     /// A cancel kills the process at once (no orphan left running), and so does

@@ -45,7 +45,7 @@ impl OpenAi {
         } else if let Some(url) = first.get("url").and_then(Value::as_str) {
             let limit = self.storage.settings.max_image_bytes;
             self.storage
-                .ingest(&self.http.client, url, limit, accept, key_for)
+                .ingest(url, limit, accept, key_for)
                 .await
                 .map_err(|e| match e {
                     crate::storage::ingest::IngestError::Refused(why) => ExecError::Permanent(why),

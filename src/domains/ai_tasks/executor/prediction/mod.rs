@@ -134,7 +134,7 @@ impl Prediction {
                 .pointer(&self.api.output_pointer)
                 .cloned()
                 .unwrap_or(Value::Null);
-            let files = outputs::store(&self.storage, &self.http.client, job, &output).await?;
+            let files = outputs::store(&self.storage, job, &output).await?;
             let seconds = answer
                 .pointer("/metrics/predict_time")
                 .and_then(Value::as_f64);

@@ -1,5 +1,6 @@
 //! A finished job's outputs: every URL in its output (a string, a list, an object of
-//! them), downloaded into the storage module, streamed and checked by their bytes.
+//! them), downloaded into the storage module (through its SSRF guard: the provider names
+//! these URLs), streamed and checked by their bytes.
 
 use serde_json::Value;
 
@@ -40,7 +41,6 @@ fn accept(head: &[u8]) -> Result<Kind, String> {
 /// Downloads every output of a finished job into `job`'s files.
 pub(super) async fn store(
     storage: &Storage,
-    client: &reqwest::Client,
     job: &Job<'_>,
     output: &Value,
 ) -> Result<Vec<GeneratedFile>, ExecError> {
@@ -62,7 +62,7 @@ pub(super) async fn store(
         };
         let key_for = |kind| artifacts::key_of(job.user_id, job.task_id, &name, kind);
         let written = storage
-            .ingest(client, url, limit, accept, key_for)
+            .ingest(url, limit, accept, key_for)
             .await
             .map_err(|e| match e {
                 IngestError::Refused(why) => ExecError::Permanent(why),

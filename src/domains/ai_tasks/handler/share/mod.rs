@@ -10,7 +10,8 @@
 //!   tenant's flood from taking every slot.
 //! - **the weights between plans**: while tenants of plans of different weights wait in
 //!   the lane (PENDING tasks), the lane's `S` slots (its running tasks plus this claim, or
-//!   this process's slots for the lane — its prefetch — whichever is more) are divided
+//!   this process's slots for the lane — its prefetch as the consumer runs it now,
+//!   configured or set at run time — whichever is more) are divided
 //!   among the weight classes by weight × waiting tenants, max-min fair: a class held
 //!   below its part by its tenants' caps gets their caps, and what it leaves goes to the
 //!   others ([`allocate`]). A claim of a class over its part (rounded, at least 1)
@@ -125,7 +126,10 @@ impl AiTaskHandler {
             ));
         }
         let total: u64 = w.running.values().sum();
-        let slots = (total + 1).max(self.lane_slots.get(lane).copied().unwrap_or(0));
+        // The lane's slots as this process consumes it now: an operator's change of its
+        // concurrency counts from the poll that followed it.
+        let here = self.consumers.prefetch(lane).map_or(0, u64::from);
+        let slots = (total + 1).max(here);
         let contenders: Vec<(u32, u32)> = shape.iter().map(|(_, w, c)| (*w, *c)).collect();
         for ((weight, ..), part) in shape.iter().zip(allocate(slots, &contenders)) {
             w.parts.insert(*weight, part);

@@ -1,0 +1,22 @@
+//! The per-tenant limits webhooks declare (`[limits]`, plans, admin overrides).
+
+use std::time::Duration;
+
+use crate::limits::{Limit, RateLimit};
+
+/// Deliveries a tenant asks for by hand (test events and manual retries) per minute:
+/// each is a request to the tenant's server made by conveyor, so an unbounded loop of
+/// them would make conveyor a traffic source aimed wherever the endpoint points.
+pub const SENDS: RateLimit = RateLimit {
+    action: "webhook_send",
+    count: Limit {
+        key: "webhook_sends_per_min",
+        default: 30,
+        about: "webhook test events and manual delivery retries per minute",
+        used: None,
+    },
+    per: Duration::from_secs(60),
+    burst: None,
+};
+
+pub const LIMITS: &[Limit] = &[SENDS.count];
