@@ -20,7 +20,7 @@ hidden=(ffmpeg ffprobe promtool chromium chromedriver node npm npx rabbitmqctl
         rabbitmq-server redis-server redis-cli mariadb mysql psql pg_ctlcluster)
 
 if ! command -v ip >/dev/null; then
-  apt-get install -y -qq iproute2 >/dev/null
+  apt-get update -qq && apt-get install -y -qq iproute2 >/dev/null
 fi
 
 untracked=$(git status --porcelain --ignored --untracked-files=all | grep -v '^!! target/' | head -n 20 || true)

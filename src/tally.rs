@@ -70,6 +70,17 @@ impl Tally {
         }
     }
 
+    /// A consumer of `queue` went from prefetch `from` to `to`, in one step (a reader
+    /// never sees the queue unconsumed in between).
+    pub fn reconsuming(&self, queue: &'static str, from: u16, to: u16) {
+        let mut c = self.consuming.lock().unwrap_or_else(|p| p.into_inner());
+        let n = c.entry(queue).or_default();
+        *n = n.saturating_sub(from).saturating_add(to);
+        if *n == 0 {
+            c.remove(queue);
+        }
+    }
+
     /// The queues consumed here and their prefetch.
     pub fn consumed(&self) -> Vec<(&'static str, u16)> {
         let c = self.consuming.lock().unwrap_or_else(|p| p.into_inner());

@@ -229,8 +229,7 @@ impl Consuming {
 
 impl Consuming {
     fn set(&mut self, prefetch: u16) {
-        self.tally.consuming(self.queue, self.prefetch, false);
-        self.tally.consuming(self.queue, prefetch, true);
+        self.tally.reconsuming(self.queue, self.prefetch, prefetch);
         self.prefetch = prefetch;
     }
 }

@@ -325,12 +325,13 @@ async fn one_trace_from_the_request_through_the_retried_steps_to_the_push() {
 }
 
 /// A caller's `traceparent` at the API: untrusted by default, it neither chooses the
-/// task's trace id nor, sampled, forces a trace past `sample_ratio = 0`; with
-/// `telemetry.trust_incoming` the request joins the caller's trace and decision.
+/// task's trace id nor, sampled, forces spans out past `sample_ratio = 0`; with
+/// `telemetry.trust_incoming` the request joins the caller's trace and decision. Read back
+/// from Jaeger: what was exported, under which trace id.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_callers_traceparent_is_followed_only_when_trusted() {
     let test = "trusted_traceparent";
-    let Some((otlp, _)) = jaeger(test).await else {
+    let Some((otlp, query)) = jaeger(test).await else {
         return;
     };
     let Some(env) = TestEnv::new(Backend::RabbitPostgres, test).await else {
@@ -340,10 +341,21 @@ async fn a_callers_traceparent_is_followed_only_when_trusted() {
     let (_, key) = conveyor::users::create(&platform.db, "caller", 1000, false)
         .await
         .unwrap();
-    let caller = "4bf92f3577b34da6a3ce929d0e0e4736";
+    // A fresh caller trace per run: Jaeger keeps what earlier runs sent.
+    let caller = uuid::Uuid::new_v4().simple().to_string();
     let traceparent = format!("00-{caller}-00f067aa0ba902b7-01");
-    // (trust_incoming, sample_ratio): the task's trace id.
-    for (trust, ratio) in [(false, "0"), (false, "1"), (true, "0")] {
+    let exported = |trace_id: String| {
+        let query = query.clone();
+        async move {
+            spans_of(&query, &trace_id)
+                .await
+                .iter()
+                .any(|s| s.name == "POST /v1/tasks")
+        }
+    };
+    // (trust_incoming, sample_ratio), the trusted case first: it shows the spans of a
+    // sampled request do reach Jaeger here, so the absence below means something.
+    for (trust, ratio) in [(true, "0"), (false, "0"), (false, "1")] {
         let port = free_port();
         let mut serve = command(BIN, env.dir.path());
         on_services(serve.arg("serve"), &env)
@@ -356,8 +368,7 @@ async fn a_callers_traceparent_is_followed_only_when_trusted() {
             .stderr(Stdio::inherit());
         let serve = serve.spawn().map(Running).unwrap();
         wait_ready(port).await;
-        let http = reqwest::Client::new();
-        let r = http
+        let r = reqwest::Client::new()
             .post(format!("http://127.0.0.1:{port}/v1/tasks"))
             .bearer_auth(&key)
             .header("traceparent", &traceparent)
@@ -367,22 +378,40 @@ async fn a_callers_traceparent_is_followed_only_when_trusted() {
             .unwrap();
         assert_eq!(r.status(), 202);
         let task: Value = r.json().await.unwrap();
-        let trace_id = task["trace_id"].as_str();
-        match (trust, ratio) {
-            (false, "0") => assert_eq!(
-                trace_id, None,
-                "an untrusted sampled traceparent forced a trace at sample_ratio 0: {task}"
-            ),
-            (false, _) => {
-                let id = trace_id.unwrap_or_else(|| panic!("sampled at ratio 1: {task}"));
-                assert_ne!(id, caller, "an untrusted caller chose the trace id");
-                assert_eq!(id.len(), 32, "{task}");
+        let trace_id = task["trace_id"]
+            .as_str()
+            .unwrap_or_else(|| panic!("a task keeps its trace id: {task}"))
+            .to_owned();
+        if trust {
+            assert_eq!(trace_id, caller, "a trusted caller's trace: {task}");
+            // Sampled as the caller decided, whatever sample_ratio says.
+            let began = Instant::now();
+            while !exported(caller.clone()).await {
+                assert!(
+                    began.elapsed() < Duration::from_secs(20),
+                    "the trusted request's span never reached Jaeger"
+                );
+                tokio::time::sleep(Duration::from_millis(250)).await;
             }
-            _ => assert_eq!(
-                trace_id,
-                Some(caller),
-                "a trusted caller's trace and decision: {task}"
-            ),
+        } else if ratio == "0" {
+            assert_ne!(trace_id, caller, "an untrusted caller chose the trace id");
+            // An absence: the exporter sends within half a second and the trusted
+            // request's span arrived well within this (no condition marks "never").
+            tokio::time::sleep(Duration::from_secs(3)).await;
+            assert!(
+                !exported(trace_id.clone()).await,
+                "an untrusted sampled traceparent forced a trace out at sample_ratio 0"
+            );
+        } else {
+            assert_ne!(trace_id, caller, "an untrusted caller chose the trace id");
+            let began = Instant::now();
+            while !exported(trace_id.clone()).await {
+                assert!(
+                    began.elapsed() < Duration::from_secs(20),
+                    "sampled by sample_ratio 1, the request's own trace never reached Jaeger"
+                );
+                tokio::time::sleep(Duration::from_millis(250)).await;
+            }
         }
         drop(serve);
     }

@@ -84,10 +84,11 @@ async fn lane(
     }
     let duration_ms = match u.duration_ms {
         Some(ms) => Some(ms),
-        None => {
-            covered(db, &u.user_id, cost).await?;
-            probed::length(&u.id, probe_length(db, storage, u)).await
-        }
+        // Not probed for a submission its credits would refuse (a probe runs ffprobe on
+        // this machine); its reservation answers 402, or an idempotent retry of one that
+        // was accepted gets its stored answer (which a 402 here would hide).
+        None if !covered(db, &u.user_id, cost).await? => None,
+        None => probed::length(&u.id, probe_length(db, storage, u)).await,
     };
     Ok(match duration_ms {
         Some(ms) if ms > (long_secs * 1000) as i64 => Lane::Long,
@@ -95,24 +96,17 @@ async fn lane(
     })
 }
 
-/// 402 unless `user`'s balance covers `cost`: a probe runs ffprobe on this machine, so a
-/// submission its credits would refuse must not get one. (The submission's own
-/// reservation is still what decides.)
-async fn covered(db: &DatabaseConnection, user: &str, cost: i64) -> Result<(), ApiError> {
+/// Whether `user`'s balance covers `cost` (the submission's own reservation is still
+/// what decides).
+async fn covered(db: &DatabaseConnection, user: &str, cost: i64) -> Result<bool, ApiError> {
     if cost <= 0 {
-        return Ok(());
+        return Ok(true);
     }
     let balance = crate::users::entity::user::Entity::find_by_id(user.to_owned())
         .one(db)
         .await?
         .map_or(0, |u| u.credits);
-    if balance < cost {
-        return Err(ApiError::PaymentRequired {
-            needed: cost,
-            balance,
-        });
-    }
-    Ok(())
+    Ok(balance >= cost)
 }
 
 /// Reads `u`'s length with ffprobe and keeps it on the upload, so each upload is probed

@@ -119,9 +119,6 @@ pub async fn create_pending_with_id(
     row.try_into_model()
 }
 
-/// The upload is stored: READY with what the write measured; its reservation becomes
-/// its size (the difference goes back to the quota). The row as it is now, or `None` if
-/// it was no longer PENDING (collected as abandoned meanwhile).
 /// Records a stored file's length once something read it (ffprobe, at a video
 /// analysis's submission): the next reader takes it from the row.
 pub async fn set_duration(
@@ -138,6 +135,59 @@ pub async fn set_duration(
         .map(drop)
 }
 
+/// What a stored file measured, as its row keeps it.
+pub(super) struct Measured<'a> {
+    /// Where it is now, when that changed (an upload's final key).
+    pub store_key: Option<&'a str>,
+    pub size: i64,
+    pub content_type: &'a str,
+    pub sha256: &'a str,
+    pub dimensions: Dimensions,
+    pub at: DateTime<Utc>,
+}
+
+/// `row`, PENDING with a reservation, becomes READY with what was measured; its
+/// reservation becomes its size (the difference goes back to, or is taken from, its
+/// owner's quota). `false`: it was no longer PENDING (collected as abandoned meanwhile)
+/// and nothing changed. Uploads and a task's generated files settle through it alike.
+pub(super) async fn make_ready(
+    db: &impl ConnectionTrait,
+    row: &Object,
+    m: &Measured<'_>,
+) -> Result<bool, DbErr> {
+    let mut update = Entity::update_many()
+        .col_expr(Column::Status, Expr::value(READY))
+        .col_expr(Column::Size, Expr::value(m.size))
+        .col_expr(Column::Reserved, Expr::value(m.size))
+        .col_expr(Column::ContentType, Expr::value(m.content_type))
+        .col_expr(Column::Sha256, Expr::value(m.sha256))
+        .col_expr(Column::Width, Expr::value(m.dimensions.width))
+        .col_expr(Column::Height, Expr::value(m.dimensions.height))
+        .col_expr(Column::DurationMs, Expr::value(m.dimensions.duration_ms))
+        .col_expr(Column::UpdatedAt, Expr::value(m.at));
+    if let Some(key) = m.store_key {
+        update = update.col_expr(Column::StoreKey, Expr::value(key));
+    }
+    let done = update
+        .filter(Column::Id.eq(&row.id))
+        .filter(Column::Status.eq(PENDING))
+        .exec(db)
+        .await?;
+    if done.rows_affected != 1 {
+        return Ok(false);
+    }
+    let over = row.reserved - m.size;
+    if over > 0 {
+        usage::release(db, &row.user_id, over).await?;
+    } else if over < 0 {
+        usage::add(db, &row.user_id, -over).await?;
+    }
+    Ok(true)
+}
+
+/// The upload is stored: READY with what the write measured ([`make_ready`]). The row
+/// as it is now, or `None` if it was no longer PENDING (collected as abandoned
+/// meanwhile).
 pub async fn mark_ready(
     db: &impl ConnectionTrait,
     upload: &Object,
@@ -146,33 +196,21 @@ pub async fn mark_ready(
 ) -> Result<Option<Object>, DbErr> {
     let size = written.size as i64;
     let now = Utc::now();
-    let done = Entity::update_many()
-        .col_expr(Column::Status, Expr::value(READY))
-        .col_expr(Column::StoreKey, Expr::value(written.key.to_string()))
-        .col_expr(Column::Size, Expr::value(size))
-        .col_expr(Column::Reserved, Expr::value(size))
-        .col_expr(Column::ContentType, Expr::value(written.kind.content_type))
-        .col_expr(Column::Sha256, Expr::value(written.sha256.clone()))
-        .col_expr(Column::Width, Expr::value(dimensions.width))
-        .col_expr(Column::Height, Expr::value(dimensions.height))
-        .col_expr(Column::DurationMs, Expr::value(dimensions.duration_ms))
-        .col_expr(Column::UpdatedAt, Expr::value(now))
-        .filter(Column::Id.eq(&upload.id))
-        .filter(Column::Status.eq(PENDING))
-        .exec(db)
-        .await?;
-    if done.rows_affected != 1 {
+    let key = written.key.to_string();
+    let measured = Measured {
+        store_key: Some(&key),
+        size,
+        content_type: written.kind.content_type,
+        sha256: &written.sha256,
+        dimensions,
+        at: now,
+    };
+    if !make_ready(db, upload, &measured).await? {
         return Ok(None);
-    }
-    let over = upload.reserved - size;
-    if over > 0 {
-        usage::release(db, &upload.user_id, over).await?;
-    } else if over < 0 {
-        usage::add(db, &upload.user_id, -over).await?;
     }
     Ok(Some(Object {
         status: READY.to_owned(),
-        store_key: Some(written.key.to_string()),
+        store_key: Some(key),
         size,
         reserved: size,
         content_type: Some(written.kind.content_type.to_owned()),

@@ -6,14 +6,13 @@
 //! commit) is collected as abandoned after `storage.pending_ttl_secs`, its bytes with it.
 
 use chrono::Utc;
-use sea_orm::sea_query::Expr;
 use sea_orm::{
     ActiveValue::Set, ColumnTrait as _, ConnectionTrait, DatabaseConnection, DbErr,
     EntityTrait as _, QueryFilter as _, TransactionTrait as _,
 };
 
 use super::entity::object::{ActiveModel, Column, Entity};
-use super::{Dimensions, GENERATED, GeneratedFile, Object, PENDING, READY, usage};
+use super::{GENERATED, GeneratedFile, Object, PENDING, usage};
 use crate::storage::Key;
 
 /// A file a task is about to store: where, and how many bytes.
@@ -122,42 +121,22 @@ pub(super) async fn settle(
     row: &Object,
     f: &GeneratedFile,
 ) -> Result<bool, DbErr> {
-    let size = f.size as i64;
-    let Dimensions {
-        width,
-        height,
-        duration_ms,
-    } = f.dimensions;
-    let done = Entity::update_many()
-        .col_expr(Column::Status, Expr::value(READY))
-        .col_expr(Column::Size, Expr::value(size))
-        .col_expr(Column::Reserved, Expr::value(size))
-        .col_expr(Column::ContentType, Expr::value(f.content_type.clone()))
-        .col_expr(Column::Sha256, Expr::value(f.sha256.clone()))
-        .col_expr(Column::Width, Expr::value(width))
-        .col_expr(Column::Height, Expr::value(height))
-        .col_expr(Column::DurationMs, Expr::value(duration_ms))
-        .col_expr(Column::UpdatedAt, Expr::value(Utc::now()))
-        .filter(Column::Id.eq(&row.id))
-        .filter(Column::Status.eq(PENDING))
-        .exec(db)
-        .await?;
-    if done.rows_affected != 1 {
-        return Ok(false);
-    }
-    let over = row.reserved - size;
-    if over > 0 {
-        usage::release(db, &row.user_id, over).await?;
-    } else if over < 0 {
-        usage::add(db, &row.user_id, -over).await?;
-    }
-    Ok(true)
+    let measured = super::Measured {
+        store_key: None,
+        size: f.size as i64,
+        content_type: &f.content_type,
+        sha256: &f.sha256,
+        dimensions: f.dimensions,
+        at: Utc::now(),
+    };
+    super::make_ready(db, row, &measured).await
 }
 
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
+    use crate::storage::records::{Dimensions, READY};
 
     async fn db() -> DatabaseConnection {
         let db = crate::db::connect_url("sqlite::memory:", 1).await.unwrap();

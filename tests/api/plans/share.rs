@@ -289,7 +289,7 @@ async fn what_a_capped_plan_cannot_use_goes_to_the_others(backend: Backend) {
 /// /v1/admin/queues/ai.short/concurrency`) on the configured plans (free weight 1, member
 /// weight 4): a member's 5 tasks, queued behind a free user's 40, finish while most of the
 /// free ones still wait. Cut from the configured 128 slots instead, free's part would be
-/// 25 of them: it would never yield, and the member would wait behind all 40 (30 s).
+/// 25 of them: it would never yield, and the member would wait behind all 40 (60 s).
 async fn a_lane_lowered_at_run_time_is_shared_by_its_live_slots(backend: Backend) {
     let Some(mut env) = TestEnv::new(backend, "plans_live_slots").await else {
         return;
@@ -332,9 +332,10 @@ async fn a_lane_lowered_at_run_time_is_shared_by_its_live_slots(backend: Backend
         )
         .await;
     }
-    // Free tasks of 1.5 s: what decides is the order of starts, not how busy the
-    // machine is (each free task that runs while the member waits is 1.5 s of it).
-    let slow = json!({ "kind": "copywriting", "prompt": "x", "params": { "simulate": { "step_ms": 1500 } } });
+    // Free tasks of 3 s: what decides is the order of starts, not how busy the machine
+    // is. On the embedded stack the free ones start while the floods are submitted (two
+    // at a time, one class waiting then), so each must last the submissions out.
+    let slow = json!({ "kind": "copywriting", "prompt": "x", "params": { "simulate": { "step_ms": 3000 } } });
     let mut free = Vec::new();
     for _ in 0..40 {
         free.push(tasks::submit_id(&app, &free_key, slow.clone()).await);

@@ -15,6 +15,7 @@ use sha2::{Digest as _, Sha256};
 use super::Media;
 use crate::api::AuthUser;
 use crate::api::openapi::ErrorBody;
+use crate::domains::media::limits;
 use crate::domains::media::view::UploadView;
 use crate::error::ApiError;
 use crate::storage::records::{self, Dimensions, PENDING};
@@ -29,7 +30,8 @@ use crate::storage::{Key, StorageError, Written};
         (status = 401, description = "Missing or invalid API key", body = ErrorBody),
         (status = 404, description = "No such upload of the caller's", body = ErrorBody),
         (status = 409, description = "`not_uploaded`: no object in the bucket yet", body = ErrorBody),
-        (status = 422, description = "`size_mismatch`, `unsupported_media_type` or `checksum_mismatch`: the upload is REJECTED and its object removed", body = ErrorBody)))]
+        (status = 422, description = "`size_mismatch`, `unsupported_media_type` or `checksum_mismatch`: the upload is REJECTED and its object removed", body = ErrorBody),
+        (status = 429, description = "`too_many_uploads`: the tenant has `limits.uploads_concurrent` uploads (and completions) in progress on this server; `Retry-After` says when to try again", body = ErrorBody)))]
 pub(crate) async fn complete(
     State(state): State<Media>,
     AuthUser(user): AuthUser,
@@ -45,6 +47,9 @@ pub(crate) async fn complete(
     if row.status != PENDING {
         return Ok(Json(UploadView::of(storage, row).await?));
     }
+    // A completion copies and reads the whole object: it holds one of the tenant's
+    // upload places until its answer, so parallel calls cannot multiply that work.
+    let _place = limits::hold(&state.core.limits, &user.id).await?;
     let incoming = Key::parse(&key).map_err(|e| ApiError::Internal(e.into()))?;
     // A key of this attempt's own: two completions at once never write the same object,
     // so the one that is marked READY serves what it checked.
@@ -117,8 +122,11 @@ pub(crate) async fn complete(
         return Ok(Json(UploadView::of(storage, now).await?));
     };
     // Settled: what the client wrote is no longer needed (a retry after a failure
-    // before this point copies it again).
-    storage.delete(incoming.as_str()).await?;
+    // before this point copies it again). A failed delete does not undo the READY
+    // answer: no row names the incoming key, so the collector removes it later.
+    if let Err(e) = storage.delete(incoming.as_str()).await {
+        tracing::warn!(error = %e, key = incoming.as_str(), "an upload's incoming object not removed; left to the collector");
+    }
     metrics::counter!("conveyor_storage_uploads_total", "outcome" => "ready").increment(1);
     Ok(Json(UploadView::of(storage, ready).await?))
 }

@@ -42,6 +42,24 @@ use bounds::{Budget, Plan};
 use keep::Output;
 use process::{RunError, Watch};
 
+#[cfg(test)]
+/// Whether FFmpeg runs here; a skip line if not (a failure when
+/// CONVEYOR_REQUIRE_SERVICES=1, where scripts/services.sh installed it).
+pub(crate) fn ffmpeg_here(test: &str) -> bool {
+    let here = std::process::Command::new("ffmpeg")
+        .arg("-version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !here {
+        assert!(
+            std::env::var("CONVEYOR_REQUIRE_SERVICES").as_deref() != Ok("1"),
+            "{test}: FFmpeg is not installed and CONVEYOR_REQUIRE_SERVICES=1"
+        );
+        eprintln!("SKIPPED {test}: FFmpeg is not installed");
+    }
+    here
+}
+
 pub use process::{scratch_root, sweep_orphans};
 
 /// Bytes a watched run may write past its budget before it is killed: the segments' WAV

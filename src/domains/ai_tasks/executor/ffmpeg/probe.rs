@@ -95,12 +95,7 @@ mod tests {
     /// there to read) are refused; a Matroska is read.
     #[tokio::test]
     async fn playlists_and_concat_lists_are_refused_by_ffprobe_itself() {
-        if std::process::Command::new("ffprobe")
-            .arg("-version")
-            .output()
-            .is_err()
-        {
-            eprintln!("SKIPPED: FFmpeg is not installed");
+        if !super::super::ffmpeg_here("playlists_and_concat_lists_are_refused_by_ffprobe_itself") {
             return;
         }
         let dir = tempfile::tempdir().unwrap();

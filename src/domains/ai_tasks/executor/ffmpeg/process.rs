@@ -212,12 +212,7 @@ mod tests {
     /// wrote (`-fs` is not kept by the segment muxer: a 20-minute WAV is 38 MB).
     #[tokio::test]
     async fn a_run_writing_past_its_bound_is_killed() {
-        if std::process::Command::new("ffmpeg")
-            .arg("-version")
-            .output()
-            .is_err()
-        {
-            eprintln!("SKIPPED: FFmpeg is not installed");
+        if !super::super::ffmpeg_here("a_run_writing_past_its_bound_is_killed") {
             return;
         }
         let dir = scratch("watch-test").unwrap();
@@ -263,16 +258,7 @@ mod tests {
     /// step and a dead process's are swept.
     #[tokio::test]
     async fn a_cancel_or_a_drop_kills_ffmpeg_and_scratch_is_cleaned() {
-        if std::process::Command::new("ffmpeg")
-            .arg("-version")
-            .output()
-            .is_err()
-        {
-            assert!(
-                std::env::var("CONVEYOR_REQUIRE_SERVICES").as_deref() != Ok("1"),
-                "FFmpeg is not installed"
-            );
-            eprintln!("SKIPPED: FFmpeg is not installed");
+        if !super::super::ffmpeg_here("a_cancel_or_a_drop_kills_ffmpeg_and_scratch_is_cleaned") {
             return;
         }
         for drop_it in [false, true] {
