@@ -7,6 +7,10 @@
 //! requests each: this machine's speed drifts by up to 2x over minutes, and turns
 //! give both the same mix of fast and slow spells.
 //!
+//! End to end on PostgreSQL it also prints what the database did per task:
+//! transactions, statements (where `pg_stat_statements` is loaded) and rows written by
+//! table — the per-task cost a feature on the task path adds shows there first.
+//!
 //! `CPU ms/req` is the machine's busy CPU time per request during a level (every
 //! process: this one, the database, the broker); `bench`, `db` and `broker` are the
 //! shares of this process (HTTP client and server), the database server(s) and
@@ -355,11 +359,15 @@ async fn end_to_end(name: &str, mut settings: Settings, total: usize, consumers:
         run_tasks(&url, &keys, &platform.db, warm).await;
         analyze(&platform.db).await;
     }
+    // The database's counters around the timed stretch (PostgreSQL; each snapshot waits
+    // for the backends' counters to be flushed, outside the timing).
+    let db_before = common::pg_stats::snapshot(&platform.db).await;
     let start = Instant::now();
     let before = cpu_ticks();
     run_tasks(&url, &keys, &platform.db, total).await;
     let secs = start.elapsed().as_secs_f64();
     let t = cpu_ticks().since(before);
+    let db_after = common::pg_stats::snapshot(&platform.db).await;
     use conveyor::domains::ai_tasks::entity::task;
     let succeeded = task::Entity::find()
         .filter(task::Column::Status.eq("SUCCESS"))
@@ -391,6 +399,13 @@ async fn end_to_end(name: &str, mut settings: Settings, total: usize, consumers:
         per(t.redis),
         per(t.machine.saturating_sub(t.own + t.db + t.broker + t.redis)),
     );
+    if let (Some(b), Some(a)) = (&db_before, &db_after) {
+        // Also what other activity (autovacuum, the canary, housekeeping) did meanwhile:
+        // small beside thousands of tasks.
+        for line in common::pg_stats::per_unit(b, a, total) {
+            println!("[{name}]   database per task: {line}");
+        }
+    }
     // With traces on, what became of the spans so far (a dead collector: made only
     // while it is tried).
     let spans: Vec<String> = conveyor::telemetry::metrics()

@@ -31,7 +31,7 @@
 //!   batch handlers: admission, handler, settlement), the processed-message fence.
 //! - [`dead_letters`]: dead letters recorded for operators; replay and discard (audited, paced), admin API.
 //! - [`users`]: users, roles and the visibility rule, hashed API keys, the credit ledger,
-//!   memberships, organisations (team accounts).
+//!   memberships, organisations (team accounts) and the invitations that join them.
 //! - [`whole`]: whole numbers in JSON as JSON Schema counts them (`5.0` is 5), for the
 //!   fields that take counts.
 //! - [`plans`]: what each plan gives (limits, kinds, weight, storage) and a user's

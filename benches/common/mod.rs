@@ -6,6 +6,7 @@
 pub mod cpu;
 pub mod lapin;
 pub mod memory;
+pub mod pg_stats;
 
 use std::time::Duration;
 

@@ -6768,6 +6768,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description `too_many_uploads`: the tenant has `limits.uploads_concurrent` uploads (and completions) in progress on this server; `Retry-After` says when to try again */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
         };
     };
     list_webhook_endpoints: {

@@ -1,0 +1,102 @@
+//! What PostgreSQL did during a stretch of a bench, per unit of work: transactions and
+//! rows written by table (`pg_stat_database`, `pg_stat_user_tables`), and statements
+//! (`pg_stat_statements`, where the extension is loaded). The per-task cost that a
+//! feature on the task path adds shows here first: a row more per task in some table, a
+//! transaction more, a statement more.
+//!
+//! PostgreSQL (15+) flushes a backend's counters when it goes idle, at most once a second
+//! and otherwise within [`FLUSH`]: a snapshot waits that long first, so the counts of the
+//! stretch before it are in and none of the stretch after it are.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use sea_orm::{ConnectionTrait, DatabaseConnection, DbBackend, Statement};
+
+/// How long a busy backend may hold its counters before they are visible to others.
+pub const FLUSH: Duration = Duration::from_secs(11);
+
+/// Counters of the current database at one moment.
+#[derive(Debug, Default, Clone)]
+pub struct Snapshot {
+    pub commits: i64,
+    pub rollbacks: i64,
+    /// Statements executed (every query of the database), if pg_stat_statements is loaded.
+    pub statements: Option<i64>,
+    /// (inserted, updated, deleted) by table.
+    pub tables: BTreeMap<String, (i64, i64, i64)>,
+}
+
+/// The counters now, after waiting [`FLUSH`]; `None` on a database other than PostgreSQL.
+pub async fn snapshot(db: &DatabaseConnection) -> Option<Snapshot> {
+    if db.get_database_backend() != DbBackend::Postgres {
+        return None;
+    }
+    tokio::time::sleep(FLUSH).await;
+    let one = |sql: &str| Statement::from_string(DbBackend::Postgres, sql.to_owned());
+    let mut s = Snapshot::default();
+    let row = db
+        .query_one_raw(one(
+            "SELECT xact_commit, xact_rollback FROM pg_stat_database WHERE datname = current_database()",
+        ))
+        .await
+        .ok()??;
+    s.commits = row.try_get_by_index(0).ok()?;
+    s.rollbacks = row.try_get_by_index(1).ok()?;
+    // Only where the extension is installed in this database and preloaded.
+    if let Ok(Some(row)) = db
+        .query_one_raw(one(
+            "SELECT sum(calls)::bigint FROM pg_stat_statements WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database())",
+        ))
+        .await
+    {
+        s.statements = row.try_get_by_index(0).ok();
+    }
+    let rows = db
+        .query_all_raw(one(
+            "SELECT relname::text, n_tup_ins, n_tup_upd, n_tup_del FROM pg_stat_user_tables",
+        ))
+        .await
+        .ok()?;
+    for r in rows {
+        let name: String = r.try_get_by_index(0).ok()?;
+        let counts = (
+            r.try_get_by_index(1).ok()?,
+            r.try_get_by_index(2).ok()?,
+            r.try_get_by_index(3).ok()?,
+        );
+        s.tables.insert(name, counts);
+    }
+    Some(s)
+}
+
+/// What happened between `before` and `after`, per one of `n` units, as lines to print:
+/// transactions, statements, and the rows written in each table that was written.
+pub fn per_unit(before: &Snapshot, after: &Snapshot, n: usize) -> Vec<String> {
+    let per = |d: i64| d as f64 / n.max(1) as f64;
+    let mut lines = vec![format!(
+        "transactions {:.2} (rollbacks {:.2}), statements {}",
+        per(after.commits - before.commits),
+        per(after.rollbacks - before.rollbacks),
+        match (before.statements, after.statements) {
+            (Some(b), Some(a)) => format!("{:.2}", per(a - b)),
+            _ => "not counted (pg_stat_statements not loaded)".to_owned(),
+        }
+    )];
+    let mut written: Vec<(String, f64, f64, f64)> = after
+        .tables
+        .iter()
+        .map(|(t, (i, u, d))| {
+            let (bi, bu, bd) = before.tables.get(t).copied().unwrap_or_default();
+            (t.clone(), per(i - bi), per(u - bu), per(d - bd))
+        })
+        .filter(|(_, i, u, d)| i + u + d > 0.0)
+        .collect();
+    written.sort_by(|a, b| (b.1 + b.2 + b.3).total_cmp(&(a.1 + a.2 + a.3)));
+    let total: f64 = written.iter().map(|(_, i, u, d)| i + u + d).sum();
+    lines.push(format!("rows written {total:.2}:"));
+    for (t, i, u, d) in written {
+        lines.push(format!("  {t}: +{i:.2} ~{u:.2} -{d:.2}"));
+    }
+    lines
+}
