@@ -22,8 +22,9 @@ use std::time::{Duration, Instant};
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::routing::post;
-use conveyor::domains::webhooks::emit::{self, Event};
+use conveyor::domains::ai_tasks::events::SUCCEEDED;
 use conveyor::domains::webhooks::store::{self as endpoints, NewEndpoint};
+use conveyor::events::Event;
 use futures::StreamExt as _;
 use sea_orm::TransactionTrait as _;
 use serde_json::json;
@@ -111,14 +112,16 @@ async fn commit_events(
     for chunk in (0..events).collect::<Vec<_>>().chunks(100) {
         let batch: Vec<Event> = chunk
             .iter()
-            .map(|i| Event {
-                user_id: users[i % ENDPOINTS].clone(),
-                event_type: "task.succeeded",
-                data: json!({ "id": format!("{prefix}{i}"), "status": "SUCCESS" }),
+            .map(|i| {
+                Event::new(
+                    users[i % ENDPOINTS].clone(),
+                    &SUCCEEDED,
+                    json!({ "id": format!("{prefix}{i}"), "status": "SUCCESS" }),
+                )
             })
             .collect();
         let txn = platform.db.begin().await.unwrap();
-        emit::record_many(&txn, &batch).await.unwrap();
+        platform.events.record(&txn, batch).await.unwrap();
         txn.commit().await.unwrap();
         platform.relay.notify();
         let now = Instant::now();

@@ -79,6 +79,7 @@ fn search_settings(backend: Backend, alias: &str) -> SearchSettings {
         breaker_failures: 3,
         breaker_open_ms: 1000,
         semantic_min_score: 0.2,
+        embedding_provider: String::new(),
     }
 }
 

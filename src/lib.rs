@@ -23,8 +23,13 @@
 //!   [`db::group_commit`] (concurrent small writes committed as one transaction).
 //! - [`broker`]: the broker trait, the message [`broker::Envelope`], the topology table
 //!   (the only place queue names live) and the RabbitMQ and embedded implementations.
+//! - [`redis_conn`]: a Redis connection for a URL from the settings, the one way every
+//!   Redis user connects (dedupe, rates, the providers' fleet limits, the stock).
 //! - [`dedupe`]: the claim/complete/release store (Redis or in-process).
 //! - [`outbox`]: writes messages inside the caller's transaction; the relay publishes them.
+//! - [`events`]: the event seam between domains: a domain records its events in its own
+//!   transaction; the listeners other domains register (webhooks, search sync) hear them
+//!   in that transaction.
 //! - [`bus`]: the typed cluster bus over the broker's fan-out ([`bus::Topic`]: live
 //!   events, key notices, process reports, each on a topic of its own).
 //! - [`consumer`]: the consume loop, `process_one` and `process_batch` (single-message and
@@ -43,7 +48,7 @@
 //! - [`search`]: the search backend seam (versioned bulk writes, owner-filtered search)
 //!   with its embedded index (tantivy, with a CJK bigram tokenizer) and Elasticsearch
 //!   adapter; search by meaning (`search::semantic`: vectors, exact cosine, the query
-//!   embedder's slot that the AI domain fills).
+//!   embedder's seam).
 //! - [`instance`]: this process run's name (`host:pid:run`), in reports and failure
 //!   histories.
 //! - [`standard_webhooks`]: Standard Webhooks signatures (provider callbacks in, the
@@ -52,6 +57,11 @@
 //!   outputs): the SSRF guard (public addresses only, checked on every hop).
 //! - [`storage`]: media files in an object store (a local directory or S3-compatible):
 //!   checked keys, sniffed kinds, streamed writes, ranged reads, signed URLs.
+//! - [`providers`]: the AI providers below the domains: the executor seam, the
+//!   OpenAI-compatible, Dify, prediction (Replicate), FFmpeg and simulated adapters,
+//!   HTTP and SSE reading, the fleet's rate limits and slots, `[ai.providers.*]` and the
+//!   usage they report; [`providers::Providers`] holds them by name, one per process.
+//!   Providers know no domain: a step names its provider.
 //! - [`platform`]: [`platform::Platform`], the connected backends of one process (no domain).
 //! - [`housekeeping`]: hourly trimming of the tables whose owners declare a
 //!   [`housekeeping::Retention`] (idempotency keys, published outbox rows, fences, the
@@ -67,6 +77,12 @@
 //! - [`ops`]: the operations console: a board per API instance (queues, rates from every
 //!   process's report, the domains' panels, dead letters), alerts notified to webhooks,
 //!   `/ops` and its admin API.
+//! - [`contract`]: how a feature plugs in ([`contract::Feature`]: routes, OpenAPI
+//!   entries, limits, gauges, panels, tables), one contract for the platform's own
+//!   features and the domains (a domain is a feature with queues, settings, a command).
+//! - [`features`]: the platform's own features as entries of that contract (health,
+//!   assets, account, live, dead letters, ops, idempotency keys, the delivery tables, the
+//!   caches' notices).
 //! - [`domains`]: business flows, each a folder with its queues, messages, routes,
 //!   handlers, jobs, store and streams, and the registry [`domains::ALL`]: AI tasks,
 //!   flash-sale orders, payments, search sync (materials and their index), the canary
@@ -87,11 +103,14 @@ pub mod cli;
 pub mod client;
 pub mod config;
 pub mod consumer;
+pub mod contract;
 pub mod db;
 pub mod dead_letters;
 pub mod dedupe;
 pub mod domains;
 pub mod error;
+pub mod events;
+pub mod features;
 pub mod housekeeping;
 pub mod idempotency;
 pub mod instance;
@@ -102,6 +121,8 @@ pub mod ops;
 pub mod outbox;
 pub mod plans;
 pub mod platform;
+pub mod providers;
+pub mod redis_conn;
 pub mod search;
 pub mod settings;
 pub mod standard_webhooks;

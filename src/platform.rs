@@ -1,6 +1,7 @@
 //! [`Platform`]: the connected backends of one process (database, broker, dedupe store,
-//! outbox relay, processed-message fence). It knows no business domain: the topology it
-//! declares is handed to it, built from the domain registry by `app`.
+//! outbox relay, processed-message fence, media store, the AI providers). It knows no
+//! business domain: the topology it declares is handed to it, built from the domain
+//! registry by `app`.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -13,7 +14,7 @@ use crate::consumer::{Deps, Fence};
 use crate::db;
 use crate::dedupe::{self, DedupeStore};
 use crate::outbox::Relay;
-use crate::search::semantic::EmbedderSlot;
+use crate::providers::Providers;
 use crate::settings::Settings;
 use crate::storage::Storage;
 use crate::tally::Tally;
@@ -31,12 +32,16 @@ pub struct Platform {
     pub tally: Arc<Tally>,
     /// Media files (uploads, generated outputs).
     pub storage: Arc<Storage>,
-    /// The query embedder of a search by meaning, put here by the domain that has one
-    /// (the AI providers) for the domain that searches.
-    pub embedder: Arc<EmbedderSlot>,
+    /// The AI providers by name, built once per process: every domain that calls one
+    /// (a task's steps, a search by meaning's query) shares their fleet limits.
+    pub providers: Providers,
     /// Limit values for tenants: `[limits]`, the plans of `[plans]` (`free` always among
     /// them), admins' overrides (one cache for the process's API and consumers).
     pub limits: crate::limits::Values,
+    /// The event seam: domains record their events through it, and the listeners the
+    /// installed domains registered hear them in the recorder's transaction (filled by
+    /// `app` once every domain is installed).
+    pub events: crate::events::Events,
 }
 
 impl Platform {
@@ -69,6 +74,14 @@ impl Platform {
             db.clone(),
             crate::plans::Plans::new(&settings.plans),
         );
+        let providers = Providers::connect(
+            &settings,
+            db.clone(),
+            storage.clone(),
+            limits.plans().clone(),
+        )
+        .await
+        .context("building the AI providers")?;
         Ok(Platform {
             limits,
             settings: Arc::new(settings),
@@ -79,7 +92,8 @@ impl Platform {
             fence,
             tally,
             storage,
-            embedder: Arc::default(),
+            providers,
+            events: crate::events::Events::default(),
         })
     }
 

@@ -107,10 +107,11 @@ pub async fn revoke_key(
         (status = 404, description = "No such live key of this user", body = ErrorBody)))]
 pub async fn rotate_key(
     State(core): State<Core>,
+    State(auth): State<std::sync::Arc<crate::api::settings::AuthSettings>>,
     Admin(admin): Admin,
     Path((user_id, key_id)): Path<(String, String)>,
 ) -> Result<(StatusCode, Json<RotatedView>), ApiError> {
-    let overlap = std::time::Duration::from_secs(core.auth.key_rotation_overlap_secs);
+    let overlap = std::time::Duration::from_secs(auth.key_rotation_overlap_secs);
     let (new, key, old) = keys::rotate(
         &core.db,
         Some(&core.broker),

@@ -11,18 +11,25 @@ pub mod ledger;
 pub mod me;
 pub mod orgs;
 
+use std::sync::Arc;
+
 use axum::Router;
+use axum::extract::FromRef;
 use axum::routing::{delete, get, post, put};
 
 use crate::api::Core;
+use crate::api::settings::AuthSettings;
 
 /// What the configuration decides in these routes' document, so that a client generated
 /// from it never sends a name the server refuses: the plans an admin may choose
 /// (`PlanChoice.plan`, or `null`) and the limits an override may name (`Overrides`, each
 /// a whole number up to [`crate::limits::declared::MAX_VALUE`]).
-pub fn documented(limits: &crate::limits::Limits, doc: &mut utoipa::openapi::OpenApi) {
+pub fn documented(
+    plans: &crate::plans::Plans,
+    declared: &[crate::limits::Limit],
+    doc: &mut utoipa::openapi::OpenApi,
+) {
     use serde_json::{Value, json};
-    let plans = limits.plans();
     let choices: Vec<Value> = plans
         .names()
         .into_iter()
@@ -39,8 +46,7 @@ pub fn documented(limits: &crate::limits::Limits, doc: &mut utoipa::openapi::Ope
         "additionalProperties": false,
     });
     let max = crate::limits::declared::MAX_VALUE;
-    let named: serde_json::Map<String, Value> = limits
-        .declared()
+    let named: serde_json::Map<String, Value> = declared
         .iter()
         .map(|l| {
             (
@@ -59,7 +65,14 @@ pub fn documented(limits: &crate::limits::Limits, doc: &mut utoipa::openapi::Ope
     crate::api::openapi::set_schema(doc, "Overrides", overrides);
 }
 
-pub fn routes(core: Core) -> Router {
+/// The routes' state: the core and `[auth]` (how long a rotated key keeps working).
+#[derive(Clone, FromRef)]
+pub struct Account {
+    pub core: Core,
+    pub auth: Arc<AuthSettings>,
+}
+
+pub fn routes(state: Account) -> Router {
     Router::new()
         .route("/v1/me", get(me::me))
         .route("/v1/me/ledger", get(ledger::ledger))
@@ -99,7 +112,7 @@ pub fn routes(core: Core) -> Router {
         .route("/v1/org/invitations", get(invitations::of_org))
         .route("/v1/org/invitations/{id}/revoke", post(invitations::revoke))
         .route("/v1/org/members/{user_id}", delete(orgs::owner_remove))
-        .with_state(core)
+        .with_state(state)
 }
 
 /// The routes' OpenAPI entries.

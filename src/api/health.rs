@@ -16,11 +16,12 @@ use super::{Core, PROBE_TIMEOUT};
 use crate::error::ApiError;
 use crate::telemetry::gauges::Gauge;
 
-/// The health routes' state: the core, the domains' gauges for `/metrics` and their
-/// dependencies' probes.
+/// The health routes' state: the core, the dedupe store `/readyz` pings, every entry's
+/// gauges for `/metrics` and their dependencies' probes.
 #[derive(Clone, FromRef)]
 pub struct Health {
     pub core: Core,
+    pub dedupe: Arc<dyn crate::dedupe::DedupeStore>,
     pub gauges: Arc<[Gauge]>,
     pub probes: Arc<[Probe]>,
 }
@@ -106,7 +107,7 @@ pub async fn readyz(State(state): State<Health>, headers: HeaderMap) -> impl Int
     let (db, broker, dedupe, extra) = tokio::join!(
         probe(crate::db::ping(&core.db)),
         probe(core.broker.ping()),
-        probe(core.dedupe.ping()),
+        probe(state.dedupe.ping()),
         run_probes(&state.probes),
     );
     // The node each broker connection uses (after the ping reconnected), for operators.

@@ -1,7 +1,9 @@
 //! [`Core`]: what every route module's state carries (settings, backends, the identity
 //! cache, the shutdown token). Route modules own a small state of their own that holds a
 //! `Core` and derives `FromRef`, so the extractors here ([`super::AuthUser`], …) work in
-//! every one of them without knowing the others.
+//! every one of them without knowing the others. What only one route module reads (the
+//! dedupe store `/readyz` pings, `[auth]`'s key rotation) is in that module's state: the
+//! extractors copy a `Core` per request.
 
 use std::sync::Arc;
 
@@ -9,20 +11,17 @@ use sea_orm::DatabaseConnection;
 use tokio_util::sync::CancellationToken;
 
 use super::auth::AuthCache;
-use super::settings::{AuthSettings, ServerSettings};
+use super::settings::ServerSettings;
 use crate::broker::Broker;
-use crate::dedupe::DedupeStore;
 use crate::limits::Limits;
 use crate::outbox::Relay;
 
 #[derive(Clone)]
 pub struct Core {
-    /// `[server]` and `[auth]`: the HTTP kit's own settings.
+    /// `[server]`: the HTTP kit's own settings.
     pub server: Arc<ServerSettings>,
-    pub auth: AuthSettings,
     pub db: DatabaseConnection,
     pub broker: Arc<dyn Broker>,
-    pub dedupe: Arc<dyn DedupeStore>,
     pub relay: Relay,
     /// Media files: uploads, generated outputs, signed URLs.
     pub storage: Arc<crate::storage::Storage>,

@@ -8,18 +8,15 @@ use anyhow::Context as _;
 use axum::Router;
 use tokio_util::sync::CancellationToken;
 
-use super::compose::Served;
 use super::compose::compose;
-use super::install;
-use super::retention;
-use super::sections;
-use super::topology;
+use super::serving::Served;
 use super::workers::InstalledWorkers;
 use super::workers::serve_workers;
+use super::{FEATURES, feature_of, install, retention, sections, topology};
 use crate::api;
 use crate::broker::settings::BrokerKind;
+use crate::bus::Bus;
 use crate::domains::{self, Domain};
-use crate::live;
 use crate::settings::Settings;
 
 pub use crate::platform::Platform;
@@ -27,12 +24,13 @@ pub use crate::platform::Platform;
 /// The API server, bound and ready to run.
 pub struct Application {
     platform: Platform,
-    domains: Vec<&'static Domain>,
-    /// What the installed domains serve over HTTP.
+    /// What the platform's features and the installed domains serve over HTTP.
     served: Vec<Served>,
-    /// Their consumers and jobs, for whoever runs them (see [`Application::workers`]).
+    /// The domains' consumers and jobs, for whoever runs them (see
+    /// [`Application::workers`]).
     workers: InstalledWorkers,
-    hub: live::Hub,
+    /// Listening since the build, so nothing published after it is missed.
+    bus: Bus,
     listener: tokio::net::TcpListener,
     addr: SocketAddr,
 }
@@ -61,14 +59,14 @@ impl Application {
             .await
             .with_context(|| format!("binding {bind} (server.host, server.port)"))?;
         let addr = listener.local_addr()?;
-        let bus = crate::bus::Bus::start(platform.broker.as_ref())
+        let bus = Bus::start(platform.broker.as_ref())
             .await
             .context("listening to the bus")?;
-        let hub = live::Hub::start(&bus);
-        let mut served = Vec::new();
+        let mut served: Vec<Served> = FEATURES.iter().map(|f| Served::feature(**f)).collect();
         let mut workers = Vec::new();
         for (domain, parts) in install(&platform, domains).await? {
-            served.push((domain, parts.routes, parts.streams, parts.probes));
+            let (routes, streams, probes) = (parts.routes, parts.streams, parts.probes);
+            served.push(Served::domain(feature_of(domain), routes, streams, probes));
             workers.push((domain, parts.handlers, parts.jobs));
         }
         let workers = InstalledWorkers {
@@ -78,10 +76,9 @@ impl Application {
         };
         Ok(Application {
             platform,
-            domains: domains.to_vec(),
             served,
             workers,
-            hub,
+            bus,
             listener,
             addr,
         })
@@ -103,14 +100,7 @@ impl Application {
     /// The composed router alone, serving nothing and running no workers: for tests that
     /// drive requests through it (`tower::ServiceExt::oneshot`) without a socket.
     pub async fn into_router(self, shutdown: CancellationToken) -> anyhow::Result<Router> {
-        compose(
-            &self.platform,
-            &self.domains,
-            self.served,
-            self.hub,
-            shutdown,
-        )
-        .await
+        compose(&self.platform, self.served, self.bus, shutdown).await
     }
 
     /// Serves until `shutdown`: in-flight requests get `server.shutdown_grace_ms`, then
@@ -118,14 +108,13 @@ impl Application {
     pub async fn run_until(self, shutdown: CancellationToken) -> anyhow::Result<()> {
         let Application {
             platform,
-            domains,
             served,
             workers,
-            hub,
+            bus,
             listener,
             addr,
         } = self;
-        let router = compose(&platform, &domains, served, hub, shutdown.clone()).await?;
+        let router = compose(&platform, served, bus, shutdown.clone()).await?;
         // The embedded broker lives in this process, so its consumers must too; with
         // RabbitMQ consumers are separate processes (`conveyor consume`), and the API
         // process only relays its outbox.

@@ -1,29 +1,74 @@
-//! The composition root: the one place that names every domain and every route module.
-//! It builds the topology from the domain registry, connects the [`Platform`], runs
-//! consumers and jobs ([`run_workers`]), and composes the HTTP API ([`Application`]):
-//! each module's router (with its own state), one OpenAPI document merged from theirs,
-//! the live-stream sources and the gauges the domains bring.
+//! The composition root: it reads two lists, the platform's own features ([`FEATURES`])
+//! and the domains (`crate::domains::ALL`), through one contract
+//! ([`crate::contract::Feature`]; a domain is a feature with queues, settings, a command
+//! and an install step). It builds the topology from the domains, connects the
+//! [`Platform`], runs consumers and jobs ([`run_workers`]), and composes the HTTP API
+//! ([`Application`]) in one loop over every entry: each one's routes (built from what
+//! was gathered from all of them: the core, every stream kind, probe, gauge and panel),
+//! one OpenAPI document merged from theirs.
 //!
-//! Files: this one (the registry read: topology, groups, sections, limits, retention,
+//! Files: this one (the lists read: topology, groups, sections, limits, retention,
 //! installation), [`workers`] (consumers, jobs, relay, housekeeping), [`application`]
-//! (the server), [`compose`] (the router and the OpenAPI document).
+//! (the server), [`serving`] (what is gathered for the routes), [`compose`] (the router
+//! and the OpenAPI document).
 
 mod application;
 mod compose;
+mod serving;
 mod workers;
 
 use anyhow::Context as _;
 
 use crate::broker::Topology;
+use crate::contract::Feature;
 use crate::domains::{self, Domain, Installed};
+use crate::features;
 use crate::housekeeping::Retention;
 use crate::settings::Section;
 use crate::settings::Settings;
-use crate::{consumer, live};
 
 pub use crate::platform::Platform;
 pub use application::Application;
 pub use workers::{InstalledWorkers, run_workers};
+
+/// The platform's own features, in the order their routes, documents, limits and tables
+/// are composed (before the domains'). Adding one is one line here.
+pub const FEATURES: &[&Feature] = &[
+    &features::NOTICES,
+    &features::HEALTH,
+    &features::ASSETS,
+    &features::ACCOUNT,
+    &features::LIVE,
+    &features::DEAD_LETTERS,
+    &features::OPS,
+    &features::IDEMPOTENCY,
+    &features::DELIVERY,
+];
+
+/// Every entry of this build: the platform's features, then `domains` as the features
+/// they also are.
+pub fn entries(domains: &[&'static Domain]) -> Vec<Feature> {
+    let domains = domains.iter().map(|d| feature_of(d));
+    FEATURES.iter().map(|f| **f).chain(domains).collect()
+}
+
+/// What a domain declares of the parts every entry has (its routes come from its
+/// install step, which builds its service once per process).
+fn feature_of(d: &Domain) -> Feature {
+    Feature {
+        name: d.name,
+        serve: None,
+        work: None,
+        limits: d.limits,
+        gauges: d.gauges,
+        panels: d.panels,
+        retention: d.retention,
+        configured_retention: None,
+        openapi: d.openapi,
+        configured_openapi: d.configured_openapi,
+        streaming: d.streaming,
+    }
+}
 
 /// The topology of `domains`: every queue and delay they declare.
 pub fn topology(settings: &Settings, domains: &[&Domain]) -> Topology {
@@ -69,32 +114,31 @@ pub async fn install(
 ) -> anyhow::Result<Vec<(&'static Domain, Installed)>> {
     let mut out = Vec::with_capacity(domains.len());
     for domain in domains {
-        let installed = (domain.install)(platform)
+        let mut installed = (domain.install)(platform)
             .await
             .with_context(|| format!("installing the {} domain", domain.name))?;
+        // Its event types and listeners join the process's event seam.
+        let listeners = std::mem::take(&mut installed.listeners);
+        platform
+            .events
+            .register(domain.name, domain.events, listeners)
+            .with_context(|| format!("registering the {} domain's events", domain.name))?;
         out.push((*domain, installed));
     }
     Ok(out)
 }
 
-/// The housekeeping rules of this build: the platform's tables and the domains'.
+/// The housekeeping rules of this build: every entry's tables.
 pub fn retention(settings: &Settings, domains: &[&'static Domain]) -> Vec<Retention> {
-    [
-        crate::idempotency::RETENTION,
-        crate::outbox::RETENTION,
-        live::tickets::RETENTION,
-    ]
-    .into_iter()
-    .chain(consumer::retention(settings.consumer.fence_retention_days))
-    .chain(domains.iter().flat_map(|d| d.retention.iter().copied()))
-    .collect()
+    let entries = entries(domains);
+    entries.iter().flat_map(|e| e.rules(settings)).collect()
 }
 
-/// Every per-tenant limit of this build: the platform's (live streams) and the domains'.
+/// Every per-tenant limit of this build: every entry's.
 pub fn limits(domains: &[&'static Domain]) -> Vec<crate::limits::Limit> {
-    live::LIMITS
+    let entries = entries(domains);
+    entries
         .iter()
-        .chain(domains.iter().flat_map(|d| d.limits.iter()))
-        .copied()
+        .flat_map(|e| e.limits.iter().copied())
         .collect()
 }

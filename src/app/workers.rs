@@ -1,8 +1,8 @@
-//! Worker processes: installed consumers and jobs of the groups a process runs, the
-//! DLQ keeper, the reporter, the outbox relay and housekeeping.
+//! Worker processes: installed consumers and jobs of the groups a process runs, what the
+//! platform's features run beside them (`Feature::work`), the outbox relay and
+//! housekeeping.
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
@@ -10,9 +10,9 @@ use tokio_util::sync::CancellationToken;
 use super::install;
 use super::retention;
 use crate::broker::QueueSpec;
+use crate::consumer;
 use crate::domains::{Domain, Handlers, Job};
 use crate::housekeeping::Retention;
-use crate::{consumer, dead_letters};
 
 pub use crate::platform::Platform;
 
@@ -67,44 +67,11 @@ pub(super) async fn serve_workers(
             tasks.spawn(async move { consumer::run::serve(deps, queue, handler, token).await });
         }
     }
-    // The DLQ keeper of the queues this process consumes.
-    if !kept.is_empty() {
-        let consumed: Vec<&'static str> = kept.iter().map(|q| q.key).collect();
-        tasks.spawn(dead_letters::keeper::run(
-            platform.db.clone(),
-            platform.broker.clone(),
-            kept,
-            Duration::from_millis(platform.settings.dead_letters.keeper_interval_ms),
-            shutdown.clone(),
-        ));
-        let dl = &platform.settings.dead_letters;
-        let compensation = crate::dead_letters::compensation::CompensationSettings {
-            // The policies of the queues this process consumes.
-            queues: dl
-                .compensation
-                .queues
-                .iter()
-                .filter(|(q, _)| consumed.contains(&q.as_str()))
-                .map(|(q, p)| (q.clone(), p.clone()))
-                .collect(),
-            ..dl.compensation.clone()
-        };
-        tasks.spawn(crate::dead_letters::compensation::run(
-            platform.db.clone(),
-            platform.broker.topology().clone(),
-            compensation,
-            dl.replay_per_second,
-            platform.settings.broker.max_payload_bytes,
-            shutdown.clone(),
-        ));
-    }
-    if platform.tally.take_reporter() {
-        tasks.spawn(crate::ops::reporter::run(
-            platform.broker.clone(),
-            platform.tally.clone(),
-            Duration::from_millis(platform.settings.ops.sample_interval_ms),
-            shutdown.clone(),
-        ));
+    // What the platform's features run beside these consumers (the dead letters'
+    // keeper of their queues, the report to the ops boards).
+    let works = super::FEATURES.iter().filter_map(|f| f.work);
+    for task in works.flat_map(|work| work(platform, &kept, shutdown.clone())) {
+        tasks.spawn(task);
     }
     let relay = platform.relay.clone();
     let token = shutdown.clone();

@@ -41,24 +41,6 @@ if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) 
 return 0
 ";
 
-/// An auto-reconnecting multiplexed connection to `url`, with bounded connect and
-/// response times (a Redis that does not answer must not hang a request); the error
-/// names the URL without its password. Other Redis users (the flash-sale stock) connect
-/// through this too.
-pub async fn connection(url: &str) -> Result<ConnectionManager, String> {
-    let client = redis::Client::open(url).map_err(|e| e.to_string())?;
-    let config = redis::aio::ConnectionManagerConfig::new()
-        .set_connection_timeout(Some(Duration::from_secs(3)))
-        .set_response_timeout(Some(Duration::from_secs(3)));
-    tokio::time::timeout(
-        Duration::from_secs(5),
-        client.get_connection_manager_with_config(config),
-    )
-    .await
-    .map_err(|_| format!("connecting to {} timed out", crate::config::mask_url(url)))?
-    .map_err(|e| e.to_string())
-}
-
 pub struct RedisDedupe {
     conn: ConnectionManager,
     prefix: String,
@@ -85,7 +67,9 @@ fn unavailable(e: redis::RedisError) -> DedupeError {
 
 impl RedisDedupe {
     pub async fn connect(url: &str, prefix: &str) -> Result<Self, DedupeError> {
-        let conn = connection(url).await.map_err(DedupeError::Unavailable)?;
+        let conn = crate::redis_conn::connection(url)
+            .await
+            .map_err(DedupeError::Unavailable)?;
         Ok(RedisDedupe {
             conn,
             prefix: format!("{prefix}:msg:"),

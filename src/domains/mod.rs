@@ -30,6 +30,8 @@ use crate::api::Core;
 use crate::api::health::Probe;
 use crate::broker::{DelaySpec, QueueSpec, Topology};
 use crate::consumer::Worker;
+use crate::contract::ConfigureDoc;
+use crate::events::{AnyListener, EventType, Listener};
 use crate::housekeeping::Retention;
 use crate::limits::Limit;
 use crate::live::Source;
@@ -63,6 +65,9 @@ pub struct Installed {
     pub jobs: Vec<Job>,
     pub streams: Vec<Arc<dyn Source>>,
     pub probes: Vec<Probe>,
+    /// Its reactions to events (its own or other domains'), heard in the recorder's
+    /// transaction (see `crate::events`).
+    pub listeners: Vec<AnyListener>,
 }
 
 impl Installed {
@@ -95,6 +100,12 @@ impl Installed {
 
     pub fn probe(mut self, probe: Probe) -> Self {
         self.probes.push(probe);
+        self
+    }
+
+    /// A listener of events, registered with the process's event seam.
+    pub fn listener(mut self, listener: impl Listener) -> Self {
+        self.listeners.push(AnyListener::new(listener));
         self
     }
 }
@@ -141,12 +152,15 @@ pub struct Domain {
     pub openapi: fn() -> utoipa::openapi::OpenApi,
     /// What of its document the configuration decides (names configured at start-up as
     /// enums), applied to the whole document once it is put together.
-    pub configured_openapi: Option<fn(&Settings, &mut utoipa::openapi::OpenApi)>,
+    pub configured_openapi: Option<ConfigureDoc>,
     /// Its CLI subcommand, mounted as `conveyor <command>`.
     pub cli: Option<Cli>,
     /// Path prefixes of routes that stream large bodies (uploads, downloads): no
     /// whole-request deadline (`server.request_timeout_ms`); they bound idleness instead.
     pub streaming: &'static [&'static str],
+    /// The event types it records (`crate::events`): a listener hears them, and the
+    /// public ones are what tenants' webhook endpoints may subscribe to.
+    pub events: &'static [&'static EventType],
 }
 
 impl Domain {
@@ -172,6 +186,7 @@ impl Domain {
             configured_openapi: None,
             cli: None,
             streaming: &[],
+            events: &[],
         }
     }
 
@@ -213,7 +228,7 @@ impl Domain {
     /// Lets the configuration shape the document (see [`Domain::configured_openapi`]).
     pub const fn configured_openapi(
         mut self,
-        f: fn(&Settings, &mut utoipa::openapi::OpenApi),
+        f: ConfigureDoc,
     ) -> Self {
         self.configured_openapi = Some(f);
         self
@@ -226,6 +241,11 @@ impl Domain {
 
     pub const fn streaming(mut self, prefixes: &'static [&'static str]) -> Self {
         self.streaming = prefixes;
+        self
+    }
+
+    pub const fn events(mut self, types: &'static [&'static EventType]) -> Self {
+        self.events = types;
         self
     }
 }

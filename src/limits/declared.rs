@@ -21,6 +21,24 @@ pub struct Limit {
     pub used: Option<Used>,
 }
 
+impl Limit {
+    /// A limit on a rate or on a cap counted elsewhere (nothing shown as held).
+    pub const fn new(key: &'static str, default: u32, about: &'static str) -> Self {
+        Limit {
+            key,
+            default,
+            about,
+            used: None,
+        }
+    }
+
+    /// Counts how much of it a tenant holds (a cap on things held), for `GET /v1/me`.
+    pub const fn used(mut self, used: Used) -> Self {
+        self.used = Some(used);
+        self
+    }
+}
+
 /// Counts what a tenant holds of a cap.
 pub type Used = for<'a> fn(
     &'a sea_orm::DatabaseConnection,
@@ -35,6 +53,24 @@ pub struct RateLimit {
     pub count: Limit,
     pub per: Duration,
     pub burst: Option<Limit>,
+}
+
+impl RateLimit {
+    /// `count` actions per `per`, with no burst above it.
+    pub const fn new(action: &'static str, count: Limit, per: Duration) -> Self {
+        RateLimit {
+            action,
+            count,
+            per,
+            burst: None,
+        }
+    }
+
+    /// Allows `burst` actions at once above the sustained rate.
+    pub const fn burst(mut self, burst: Limit) -> Self {
+        self.burst = Some(burst);
+        self
+    }
 }
 
 /// The largest value a limit may be set to (a million a second is "unlimited" for any
@@ -76,12 +112,7 @@ pub fn unlimited(declared: &[Limit]) -> BTreeMap<String, u32> {
 mod tests {
     use super::*;
 
-    const A: Limit = Limit {
-        key: "a_per_sec",
-        default: 5,
-        about: "a",
-        used: None,
-    };
+    const A: Limit = Limit::new("a_per_sec", 5, "a");
 
     #[test]
     fn configured_values_override_defaults_and_unknown_keys_are_refused() {

@@ -104,10 +104,7 @@ pub struct RedisRates {
 
 impl RedisRates {
     pub async fn connect(url: &str, prefix: &str) -> Result<Self, String> {
-        Ok(Self::on(
-            crate::dedupe::redis::connection(url).await?,
-            prefix,
-        ))
+        Ok(Self::on(crate::redis_conn::connection(url).await?, prefix))
     }
 
     /// On a connection the caller also uses for other keys.

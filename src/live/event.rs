@@ -37,6 +37,56 @@ pub struct Event {
 }
 
 impl Event {
+    /// An event of `stream`'s thing `id`, seen by `owner`, with the kind's fields
+    /// (`data`: a JSON object; anything else carries none). It neither ends its thing nor
+    /// is kept from coalescing, is stored, and carries no trace until a setter says so.
+    pub fn new(
+        stream: impl Into<String>,
+        id: impl Into<String>,
+        owner: impl Into<String>,
+        seq: i64,
+        data: impl Into<Value>,
+    ) -> Self {
+        Event {
+            stream: stream.into(),
+            id: id.into(),
+            owner: owner.into(),
+            seq,
+            terminal: false,
+            keep: false,
+            transient: false,
+            traceparent: None,
+            data: match data.into() {
+                Value::Object(fields) => fields,
+                _ => Map::new(),
+            },
+        }
+    }
+
+    /// Its thing reached an end state (when `terminal`).
+    pub fn terminal(mut self, terminal: bool) -> Self {
+        self.terminal = terminal;
+        self
+    }
+
+    /// Never coalesced away (when `keep`): a piece of streamed text.
+    pub fn keep(mut self, keep: bool) -> Self {
+        self.keep = keep;
+        self
+    }
+
+    /// Computed between stored events (a waiting task's place in line), never stored.
+    pub fn transient(mut self) -> Self {
+        self.transient = true;
+        self
+    }
+
+    /// In the trace `traceparent` (when there is one).
+    pub fn traced(mut self, traceparent: Option<String>) -> Self {
+        self.traceparent = traceparent;
+        self
+    }
+
     /// The pushed JSON: the kind's fields plus `type`, `stream`, `id` and `seq`.
     pub fn frame_json(&self) -> Value {
         let mut m = self.data.clone();

@@ -289,17 +289,7 @@ mod tests {
     use super::*;
 
     fn event(id: &str, owner: &str, seq: i64) -> super::super::Event {
-        super::super::Event {
-            stream: "task".into(),
-            id: id.into(),
-            owner: owner.into(),
-            seq,
-            terminal: false,
-            keep: false,
-            transient: false,
-            traceparent: None,
-            data: Default::default(),
-        }
+        super::super::Event::new("task", id, owner, seq, serde_json::Map::new())
     }
 
     async fn next(ev: &mut Events) -> Option<(String, i64)> {

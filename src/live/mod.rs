@@ -32,25 +32,22 @@ pub use hub::Hub;
 pub use source::{Snapshot, Source, Sources};
 
 /// WebSocket tickets one user may take per minute (and at once).
-pub const TICKETS: RateLimit = RateLimit {
-    action: "ticket",
-    count: Limit {
-        key: "tickets_per_min",
-        default: 60,
-        about: "WebSocket tickets per minute (POST /v1/ws-tickets)",
-        used: None,
-    },
-    per: std::time::Duration::from_secs(60),
-    burst: None,
-};
+pub const TICKETS: RateLimit = RateLimit::new(
+    "ticket",
+    Limit::new(
+        "tickets_per_min",
+        60,
+        "WebSocket tickets per minute (POST /v1/ws-tickets)",
+    ),
+    std::time::Duration::from_secs(60),
+);
 
 /// WebSocket and SSE streams one user may hold open, per API instance.
-pub const STREAMS: Limit = Limit {
-    key: "streams_per_user",
-    default: 100,
-    about: "open WebSocket and SSE streams per user, per API instance",
-    used: None,
-};
+pub const STREAMS: Limit = Limit::new(
+    "streams_per_user",
+    100,
+    "open WebSocket and SSE streams per user, per API instance",
+);
 
 /// A permit for one more open stream of the user's (held while it is open), or 429
 /// `too_many_streams`.

@@ -7,11 +7,9 @@
 //! The comparison is exact (every vector of the owner's materials), which the owner
 //! filter keeps small: a tenant's library, not the whole index.
 //!
-//! The embedder lives with the AI providers (the same model that embedded the material
-//! must embed the query), which are a domain the search domain does not depend on: the
-//! AI domain puts its embedder in the process's [`EmbedderSlot`] at install.
-
-use std::sync::{Arc, OnceLock};
+//! The embedder is an AI provider's (the same model that embedded the material must
+//! embed the query): the search domain asks the platform's providers for it
+//! (`crate::providers::Providers::embeddings`).
 
 use async_trait::async_trait;
 
@@ -40,21 +38,6 @@ pub enum EmbedError {
 #[async_trait]
 pub trait Embedder: Send + Sync {
     async fn embed_query(&self, text: &str) -> Result<Vec<f32>, EmbedError>;
-}
-
-/// The process's embedder, set once by the domain that has one.
-#[derive(Default)]
-pub struct EmbedderSlot(OnceLock<Arc<dyn Embedder>>);
-
-impl EmbedderSlot {
-    /// Sets the embedder; a second one is ignored (one per process).
-    pub fn set(&self, embedder: Arc<dyn Embedder>) {
-        let _ = self.0.set(embedder);
-    }
-
-    pub fn get(&self) -> Option<&Arc<dyn Embedder>> {
-        self.0.get()
-    }
 }
 
 /// `v` scaled to unit length (a zero vector stays zero).

@@ -184,6 +184,181 @@ fn a_platform_module_names_no_domain() {
     );
 }
 
+/// The domain-to-domain edges allowed: (from, to, the parts of `to` it may name, why).
+/// Anything else a domain needs of another goes through the event seam (`crate::events`:
+/// the owner records, the other listens) or a platform module below both.
+const DOMAIN_EDGES: &[(&str, &str, &[&str], &str)] = &[
+    (
+        "payments",
+        "flash_sale",
+        &["messages", "notify", "settings", "status", "store"],
+        "a payment pays a flash-sale order in its own transaction: the order's state, its \
+         transition and event, the currency both bill in",
+    ),
+    (
+        "search_sync",
+        "ai_tasks",
+        &["events"],
+        "its materials listener hears tasks' outputs: the event type and detail their owner \
+         declares",
+    ),
+];
+
+/// The paths that start at `rest` (after a `domains::` or a `super::`): one, or each of a
+/// `{…}` group's, each cut to its first two segments.
+fn heads(rest: &str) -> Vec<Vec<String>> {
+    let ident = |s: &str| -> String {
+        s.trim()
+            .chars()
+            .take_while(|c| c.is_alphanumeric() || *c == '_')
+            .collect()
+    };
+    let two = |p: &str| p.split("::").take(2).map(ident).collect::<Vec<_>>();
+    match rest.strip_prefix('{') {
+        Some(group) => group
+            .split('}')
+            .next()
+            .unwrap_or_default()
+            .split(',')
+            .map(two)
+            .collect(),
+        None => vec![two(rest)],
+    }
+}
+
+/// The domains and their parts named on one line of `src/domains/<from>/…`, whose module
+/// path is `module` (`["domains", "payments", "store", "apply"]`): `domains::x::part`
+/// however it is reached (`crate::`, a `use crate::domains`, a `{…}` group, `super::`).
+fn domain_refs(line: &str, module: &[String], domains: &[String]) -> Vec<(String, String)> {
+    let mut found = Vec::new();
+    let mut named = |path: Vec<String>| {
+        if let [d, name, rest @ ..] = path.as_slice()
+            && d == "domains"
+            && domains.contains(name)
+        {
+            found.push((name.clone(), rest.first().cloned().unwrap_or_default()));
+        }
+    };
+    // Every `domains::` (after `crate::`, or with a `use crate::domains` in scope).
+    let mut rest = line;
+    while let Some(at) = rest.find("domains::") {
+        let glued = rest[..at].ends_with(|c: char| c.is_alphanumeric() || c == '_');
+        rest = &rest[at + "domains::".len()..];
+        if !glued {
+            for head in heads(rest) {
+                named(std::iter::once("domains".to_owned()).chain(head).collect());
+            }
+        }
+    }
+    // `super::super::x::part` climbs from this file's module.
+    let mut rest = line;
+    while let Some(at) = rest.find("super::") {
+        rest = &rest[at..];
+        let mut ups = 0;
+        while let Some(r) = rest.strip_prefix("super::") {
+            ups += 1;
+            rest = r;
+        }
+        if ups <= module.len() {
+            for head in heads(rest) {
+                named(
+                    module[..module.len() - ups]
+                        .iter()
+                        .cloned()
+                        .chain(head)
+                        .collect(),
+                );
+            }
+        }
+    }
+    found
+}
+
+/// Domains name each other only along the allowed edges; every other reference names its
+/// file and line.
+#[test]
+fn domains_name_each_other_only_along_the_allowed_edges() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/domains");
+    let domains: Vec<String> = std::fs::read_dir(&root)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.is_dir())
+        .map(|p| p.file_name().unwrap().to_string_lossy().into_owned())
+        .collect();
+    assert!(
+        domains.contains(&"webhooks".to_owned()),
+        "the scan found the domains"
+    );
+    let mut files = Vec::new();
+    rust_files(&root, &mut files);
+    let mut wrong = Vec::new();
+    for file in files {
+        let rel = file.strip_prefix(&root).unwrap();
+        let mut module: Vec<String> = std::iter::once("domains".to_owned())
+            .chain(
+                rel.components()
+                    .map(|c| c.as_os_str().to_string_lossy().into_owned()),
+            )
+            .collect();
+        let last = module.pop().unwrap_or_default();
+        let Some(from) = module.get(1).cloned() else {
+            continue; // the registry itself
+        };
+        if last != "mod.rs" {
+            module.push(last.trim_end_matches(".rs").to_owned());
+        }
+        let text = std::fs::read_to_string(&file).unwrap();
+        for (n, line) in text.lines().enumerate() {
+            let code = line.trim_start();
+            if code.starts_with("//") {
+                continue;
+            }
+            for (to, part) in domain_refs(code, &module, &domains) {
+                let allowed = to == from
+                    || DOMAIN_EDGES.iter().any(|(f, t, parts, _)| {
+                        *f == from && *t == to && parts.contains(&part.as_str())
+                    });
+                if !allowed {
+                    let at = format!("src/domains/{}:{}", rel.display(), n + 1);
+                    wrong.push(format!("{at}: {from} -> {to}::{part}"));
+                }
+            }
+        }
+    }
+    assert!(
+        wrong.is_empty(),
+        "domain edges not allowed (record an event instead, or add the edge with why to \
+         DOMAIN_EDGES):\n{}",
+        wrong.join("\n")
+    );
+}
+
+#[test]
+fn domain_references_are_found_however_they_are_written() {
+    let domains = ["flash_sale".to_owned(), "payments".to_owned()];
+    let module: Vec<String> = ["domains", "payments", "store"].map(String::from).to_vec();
+    let refs = |line| domain_refs(line, &module, &domains);
+    let pair = |d: &str, p: &str| (d.to_owned(), p.to_owned());
+    assert_eq!(
+        refs("use crate::domains::flash_sale::store::{self, Paid};"),
+        [pair("flash_sale", "store")]
+    );
+    assert_eq!(
+        refs("use crate::domains::{flash_sale::status, payments};"),
+        [pair("flash_sale", "status"), pair("payments", "")]
+    );
+    assert_eq!(
+        refs("super::super::flash_sale::notify::x()"),
+        [pair("flash_sale", "notify")]
+    );
+    // Its own parts count (and are allowed); the registry's items are no domain.
+    assert_eq!(
+        refs("use super::entity; use crate::domains::{Cli, Domain};"),
+        [pair("payments", "entity")]
+    );
+    assert_eq!(refs("my_domains::flash_sale::x"), []);
+}
+
 /// The compose file stays hardened (it cannot run here: no Docker engine): only the API
 /// port published (the management UI on loopback), no credential written in it, the
 /// image not running as root.

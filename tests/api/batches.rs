@@ -17,7 +17,7 @@ use sea_orm::sea_query::{Alias, Expr, ExprTrait as _, Query};
 use sea_orm::{ConnectionTrait, TransactionTrait};
 use serde_json::json;
 
-use crate::helpers::{Backend, TestEnv};
+use crate::helpers::{Backend, Harness};
 use crate::on_every_backend;
 
 const WAIT: Duration = Duration::from_secs(20);
@@ -83,13 +83,13 @@ impl BatchHandler for Panicky {
 /// A panic takes the whole call down; each message is then run alone, so the good ones
 /// are acked and only the panicking one goes to its retry tier, as on the single path.
 async fn a_panic_in_a_batch_fails_only_its_message(backend: Backend) {
-    let Some(env) = TestEnv::new(backend, "batch_panic_isolated").await else {
+    let Some(h) = Harness::new(backend, "batch_panic_isolated").await else {
         return;
     };
-    let platform = env.platform().await;
+    let platform = &h.platform;
     let deps = platform.consumer_deps();
     publish_n(
-        &platform,
+        platform,
         &[json!({}), json!({}), json!({ "do": "panic" }), json!({})],
     )
     .await;
@@ -112,7 +112,7 @@ async fn a_panic_in_a_batch_fails_only_its_message(backend: Backend) {
         "the batch once, then each message alone"
     );
     sub.cancel().await;
-    env.cleanup(Some(&platform)).await;
+    h.finish().await;
 }
 
 /// Where a batch handler stops (never returns: its process is killed).
@@ -195,15 +195,16 @@ async fn effects_of(platform: &conveyor::app::Platform, id: &str) -> i64 {
 /// nobody renews), then consumes everything again with a handler that completes, and
 /// returns the ids and what the second pass saw.
 async fn stopped_then_resumed(backend: Backend, test: &str, stop: Stop) {
-    let Some(mut env) = TestEnv::new(backend, test).await else {
+    // The dead run's claims lapse quickly.
+    let Some(h) =
+        Harness::configured(backend, test, |env| env.settings.dedupe.lease_ms = 300).await
+    else {
         return;
     };
-    // The dead run's claims lapse quickly.
-    env.settings.dedupe.lease_ms = 300;
-    let platform = env.platform().await;
-    effects_table(&platform).await;
+    let platform = &h.platform;
+    effects_table(platform).await;
     let deps = platform.consumer_deps();
-    let ids = publish_n(&platform, &[json!({}), json!({}), json!({})]).await;
+    let ids = publish_n(platform, &[json!({}), json!({}), json!({})]).await;
     {
         let mut sub = platform.broker.subscribe(&AI_SHORT).await.unwrap();
         let batch = take(&mut sub, 3).await;
@@ -224,7 +225,7 @@ async fn stopped_then_resumed(backend: Backend, test: &str, stop: Stop) {
     }
     let committed = if stop == Stop::AfterCommit { 1 } else { 0 };
     for id in &ids {
-        assert_eq!(effects_of(&platform, id).await, committed, "after the stop");
+        assert_eq!(effects_of(platform, id).await, committed, "after the stop");
     }
     // The messages come back (the first ones may find the dead claims and be parked on
     // the first retry tier until they lapse); consume until each is settled for good.
@@ -258,10 +259,10 @@ async fn stopped_then_resumed(backend: Backend, test: &str, stop: Stop) {
         "each message once more: {settled:?}"
     );
     for id in &ids {
-        assert_eq!(effects_of(&platform, id).await, 1, "one effect for {id}");
+        assert_eq!(effects_of(platform, id).await, 1, "one effect for {id}");
     }
     sub.cancel().await;
-    env.cleanup(Some(&platform)).await;
+    h.finish().await;
 }
 
 async fn a_batch_stopped_before_its_commit_runs_again_once(backend: Backend) {
@@ -312,15 +313,18 @@ impl BatchHandler for Staggered {
 /// A batch's quick messages are fenced and acked while its slow one still runs: when the
 /// process dies during the slow one, only that one comes back.
 async fn a_batch_acks_each_message_as_soon_as_it_is_answered(backend: Backend) {
-    let Some(mut env) = TestEnv::new(backend, "batch_streaming_acks").await else {
+    let Some(h) = Harness::configured(backend, "batch_streaming_acks", |env| {
+        env.settings.dedupe.lease_ms = 300;
+    })
+    .await
+    else {
         return;
     };
-    env.settings.dedupe.lease_ms = 300;
-    let platform = env.platform().await;
+    let platform = &h.platform;
     let deps = platform.consumer_deps();
     let quick = json!({ "speed": "quick" });
     let ids = publish_n(
-        &platform,
+        platform,
         &[quick.clone(), json!({ "speed": "slow" }), quick],
     )
     .await;
@@ -370,5 +374,5 @@ async fn a_batch_acks_each_message_as_soon_as_it_is_answered(backend: Backend) {
         "the quick ones were acked the first time"
     );
     sub.cancel().await;
-    env.cleanup(Some(&platform)).await;
+    h.finish().await;
 }

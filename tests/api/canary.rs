@@ -143,6 +143,68 @@ async fn a_redelivered_ping_changes_nothing_and_a_malformed_one_is_dead_lettered
     env.cleanup(Some(&platform)).await;
 }
 
+/// A new event type edits only its owner: the canary declares `canary.ping` and records
+/// it (a ping sent on a tenant's behalf); a webhook endpoint may subscribe to it and gets
+/// it, signed, with no edit to webhooks. A type no domain declares is still refused.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_new_event_type_reaches_a_subscribed_webhook_endpoint() {
+    use crate::webhooks::receiver::{Receiver, verify};
+    use crate::webhooks::{endpoint, post, webhooks_env};
+    let Some(mut env) = webhooks_env(Backend::Embedded, "canary_event").await else {
+        return;
+    };
+    // The job is off: no pings but the test's.
+    env.settings.sections.get_mut("canary").unwrap()["interval_ms"] = json!(0);
+    let app = spawn_app(&env).await;
+    app.start_consumers();
+    let (user, key) = app.user("ada", 0).await;
+    let rx = Receiver::start().await;
+    let (_, secret) = endpoint(
+        &app,
+        &key,
+        json!({ "url": rx.url, "event_types": ["canary.ping"] }),
+    )
+    .await;
+    let (status, body) = post(
+        &app,
+        &key,
+        "/v1/webhooks/endpoints",
+        Some(json!({ "url": rx.url, "event_types": ["canary.pong"] })),
+    )
+    .await;
+    assert_eq!(
+        (status, &body["error"]["field"]),
+        (422, &json!("event_types")),
+        "{body}"
+    );
+
+    let ping = conveyor::domains::canary::store::send_for(
+        &app.platform.db,
+        &app.platform.events,
+        &user.id,
+        1 << 20,
+    )
+    .await
+    .unwrap();
+    app.platform.relay.notify();
+    let got = rx.wait_for_all(&app, 1, Duration::from_secs(20)).await;
+    assert_eq!(got.len(), 1, "{got:#?}");
+    let body = got[0].json();
+    assert_eq!(body["type"], "canary.ping", "{body}");
+    assert_eq!(body["data"]["ping_id"], ping.ping_id.as_str(), "{body}");
+    assert_eq!(verify(&secret, &got), ["ok"]);
+    // The canary's own pings have no tenant and reach nobody.
+    conveyor::domains::canary::store::send(&app.platform.db, 1 << 20)
+        .await
+        .unwrap();
+    app.drain(&CANARY_PING).await;
+    assert_eq!(
+        rx.wait_for_all(&app, 1, Duration::from_secs(5)).await.len(),
+        1
+    );
+    done(env, app).await;
+}
+
 /// An interval too short to be a heartbeat is refused at start-up with the key.
 #[test]
 fn a_hammering_interval_is_refused() {

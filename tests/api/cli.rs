@@ -914,7 +914,7 @@ async fn a_consumer_killed_mid_work_is_recovered_in_seconds() {
     let bound = Duration::from_secs(10) + Duration::from_millis(run_ms * 3);
     assert!(took <= bound, "recovered in {took:?}, bound {bound:?}");
     // Each once: one material per task, the credits consumed once.
-    use conveyor::domains::ai_tasks::entity::material;
+    use conveyor::domains::search_sync::entity::material;
     assert_eq!(
         material::Entity::find()
             .count(&app.platform.db)

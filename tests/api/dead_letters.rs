@@ -13,7 +13,7 @@ use sea_orm::{ColumnTrait, EntityTrait, QueryFilter};
 use serde_json::{Value, json};
 
 use crate::helpers::tasks;
-use crate::helpers::{Backend, Recorder, TestEnv, spawn_app, start_consumer, wait_until};
+use crate::helpers::{Backend, Consumer, Harness, Recorder, TestEnv, spawn_app, wait_until};
 use crate::on_every_backend;
 
 const WAIT: Duration = Duration::from_secs(20);
@@ -40,17 +40,10 @@ async fn dead(
 }
 
 /// A consumer of core.work whose dependency is broken, and a message it dead-lettered.
-async fn dead_while_broken(
-    platform: &conveyor::app::Platform,
-) -> (
-    Arc<Recorder>,
-    tokio_util::sync::CancellationToken,
-    tokio::task::JoinHandle<anyhow::Result<()>>,
-    Envelope,
-) {
-    let rec = Arc::new(Recorder::default());
+async fn dead_while_broken(h: &Harness) -> (Arc<Recorder>, Consumer, Envelope) {
+    let platform = &h.platform;
+    let (rec, consumer) = h.record();
     rec.broken.store(true, Ordering::SeqCst);
-    let (token, consumer) = start_consumer(platform, &rec);
     let msg = Envelope::new("test.work", json!({ "fail_while_broken": true }));
     platform
         .broker
@@ -61,7 +54,7 @@ async fn dead_while_broken(
         dead(platform, "core.work", "dead").await.len() == 1
     })
     .await;
-    (rec, token, consumer, msg)
+    (rec, consumer, msg)
 }
 
 /// Publishes what the outbox holds (these tests run no relay of their own).
@@ -70,13 +63,13 @@ async fn relay(platform: &conveyor::app::Platform) -> usize {
 }
 
 async fn a_replay_goes_back_to_its_queue_once_and_reopens_if_it_dies_again(backend: Backend) {
-    let Some(env) = TestEnv::new(backend, "replay_once").await else {
+    let Some(h) = Harness::new(backend, "replay_once").await else {
         return;
     };
-    let platform = env.platform().await;
+    let platform = &h.platform;
     let max = platform.settings.broker.max_payload_bytes;
-    let (rec, token, consumer, msg) = dead_while_broken(&platform).await;
-    let letter = dead(&platform, "core.work", "dead").await.remove(0);
+    let (rec, consumer, msg) = dead_while_broken(&h).await;
+    let letter = dead(platform, "core.work", "dead").await.remove(0);
     assert_eq!(letter.message_id, msg.id);
 
     // Replayed while the dependency is still broken: it dies again, and the same
@@ -92,13 +85,13 @@ async fn a_replay_goes_back_to_its_queue_once_and_reopens_if_it_dies_again(backe
     .unwrap();
     assert!(!first.already);
     assert_eq!(first.dead_letter.status, "replayed");
-    assert_eq!(relay(&platform).await, 1, "one message back to core.work");
+    assert_eq!(relay(platform).await, 1, "one message back to core.work");
     wait_until(WAIT, "the replayed message to die again", || async {
-        rec.calls() == 2 && dead(&platform, "core.work", "dead").await.len() == 1
+        rec.calls() == 2 && dead(platform, "core.work", "dead").await.len() == 1
     })
     .await;
     assert_eq!(
-        dead(&platform, "core.work", "dead").await[0].id,
+        dead(platform, "core.work", "dead").await[0].id,
         letter.id,
         "same row"
     );
@@ -115,7 +108,7 @@ async fn a_replay_goes_back_to_its_queue_once_and_reopens_if_it_dies_again(backe
     .await
     .unwrap();
     assert!(!second.already);
-    assert_eq!(relay(&platform).await, 1);
+    assert_eq!(relay(platform).await, 1);
     wait_until(WAIT, "the effect", || async {
         rec.effects_of(&msg.id) == 1
     })
@@ -137,7 +130,7 @@ async fn a_replay_goes_back_to_its_queue_once_and_reopens_if_it_dies_again(backe
     .await
     .unwrap();
     assert!(again.already);
-    assert_eq!(relay(&platform).await, 0, "nothing more in the outbox");
+    assert_eq!(relay(platform).await, 0, "nothing more in the outbox");
     let discard = dead_letters::discard(&platform.db, letter.id, "test:ops").await;
     assert!(
         matches!(discard, Err(OperateError::Conflict { .. })),
@@ -152,21 +145,19 @@ async fn a_replay_goes_back_to_its_queue_once_and_reopens_if_it_dies_again(backe
         .collect();
     assert_eq!(trail, [("replay", "test:ops"), ("replay", "test:ops")]);
     // Settled: a second effect of the replay would show now.
-    crate::helpers::drain(&platform, &WORK).await;
+    crate::helpers::drain(platform, &WORK).await;
     assert_eq!(rec.effects_of(&msg.id), 1, "one effect");
 
-    token.cancel();
-    consumer.await.unwrap().unwrap();
-    env.cleanup(Some(&platform)).await;
+    consumer.stop().await;
+    h.finish().await;
 }
 
 async fn malformed_dead_letters_are_discarded_not_replayed(backend: Backend) {
-    let Some(env) = TestEnv::new(backend, "malformed_discard").await else {
+    let Some(h) = Harness::new(backend, "malformed_discard").await else {
         return;
     };
-    let platform = env.platform().await;
-    let rec = Arc::new(Recorder::default());
-    let (token, consumer) = start_consumer(&platform, &rec);
+    let platform = &h.platform;
+    let (_, consumer) = h.record();
     let raw = Outgoing {
         target: Target::Queue(&WORK),
         message_id: "raw".into(),
@@ -175,10 +166,10 @@ async fn malformed_dead_letters_are_discarded_not_replayed(backend: Backend) {
     };
     platform.broker.publish_batch(&[raw]).await.unwrap();
     wait_until(WAIT, "the dead letter", || async {
-        dead(&platform, "core.work", "dead").await.len() == 1
+        dead(platform, "core.work", "dead").await.len() == 1
     })
     .await;
-    let id = dead(&platform, "core.work", "dead").await[0].id;
+    let id = dead(platform, "core.work", "dead").await[0].id;
 
     let replay = dead_letters::replay(
         &platform.db,
@@ -192,7 +183,7 @@ async fn malformed_dead_letters_are_discarded_not_replayed(backend: Backend) {
         matches!(&replay, Err(OperateError::NotReplayable { why, .. }) if why.contains("not a valid envelope")),
         "{replay:?}"
     );
-    assert_eq!(relay(&platform).await, 0, "nothing sent");
+    assert_eq!(relay(platform).await, 0, "nothing sent");
     let discarded = dead_letters::discard(&platform.db, id, "test:ops")
         .await
         .unwrap();
@@ -224,9 +215,8 @@ async fn malformed_dead_letters_are_discarded_not_replayed(backend: Backend) {
         dead_letters::actions(&platform.db, id).await.unwrap().len(),
         1
     );
-    token.cancel();
-    consumer.await.unwrap().unwrap();
-    env.cleanup(Some(&platform)).await;
+    consumer.stop().await;
+    h.finish().await;
 }
 
 async fn the_admin_api_lists_replays_and_discards(backend: Backend) {
@@ -239,12 +229,8 @@ async fn the_admin_api_lists_replays_and_discards(backend: Backend) {
     app.start_consumers();
     let (user, key) = app.user("ada", 100).await;
     let admin = app.admin().await;
-    let r = tasks::submit(&app, &key, json!({ "kind": "image", "prompt": "x", "params": { "simulate": { "fail_permanent": true } } }))
+    let task_id = tasks::submit_id(&app, &key, json!({ "kind": "image", "prompt": "x", "params": { "simulate": { "fail_permanent": true } } }))
         .await;
-    let task_id = r.json::<Value>().await.unwrap()["id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
     tasks::wait_status(&app, &key, &task_id, "FAILED").await;
     wait_until(WAIT, "the dead letter", || async {
         dead(&app.platform, "ai.short", "dead").await.len() == 1
@@ -390,10 +376,10 @@ impl conveyor::consumer::Handler for Refuses {
 async fn the_keeper_drains_dead_letter_queues_into_the_table(backend: crate::helpers::Backend) {
     use crate::helpers::WORK;
     use conveyor::broker::{Envelope, Target};
-    let Some(env) = crate::helpers::TestEnv::new(backend, "dlq_keeper").await else {
+    let Some(h) = Harness::new(backend, "dlq_keeper").await else {
         return;
     };
-    let platform = env.platform().await;
+    let platform = &h.platform;
     let deps = platform.consumer_deps();
     let ours = Envelope::new("test.work", serde_json::json!({}));
     platform
@@ -478,18 +464,21 @@ async fn the_keeper_drains_dead_letter_queues_into_the_table(backend: crate::hel
             theirs.last_error
         );
     }
-    env.cleanup(Some(&platform)).await;
+    h.finish().await;
 }
 
 async fn a_letter_replayed_enough_times_and_dead_again_is_parked_as_needs_fix(backend: Backend) {
-    let Some(mut env) = TestEnv::new(backend, "needs_fix").await else {
+    let Some(h) = Harness::configured(backend, "needs_fix", |env| {
+        env.settings.dead_letters.needs_fix_after_replays = 2;
+    })
+    .await
+    else {
         return;
     };
-    env.settings.dead_letters.needs_fix_after_replays = 2;
-    let platform = env.platform().await;
+    let platform = &h.platform;
     let max = platform.settings.broker.max_payload_bytes;
-    let (rec, token, consumer, msg) = dead_while_broken(&platform).await;
-    let id = dead(&platform, "core.work", "dead").await[0].id;
+    let (rec, consumer, msg) = dead_while_broken(&h).await;
+    let id = dead(platform, "core.work", "dead").await[0].id;
     // Replayed once and dead again: still `dead`; twice: parked.
     for (round, expect) in [(1, "dead"), (2, "needs_fix")] {
         dead_letters::replay(
@@ -501,13 +490,13 @@ async fn a_letter_replayed_enough_times_and_dead_again_is_parked_as_needs_fix(ba
         )
         .await
         .unwrap();
-        assert_eq!(relay(&platform).await, 1);
+        assert_eq!(relay(platform).await, 1);
         wait_until(WAIT, "the replay to die again", || async {
-            rec.calls() == round + 1 && dead(&platform, "core.work", expect).await.len() == 1
+            rec.calls() == round + 1 && dead(platform, "core.work", expect).await.len() == 1
         })
         .await;
         assert_eq!(
-            dead(&platform, "core.work", expect).await[0].id,
+            dead(platform, "core.work", expect).await[0].id,
             id,
             "same row"
         );
@@ -525,14 +514,13 @@ async fn a_letter_replayed_enough_times_and_dead_again_is_parked_as_needs_fix(ba
     .await
     .unwrap();
     assert_eq!(fixed.dead_letter.status, "replayed");
-    assert_eq!(relay(&platform).await, 1);
+    assert_eq!(relay(platform).await, 1);
     wait_until(WAIT, "the effect", || async {
         rec.effects_of(&msg.id) == 1
     })
     .await;
-    token.cancel();
-    consumer.await.unwrap().unwrap();
-    env.cleanup(Some(&platform)).await;
+    consumer.stop().await;
+    h.finish().await;
 }
 
 async fn a_replay_by_filter_counts_first_then_replays_in_paced_slices(backend: Backend) {

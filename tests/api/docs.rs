@@ -110,3 +110,76 @@ fn every_configuration_key_is_documented() {
         "keys of config/base.toml not in docs/configuration.md: {missing:?}"
     );
 }
+
+/// Every Rust file of the crate and its tests, whitespace collapsed: what a snippet must
+/// be a quote of.
+fn compiled_sources() -> Vec<(PathBuf, String)> {
+    fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                walk(&path, out);
+            } else if path.extension().is_some_and(|e| e == "rs") {
+                out.push(path);
+            }
+        }
+    }
+    let mut files = Vec::new();
+    for dir in ["src", "tests", "benches"] {
+        walk(&root().join(dir), &mut files);
+    }
+    files
+        .into_iter()
+        .map(|f| {
+            let text = collapsed(&std::fs::read_to_string(&f).unwrap());
+            (f, text)
+        })
+        .collect()
+}
+
+fn collapsed(text: &str) -> String {
+    text.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// The ```` ```rust ```` blocks of a markdown text, with the line each starts on.
+fn rust_snippets(text: &str) -> Vec<(usize, String)> {
+    let mut out = Vec::new();
+    let mut open: Option<(usize, String)> = None;
+    for (n, line) in text.lines().enumerate() {
+        match &mut open {
+            None if line.trim_start() == "```rust" => open = Some((n + 1, String::new())),
+            Some(_) if line.trim_start() == "```" => out.extend(open.take()),
+            Some((_, body)) => {
+                body.push_str(line);
+                body.push('\n');
+            }
+            None => {}
+        }
+    }
+    out
+}
+
+/// The Rust snippets of the architecture page cannot drift: each is a quote (whitespace
+/// aside) of code the build compiles, in `src/`, `tests/` or `benches/`, so a snippet
+/// that no longer compiles (or shows a registry the code no longer has) fails here.
+#[test]
+fn architecture_snippets_are_quotes_of_compiled_code() {
+    let page = std::fs::read_to_string(root().join("docs/architecture.md")).unwrap();
+    let snippets = rust_snippets(&page);
+    assert!(snippets.len() >= 5, "the snippets were read: {}", snippets.len());
+    let sources = compiled_sources();
+    let drifted: Vec<String> = snippets
+        .iter()
+        .filter(|(_, body)| {
+            let quote = collapsed(body);
+            !sources.iter().any(|(_, text)| text.contains(&quote))
+        })
+        .map(|(line, body)| format!("docs/architecture.md:{line}:\n{body}"))
+        .collect();
+    assert!(
+        drifted.is_empty(),
+        "snippets of docs/architecture.md that are no code of the tree (quote the code \
+         as it is):\n{}",
+        drifted.join("\n")
+    );
+}

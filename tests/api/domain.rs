@@ -100,20 +100,8 @@ impl Handler for ProbeHandler {
 }
 
 fn done_event(id: &str, owner: &str) -> Event {
-    let Value::Object(data) = json!({ "probe_id": id, "state": "done" }) else {
-        unreachable!()
-    };
-    Event {
-        stream: "probe".into(),
-        id: id.into(),
-        owner: owner.into(),
-        seq: 1,
-        terminal: true,
-        keep: false,
-        transient: false,
-        traceparent: None,
-        data,
-    }
+    let data = json!({ "probe_id": id, "state": "done" });
+    Event::new("probe", id, owner, 1, data).terminal(true)
 }
 
 struct ProbeStream;

@@ -335,8 +335,8 @@ async fn payments_racing_the_deadline_never_leave_both(backend: Backend) {
     for id in &ids {
         wait_status(&app, id, OrderStatus::Unpaid).await;
     }
-    // Payments land around the deadline, spread across it: the times are the test's
-    // input (a race with a timer), not a wait for a condition.
+    // Fixed wait: payments land around the deadline, spread across it. The times are the
+    // test's input (a race with the order's timer), so no condition marks them.
     let mut payments = Vec::new();
     for (i, id) in ids.iter().enumerate() {
         let (client, url, admin) = (

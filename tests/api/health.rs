@@ -263,16 +263,12 @@ async fn metrics_are_documented_pass_promtool_and_cover_the_alert_rules() {
     let app = spawn_app(&env).await;
     // One task through the whole flow, so every counter has been touched.
     let (_, key) = app.user("alerts", 100).await;
-    let r = tasks::submit(
+    let id = tasks::submit_id(
         &app,
         &key,
         serde_json::json!({"kind": "copywriting", "prompt": "p"}),
     )
     .await;
-    let id = r.json::<Value>().await.unwrap()["id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
     tasks::wait_status(&app, &key, &id, "SUCCESS").await;
     let text = app.metrics(None).await;
     let rules = include_str!("../../deploy/prometheus/alerts.yml");
@@ -308,17 +304,13 @@ async fn retries_per_message_and_step_times_are_histograms() {
         .unwrap();
     let app = spawn_app(&env).await;
     let (_, key) = app.user("histograms", 100).await;
-    let r = tasks::submit(
+    let id = tasks::submit_id(
         &app,
         &key,
         serde_json::json!({"kind": "copywriting", "prompt": "p",
             "params": {"simulate": {"fail_transient_attempts": 1}}}),
     )
     .await;
-    let id = r.json::<Value>().await.unwrap()["id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
     let done = tasks::wait_status(&app, &key, &id, "SUCCESS").await;
     assert_eq!(done["attempts"], 2, "{done}");
     let text = app.metrics(None).await;

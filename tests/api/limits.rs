@@ -250,18 +250,12 @@ async fn a_revoked_key_stops_everywhere_within_a_second_and_its_streams_close(ba
     assert_eq!(me_status(other, &key).await, 200);
     let mut ws = crate::live::connect(other, &key).await;
     crate::live::send(&mut ws, json!({ "op": "subscribe", "all": true })).await;
-    let id = tasks::submit(
+    let id = tasks::submit_id(
         &app,
         &key,
         json!({ "kind": "image", "prompt": "x", "params": { "simulate": { "step_ms": 20000 } } }),
     )
-    .await
-    .json::<Value>()
-    .await
-    .unwrap()["id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    .await;
     let sse = other
         .client
         .get(other.url(&format!("/v1/tasks/{id}/events")))
@@ -492,18 +486,12 @@ async fn tickets_are_rate_limited_and_the_101st_stream_is_refused(backend: Backe
             "ticket {n}"
         );
     }
-    let id = tasks::submit(
+    let id = tasks::submit_id(
         &app,
         &key,
         json!({ "kind": "image", "prompt": "x", "params": { "simulate": { "step_ms": 20000 } } }),
     )
-    .await
-    .json::<Value>()
-    .await
-    .unwrap()["id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    .await;
     let open = |app: &TestApp| {
         app.client
             .get(app.url(&format!("/v1/tasks/{id}/events")))
@@ -551,14 +539,7 @@ async fn a_tenant_beyond_its_running_share_waits_while_another_is_served(backend
         json!({ "kind": "image", "prompt": "x", "params": { "simulate": { "step_ms": 1500 } } });
     let mut backlog = Vec::new();
     for _ in 0..6 {
-        let r = tasks::submit(&app, &big_key, body.clone()).await;
-        assert_eq!(r.status(), 202);
-        backlog.push(
-            r.json::<Value>().await.unwrap()["id"]
-                .as_str()
-                .unwrap()
-                .to_owned(),
-        );
+        backlog.push(tasks::submit_id(&app, &big_key, body.clone()).await);
     }
     // The big tenant has claimed its share before the small one arrives.
     crate::helpers::wait_until(
@@ -575,18 +556,12 @@ async fn a_tenant_beyond_its_running_share_waits_while_another_is_served(backend
         },
     )
     .await;
-    let small = tasks::submit(
+    let small = tasks::submit_id(
         &app,
         &small_key,
         json!({ "kind": "image", "prompt": "x", "params": { "simulate": { "step_ms": 200 } } }),
     )
-    .await
-    .json::<Value>()
-    .await
-    .unwrap()["id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    .await;
     // The small tenant's task ends while the big one's backlog is still there, and the
     // big one never runs more than its share.
     let started = Instant::now();
@@ -650,18 +625,12 @@ async fn streams_end_when_their_key_expires_or_is_revoked_unannounced(backend: B
     let root = app.admin().await;
     let (user, key) = app.user("streamer", 100).await;
     let kid = key_id(&app, &root, &user.id).await;
-    let id = tasks::submit(
+    let id = tasks::submit_id(
         &app,
         &key,
         json!({ "kind": "image", "prompt": "x", "params": { "simulate": { "step_ms": 20000 } } }),
     )
-    .await
-    .json::<Value>()
-    .await
-    .unwrap()["id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    .await;
     let open_sse = |key: String| {
         let (client, url) = (
             app.client.clone(),

@@ -68,17 +68,12 @@ pub async fn next(ws: &mut Ws) -> Value {
 }
 
 async fn submit(app: &TestApp, key: &str, step_ms: u64) -> String {
-    let r = tasks::submit(
+    tasks::submit_id(
         app,
         key,
         json!({ "kind": "image", "prompt": "x", "params": { "simulate": { "step_ms": step_ms } } }),
     )
-    .await;
-    assert_eq!(r.status(), 202);
-    r.json::<Value>().await.unwrap()["id"]
-        .as_str()
-        .unwrap()
-        .to_owned()
+    .await
 }
 
 async fn app(backend: Backend, test: &str) -> Option<(TestEnv, TestApp)> {

@@ -142,16 +142,12 @@ async fn every_documented_id_route_hides_other_users_resources(backend: Backend)
     let app = spawn_app(&env).await;
     let (_, owner) = app.user("owner", 100).await;
     let (_, other) = app.user("other", 100).await;
-    let r = tasks::submit(
+    let task_id = tasks::submit_id(
         &app,
         &owner,
         json!({ "kind": "copywriting", "prompt": "mine" }),
     )
     .await;
-    let task_id = r.json::<Value>().await.unwrap()["id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
     let doc = spec(&app).await;
     let mut checked = 0;
     for (path, ops) in doc["paths"].as_object().unwrap() {

@@ -10,7 +10,7 @@ use sea_orm::{EntityTrait, TransactionTrait};
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
-use crate::helpers::{Backend, Proxy, Recorder, TestEnv, TestHandler, wait_until};
+use crate::helpers::{Backend, Harness, Proxy, Recorder, TestHandler, wait_until};
 use crate::on_every_backend;
 
 const WAIT: Duration = Duration::from_secs(20);
@@ -35,11 +35,11 @@ async fn enqueue_n(platform: &conveyor::app::Platform, n: usize) -> Vec<String> 
 }
 
 async fn relay_publishes_committed_rows_only(backend: Backend) {
-    let Some(env) = TestEnv::new(backend, "relay_publishes_committed_rows_only").await else {
+    let Some(h) = Harness::new(backend, "relay_publishes_committed_rows_only").await else {
         return;
     };
-    let platform = env.platform().await;
-    let ids = enqueue_n(&platform, 5).await;
+    let platform = &h.platform;
+    let ids = enqueue_n(platform, 5).await;
     let rolled_back = {
         let txn = platform.db.begin().await.unwrap();
         let e = Envelope::new("test.work", json!({}));
@@ -54,20 +54,13 @@ async fn relay_publishes_committed_rows_only(backend: Backend) {
     assert_eq!(platform.relay.lag().await.unwrap().pending, 0);
 
     let rec = Arc::new(Recorder::default());
-    let token = CancellationToken::new();
-    let consumer = tokio::spawn(conveyor::consumer::run(
-        platform.consumer_deps(),
-        &AI_SHORT,
-        Arc::new(TestHandler(rec.clone())),
-        token.clone(),
-    ));
+    let consumer = h.consume(&AI_SHORT, Arc::new(TestHandler(rec.clone())));
     wait_until(WAIT, "5 effects", || async { rec.total_effects() == 5 }).await;
     for id in &ids {
         assert_eq!(rec.effects_of(id), 1);
     }
     assert_eq!(rec.effects_of(&rolled_back), 0);
-    token.cancel();
-    consumer.await.unwrap().unwrap();
+    consumer.stop().await;
 
     // An oversized payload is refused at enqueue, with a clear error.
     let txn = platform.db.begin().await.unwrap();
@@ -77,7 +70,7 @@ async fn relay_publishes_committed_rows_only(backend: Backend) {
         .unwrap_err();
     assert!(err.to_string().contains("limit"), "{err}");
     txn.rollback().await.unwrap();
-    env.cleanup(Some(&platform)).await;
+    h.finish().await;
 }
 
 async fn relays_in_parallel_publish_each_row_once(backend: Backend) {
@@ -85,11 +78,11 @@ async fn relays_in_parallel_publish_each_row_once(backend: Backend) {
         // SQLite serves one process with one relay; row locking is the real databases' job.
         return;
     }
-    let Some(env) = TestEnv::new(backend, "relays_in_parallel").await else {
+    let Some(h) = Harness::new(backend, "relays_in_parallel").await else {
         return;
     };
-    let platform = env.platform().await;
-    enqueue_n(&platform, 300).await;
+    let platform = &h.platform;
+    enqueue_n(platform, 300).await;
     let (a, b) = (platform.relay.clone(), platform.relay.clone());
     let (ra, rb) = tokio::join!(
         async move {
@@ -120,22 +113,26 @@ async fn relays_in_parallel_publish_each_row_once(backend: Backend) {
     );
     let work = platform.broker.topology().queue(&AI_SHORT).name;
     assert_eq!(platform.broker.depth(&work).await.unwrap(), 300);
-    env.cleanup(Some(&platform)).await;
+    h.finish().await;
 }
 
 /// RabbitMQ goes away; rows committed meanwhile wait and go out once it is back.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn relay_catches_up_after_a_broker_outage() {
     for backend in [Backend::RabbitMariadb, Backend::RabbitPostgres] {
-        let Some(mut env) = TestEnv::new(backend, "relay_catches_up_after_a_broker_outage").await
+        let proxy = Proxy::start("127.0.0.1:5672").await;
+        let Some(h) =
+            Harness::configured(backend, "relay_catches_up_after_a_broker_outage", |env| {
+                env.settings.broker.url =
+                    format!("amqp://guest:guest@127.0.0.1:{}/%2f", proxy.port);
+            })
+            .await
         else {
             return;
         };
-        let proxy = Proxy::start("127.0.0.1:5672").await;
-        env.settings.broker.url = format!("amqp://guest:guest@127.0.0.1:{}/%2f", proxy.port);
-        let platform = env.platform().await;
+        let platform = &h.platform;
         proxy.down();
-        let ids = enqueue_n(&platform, 5).await;
+        let ids = enqueue_n(platform, 5).await;
         assert!(
             platform.relay.relay_once().await.is_err(),
             "publishing fails while the broker is away"
@@ -150,12 +147,7 @@ async fn relay_catches_up_after_a_broker_outage() {
         let token = CancellationToken::new();
         let relay = tokio::spawn(platform.relay.clone().run(token.clone()));
         let rec = Arc::new(Recorder::default());
-        let consumer = tokio::spawn(conveyor::consumer::run(
-            platform.consumer_deps(),
-            &AI_SHORT,
-            Arc::new(TestHandler(rec.clone())),
-            token.clone(),
-        ));
+        let consumer = h.consume(&AI_SHORT, Arc::new(TestHandler(rec.clone())));
         wait_until(WAIT, "5 effects after the outage", || async {
             rec.total_effects() == 5
         })
@@ -165,8 +157,8 @@ async fn relay_catches_up_after_a_broker_outage() {
         }
         token.cancel();
         relay.await.unwrap();
-        consumer.await.unwrap().unwrap();
-        env.cleanup(Some(&platform)).await;
+        consumer.stop().await;
+        h.finish().await;
     }
 }
 
@@ -174,11 +166,11 @@ on_every_backend!(housekeeping_trims_only_old_rows);
 
 async fn housekeeping_trims_only_old_rows(backend: Backend) {
     use sea_orm::{ActiveModelTrait, ActiveValue::Set, PaginatorTrait};
-    let Some(env) = TestEnv::new(backend, "housekeeping_trims_only_old_rows").await else {
+    let Some(h) = Harness::new(backend, "housekeeping_trims_only_old_rows").await else {
         return;
     };
-    let platform = env.platform().await;
-    enqueue_n(&platform, 3).await;
+    let platform = &h.platform;
+    enqueue_n(platform, 3).await;
     platform.relay.relay_once().await.unwrap();
     let rows = entity::Entity::find().all(&platform.db).await.unwrap();
     // Age one published row past the retention.
@@ -241,7 +233,7 @@ async fn housekeeping_trims_only_old_rows(backend: Backend) {
         .await
         .unwrap();
     }
-    let rules = conveyor::app::retention(&env.settings, conveyor::domains::ALL);
+    let rules = conveyor::app::retention(&h.env.settings, conveyor::domains::ALL);
     let trimmed = conveyor::housekeeping::once(&platform.db, &rules)
         .await
         .unwrap();
@@ -267,5 +259,5 @@ async fn housekeeping_trims_only_old_rows(backend: Backend) {
         .unwrap();
     assert_eq!(left.len(), 1);
     assert_eq!(left[0].key, "fresh", "keys are kept at least 24 hours");
-    env.cleanup(Some(&platform)).await;
+    h.finish().await;
 }

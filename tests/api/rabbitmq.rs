@@ -9,7 +9,7 @@ use conveyor::broker::Target;
 use conveyor::broker::settings::QueueType;
 use serde_json::{Value, json};
 
-use crate::helpers::{Backend, Proxy, Recorder, TestEnv, start_consumer};
+use crate::helpers::{Backend, Harness, Proxy, Recorder, TestEnv, start_consumer, wait_until};
 
 /// `rabbitmqctl list_<what> <columns…>`, one JSON object per row.
 fn rabbitmqctl_list(what: &str, columns: &[&str]) -> Vec<Value> {
@@ -178,7 +178,7 @@ async fn publish_and_see_handled(
 /// travels whole (as several frames), both ways.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn connections_use_the_proposed_frame_size_and_big_messages_travel_whole() {
-    let Some(env) = TestEnv::new(
+    let Some(h) = Harness::new(
         Backend::RabbitPostgres,
         "connections_use_the_proposed_frame_size_and_big_messages_travel_whole",
     )
@@ -186,10 +186,9 @@ async fn connections_use_the_proposed_frame_size_and_big_messages_travel_whole()
     else {
         return;
     };
+    let (env, platform) = (&h.env, &h.platform);
     assert_eq!(env.settings.broker.frame_max_bytes, 32768, "the default");
-    let platform = env.platform().await;
-    let rec = Arc::new(Recorder::default());
-    let (token, consumer) = start_consumer(&platform, &rec);
+    let (rec, consumer) = h.record();
     // Three frames' worth: a cut or garbled body would not parse (a dead letter, no effect).
     let big = json!({ "text": "x".repeat(60_000) });
     publish_and_see_handled(platform.broker.as_ref(), &rec, big, "a 60 KB message").await;
@@ -209,26 +208,24 @@ async fn connections_use_the_proposed_frame_size_and_big_messages_travel_whole()
     for c in ours {
         assert_eq!(c["frame_max"], env.settings.broker.frame_max_bytes, "{c}");
     }
-    token.cancel();
-    consumer.await.unwrap().unwrap();
-    env.cleanup(Some(&platform)).await;
+    consumer.stop().await;
+    h.finish().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn consumers_resume_after_the_connection_drops() {
-    let Some(mut env) = TestEnv::new(
+    let proxy = Proxy::start("127.0.0.1:5672").await;
+    let Some(h) = Harness::configured(
         Backend::RabbitPostgres,
         "consumers_resume_after_the_connection_drops",
+        |env| env.settings.broker.url = format!("amqp://guest:guest@127.0.0.1:{}/%2f", proxy.port),
     )
     .await
     else {
         return;
     };
-    let proxy = Proxy::start("127.0.0.1:5672").await;
-    env.settings.broker.url = format!("amqp://guest:guest@127.0.0.1:{}/%2f", proxy.port);
-    let platform = env.platform().await;
-    let rec = Arc::new(Recorder::default());
-    let (token, consumer) = start_consumer(&platform, &rec);
+    let platform = &h.platform;
+    let (rec, consumer) = h.record();
     publish_and_see_handled(
         platform.broker.as_ref(),
         &rec,
@@ -238,9 +235,13 @@ async fn consumers_resume_after_the_connection_drops() {
     .await;
 
     proxy.down();
-    // The outage's length is the test's input: long enough for both connections to see
-    // it, not a wait for a condition.
-    tokio::time::sleep(Duration::from_millis(500)).await;
+    // Down until both connections (publish, consume) saw it: neither is live.
+    wait_until(
+        Duration::from_secs(10),
+        "both connections to see the outage",
+        || async { platform.broker.nodes().await.is_empty() },
+    )
+    .await;
     proxy.up();
 
     // The publisher reconnects on its next publish; the consumer on its own.
@@ -251,9 +252,8 @@ async fn consumers_resume_after_the_connection_drops() {
         "the effect after reconnecting",
     )
     .await;
-    token.cancel();
-    consumer.await.unwrap().unwrap();
-    env.cleanup(Some(&platform)).await;
+    consumer.stop().await;
+    h.finish().await;
 }
 
 /// `broker.urls` (a cluster's nodes): when the node a process uses goes away, the

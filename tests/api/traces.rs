@@ -355,6 +355,7 @@ async fn a_callers_traceparent_is_followed_only_when_trusted() {
     };
     // (trust_incoming, sample_ratio), the trusted case first: it shows the spans of a
     // sampled request do reach Jaeger here, so the absence below means something.
+    let mut unsampled = None;
     for (trust, ratio) in [(true, "0"), (false, "0"), (false, "1")] {
         let port = free_port();
         let mut serve = command(BIN, env.dir.path());
@@ -366,7 +367,7 @@ async fn a_callers_traceparent_is_followed_only_when_trusted() {
             .env("RUST_LOG", "warn")
             .stdout(Stdio::null())
             .stderr(Stdio::inherit());
-        let serve = serve.spawn().map(Running).unwrap();
+        let mut serve = serve.spawn().map(Running).unwrap();
         wait_ready(port).await;
         let r = reqwest::Client::new()
             .post(format!("http://127.0.0.1:{port}/v1/tasks"))
@@ -395,13 +396,11 @@ async fn a_callers_traceparent_is_followed_only_when_trusted() {
             }
         } else if ratio == "0" {
             assert_ne!(trace_id, caller, "an untrusted caller chose the trace id");
-            // An absence: the exporter sends within half a second and the trusted
-            // request's span arrived well within this (no condition marks "never").
-            tokio::time::sleep(Duration::from_secs(3)).await;
-            assert!(
-                !exported(trace_id.clone()).await,
-                "an untrusted sampled traceparent forced a trace out at sample_ratio 0"
-            );
+            // An absence, read after a later trace arrived: this process stops first
+            // (its exporter sends what it holds on the way out).
+            sigterm(&serve);
+            wait_exit(&mut serve, Duration::from_secs(15));
+            unsampled = Some(trace_id);
         } else {
             assert_ne!(trace_id, caller, "an untrusted caller chose the trace id");
             let began = Instant::now();
@@ -412,6 +411,12 @@ async fn a_callers_traceparent_is_followed_only_when_trusted() {
                 );
                 tokio::time::sleep(Duration::from_millis(250)).await;
             }
+            // Exported after everything the sample_ratio 0 process sent, and arrived.
+            let unsampled = unsampled.take().expect("the sample_ratio 0 run came first");
+            assert!(
+                !exported(unsampled).await,
+                "an untrusted sampled traceparent forced a trace out at sample_ratio 0"
+            );
         }
         drop(serve);
     }

@@ -165,7 +165,8 @@ impl Cluster {
                 t.elapsed() < limit,
                 "the cluster did not come back whole within {limit:?}"
             );
-            std::thread::sleep(Duration::from_millis(500));
+            // A short pause: each round already runs rabbitmqctl on every node.
+            std::thread::sleep(Duration::from_millis(100));
         }
     }
 }

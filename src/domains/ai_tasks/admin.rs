@@ -200,6 +200,7 @@ async fn retry_one(state: &Tasks, actor: &str, t: store::Task) -> Result<BulkIte
 async fn cancel_one(state: &Tasks, actor: &str, t: store::Task) -> Result<BulkItem, ApiError> {
     let canceled = store::cancel(
         &state.core.db,
+        &state.events,
         &t.id,
         state.ai.cancel_refund_started_percent,
         Some(actor),

@@ -110,7 +110,3 @@ pub mod metadata {
 
     impl ActiveModelBehavior for ActiveModel {}
 }
-
-/// Materials belong to the search-sync domain, which indexes them; re-exported here
-/// because a successful task writes one.
-pub use crate::domains::search_sync::entity::material;

@@ -3,17 +3,14 @@
 //! READY video of the caller's (someone else's upload, a pending or rejected one, or an
 //! image is 422 naming the field). The extraction checks it again when it runs.
 
-pub mod probed;
-
 use sea_orm::{DatabaseConnection, EntityTrait as _};
 use serde_json::Value;
 
 use super::TaskKind;
-use super::executor::ExecError;
-use super::executor::ffmpeg::probe;
 use super::kinds::Lane;
 use super::settings::{AiSettings, Protocol};
 use crate::error::ApiError;
+use crate::providers::ffmpeg::length;
 use crate::storage::Storage;
 use crate::storage::records::{self, READY};
 
@@ -31,7 +28,7 @@ fn needs_upload(ai: &AiSettings, kind: TaskKind) -> bool {
 /// than `long_video_secs` takes the long one; its length read with ffprobe from a file
 /// on this machine: the local store's, or the ends of it copied from the bucket). A
 /// length not known yet is read only when `user`'s balance covers `cost` (else 402, as
-/// the submission would be), and once per upload ([`probed`]).
+/// the submission would be), and once per upload ([`length::of_upload`]).
 pub async fn check(
     db: &DatabaseConnection,
     storage: &Storage,
@@ -88,7 +85,7 @@ async fn lane(
         // this machine); its reservation answers 402, or an idempotent retry of one that
         // was accepted gets its stored answer (which a 402 here would hide).
         None if !covered(db, &u.user_id, cost).await? => None,
-        None => probed::length(&u.id, probe_length(db, storage, u)).await,
+        None => length::of_upload(db, storage, u).await,
     };
     Ok(match duration_ms {
         Some(ms) if ms > (long_secs * 1000) as i64 => Lane::Long,
@@ -107,42 +104,4 @@ async fn covered(db: &DatabaseConnection, user: &str, cost: i64) -> Result<bool,
         .await?
         .map_or(0, |u| u.credits);
     Ok(balance >= cost)
-}
-
-/// Reads `u`'s length with ffprobe and keeps it on the upload, so each upload is probed
-/// once however many analyses name it. ffprobe reads a local file only, never a URL (a
-/// presigned one would let whatever the file names be fetched from the API's network):
-/// on S3 the ends of the video, where its index is, are copied here first. `None` when
-/// it cannot be read here (no ffprobe on the API's machine, a store it cannot reach):
-/// the regular lane, and the extraction reads the video anyway.
-async fn probe_length(
-    db: &DatabaseConnection,
-    storage: &Storage,
-    u: &records::Object,
-) -> Option<i64> {
-    let key = crate::storage::Key::parse(u.store_key.as_deref()?).ok()?;
-    let cancel = tokio_util::sync::CancellationToken::new();
-    // The copy (dropped, so removed, at the end of this function) and the probe share
-    // one deadline: the submission is waiting.
-    let probed = tokio::time::timeout(std::time::Duration::from_secs(15), async {
-        let file = storage
-            .metadata_file(&key)
-            .await
-            .map_err(|e| ExecError::Transient(format!("copying the video here: {e}")))?;
-        probe::probe(&file.path().display().to_string(), &cancel).await
-    })
-    .await;
-    match probed {
-        Ok(Ok(p)) => {
-            let ms = (p.duration_s * 1000.0) as i64;
-            if let Err(e) = records::set_duration(db, &u.id, ms).await {
-                tracing::warn!(upload = %u.id, error = %e, "keeping the video's length failed");
-            }
-            Some(ms)
-        }
-        other => {
-            tracing::debug!(upload = %u.id, outcome = ?other.map(|r| r.err()), "could not read the video's length; the regular lane");
-            None
-        }
-    }
 }

@@ -11,6 +11,7 @@ use super::queues::{
     AI_MEDIA_SUMMARY, AI_MEDIA_VECTORIZE, AI_SHORT,
 };
 use crate::broker::QueueSpec;
+use crate::providers::Wants;
 
 #[derive(
     Debug,
@@ -108,7 +109,26 @@ impl TaskKind {
     pub fn is_text(self) -> bool {
         matches!(self, TaskKind::Copywriting | TaskKind::VideoAnalysis)
     }
+
+    /// What step `step` asks of its provider: the pipeline's transcription a transcript,
+    /// an image task an image, the rest text (or whatever its provider makes).
+    pub fn wants(self, step: &str) -> Wants {
+        match (self, step) {
+            (_, "transcribe") => Wants::Transcript,
+            (TaskKind::Image, _) => Wants::Image,
+            _ => Wants::Text,
+        }
+    }
+
+    /// Whether step `step`'s output gets vectors for a search by meaning: a video's
+    /// knowledge entry, embedded by the provider that writes it.
+    pub fn vectorized(self, step: &str) -> bool {
+        self == TaskKind::VideoAnalysis && step == KNOWLEDGE_STEP
+    }
 }
+
+/// The video-analysis step that writes the knowledge entry (and its vectors).
+pub const KNOWLEDGE_STEP: &str = "build_knowledge_entry";
 
 /// Which queues a task's heavy stages take: a long video's have their own.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

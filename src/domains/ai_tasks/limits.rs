@@ -5,40 +5,38 @@ use std::time::Duration;
 use crate::limits::{Limit, RateLimit};
 
 /// Task submissions per second, and the burst above it.
-pub const SUBMITS: RateLimit = RateLimit {
-    action: "submit",
-    count: Limit {
-        key: "submits_per_sec",
-        default: 20,
-        about: "task submissions per second (sustained)",
-        used: None,
-    },
-    per: Duration::from_secs(1),
-    burst: Some(SUBMIT_BURST),
-};
+pub const SUBMITS: RateLimit = RateLimit::new(
+    "submit",
+    Limit::new(
+        "submits_per_sec",
+        20,
+        "task submissions per second (sustained)",
+    ),
+    Duration::from_secs(1),
+)
+.burst(SUBMIT_BURST);
 
-const SUBMIT_BURST: Limit = Limit {
-    key: "submit_burst",
-    default: 40,
-    about: "task submissions allowed at once above the sustained rate",
-    used: None,
-};
+const SUBMIT_BURST: Limit = Limit::new(
+    "submit_burst",
+    40,
+    "task submissions allowed at once above the sustained rate",
+);
 
 /// Tasks PENDING, PROCESSING or RETRYING at once, checked in the submission's transaction.
-pub const IN_FLIGHT: Limit = Limit {
-    key: "tasks_in_flight",
-    default: 200,
-    about: "tasks pending, processing or retrying at once",
-    used: Some(in_flight),
-};
+pub const IN_FLIGHT: Limit = Limit::new(
+    "tasks_in_flight",
+    200,
+    "tasks pending, processing or retrying at once",
+)
+.used(in_flight);
 
 /// Tasks PROCESSING at once: fair share at claim time (more wait their turn).
-pub const RUNNING: Limit = Limit {
-    key: "tasks_running",
-    default: 8,
-    about: "tasks processing at once in one lane (fair share at claim time; more are deferred)",
-    used: Some(running),
-};
+pub const RUNNING: Limit = Limit::new(
+    "tasks_running",
+    8,
+    "tasks processing at once in one lane (fair share at claim time; more are deferred)",
+)
+.used(running);
 
 fn in_flight<'a>(
     db: &'a sea_orm::DatabaseConnection,

@@ -135,20 +135,10 @@ impl TaskEvent {
             data["kind"] = self.kind.as_str().into();
             data["delta"] = self.delta.clone().unwrap_or_default().into();
         }
-        crate::live::Event {
-            stream: STREAM.to_owned(),
-            id: self.task_id.clone(),
-            owner: self.user_id.clone(),
-            seq: i64::from(self.seq),
-            terminal: self.status.is_terminal(),
-            keep: !self.kind.is_progress(),
-            transient: false,
-            traceparent: None,
-            data: match data {
-                serde_json::Value::Object(m) => m,
-                _ => serde_json::Map::new(),
-            },
-        }
+        let seq = i64::from(self.seq);
+        crate::live::Event::new(STREAM, &self.task_id, &self.user_id, seq, data)
+            .terminal(self.status.is_terminal())
+            .keep(!self.kind.is_progress())
     }
 }
 

@@ -2,9 +2,11 @@
 //!
 //! `POST /v1/tasks` reserves the kind's credits, inserts the task (PENDING) and writes
 //! its run message to the outbox in one transaction, and answers 202. A consumer claims
-//! the task's lease (PROCESSING, attempt + 1), runs the step through an [`executor`]
-//! with a heartbeat and progress events, and commits the result (SUCCESS, a material, a
-//! search-sync message, the reservation consumed) only while it still holds the lease.
+//! the task's lease (PROCESSING, attempt + 1), runs the step at the provider its kind
+//! (or step) names ([`router`], over [`crate::providers`]) with a heartbeat and progress
+//! events, and commits the result (SUCCESS, the reservation consumed, its events: the
+//! final state and the output, of which search sync makes a material, see [`events`])
+//! only while it still holds the lease.
 //! Failures go RETRYING (retry tier) or FAILED (dead letter) with a refund; cancel goes
 //! CANCELED with a refund; the [`reaper`] re-drives tasks whose consumer died.
 //! `video_analysis` runs its steps as separate messages, each published only after
@@ -21,7 +23,7 @@ pub mod cli;
 pub mod cli_find;
 pub mod entitled;
 pub mod entity;
-pub mod executor;
+pub mod events;
 pub mod find;
 pub mod handler;
 pub mod inputs;
@@ -37,6 +39,7 @@ pub mod parked;
 pub mod queues;
 pub mod reaper;
 pub mod retry;
+pub mod router;
 pub mod routes;
 pub mod settings;
 pub mod shedding;
@@ -66,6 +69,7 @@ pub const DOMAIN: Domain = Domain::new("ai_tasks", "ai", queues::QUEUES, install
     .delays(queues::CHECK_DELAYS)
     .settings(settings::SECTION)
     .limits(limits::LIMITS)
+    .events(events::EVENTS)
     .gauges(metrics::GAUGES)
     .panels(ops::PANELS)
     .retention(RETENTION)
@@ -88,47 +92,11 @@ const RETENTION: &[crate::housekeeping::Retention] = &[
     },
 ];
 
-/// The providers' shared limits: a Redis connection only when a kind or step is served
-/// by a provider that calls out.
-async fn gates(
-    ai: &AiSettings,
-    dedupe: &crate::dedupe::settings::DedupeSettings,
-) -> anyhow::Result<Arc<executor::gate::Gates>> {
-    let calls_out = ai
-        .kinds
-        .values()
-        .flat_map(|k| std::iter::once(&k.provider).chain(k.steps.values()))
-        .filter_map(|name| ai.providers.get(name))
-        .any(|p| {
-            !matches!(
-                p.protocol,
-                settings::Protocol::Simulated | settings::Protocol::Ffmpeg
-            )
-        });
-    if calls_out {
-        executor::gate::Gates::connect(dedupe).await
-    } else {
-        Ok(Arc::new(executor::gate::Gates::local()))
-    }
-}
-
 fn install(platform: &Platform) -> BoxFuture<'_, anyhow::Result<Installed>> {
     async move {
         let s = &platform.settings;
         let ai = Arc::new(AiSettings::from_settings(s)?);
-        let executor = executor::from_settings(
-            &ai,
-            platform.db.clone(),
-            platform.storage.clone(),
-            gates(&ai, &platform.settings.dedupe).await?,
-            platform.limits.plans().clone(),
-        )?;
-        // Searches by meaning embed their query with the provider that embeds videos.
-        platform
-            .embedder
-            .set(Arc::new(executor::vectorize::QueryEmbedder(
-                executor.clone(),
-            )));
+        let executor = Arc::new(router::Router::new(&ai, platform.providers.clone())?);
         let tasks = Arc::new(AiTaskHandler {
             executor,
             ai: ai.clone(),
@@ -144,6 +112,7 @@ fn install(platform: &Platform) -> BoxFuture<'_, anyhow::Result<Installed>> {
                 s.database.group_commit_writers,
             ),
             beats: handler::beats::start(platform.db.clone(), 1),
+            events: platform.events.clone(),
         });
         let mut installed = Installed::default();
         for queue in queues::QUEUES {
@@ -155,6 +124,7 @@ fn install(platform: &Platform) -> BoxFuture<'_, anyhow::Result<Installed>> {
             relay: platform.relay.clone(),
             max_payload: s.broker.max_payload_bytes,
             ai: ai.clone(),
+            events: platform.events.clone(),
         };
         // The submission writers get a pool of their own, so each keeps to one server
         // connection: every batch size is its own prepared statement, and on the shared
@@ -163,6 +133,7 @@ fn install(platform: &Platform) -> BoxFuture<'_, anyhow::Result<Installed>> {
         let writers = platform.own_pool_later(s.database.group_commit_writers);
         let (broker, relay) = (platform.broker.clone(), platform.relay.clone());
         let (max_payload, db) = (s.broker.max_payload_bytes, s.database.clone());
+        let events = platform.events.clone();
         Ok(installed
             .job(move |token| reaper.run(token).boxed())
             .stream(Arc::new(stream::TaskStream))
@@ -186,6 +157,7 @@ fn install(platform: &Platform) -> BoxFuture<'_, anyhow::Result<Installed>> {
                         ai,
                         submitter,
                         shedding,
+                        events,
                     }))
                 }
                 .boxed()

@@ -1,57 +1,67 @@
-//! Tasks' final states as webhook events (`task.succeeded`, `task.failed`,
-//! `task.canceled`), recorded in the transaction of the transition: every way a task
-//! ends passes through [`store::apply`](super::store::apply) or the step commit, and both
-//! call [`ended`]. A task's view is built only for a tenant with an endpoint that wants
-//! the event: the lookup of endpoints is the whole cost for everyone else.
+//! Tasks' final states as events (`task.succeeded`, `task.failed`, `task.canceled`),
+//! recorded through the event seam in the transaction of the transition: every way a
+//! task ends passes through [`store::apply`](super::store::apply) or the step commit,
+//! and both call [`ended`] (or [`events`]). A task's view is built only for a tenant a
+//! listener wants it for (an endpoint subscribed to it): asking is the whole cost for
+//! everyone else.
 
 use sea_orm::{ConnectionTrait, DbErr};
 
+use super::events::{CANCELED, FAILED, SUCCEEDED};
 use super::kinds::Status;
 use super::store::Task;
 use super::view::TaskView;
-use crate::domains::webhooks::emit::{self, Event, Listeners};
+use crate::events::{Event, EventType, Events, Interest};
 
 /// The event type of a task in `status`, if it ended.
-fn event_type(status: Status) -> Option<&'static str> {
+fn event_type(status: Status) -> Option<&'static EventType> {
     match status {
-        Status::Success => Some("task.succeeded"),
-        Status::Failed => Some("task.failed"),
-        Status::Canceled => Some("task.canceled"),
+        Status::Success => Some(&SUCCEEDED),
+        Status::Failed => Some(&FAILED),
+        Status::Canceled => Some(&CANCELED),
         _ => None,
     }
 }
 
-/// The tenants' endpoints of those of `tasks` that ended (one query; none when no task
-/// ended).
-pub async fn listeners(txn: &impl ConnectionTrait, tasks: &[&Task]) -> Result<Listeners, DbErr> {
+/// What the listeners want of the tenants of those of `tasks` that ended (one query per
+/// listener; none when no task ended).
+pub async fn interest(
+    txn: &impl ConnectionTrait,
+    events: &Events,
+    tasks: &[&Task],
+) -> Result<Interest, DbErr> {
     let ended: Vec<&str> = tasks
         .iter()
         .filter(|t| event_type(t.status).is_some())
         .map(|t| t.user_id.as_str())
         .collect();
-    emit::listeners(txn, ended).await
+    Ok(events.interest(txn, &ended).await?)
 }
 
-/// The events of those of `tasks` that ended and that `listeners` want.
-pub fn events<'a>(listeners: &Listeners, tasks: impl IntoIterator<Item = &'a Task>) -> Vec<Event> {
+/// The events of those of `tasks` that ended and that a listener wants.
+pub fn events<'a>(interest: &Interest, tasks: impl IntoIterator<Item = &'a Task>) -> Vec<Event> {
     tasks
         .into_iter()
         .filter_map(|t| {
-            let event_type = event_type(t.status)?;
-            listeners.wants(&t.user_id, event_type).then(|| Event {
-                user_id: t.user_id.clone(),
-                event_type,
-                data: serde_json::to_value(TaskView::from(t.clone())).unwrap_or_default(),
+            let kind = event_type(t.status)?;
+            interest.wants(&t.user_id, kind).then(|| {
+                let data = serde_json::to_value(TaskView::from(t.clone())).unwrap_or_default();
+                Event::new(t.user_id.clone(), kind, data)
             })
         })
         .collect()
 }
 
-/// Records the webhook events of those of `tasks` that ended.
-pub async fn ended(txn: &impl ConnectionTrait, tasks: &[&Task]) -> Result<(), DbErr> {
-    let listeners = listeners(txn, tasks).await?;
-    if listeners.is_empty() {
+/// Records the events of those of `tasks` that ended.
+pub async fn ended(
+    txn: &impl ConnectionTrait,
+    events: &Events,
+    tasks: &[&Task],
+) -> Result<(), DbErr> {
+    let interest = interest(txn, events, tasks).await?;
+    if interest.is_empty() {
         return Ok(());
     }
-    emit::record_for(txn, &listeners, &events(&listeners, tasks.iter().copied())).await
+    let recorded = self::events(&interest, tasks.iter().copied());
+    Ok(interest.record(txn, recorded).await?)
 }

@@ -26,6 +26,8 @@ pub struct Reaper {
     pub relay: Relay,
     pub max_payload: usize,
     pub ai: Arc<AiSettings>,
+    /// Where a task it ends records its events.
+    pub events: crate::events::Events,
 }
 
 impl Reaper {
@@ -68,7 +70,8 @@ impl Reaper {
                 message: Some("lease expired; re-driven".into()),
                 ..Default::default()
             };
-            let Some((task, ev)) = store::apply(&txn, &t.id, &guard, change).await? else {
+            let applied = store::apply(&txn, &self.events, &t.id, &guard, change).await?;
+            let Some((task, ev)) = applied else {
                 continue;
             };
             store::enqueue_step(&txn, &task, task.step_index, self.max_payload).await?;

@@ -323,6 +323,7 @@ pub(crate) async fn cancel(
     let admin = (t.user_id != user.id).then(|| format!("user:{}", user.id));
     match store::cancel(
         &state.core.db,
+        &state.events,
         &t.id,
         state.ai.cancel_refund_started_percent,
         admin.as_deref(),

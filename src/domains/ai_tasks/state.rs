@@ -21,6 +21,8 @@ pub struct Tasks {
     pub submitter: Submitter,
     /// Sheds some kinds while the video-analysis pipeline is far behind.
     pub shedding: Shedding,
+    /// Where a task's end records its events (`crate::events`).
+    pub events: crate::events::Events,
 }
 
 /// The task if the caller may see it; 404 otherwise (never "forbidden": existence is private).

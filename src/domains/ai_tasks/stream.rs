@@ -48,20 +48,7 @@ impl Source for TaskStream {
                 "progress": t.progress,
                 "line": line,
             });
-            events.push(Event {
-                stream: KIND.to_owned(),
-                id: t.id.clone(),
-                owner: t.user_id.clone(),
-                seq: i64::from(t.seq),
-                terminal: false,
-                keep: false,
-                transient: true,
-                traceparent: None,
-                data: match data {
-                    serde_json::Value::Object(m) => m,
-                    _ => serde_json::Map::new(),
-                },
-            });
+            events.push(Event::new(KIND, &t.id, &t.user_id, i64::from(t.seq), data).transient());
         }
         Ok(events)
     }

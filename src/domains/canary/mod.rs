@@ -7,9 +7,12 @@
 //! canary says the platform has stopped moving work before a customer does.
 //!
 //! Files: [`queues`], [`settings`] (`[canary]`), [`entity`] and [`store`] (the
-//! `canary_pings` table), [`messages`], [`job`], [`handler`], [`metrics`], [`routes`].
+//! `canary_pings` table), [`messages`], [`job`], [`handler`], [`metrics`], [`routes`],
+//! [`events`] (`canary.ping`: the event seam's proof that a new type edits only its
+//! owner).
 
 pub mod entity;
+pub mod events;
 pub mod handler;
 pub mod job;
 pub mod messages;
@@ -34,6 +37,7 @@ use settings::CanarySettings;
 pub const DOMAIN: Domain = Domain::new("canary", "canary", queues::QUEUES, install)
     .settings(settings::SECTION)
     .gauges(metrics::GAUGES)
+    .events(events::EVENTS)
     .retention(RETENTION)
     .openapi(<routes::Doc as utoipa::OpenApi>::openapi);
 

@@ -1,44 +1,72 @@
-//! The canary's rows: a ping sent (row and outbox message in one transaction), a ping
-//! received (stamped once), what the route and the gauges read, and the trim.
+//! The canary's rows: a ping sent (row and outbox message in one transaction; on a
+//! tenant's behalf, its `canary.ping` event too), a ping received (stamped once), what
+//! the route and the gauges read, and the trim.
 
 use chrono::{DateTime, Utc};
 use futures::future::BoxFuture;
 use sea_orm::sea_query::Expr;
 use sea_orm::{
-    ActiveValue::Set, ColumnTrait as _, DatabaseConnection, DbErr, EntityTrait as _,
-    PaginatorTrait as _, QueryFilter as _, QueryOrder as _, QuerySelect as _,
+    ActiveValue::Set, ColumnTrait as _, DatabaseConnection, DatabaseTransaction, DbErr,
+    EntityTrait as _, PaginatorTrait as _, QueryFilter as _, QueryOrder as _, QuerySelect as _,
     TransactionTrait as _,
 };
 
 use super::entity::{ActiveModel, Column, Entity, Model};
+use super::events::PING;
 use super::messages::Ping;
 use super::queues::CANARY_PING;
 use crate::broker::Target;
+use crate::events::{Event, Events};
 use crate::outbox::{self, OutboxError};
 
 /// Records a ping and its message in one transaction; the relay publishes it.
 pub async fn send(db: &DatabaseConnection, max_payload: usize) -> Result<Ping, OutboxError> {
+    let txn = db.begin().await?;
+    let ping = send_in(&txn, max_payload).await?;
+    txn.commit().await?;
+    Ok(ping)
+}
+
+/// [`send`] on `user_id`'s behalf: its `canary.ping` event is recorded through `events`
+/// in the same transaction (their webhook endpoints that want it get it).
+pub async fn send_for(
+    db: &DatabaseConnection,
+    events: &Events,
+    user_id: &str,
+    max_payload: usize,
+) -> Result<Ping, OutboxError> {
+    let txn = db.begin().await?;
+    let ping = send_in(&txn, max_payload).await?;
+    let data = serde_json::json!({ "ping_id": ping.ping_id, "sent_at": ping.sent_at });
+    let event = Event::new(user_id, &PING, data);
+    events
+        .record(&txn, vec![event])
+        .await
+        .map_err(DbErr::from)?;
+    txn.commit().await?;
+    Ok(ping)
+}
+
+async fn send_in(txn: &DatabaseTransaction, max_payload: usize) -> Result<Ping, OutboxError> {
     let ping = Ping {
         ping_id: uuid::Uuid::now_v7().to_string(),
         sent_at: Utc::now(),
     };
-    let txn = db.begin().await?;
     Entity::insert(ActiveModel {
         id: Set(ping.ping_id.clone()),
         sent_at: Set(ping.sent_at),
         received_at: Set(None),
         latency_ms: Set(None),
     })
-    .exec(&txn)
+    .exec(txn)
     .await?;
     outbox::enqueue(
-        &txn,
+        txn,
         Target::Queue(&CANARY_PING),
         &ping.envelope(),
         max_payload,
     )
     .await?;
-    txn.commit().await?;
     Ok(ping)
 }
 

@@ -9,6 +9,7 @@ use serde_json::json;
 use super::messages::{
     CreateOrder, EXPIRE_ORDER, ExpireOrder, OrderEvent, orders_of, publish_events,
 };
+use super::notify::Notices;
 use super::queues::{ORDER_PAYMENT_TIMEOUT, ORDERS_CREATE};
 use super::service::Sales;
 use super::store::WriteError;
@@ -276,6 +277,8 @@ impl BatchHandler for CreateOrderHandler {
 /// Cancels an order whose payment window passed, if it is still unpaid.
 pub struct ExpireOrderHandler {
     pub sales: Arc<Sales>,
+    /// Where the cancel's event is recorded.
+    pub notices: Notices,
 }
 
 #[async_trait]
@@ -284,7 +287,7 @@ impl Handler for ExpireOrderHandler {
         let m: ExpireOrder = payload(message)?;
         match self
             .sales
-            .expire(&ctx.db, ctx.broker.as_ref(), &m.order_id)
+            .expire(&ctx.db, ctx.broker.as_ref(), &self.notices, &m.order_id)
             .await
             .map_err(HandlerError::transient)?
         {

@@ -10,6 +10,7 @@ use futures::future::BoxFuture;
 use sea_orm::DatabaseConnection;
 use tokio_util::sync::CancellationToken;
 
+use super::notify::Notices;
 use super::service::Sales;
 use super::store;
 use crate::broker::Broker;
@@ -42,12 +43,14 @@ pub async fn sweep_once(
     db: &DatabaseConnection,
     broker: &dyn Broker,
     sales: &Sales,
+    notices: &Notices,
 ) -> anyhow::Result<usize> {
     let margin = chrono::Duration::milliseconds(sales.settings.sweep_margin_ms as i64);
     let overdue = store::overdue(db, Utc::now() - margin, 500).await?;
     let mut canceled = 0;
     for order in overdue {
-        if sales.expire(db, broker, &order.id).await? == Some(super::OrderStatus::Canceled) {
+        let expired = sales.expire(db, broker, notices, &order.id).await?;
+        if expired == Some(super::OrderStatus::Canceled) {
             canceled += 1;
         }
     }
@@ -84,17 +87,24 @@ pub async fn run(
     db: DatabaseConnection,
     broker: Arc<dyn Broker>,
     sales: Arc<Sales>,
+    notices: Notices,
     shutdown: CancellationToken,
 ) -> anyhow::Result<()> {
     let sweep = {
         let (db, broker, s) = (db.clone(), broker.clone(), sales.clone());
+        let notices = notices.clone();
         every(
             "sweep",
             Duration::from_millis(sales.settings.sweep_interval_ms),
             shutdown.clone(),
             move || {
                 let (db, broker, s) = (db.clone(), broker.clone(), s.clone());
-                Box::pin(async move { sweep_once(&db, broker.as_ref(), &s).await.map(|_| ()) })
+                let notices = notices.clone();
+                Box::pin(async move {
+                    sweep_once(&db, broker.as_ref(), &s, &notices)
+                        .await
+                        .map(|_| ())
+                })
             },
         )
     };

@@ -91,17 +91,9 @@ impl OrderEvent {
         data.insert("status".into(), self.status.as_str().into());
         data.insert("message".into(), serde_json::json!(self.message));
         data.insert("at".into(), serde_json::json!(self.at));
-        crate::live::Event {
-            stream: STREAM.to_owned(),
-            id: self.order_id.clone(),
-            owner: self.user_id.clone(),
-            seq: i64::from(self.seq),
-            terminal: self.status.is_terminal(),
-            keep: false,
-            transient: false,
-            traceparent: None,
-            data,
-        }
+        let seq = i64::from(self.seq);
+        crate::live::Event::new(STREAM, &self.order_id, &self.user_id, seq, data)
+            .terminal(self.status.is_terminal())
     }
 }
 

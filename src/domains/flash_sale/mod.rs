@@ -50,6 +50,7 @@ pub const DOMAIN: Domain = Domain::new("flash_sale", "orders", queues::QUEUES, i
     .delays(queues::DELAYS)
     .settings(settings::SECTION)
     .limits(limits::LIMITS)
+    .events(notify::EVENTS)
     .gauges(jobs::GAUGES)
     .openapi(<routes::Doc as utoipa::OpenApi>::openapi)
     .cli(cli::CLI);
@@ -64,17 +65,19 @@ fn install(platform: &Platform) -> BoxFuture<'_, anyhow::Result<Installed>> {
             relay: platform.relay.clone(),
             max_payload: platform.settings.broker.max_payload_bytes,
         });
+        let notices = notify::Notices::new(platform.events.clone(), &sales.settings.currency);
         let expire = Arc::new(handler::ExpireOrderHandler {
             sales: sales.clone(),
+            notices: notices.clone(),
         });
         let (db, broker) = (platform.db.clone(), platform.broker.clone());
         let (for_jobs, for_routes) = (sales.clone(), sales.clone());
         let currency = sales.settings.currency.clone();
-        notify::set_currency(&currency);
+        let for_jobs_notices = notices.clone();
         Ok(Installed::default()
             .handler(&queues::ORDERS_CREATE, Worker::Batch(create))
             .handler(&queues::ORDERS_EXPIRE, Worker::One(expire))
-            .job(move |token| jobs::run(db, broker, for_jobs, token).boxed())
+            .job(move |token| jobs::run(db, broker, for_jobs, for_jobs_notices, token).boxed())
             .stream(Arc::new(stream::OrderStream { currency }))
             .routes(move |core| {
                 let settings = &for_routes.settings;
@@ -88,6 +91,7 @@ fn install(platform: &Platform) -> BoxFuture<'_, anyhow::Result<Installed>> {
                     publisher,
                     core,
                     sales: for_routes,
+                    notices,
                 };
                 async move { Ok(routes::routes(state)) }.boxed()
             }))

@@ -1,35 +1,63 @@
-//! Orders' final states as webhook events (`order.paid`, `order.canceled`), recorded in
-//! the transaction of the transition: every order leaves UNPAID through
-//! [`store`](super::store)'s one conditional update, which calls [`left_unpaid`].
+//! Orders' final states as events (`order.paid`, `order.canceled`), recorded through the
+//! event seam (`crate::events`) in the transaction of the transition: every order leaves
+//! UNPAID through [`store`](super::store)'s one conditional update, which calls
+//! [`Notices::left_unpaid`]. The currency the event's view shows travels with the
+//! [`Notices`] built at install, not in a global.
 
-use std::sync::OnceLock;
+use std::sync::Arc;
 
 use sea_orm::{ConnectionTrait, DbErr};
 
 use super::entity::order::Model as Order;
+use super::settings::FlashSaleSettings;
 use super::status::OrderStatus;
 use super::view::OrderView;
-use crate::domains::webhooks::emit::{self, Event};
+use crate::config::ConfigError;
+use crate::events::{Event, EventType, Events};
+use crate::settings::Settings;
 
-/// `flash_sale.currency`, set at install (the order rows hold minor units only).
-static CURRENCY: OnceLock<String> = OnceLock::new();
+pub const PAID: EventType = EventType::new("order.paid", "a flash-sale order was paid");
+pub const CANCELED: EventType = EventType::new(
+    "order.canceled",
+    "an unpaid flash-sale order was canceled (its payment window passed)",
+);
 
-pub fn set_currency(currency: &str) {
-    let _ = CURRENCY.set(currency.to_owned());
+/// The event types flash sales record.
+pub const EVENTS: &[&EventType] = &[&PAID, &CANCELED];
+
+/// What recording an order's events needs: the seam, and `flash_sale.currency` (the
+/// order rows hold minor units only). Built at install, and by payments, which pays
+/// orders in its own transactions.
+#[derive(Clone, Debug)]
+pub struct Notices {
+    events: Events,
+    currency: Arc<str>,
 }
 
-/// Records the event of an order that left UNPAID for `o.status`.
-pub async fn left_unpaid(txn: &impl ConnectionTrait, o: &Order) -> Result<(), DbErr> {
-    let event_type = match o.status {
-        OrderStatus::Paid => "order.paid",
-        OrderStatus::Canceled => "order.canceled",
-        _ => return Ok(()),
-    };
-    let currency = CURRENCY.get().map_or("CNY", String::as_str);
-    let event = Event {
-        user_id: o.user_id.clone(),
-        event_type,
-        data: serde_json::to_value(OrderView::new(o.clone(), currency)).unwrap_or_default(),
-    };
-    emit::record_many(txn, &[event]).await
+impl Notices {
+    pub fn new(events: Events, currency: &str) -> Self {
+        Notices {
+            events,
+            currency: currency.into(),
+        }
+    }
+
+    /// With the currency of `[flash_sale]`.
+    pub fn from_settings(events: Events, settings: &Settings) -> Result<Self, ConfigError> {
+        let currency = FlashSaleSettings::from_settings(settings)?.currency;
+        Ok(Notices::new(events, &currency))
+    }
+
+    /// Records the event of an order that left UNPAID for `o.status`.
+    pub async fn left_unpaid(&self, txn: &impl ConnectionTrait, o: &Order) -> Result<(), DbErr> {
+        let kind = match o.status {
+            OrderStatus::Paid => &PAID,
+            OrderStatus::Canceled => &CANCELED,
+            _ => return Ok(()),
+        };
+        let data =
+            serde_json::to_value(OrderView::new(o.clone(), &self.currency)).unwrap_or_default();
+        let event = Event::new(o.user_id.clone(), kind, data);
+        Ok(self.events.record(txn, vec![event]).await?)
+    }
 }

@@ -10,6 +10,7 @@ use sea_orm::DatabaseConnection;
 
 use super::OrderStatus;
 use super::messages::publish_events;
+use super::notify::Notices;
 use super::queues::ORDER_PAYMENT_TIMEOUT;
 use super::settings::FlashSaleSettings;
 use super::stock::{EmbeddedStock, RedisStock, StockStore, Warm};
@@ -70,9 +71,10 @@ impl Sales {
         &self,
         db: &DatabaseConnection,
         broker: &dyn Broker,
+        notices: &Notices,
         order_id: &str,
     ) -> anyhow::Result<Option<OrderStatus>> {
-        let order = match store::cancel_unpaid(db, order_id).await? {
+        let order = match store::cancel_unpaid(db, notices, order_id).await? {
             Some((order, ev)) => {
                 metrics::counter!("conveyor_flash_sale_orders_canceled_total").increment(1);
                 publish_events(broker, &[ev]).await;

@@ -127,7 +127,7 @@ fn unavailable(e: redis::RedisError) -> StockError {
 
 impl RedisStock {
     pub async fn connect(url: &str, prefix: &str) -> Result<Self, StockError> {
-        let conn = crate::dedupe::redis::connection(url)
+        let conn = crate::redis_conn::connection(url)
             .await
             .map_err(StockError)?;
         Ok(RedisStock {

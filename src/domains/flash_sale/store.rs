@@ -14,6 +14,7 @@ use sea_orm::{
 use super::OrderStatus;
 use super::entity::{event, order, sale};
 use super::messages::OrderEvent;
+use super::notify::Notices;
 
 pub use order::Model as Order;
 pub use sale::Model as Sale;
@@ -159,6 +160,7 @@ pub(super) fn event_of(o: &Order, seq: i32, status: OrderStatus, message: &str) 
 /// was not UNPAID (someone else won). A cancel gives the unit back to the sale's `sold`.
 async fn leave_unpaid(
     txn: &impl ConnectionTrait,
+    notices: &Notices,
     order_id: &str,
     to: OrderStatus,
     payment_ref: Option<&str>,
@@ -195,18 +197,20 @@ async fn leave_unpaid(
     event::Entity::insert(event_row(&ev))
         .exec_without_returning(txn)
         .await?;
-    super::notify::left_unpaid(txn, &o).await?;
+    notices.left_unpaid(txn, &o).await?;
     Ok(Some((o, ev)))
 }
 
 /// UNPAID → CANCELED (its own transaction); `None` when it was not UNPAID.
 pub async fn cancel_unpaid(
     db: &DatabaseConnection,
+    notices: &Notices,
     order_id: &str,
 ) -> Result<Option<(Order, OrderEvent)>, DbErr> {
     let txn = crate::db::begin_read_committed(db).await?;
     let done = leave_unpaid(
         &txn,
+        notices,
         order_id,
         OrderStatus::Canceled,
         None,
@@ -239,11 +243,13 @@ pub enum Paid {
 /// (`late_payment_ref`) for refund.
 pub async fn pay(
     txn: &impl ConnectionTrait,
+    notices: &Notices,
     order_id: &str,
     payment_ref: &str,
 ) -> Result<Option<Paid>, DbErr> {
+    let paid = OrderStatus::Paid;
     if let Some((o, ev)) =
-        leave_unpaid(txn, order_id, OrderStatus::Paid, Some(payment_ref), "paid").await?
+        leave_unpaid(txn, notices, order_id, paid, Some(payment_ref), "paid").await?
     {
         return Ok(Some(Paid::Now(o, ev)));
     }
@@ -268,11 +274,12 @@ pub async fn pay(
 /// [`pay`] in a transaction of its own (an operator marking an order paid by hand).
 pub async fn mark_paid(
     db: &DatabaseConnection,
+    notices: &Notices,
     order_id: &str,
     payment_ref: &str,
 ) -> Result<Option<Paid>, DbErr> {
     let txn = crate::db::begin_read_committed(db).await?;
-    let paid = pay(&txn, order_id, payment_ref).await?;
+    let paid = pay(&txn, notices, order_id, payment_ref).await?;
     txn.commit().await?;
     Ok(paid)
 }

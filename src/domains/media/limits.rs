@@ -6,12 +6,11 @@ use crate::limits::{Limit, Limits, StreamPermit};
 /// Uploads streaming through one API instance at once per tenant: each holds a
 /// connection and up to two parts (`storage.part_bytes`) of memory while it streams, so
 /// one tenant's many uploads cannot take the instance's memory or connections.
-pub const CONCURRENT: Limit = Limit {
-    key: "uploads_concurrent",
-    default: 4,
-    about: "uploads streaming through the API at once per tenant, per API instance (POST /v1/uploads)",
-    used: None,
-};
+pub const CONCURRENT: Limit = Limit::new(
+    "uploads_concurrent",
+    4,
+    "uploads streaming through the API at once per tenant, per API instance (POST /v1/uploads)",
+);
 
 pub const LIMITS: &[Limit] = &[CONCURRENT];
 

@@ -49,6 +49,7 @@ use service::Payments;
 pub const DOMAIN: Domain = Domain::new("payments", "payments", queues::QUEUES, install)
     .settings(settings::SECTION)
     .limits(limits::LIMITS)
+    .events(notify::EVENTS)
     .gauges(metrics::GAUGES)
     .openapi(<routes::Doc as utoipa::OpenApi>::openapi)
     .configured_openapi(routes::intents::documented)

@@ -9,6 +9,7 @@ use std::sync::Arc;
 use sea_orm::DatabaseConnection;
 
 use super::gate::VerifyGate;
+use super::notify::Notify;
 use super::settings::{PaymentSettings, ProviderKeys};
 use super::store::{self, Applied, NewPayment, Payment};
 use crate::broker::Broker;
@@ -28,6 +29,8 @@ pub struct Payments {
     pub keys: ProviderKeys,
     /// Signature checks, off the async workers and a few at a time.
     pub gate: VerifyGate,
+    /// Where applying an event records what it did (payments' and orders' events).
+    pub notify: Notify,
 }
 
 /// What a buyer wants to pay for.
@@ -63,6 +66,7 @@ impl Payments {
             relay: platform.relay.clone(),
             max_payload: platform.settings.broker.max_payload_bytes,
             keys: settings.keys()?,
+            notify: Notify::from_settings(platform.events.clone(), &platform.settings)?,
             settings,
             gate: VerifyGate::per_core(),
         })
@@ -136,7 +140,7 @@ impl Payments {
     /// broker-down fallback), then tells what it did: metrics, logs, the order's live
     /// event, the relay (refunds put back in line are in the outbox).
     pub async fn apply(&self, id: i64) -> Result<Applied, OutboxError> {
-        let applied = store::apply(&self.db, id, self.max_payload).await?;
+        let applied = store::apply(&self.db, &self.notify, id, self.max_payload).await?;
         self.tell(&[(id, &applied)]).await;
         Ok(applied)
     }
@@ -144,7 +148,7 @@ impl Payments {
     /// Applies inbox rows `ids` in one transaction (see [`store::apply_many`]), then
     /// tells what they did as [`Payments::apply`] does, once for the lot.
     pub async fn apply_many(&self, ids: &[i64]) -> Result<Vec<Applied>, OutboxError> {
-        let applied = store::apply_many(&self.db, ids, self.max_payload).await?;
+        let applied = store::apply_many(&self.db, &self.notify, ids, self.max_payload).await?;
         let told: Vec<(i64, &Applied)> = ids.iter().copied().zip(&applied).collect();
         self.tell(&told).await;
         Ok(applied)

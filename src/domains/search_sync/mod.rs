@@ -7,7 +7,8 @@
 //! engine; the backlog waits in the broker and drains in bulk when it returns.
 //!
 //! Files: [`routes`] (materials and search over HTTP), [`store`] (materials and their
-//! sync messages), [`messages`], [`queues`], [`handler`] (the batch consumer),
+//! sync messages), [`events`] (a material of each task output heard on the event seam,
+//! `material.created`), [`messages`], [`queues`], [`handler`] (the batch consumer),
 //! [`vectors`] (what a material is found by in a search by meaning), [`backend`]
 //! (this process's index and breaker), [`reindex`] (a new index from the
 //! database, swapped in atomically), [`settings`] (`[search]`).
@@ -16,10 +17,10 @@ pub mod backend;
 pub mod breaker;
 pub mod cli;
 pub mod entity;
+pub mod events;
 pub mod handler;
 pub mod limits;
 pub mod messages;
-pub mod notify;
 pub mod queues;
 pub mod reindex;
 pub mod routes;
@@ -44,19 +45,23 @@ pub const DOMAIN: Domain = Domain::new("search_sync", "search", queues::QUEUES, 
     .settings(settings::SECTION)
     .limits(limits::LIMITS)
     .openapi(<routes::Doc as utoipa::OpenApi>::openapi)
+    .events(events::EVENTS)
     .cli(cli::CLI);
 
 /// The backend is opened by the first part that uses it (see [`backend`]).
 fn install(platform: &Platform) -> BoxFuture<'_, anyhow::Result<Installed>> {
     async move {
-        let search = Arc::new(LazySearch::new(SearchSettings::from_settings(
-            &platform.settings,
-        )?));
+        let settings = SearchSettings::from_settings(&platform.settings)?;
+        // A search by meaning embeds its query with the provider that embedded the
+        // materials.
+        let embeddings = platform
+            .providers
+            .embeddings(&settings.query_provider(&platform.settings));
+        let search = Arc::new(LazySearch::new(settings));
         let sync = Arc::new(handler::SyncHandler {
             search: search.clone(),
         });
         let (for_routes, for_probe) = (search.clone(), search);
-        let embedder = platform.embedder.clone();
         // Reported by `/readyz` and `/metrics` but not required: the API takes work while
         // search is away (only searches answer 503 meanwhile).
         let probe = Probe::optional("search", move || {
@@ -68,6 +73,7 @@ fn install(platform: &Platform) -> BoxFuture<'_, anyhow::Result<Installed>> {
             .boxed()
         });
         Ok(Installed::default()
+            .listener(events::Materials)
             .handler(&queues::SEARCH_SYNC, Worker::Batch(sync))
             .probe(probe)
             .routes(move |core| {
@@ -75,7 +81,7 @@ fn install(platform: &Platform) -> BoxFuture<'_, anyhow::Result<Installed>> {
                     Ok(routes::routes(routes::Materials {
                         core,
                         search: for_routes.get()?,
-                        embedder,
+                        embeddings,
                     }))
                 }
                 .boxed()

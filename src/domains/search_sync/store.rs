@@ -1,5 +1,5 @@
-//! Materials: created by AI tasks, listed, edited and (softly) deleted by their owners.
-//! Every change increments the row's version and writes a `search.sync` message through
+//! Materials: made of AI tasks' outputs ([`super::events`]), listed, edited and (softly)
+//! deleted by their owners. Every change increments the row's version and writes a `search.sync` message through
 //! the outbox in the same transaction, so the index hears of every committed change and
 //! of nothing that rolled back.
 
@@ -145,6 +145,17 @@ async fn announce_many(txn: &impl ConnectionTrait, rows: &[Material]) -> Result<
     // A few ids each: far below any payload limit.
     outbox::enqueue_many(txn, &messages, usize::MAX).await?;
     Ok(())
+}
+
+/// The material a task's output became, deleted or not.
+pub async fn material_of(
+    db: &impl ConnectionTrait,
+    task_id: &str,
+) -> Result<Option<Material>, DbErr> {
+    material::Entity::find()
+        .filter(material::Column::TaskId.eq(task_id))
+        .one(db)
+        .await
 }
 
 /// The owner's live material `id`.

@@ -27,22 +27,26 @@ use super::sender::{Attempt, Sender};
 use super::settings::WebhookSettings;
 use crate::broker::{Envelope, Target};
 use crate::consumer::{Context, Handler, HandlerError};
+use crate::events::{Event, Events};
 use crate::outbox::{self, Relay};
 
 pub struct DeliveryHandler {
     pub sender: Sender,
     pub settings: WebhookSettings,
     pub relay: Relay,
+    /// Where a disabled endpoint's notice is recorded.
+    pub events: Events,
     /// Each endpoint's slots in this process.
     slots: Mutex<HashMap<String, Arc<Semaphore>>>,
 }
 
 impl DeliveryHandler {
-    pub fn new(sender: Sender, settings: WebhookSettings, relay: Relay) -> Self {
+    pub fn new(sender: Sender, settings: WebhookSettings, relay: Relay, events: Events) -> Self {
         DeliveryHandler {
             sender,
             settings,
             relay,
+            events,
             slots: Mutex::new(HashMap::new()),
         }
     }
@@ -116,10 +120,7 @@ impl Handler for DeliveryHandler {
         metrics::histogram!("conveyor_webhook_attempt_seconds")
             .record(f64::from(outcome.latency_ms) / 1000.0);
         let txn = ctx.db.begin().await.map_err(db)?;
-        if record(&txn, &d, &to, &outcome, &self.settings)
-            .await
-            .map_err(db)?
-        {
+        if record(&txn, &d, &to, &outcome, self).await.map_err(db)? {
             txn.commit().await.map_err(db)?;
             self.relay.notify();
         } else {
@@ -160,7 +161,7 @@ async fn record(
     d: &delivery::Model,
     to: &endpoint::Model,
     outcome: &Attempt,
-    settings: &WebhookSettings,
+    handler: &DeliveryHandler,
 ) -> Result<bool, DbErr> {
     let now = Utc::now();
     let attempts = d.attempts + 1;
@@ -226,7 +227,7 @@ async fn record(
             .await
             .map_err(|e| DbErr::Custom(e.to_string()))?;
     }
-    health(txn, to, delivered, now, settings).await?;
+    health(txn, to, delivered, now, handler).await?;
     Ok(true)
 }
 
@@ -237,8 +238,9 @@ async fn health(
     to: &endpoint::Model,
     delivered: bool,
     now: chrono::DateTime<Utc>,
-    settings: &WebhookSettings,
+    handler: &DeliveryHandler,
 ) -> Result<(), DbErr> {
+    let settings = &handler.settings;
     let update = endpoint::Entity::update_many().filter(endpoint::Column::Id.eq(to.id.clone()));
     if delivered {
         if to.failing_since.is_some() {
@@ -276,17 +278,17 @@ async fn health(
             .exec(txn)
             .await?;
         // The notice, to the tenant's other endpoints (this one is disabled now).
-        let notice = super::emit::Event {
-            user_id: to.user_id.clone(),
-            event_type: super::emit::ENDPOINT_DISABLED,
-            data: serde_json::json!({
+        let notice = Event::new(
+            to.user_id.clone(),
+            &super::listener::ENDPOINT_DISABLED,
+            serde_json::json!({
                 "endpoint_id": to.id,
                 "url": to.url,
                 "failing_since": since,
                 "reason": why,
             }),
-        };
-        super::emit::record_many(txn, &[notice]).await?;
+        );
+        handler.events.record(txn, vec![notice]).await?;
     }
     Ok(())
 }

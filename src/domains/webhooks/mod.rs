@@ -1,7 +1,9 @@
 //! Outgoing webhooks (issue 37): a tenant's own servers hear of final states without a
-//! browser watching. A domain reports a state change with [`emit::record_many`] inside
-//! the change's transaction; the endpoints of the tenant that want it each get a
-//! delivery, and a `webhooks.deliver` message through the outbox. The `webhooks`
+//! browser watching. A domain records its events through the event seam
+//! (`crate::events`) inside the change's transaction; webhooks' [`listener`] hears them
+//! there, and the endpoints of the tenant that want each get a delivery, and a
+//! `webhooks.deliver` message through the outbox. The types an endpoint may subscribe to
+//! are the public ones the domains declare (`Domain::events`), read from the seam. The `webhooks`
 //! consumer group POSTs each delivery, signed as Standard Webhooks define it (the
 //! event's id as `webhook-id` on every attempt), and retries a non-2xx answer or a
 //! timeout on the delay queues `webhooks.retry.1..5` (5 s, 30 s, 2 min, 10 min, 1 h, then
@@ -9,16 +11,16 @@
 //! holds the others' deliveries; URLs are checked against SSRF when saved and when
 //! connected ([`target`]). Every attempt is in the delivery log.
 //!
-//! Files: [`routes`] (endpoints and the delivery log over HTTP), [`store`], [`emit`]
-//! (the entry point of other domains), [`handler`] (one attempt), [`sender`] (the signed
+//! Files: [`routes`] (endpoints and the delivery log over HTTP), [`store`], [`listener`]
+//! (what an event becomes: deliveries), [`handler`] (one attempt), [`sender`] (the signed
 //! request), [`target`] (where a webhook may go), [`secrets`], [`messages`], [`queues`],
 //! [`view`], [`entity`], [`settings`] (`[webhooks]`), [`ops`] (the /ops panel and the
 //! log's retention), [`metrics`] (the gauges).
 
-pub mod emit;
 pub mod entity;
 pub mod handler;
 pub mod limits;
+pub mod listener;
 pub mod messages;
 pub mod metrics;
 pub mod ops;
@@ -49,12 +51,13 @@ pub const DOMAIN: Domain = Domain::new("webhooks", "webhooks", queues::QUEUES, i
     .panels(ops::PANELS)
     .retention(ops::RETENTION)
     .limits(limits::LIMITS)
+    .events(&[&listener::ENDPOINT_DISABLED])
     .openapi(<routes::Doc as utoipa::OpenApi>::openapi);
 
 fn install(platform: &Platform) -> BoxFuture<'_, anyhow::Result<Installed>> {
     async move {
         let settings = Arc::new(WebhookSettings::from_settings(&platform.settings)?);
-        emit::set_give_up_secs(settings.give_up_after_secs);
+        let give_up = settings.give_up();
         let sender = sender::Sender::new(
             Duration::from_millis(settings.timeout_ms),
             settings.allow_private_targets,
@@ -63,11 +66,26 @@ fn install(platform: &Platform) -> BoxFuture<'_, anyhow::Result<Installed>> {
             sender,
             (*settings).clone(),
             platform.relay.clone(),
+            platform.events.clone(),
         ));
+        let events = platform.events.clone();
         Ok(Installed::default()
             .handler(&queues::WEBHOOKS_DELIVER, Worker::One(deliver))
+            .listener(listener::Deliveries { give_up })
             .routes(move |core| {
-                async move { Ok(routes::routes(routes::Webhooks { core, settings })) }.boxed()
+                // Built once every domain is installed: the seam knows every type now.
+                let event_types = events
+                    .declared()
+                    .into_iter()
+                    .filter(|t| t.public)
+                    .map(|t| t.name)
+                    .collect();
+                let state = routes::Webhooks {
+                    core,
+                    settings,
+                    event_types,
+                };
+                async move { Ok(routes::routes(state)) }.boxed()
             }))
     }
     .boxed()

@@ -61,4 +61,9 @@ impl WebhookSettings {
         }
         Ok(s)
     }
+
+    /// How long a new delivery is retried.
+    pub fn give_up(&self) -> chrono::Duration {
+        chrono::Duration::seconds(self.give_up_after_secs as i64)
+    }
 }

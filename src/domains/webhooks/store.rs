@@ -8,12 +8,13 @@ use sea_orm::{
     QueryFilter, QueryOrder, QuerySelect, TransactionTrait,
 };
 
-use super::emit::{self, Event, TEST_EVENT};
 use super::entity::{FAILED, PENDING, SUCCEEDED, attempt, delivery, endpoint};
+use super::listener::{self, TEST_EVENT};
 use super::messages::Deliver;
 use super::queues::WEBHOOKS_DELIVER;
 use super::secrets;
 use crate::broker::Target;
+use crate::events::Event;
 use crate::outbox;
 
 pub type Endpoint = endpoint::Model;
@@ -195,17 +196,21 @@ pub async fn rotate(
 
 /// Sends a `webhook.test` event to this endpoint alone (whatever it subscribed to); the
 /// event's and the delivery's ids.
-pub async fn send_test(db: &DatabaseConnection, e: &Endpoint) -> Result<(String, String), DbErr> {
+pub async fn send_test(
+    db: &DatabaseConnection,
+    e: &Endpoint,
+    give_up: chrono::Duration,
+) -> Result<(String, String), DbErr> {
     let txn = db.begin().await?;
-    let test = Event {
-        user_id: e.user_id.clone(),
-        event_type: TEST_EVENT,
-        data: serde_json::json!({
+    let test = Event::new(
+        e.user_id.clone(),
+        &TEST_EVENT,
+        serde_json::json!({
             "endpoint_id": e.id,
             "message": "a test event from conveyor: this endpoint receives and verifies its webhooks",
         }),
-    };
-    let written = emit::insert(&txn, &[(&test, vec![e.id.as_str()])]).await?;
+    );
+    let written = listener::insert(&txn, give_up, &[(&test, vec![e.id.as_str()])]).await?;
     let ids = written
         .into_iter()
         .next()

@@ -5,8 +5,6 @@
 //! steps not run come back) after a rejection or the timeout. Another tenant cannot
 //! decide it; bad decisions are 422; a link works once.
 
-use std::time::Duration;
-
 use serde_json::{Value, json};
 
 use crate::helpers::*;
@@ -118,8 +116,11 @@ async fn a_gated_step_waits_with_no_worker_and_runs_once_approved(backend: Backe
     assert_eq!(status, 409, "decided already");
     let (status, _) = decide(&app, None, &link, json!({"decision": "reject"})).await;
     assert_eq!(status, 404, "the link was for that one decision");
-    // The others still wait, by no worker's leave.
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    // The others still wait, by no worker's leave: read once their checks and the step
+    // after the approval have handled all they were given.
+    for queue in ["ai.check", "ai.media.summary"] {
+        app.drain_key(queue).await;
+    }
     for id in &ids[1..] {
         assert_eq!(tasks::task(&app, &key, id).await["status"], "WAITING");
     }

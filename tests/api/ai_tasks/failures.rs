@@ -17,12 +17,8 @@ async fn a_transient_failure_retries_then_succeeds(backend: Backend) {
         return;
     };
     let (user, key) = app.user("ada", 100).await;
-    let r = tasks::submit(&app, &key, json!({ "kind": "copywriting", "prompt": "x", "params": { "simulate": { "fail_transient_attempts": 1 } } }))
+    let id = tasks::submit_id(&app, &key, json!({ "kind": "copywriting", "prompt": "x", "params": { "simulate": { "fail_transient_attempts": 1 } } }))
         .await;
-    let id = r.json::<Value>().await.unwrap()["id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
     let t = tasks::wait_status(&app, &key, &id, "SUCCESS").await;
     assert_eq!(t["attempts"], 2);
     let statuses: Vec<_> = events(&app, &id)
@@ -43,12 +39,8 @@ async fn exhausted_retries_fail_with_exactly_one_refund(backend: Backend) {
         return;
     };
     let (user, key) = app.user("ada", 100).await;
-    let r = tasks::submit(&app, &key, json!({ "kind": "copywriting", "prompt": "x", "params": { "simulate": { "fail_transient_attempts": 99 } } }))
+    let id = tasks::submit_id(&app, &key, json!({ "kind": "copywriting", "prompt": "x", "params": { "simulate": { "fail_transient_attempts": 99 } } }))
         .await;
-    let id = r.json::<Value>().await.unwrap()["id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
     let t = tasks::wait_status(&app, &key, &id, "FAILED").await;
     // A stable code and a short message; the provider's own words stay in the log.
     let error = t["error"].as_str().unwrap();
@@ -79,12 +71,8 @@ async fn a_permanent_failure_dead_letters_and_refunds(backend: Backend) {
         return;
     };
     let (user, key) = app.user("ada", 100).await;
-    let r = tasks::submit(&app, &key, json!({ "kind": "image", "prompt": "x", "params": { "simulate": { "fail_permanent": true } } }))
+    let id = tasks::submit_id(&app, &key, json!({ "kind": "image", "prompt": "x", "params": { "simulate": { "fail_permanent": true } } }))
         .await;
-    let id = r.json::<Value>().await.unwrap()["id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
     let t = tasks::wait_status(&app, &key, &id, "FAILED").await;
     assert!(
         t["error"]
@@ -105,16 +93,12 @@ async fn cancel_stops_a_running_task_and_refunds(backend: Backend) {
         return;
     };
     let (user, key) = app.user("ada", 100).await;
-    let r = tasks::submit(
+    let id = tasks::submit_id(
         &app,
         &key,
         json!({ "kind": "image", "prompt": "x", "params": { "simulate": { "step_ms": 4000 } } }),
     )
     .await;
-    let id = r.json::<Value>().await.unwrap()["id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
     tasks::wait_status(&app, &key, &id, "PROCESSING").await;
     let r = app
         .client
@@ -135,12 +119,7 @@ async fn cancel_stops_a_running_task_and_refunds(backend: Backend) {
         t["status"], "CANCELED",
         "the running attempt stopped and wrote nothing"
     );
-    assert!(
-        store::material_of(&app.platform.db, &id)
-            .await
-            .unwrap()
-            .is_none()
-    );
+    assert!(material_of(&app.platform.db, &id).await.unwrap().is_none());
     let r = app
         .client
         .post(app.url(&format!("/v1/tasks/{id}/cancel")))
@@ -178,16 +157,7 @@ async fn cancel_refunds_follow_the_policy(backend: Backend) {
     let submit = |kind: &str| {
         let body =
             json!({ "kind": kind, "prompt": "x", "params": { "simulate": { "step_ms": 5000 } } });
-        async {
-            tasks::submit(&app, &key, body)
-                .await
-                .json::<Value>()
-                .await
-                .unwrap()["id"]
-                .as_str()
-                .unwrap()
-                .to_owned()
-        }
+        async { tasks::submit_id(&app, &key, body).await }
     };
     // Never started (RabbitMQ: no consumer yet; the embedded broker runs its consumers
     // in the server, so there a task starts at once).

@@ -142,10 +142,16 @@ async fn tasks_are_found_by_metadata_and_retried_or_canceled_in_bulk(backend: Ba
     for id in &failed {
         tasks::wait_status(&app, &key, id, "FAILED").await;
     }
-    let until = chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true);
+    let now = chrono::Utc::now();
+    let until = now.to_rfc3339_opts(chrono::SecondsFormat::Millis, true);
     // MariaDB keeps whole seconds (`timestamp`): a retry made within `until`'s second could
-    // be stored at or before it and match the filter. The retries come a second later.
-    tokio::time::sleep(std::time::Duration::from_millis(1100)).await;
+    // be stored at or before it and match the filter. The retries come in the next second.
+    wait_until(
+        std::time::Duration::from_secs(5),
+        "the clock past until's second",
+        || async { chrono::Utc::now().timestamp() > now.timestamp() },
+    )
+    .await;
     let filter = json!({ "metadata": "batch:outage", "until": until, "user_id": ada.id });
     let dry = bulk(
         &app,

@@ -5,8 +5,10 @@
 use std::time::Duration;
 
 use conveyor::domains::ai_tasks::Status;
-use conveyor::domains::ai_tasks::entity::{event, material, task};
+use conveyor::domains::ai_tasks::entity::{event, task};
 use conveyor::domains::ai_tasks::store::{self, Change, Guard};
+use conveyor::domains::search_sync::entity::material;
+use conveyor::domains::search_sync::store::material_of;
 use conveyor::users::entity::ledger;
 use sea_orm::{ColumnTrait, EntityTrait, PaginatorTrait, QueryFilter, QueryOrder};
 use serde_json::{Value, json};

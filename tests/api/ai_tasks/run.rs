@@ -2,6 +2,7 @@
 //! killed consumer, terminal states, waves and bursts of results.
 
 use super::*;
+use crate::helpers::Harness;
 use crate::on_every_backend;
 
 on_every_backend!(
@@ -49,7 +50,7 @@ async fn a_task_runs_to_success_and_consumes_its_credits(backend: Backend) {
         .map(|l| l.reason)
         .collect();
     assert_eq!(reasons, ["grant", "reserve", "consume"]);
-    let m = store::material_of(&app.platform.db, &id)
+    let m = material_of(&app.platform.db, &id)
         .await
         .unwrap()
         .expect("a material");
@@ -82,21 +83,14 @@ async fn every_kind_succeeds_and_pipeline_steps_run_in_order(backend: Backend) {
     let mut ids = Vec::new();
     let upload = crate::helpers::videos::analysable(&app, &key).await;
     for kind in ["copywriting", "image", "video", "model3d", "video_analysis"] {
-        let r = tasks::submit(
+        let id = tasks::submit_id(
             &app,
             &key,
             json!({ "kind": kind, "prompt": format!("a {kind} about tea"),
                 "params": { "upload_id": upload } }),
         )
         .await;
-        assert_eq!(r.status(), 202, "{kind}");
-        ids.push((
-            kind,
-            r.json::<Value>().await.unwrap()["id"]
-                .as_str()
-                .unwrap()
-                .to_owned(),
-        ));
+        ids.push((kind, id));
     }
     for (kind, id) in &ids {
         let t = tasks::wait_status(&app, &key, id, "SUCCESS").await;
@@ -146,10 +140,10 @@ async fn every_kind_succeeds_and_pipeline_steps_run_in_order(backend: Backend) {
 
 async fn a_killed_consumer_leaves_a_task_that_finishes_once(backend: Backend) {
     // No API here: the test runs the consumers itself, so it can kill them.
-    let Some(env) = TestEnv::new(backend, "killed_consumer").await else {
+    let Some(h) = Harness::new(backend, "killed_consumer").await else {
         return;
     };
-    let platform = env.platform().await;
+    let platform = &h.platform;
     let (user, _) = conveyor::users::create(&platform.db, "ada", 100, false)
         .await
         .unwrap();
@@ -221,7 +215,7 @@ async fn a_killed_consumer_leaves_a_task_that_finishes_once(backend: Backend) {
         done.attempt
     );
     // Settled: a lost attempt writing late would have written by now.
-    crate::helpers::drain(&platform, &conveyor::domains::ai_tasks::queues::AI_SHORT).await;
+    crate::helpers::drain(platform, &conveyor::domains::ai_tasks::queues::AI_SHORT).await;
     let materials = material::Entity::find()
         .filter(material::Column::TaskId.eq(id.as_str()))
         .count(&platform.db)
@@ -237,7 +231,7 @@ async fn a_killed_consumer_leaves_a_task_that_finishes_once(backend: Backend) {
     assert_eq!(consumed, 1);
     token.cancel();
     second.await.unwrap().unwrap();
-    env.cleanup(Some(&platform)).await;
+    h.finish().await;
 }
 
 async fn terminal_states_never_change(backend: Backend) {
@@ -245,19 +239,13 @@ async fn terminal_states_never_change(backend: Backend) {
         return;
     };
     let (user, key) = app.user("ada", 100).await;
-    let id = tasks::submit(&app, &key, json!({ "kind": "copywriting", "prompt": "x" }))
-        .await
-        .json::<Value>()
-        .await
-        .unwrap()["id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let id = tasks::submit_id(&app, &key, json!({ "kind": "copywriting", "prompt": "x" })).await;
     let before = tasks::wait_status(&app, &key, &id, "SUCCESS").await;
     let db = &app.platform.db;
     // Forbidden transitions are refused by their guards.
     let to_failed = store::finish_unsuccessfully(
         db,
+        &app.platform.events,
         &id,
         &Guard::status(&[Status::Pending, Status::Processing, Status::Retrying]),
         Status::Failed,
@@ -274,6 +262,7 @@ async fn terminal_states_never_change(backend: Backend) {
     assert!(
         store::apply(
             db,
+            &app.platform.events,
             &id,
             &Guard::status(&[Status::Pending, Status::Retrying]),
             claim
@@ -287,10 +276,16 @@ async fn terminal_states_never_change(backend: Backend) {
         ..Default::default()
     };
     assert!(
-        store::apply(db, &id, &Guard::holder(1), stale_write)
-            .await
-            .unwrap()
-            .is_none(),
+        store::apply(
+            db,
+            &app.platform.events,
+            &id,
+            &Guard::holder(1),
+            stale_write
+        )
+        .await
+        .unwrap()
+        .is_none(),
         "no write without the lease"
     );
     // A duplicate run message for the finished task changes nothing.
@@ -340,8 +335,20 @@ async fn a_wave_of_results_commits_each_on_its_own_terms(backend: Backend) {
         return;
     };
     // No server, consumers or relay (an embedded `serve` would run the pipeline's next
-    // step in-process meanwhile): the test plays the consumer.
+    // step in-process meanwhile): the test plays the consumer, with the event seam as an
+    // installed search sync fills it (finished tasks' outputs become materials).
     let platform = env.platform().await;
+    use conveyor::domains::search_sync;
+    platform
+        .events
+        .register(
+            search_sync::DOMAIN.name,
+            search_sync::DOMAIN.events,
+            vec![conveyor::events::AnyListener::new(
+                search_sync::events::Materials,
+            )],
+        )
+        .unwrap();
     let (user, _) = conveyor::users::create(&platform.db, "wave", 100, false)
         .await
         .unwrap();
@@ -418,7 +425,9 @@ async fn a_wave_of_results_commits_each_on_its_own_terms(backend: Backend) {
         })
         .collect();
     let txn = db.begin().await.unwrap();
-    let applied = store::commit_steps(&txn, &results, 1 << 20).await.unwrap();
+    let applied = store::commit_steps(&txn, &platform.events, &results, 1 << 20)
+        .await
+        .unwrap();
     txn.commit().await.unwrap();
     let states: Vec<Option<(Status, i32)>> = applied
         .iter()
@@ -437,7 +446,7 @@ async fn a_wave_of_results_commits_each_on_its_own_terms(backend: Backend) {
         let now = store::get(db, &t.id).await.unwrap().unwrap();
         let result: Value = serde_json::from_str(now.result.as_deref().unwrap()).unwrap();
         assert_eq!(result["text"], format!("out of {prompt}"), "its own result");
-        assert!(store::material_of(db, &t.id).await.unwrap().is_some());
+        assert!(material_of(db, &t.id).await.unwrap().is_some());
         assert!(now.heartbeat_at.is_none() && now.finished_at.is_some());
     }
     let pipeline = store::get(db, &claimed[2].id).await.unwrap().unwrap();
@@ -445,12 +454,7 @@ async fn a_wave_of_results_commits_each_on_its_own_terms(backend: Backend) {
         pipeline.heartbeat_at.is_none(),
         "the lease is released between steps"
     );
-    assert!(
-        store::material_of(db, &claimed[2].id)
-            .await
-            .unwrap()
-            .is_none()
-    );
+    assert!(material_of(db, &claimed[2].id).await.unwrap().is_none());
     let untouched = store::get(db, &claimed[3].id).await.unwrap().unwrap();
     assert_eq!(untouched.status, Status::Processing);
     assert!(
@@ -530,12 +534,7 @@ async fn a_burst_runs_in_batches_with_each_task_booked_once(backend: Backend) {
     for id in &ids {
         let t = tasks::wait_status(&app, &key, id, "SUCCESS").await;
         assert_eq!(t["attempts"], 1, "{t}");
-        assert!(
-            store::material_of(&app.platform.db, id)
-                .await
-                .unwrap()
-                .is_some()
-        );
+        assert!(material_of(&app.platform.db, id).await.unwrap().is_some());
         let evs = events(&app, id).await;
         assert!(evs.windows(2).all(|w| w[1].seq == w[0].seq + 1), "{evs:?}");
     }

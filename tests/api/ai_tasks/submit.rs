@@ -180,18 +180,12 @@ async fn other_users_tasks_are_invisible(backend: Backend) {
     };
     let (_, alice) = app.user("alice", 100).await;
     let (_, bob) = app.user("bob", 100).await;
-    let id = tasks::submit(
+    let id = tasks::submit_id(
         &app,
         &alice,
         json!({ "kind": "copywriting", "prompt": "x" }),
     )
-    .await
-    .json::<Value>()
-    .await
-    .unwrap()["id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    .await;
     let r = app
         .client
         .get(app.url(&format!("/v1/tasks/{id}")))
@@ -232,17 +226,13 @@ async fn listing_pages_newest_first(backend: Backend) {
     let mut ids = Vec::new();
     for i in 0..5 {
         let kind = if i % 2 == 0 { "copywriting" } else { "image" };
-        let r = tasks::submit(
-            &app,
-            &key,
-            json!({ "kind": kind, "prompt": format!("p{i}") }),
-        )
-        .await;
         ids.push(
-            r.json::<Value>().await.unwrap()["id"]
-                .as_str()
-                .unwrap()
-                .to_owned(),
+            tasks::submit_id(
+                &app,
+                &key,
+                json!({ "kind": kind, "prompt": format!("p{i}") }),
+            )
+            .await,
         );
     }
     ids.reverse();

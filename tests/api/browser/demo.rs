@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use fantoccini::Locator;
 
-use super::{attr, browser, console_errors, driver, shot, shots, text, wait_attr};
+use super::{attr, browser, console_errors, driver, shot, shots, text, wait_attr, wait_text};
 use crate::helpers::{Backend, Proxy, TestEnv, done, spawn_app};
 
 const DIR: &str = "demo";
@@ -93,7 +93,11 @@ async fn the_demo_watches_a_task_through_two_dropped_connections() {
             "cut {cut} comes mid-task, not after it ({status}): the steps are too short"
         );
         proxy.down();
-        tokio::time::sleep(Duration::from_millis(400)).await;
+        // Down until the page saw the cut (its log says it reconnects).
+        wait_text(&c, "#log", "the page to see the cut", |t| {
+            t.starts_with("connection lost")
+        })
+        .await;
         proxy.up();
         wait_attr(&c, &css, "data-resumes", "the page to resume", |v| {
             v == cut.to_string()

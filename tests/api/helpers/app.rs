@@ -203,6 +203,42 @@ impl TestApp {
     pub async fn drain(&self, queue: &'static conveyor::broker::QueueSpec) {
         drain(&self.platform, queue).await
     }
+
+    /// [`drain`] of the queue with this key (`webhooks.deliver`): the tests name a queue
+    /// by its key, wherever the domain that declares it keeps its spec.
+    pub async fn drain_key(&self, key: &str) {
+        drain(&self.platform, self.queue_spec(key)).await
+    }
+
+    /// The spec of the queue with this key, which the app's topology must know.
+    pub fn queue_spec(&self, key: &str) -> &'static conveyor::broker::QueueSpec {
+        self.platform
+            .broker
+            .topology()
+            .queue_spec(key)
+            .unwrap_or_else(|| panic!("no queue {key} in the topology"))
+    }
+}
+
+/// Messages of `queue` ready for a consumer, and held back: in its retry tiers or in a
+/// delay that lands in it (a parked job's next check, the unpaid-order cancel).
+pub async fn waiting_in(
+    platform: &Platform,
+    queue: &'static conveyor::broker::QueueSpec,
+) -> (u64, u64) {
+    let resolved = platform.broker.topology().queue(queue);
+    let (ready, mut held) = conveyor::broker::waiting(platform.broker.as_ref(), &resolved)
+        .await
+        .unwrap_or((u64::MAX, 0));
+    for delay in conveyor::domains::ALL
+        .iter()
+        .flat_map(|d| d.delays.iter())
+        .filter(|d| d.target.key == queue.key)
+    {
+        let name = platform.broker.topology().delay(delay).name;
+        held += platform.broker.depth(&name).await.unwrap_or(1);
+    }
+    (ready, held)
 }
 
 /// Waits until `queue` has settled everything it was given: nothing waits in the
@@ -212,8 +248,19 @@ impl TestApp {
 /// afterwards ("granted once", "no second effect") no longer depends on how long it
 /// slept.
 pub async fn drain(platform: &Platform, queue: &'static conveyor::broker::QueueSpec) {
+    settle(platform, queue, true).await
+}
+
+/// [`drain`], but what waits in `queue`'s retry tiers and delays may stay there: nothing
+/// is in the outbox, ready or being handled, three polls in a row. A message published
+/// before a moment (a check a callback would have woken) has been handled by then, while
+/// a parked job's next check keeps waiting out its delay.
+pub async fn drain_ready(platform: &Platform, queue: &'static conveyor::broker::QueueSpec) {
+    settle(platform, queue, false).await
+}
+
+async fn settle(platform: &Platform, queue: &'static conveyor::broker::QueueSpec, held: bool) {
     use sea_orm::{ColumnTrait as _, EntityTrait as _, PaginatorTrait as _, QueryFilter as _};
-    let resolved = platform.broker.topology().queue(queue);
     let start = Instant::now();
     let mut quiet = 0;
     while quiet < 3 {
@@ -222,17 +269,10 @@ pub async fn drain(platform: &Platform, queue: &'static conveyor::broker::QueueS
             .count(&platform.db)
             .await
             .unwrap();
-        let (ready, mut retrying) = conveyor::broker::waiting(platform.broker.as_ref(), &resolved)
-            .await
-            .unwrap_or((u64::MAX, 0));
         // Business timers that land in this queue (the unpaid-order cancel) wait too.
-        for delay in conveyor::domains::ALL
-            .iter()
-            .flat_map(|d| d.delays.iter())
-            .filter(|d| d.target.key == queue.key)
-        {
-            let name = platform.broker.topology().delay(delay).name;
-            retrying += platform.broker.depth(&name).await.unwrap_or(1);
+        let (ready, mut retrying) = waiting_in(platform, queue).await;
+        if !held {
+            retrying = 0;
         }
         let busy = platform.tally.in_flight(queue.key);
         quiet = if [unsent, ready, retrying, busy].iter().all(|n| *n == 0) {

@@ -98,6 +98,12 @@ impl TestEnv {
     }
 
     pub fn with_max_attempts(mut self, queue: &str, n: u32) -> Self {
+        self.set_max_attempts(queue, n);
+        self
+    }
+
+    /// `queue`'s attempts before a message is dead-lettered, `n` in this test.
+    pub fn set_max_attempts(&mut self, queue: &str, n: u32) {
         self.settings.queues.insert(
             queue.to_owned(),
             QueueOverride {
@@ -105,7 +111,6 @@ impl TestEnv {
                 ..Default::default()
             },
         );
-        self
     }
 
     /// A platform declaring the queues of every domain of the build and the

@@ -108,12 +108,6 @@ pub fn start_consumer(
     CancellationToken,
     tokio::task::JoinHandle<anyhow::Result<()>>,
 ) {
-    let token = CancellationToken::new();
-    let handle = tokio::spawn(conveyor::consumer::run(
-        platform.consumer_deps(),
-        &WORK,
-        Arc::new(TestHandler(rec.clone())),
-        token.clone(),
-    ));
-    (token, handle)
+    let c = super::consume(platform, &WORK, Arc::new(TestHandler(rec.clone())));
+    (c.token, c.handle)
 }

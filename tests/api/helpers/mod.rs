@@ -5,13 +5,15 @@
 //! localhost; otherwise they print why they were skipped, unless
 //! `CONVEYOR_REQUIRE_SERVICES=1` (CI), where an unreachable service fails the test.
 //!
-//! Files: [`services`], [`env`], [`app`], [`handler`], [`proxy`]; [`tasks`] holds the AI
-//! tasks' own helpers (free functions: the shared app knows no domain).
+//! Files: [`services`], [`env`], [`app`], [`handler`], [`harness`] (a consumer test's
+//! set-up and clean-up), [`proxy`]; [`tasks`] holds the AI tasks' own helpers (free
+//! functions: the shared app knows no domain).
 
 mod app;
 pub mod direct;
 mod env;
 mod handler;
+mod harness;
 pub mod process;
 mod proxy;
 mod services;
@@ -22,6 +24,7 @@ pub use app::*;
 pub use direct::Direct;
 pub use env::*;
 pub use handler::*;
+pub use harness::*;
 pub use proxy::*;
 pub use services::*;
 

@@ -116,7 +116,7 @@ async fn a_video_is_analysed_from_its_upload_with_real_ffmpeg(backend: Backend) 
         assert!(bytes.starts_with(&[0xFF, 0xD8, 0xFF]), "a JPEG");
     }
     // FFmpeg's scratch directories went with the step.
-    let scratch = conveyor::domains::ai_tasks::executor::ffmpeg::scratch_root();
+    let scratch = conveyor::providers::ffmpeg::scratch_root();
     let left: Vec<_> = std::fs::read_dir(&scratch)
         .map(|d| {
             d.flatten()
@@ -324,7 +324,15 @@ async fn a_process_started_on_chosen_queues_consumes_only_those() {
         || async { app.platform.broker.depth(&asr).await.unwrap_or(0) == 1 },
     )
     .await;
-    tokio::time::sleep(Duration::from_millis(500)).await;
+    // Nobody can take it: this process consumes the extraction's queue, nothing else.
+    let consumed: Vec<&str> = app
+        .platform
+        .tally
+        .consumed()
+        .iter()
+        .map(|(q, _)| *q)
+        .collect();
+    assert_eq!(consumed, ["ai.media.extract"]);
     let t = tasks::task(&app, &key, &id).await;
     assert_eq!(
         (t["status"].as_str(), t["progress"].as_i64()),

@@ -73,7 +73,7 @@ async fn a_cancel_during_extraction_kills_ffmpeg_and_cleans_its_scratch(backend:
         std::future::ready(!pids.is_empty())
     })
     .await;
-    let scratch = conveyor::domains::ai_tasks::executor::ffmpeg::scratch_root();
+    let scratch = conveyor::providers::ffmpeg::scratch_root();
     let of_task = || -> Vec<String> {
         std::fs::read_dir(&scratch)
             .map(|d| {
@@ -102,8 +102,11 @@ async fn a_cancel_during_extraction_kills_ffmpeg_and_cleans_its_scratch(backend:
         std::future::ready(of_task().is_empty())
     })
     .await;
-    // Nothing else ran for it: no files, the task stays canceled.
-    tokio::time::sleep(Duration::from_millis(500)).await;
+    // Nothing else ran for it: no files, the task stays canceled (read once its
+    // extraction's delivery was settled and anything it would have sent on was handled).
+    for queue in ["ai.media.extract", "ai.media.asr"] {
+        app.drain_key(queue).await;
+    }
     let t = tasks::task(&app, &key, &id).await;
     assert_eq!(t["status"], "CANCELED", "{t}");
     assert!(t["files"].as_array().is_none_or(|f| f.is_empty()), "{t}");

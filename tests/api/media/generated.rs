@@ -25,17 +25,12 @@ async fn a_tasks_generated_files_are_real_objects_its_material_lists(backend: Ba
         ("model3d", "model/gltf-binary", &b"glTF"[..]),
         ("video", "image/png", &b"\x89PNG"[..]),
     ] {
-        let r = tasks::submit(
+        let id = tasks::submit_id(
             &app,
             &key,
             json!({"kind": kind, "prompt": format!("a {kind} of green tea")}),
         )
         .await;
-        assert_eq!(r.status(), 202);
-        let id = r.json::<serde_json::Value>().await.unwrap()["id"]
-            .as_str()
-            .unwrap()
-            .to_owned();
         let task = tasks::wait_status(&app, &key, &id, "SUCCESS").await;
         let files = task["files"].as_array().unwrap_or_else(|| panic!("{task}"));
         assert_eq!(files.len(), 1, "{task}");

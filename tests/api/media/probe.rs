@@ -9,7 +9,7 @@ use crate::helpers::videos::{upload_video, video};
 use crate::helpers::*;
 use crate::on_every_store;
 
-use conveyor::domains::ai_tasks::inputs::probed;
+use conveyor::providers::ffmpeg::length;
 
 on_every_store!(
     a_caller_without_the_credits_gets_402_before_any_probe,
@@ -39,7 +39,7 @@ async fn a_caller_without_the_credits_gets_402_before_any_probe(backend: Backend
     let (status, body) = analyse(&app, &key, &upload).await;
     assert_eq!(status, 402, "{body}");
     assert_eq!(body["error"]["code"], "insufficient_credits", "{body}");
-    assert_eq!(probed::runs(&upload), 0);
+    assert_eq!(length::runs(&upload), 0);
     let view = app.get_json(&key, &format!("/v1/uploads/{upload}")).await;
     assert_eq!(view.get("duration_ms"), None, "not read: {view}");
     media_done(env, app).await;
@@ -60,7 +60,7 @@ async fn a_video_ffprobe_cannot_read_is_probed_once_for_every_submission(backend
         let (status, body) = analyse(&app, &key, &upload).await;
         assert_eq!(status, 202, "{body}");
     }
-    assert_eq!(probed::runs(&upload), 1, "one probe for three submissions");
+    assert_eq!(length::runs(&upload), 1, "one probe for three submissions");
     let view = app.get_json(&key, &format!("/v1/uploads/{upload}")).await;
     assert_eq!(view.get("duration_ms"), None, "{view}");
     media_done(env, app).await;

@@ -282,9 +282,23 @@ async fn webhooks_answer_while_the_broker_is_down() {
         )
         .await;
         assert_eq!(status, 200, "answered without the broker");
-        // A fixed wait: what is checked is that nothing happens while the broker is away
-        // (the fallback is off), and an absence has no event to await.
-        tokio::time::sleep(Duration::from_millis(500)).await;
+        // Nothing happens while the broker is away (the fallback is off): read once the
+        // relay tried to send the event and failed (every unsent row tried at least once).
+        wait_until(
+            Duration::from_secs(20),
+            "the relay to fail to publish",
+            || async {
+                use conveyor::outbox::entity::{Column, Entity};
+                use sea_orm::{ColumnTrait as _, QueryFilter as _};
+                let unsent = Entity::find()
+                    .filter(Column::PublishedAt.is_null())
+                    .all(&app.platform.db)
+                    .await
+                    .unwrap();
+                !unsent.is_empty() && unsent.iter().all(|row| row.attempts >= 1)
+            },
+        )
+        .await;
         assert_eq!(app.credits(&user.id).await, 0);
         proxy.up();
         wait_until(
@@ -301,10 +315,10 @@ async fn webhooks_answer_while_the_broker_is_down() {
 /// A consumer that committed and died before its ack: the redelivery applies nothing more.
 async fn a_redelivery_after_the_commit_grants_nothing(backend: Backend) {
     use conveyor::domains::payments::store::{self, Applied, Kind};
-    let Some(env) = TestEnv::new(backend, "payments_redelivery").await else {
+    let Some(h) = Harness::new(backend, "payments_redelivery").await else {
         return;
     };
-    let platform = env.platform().await;
+    let platform = &h.platform;
     let (user, _) = conveyor::users::create(&platform.db, "payer", 0, false)
         .await
         .unwrap();
@@ -319,7 +333,12 @@ async fn a_redelivery_after_the_commit_grants_nothing(backend: Backend) {
         .unwrap()
         .unwrap();
     txn.commit().await.unwrap();
-    let first = store::apply(&platform.db, row, MAX).await.unwrap();
+    let notify = conveyor::domains::payments::notify::Notify::from_settings(
+        platform.events.clone(),
+        &platform.settings,
+    )
+    .unwrap();
+    let first = store::apply(&platform.db, &notify, row, MAX).await.unwrap();
     assert_eq!(
         first,
         Applied::Granted {
@@ -331,9 +350,9 @@ async fn a_redelivery_after_the_commit_grants_nothing(backend: Backend) {
     );
     // The same message again (its ack was lost), and concurrently twice more.
     let (a, b, c) = tokio::join!(
-        store::apply(&platform.db, row, MAX),
-        store::apply(&platform.db, row, MAX),
-        store::apply(&platform.db, row, MAX)
+        store::apply(&platform.db, &notify, row, MAX),
+        store::apply(&platform.db, &notify, row, MAX),
+        store::apply(&platform.db, &notify, row, MAX)
     );
     for again in [a, b, c] {
         assert_eq!(again.unwrap(), Applied::Before);
@@ -345,7 +364,7 @@ async fn a_redelivery_after_the_commit_grants_nothing(backend: Backend) {
         .unwrap()
         .credits;
     assert_eq!(balance, 100, "granted once");
-    env.cleanup(Some(&platform)).await;
+    h.finish().await;
 }
 
 /// The fallback on: with RabbitMQ unreachable the grant happens during the outage, and

@@ -48,7 +48,7 @@ async fn orders_and_payments_reach_webhook_endpoints_once(backend: Backend) {
     send_refund(&app, "n-r1", "payment.refunded", "r-n1", &pa, 5).await;
     wait_payment(&app, &key, &pa, "REFUNDED").await;
 
-    let got = rx.wait_for(4, Duration::from_secs(20)).await;
+    let got = rx.wait_for_all(&app, 4, Duration::from_secs(20)).await;
     let mut seen: Vec<(String, String)> = got
         .iter()
         .map(|r| {

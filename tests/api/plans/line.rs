@@ -40,7 +40,15 @@ async fn a_waiting_tasks_place_counts_down_and_its_estimate_holds(backend: Backe
     for _ in 0..6 {
         ids.push(tasks::submit_id(&app, &key, work()).await);
     }
-    tokio::time::sleep(Duration::from_millis(700)).await;
+    // Known once a few have started (one at a time, in order): the fourth started.
+    for id in &ids[..4] {
+        wait_until(
+            Duration::from_secs(20),
+            "the first tasks to start",
+            || async { tasks::task(&app, &key, id).await["status"] != "PENDING" },
+        )
+        .await;
+    }
     for _ in 0..14 {
         ids.push(tasks::submit_id(&app, &key, work()).await);
     }

@@ -7,10 +7,10 @@
 use std::sync::Arc;
 
 use conveyor::domains::ai_tasks::TaskKind;
-use conveyor::domains::ai_tasks::executor::dify::Dify;
-use conveyor::domains::ai_tasks::executor::gate::Gates;
-use conveyor::domains::ai_tasks::executor::{ExecError, Report};
-use conveyor::domains::ai_tasks::settings::{Protocol, ProviderSettings};
+use conveyor::providers::dify::Dify;
+use conveyor::providers::gate::Gates;
+use conveyor::providers::{ExecError, Report};
+use conveyor::providers::{Protocol, ProviderSettings};
 use serde_json::{Value, json};
 
 use super::fake_dify::{self, NODES, text_for};
@@ -64,7 +64,7 @@ async fn run(exec: &Dify, prompt: &str) -> (Result<Value, ExecError>, Vec<Report
     .await
 }
 
-fn gate() -> conveyor::domains::ai_tasks::executor::gate::Gate {
+fn gate() -> conveyor::providers::gate::Gate {
     Arc::new(Gates::local()).gate("dify", 0, 0)
 }
 

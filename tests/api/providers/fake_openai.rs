@@ -266,7 +266,7 @@ mod body_stream {
 }
 
 pub fn png_bytes() -> Vec<u8> {
-    conveyor::domains::ai_tasks::executor::artifacts::draw_png(b"fake-provider", 32, 32).unwrap()
+    conveyor::providers::artifacts::draw_png(b"fake-provider", 32, 32).unwrap()
 }
 
 async fn images(State(base): State<String>, Json(body): Json<Value>) -> Response {

@@ -76,6 +76,16 @@ pub fn mp4_bytes() -> Vec<u8> {
 }
 
 impl Fake {
+    /// Whether every job has run its course (`ms=`) or was canceled: a check now finds
+    /// each ended.
+    pub fn all_ended(&self) -> bool {
+        self.jobs
+            .lock()
+            .unwrap()
+            .values()
+            .all(|j| j.canceled || (!j.hold && j.started.elapsed() >= j.run))
+    }
+
     /// The prediction as the API shows it now.
     fn view(&self, base: &str, j: &Job) -> Value {
         let elapsed = j.started.elapsed();

@@ -17,8 +17,8 @@ mod retry;
 mod streaming;
 mod transcripts;
 
-use conveyor::domains::ai_tasks::executor::{ExecError, Executor, Job, Report};
 use conveyor::domains::ai_tasks::kinds::TaskKind;
+use conveyor::providers::{ExecError, Executor, Job, Report};
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
@@ -34,8 +34,10 @@ pub async fn run_job(
     let job = Job {
         task_id: "t1",
         user_id: "u1",
-        kind,
+        kind: kind.as_str(),
         step: "generate",
+        wants: kind.wants("generate"),
+        vectors: false,
         step_index: 0,
         prompt,
         params: &params,

@@ -7,10 +7,10 @@ use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use conveyor::domains::ai_tasks::TaskKind;
-use conveyor::domains::ai_tasks::executor::gate::Gates;
-use conveyor::domains::ai_tasks::executor::openai::OpenAi;
-use conveyor::domains::ai_tasks::executor::{ExecError, Report};
-use conveyor::domains::ai_tasks::settings::{Protocol, ProviderSettings};
+use conveyor::providers::gate::Gates;
+use conveyor::providers::openai::OpenAi;
+use conveyor::providers::{ExecError, Report};
+use conveyor::providers::{Protocol, ProviderSettings};
 use conveyor::storage::Storage;
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
@@ -215,7 +215,7 @@ async fn fleet(
 fn fleet_on(
     s: &ProviderSettings,
     dir: &std::path::Path,
-    gate: impl Fn() -> conveyor::domains::ai_tasks::executor::gate::Gate,
+    gate: impl Fn() -> conveyor::providers::gate::Gate,
 ) -> Vec<Arc<OpenAi>> {
     (0..4)
         .map(|_| Arc::new(OpenAi::new(s, gate(), storage(dir)).unwrap()))

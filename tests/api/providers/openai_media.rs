@@ -6,9 +6,9 @@
 use std::sync::Arc;
 
 use bytes::Bytes;
-use conveyor::domains::ai_tasks::executor::ExecError;
-use conveyor::domains::ai_tasks::executor::gate::Gates;
-use conveyor::domains::ai_tasks::executor::openai::OpenAi;
+use conveyor::providers::ExecError;
+use conveyor::providers::gate::Gates;
+use conveyor::providers::openai::OpenAi;
 use tokio_util::sync::CancellationToken;
 
 use super::fake_openai;

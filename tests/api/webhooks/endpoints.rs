@@ -136,7 +136,7 @@ async fn endpoints_are_validated_owned_capped_rotated_and_disabled() {
     assert!(rotated["previous_secret_until"].is_string(), "{rotated}");
     let (status, _) = post(&app, &key, &format!("{path}/test"), None).await;
     assert_eq!(status, 202);
-    let got = rx.wait_for(1, Duration::from_secs(10)).await;
+    let got = rx.wait_for_all(&app, 1, Duration::from_secs(10)).await;
     assert_eq!(
         got[0].headers["webhook-signature"].split(' ').count(),
         2,
@@ -170,7 +170,15 @@ async fn endpoints_are_validated_owned_capped_rotated_and_disabled() {
     )
     .await;
     tasks::wait_status(&app, &key, &t, "SUCCESS").await;
-    tokio::time::sleep(Duration::from_millis(500)).await;
+    // Read once the other endpoint (every type) got the task's success and every
+    // delivery on its way was handled.
+    wait_until(
+        Duration::from_secs(10),
+        "the other endpoint's delivery",
+        || async { elsewhere.got().iter().any(|r| r.json()["data"]["id"] == t) },
+    )
+    .await;
+    app.drain_key("webhooks.deliver").await;
     assert_eq!(rx.got().len(), 1, "nothing for a disabled endpoint");
     let (status, body) = post(&app, &key, &format!("{path}/test"), None).await;
     assert_eq!(
@@ -193,7 +201,7 @@ async fn endpoints_are_validated_owned_capped_rotated_and_disabled() {
     )
     .await;
     tasks::wait_status(&app, &key, &t, "SUCCESS").await;
-    let got = rx.wait_for(2, Duration::from_secs(10)).await;
+    let got = rx.wait_for_all(&app, 2, Duration::from_secs(10)).await;
     assert_eq!(got[1].json()["data"]["id"], t);
     let (status, _) = send(&app, reqwest::Method::DELETE, &key, &path, None).await;
     assert_eq!(status, 204);
@@ -233,6 +241,8 @@ async fn an_endpoint_failing_for_long_is_disabled_with_a_notice() {
     .await;
     assert_eq!(status, 202);
     let notice = up.wait_for(1, Duration::from_secs(15)).await;
+    // What the disabled endpoint got until its notice went out.
+    let attempts = down.got().len();
     let body = notice[0].json();
     assert_eq!(body["type"], "webhook.endpoint_disabled", "{body}");
     assert_eq!(body["data"]["endpoint_id"], bad.as_str());
@@ -247,13 +257,14 @@ async fn an_endpoint_failing_for_long_is_disabled_with_a_notice() {
             .is_some_and(|r| r.contains("disabled")),
         "{shown}"
     );
-    let attempts = down.got().len();
-    tokio::time::sleep(Duration::from_millis(1500)).await;
+    // Read once every delivery on its way (its retries' delays included) was handled.
+    app.drain_key("webhooks.deliver").await;
     assert_eq!(
         down.got().len(),
         attempts,
         "nothing more is sent to a disabled endpoint"
     );
+    assert_eq!(up.got().len(), 1, "one notice");
     let (status, enabled) = send(
         &app,
         reqwest::Method::PATCH,

@@ -73,7 +73,9 @@ async fn final_states_reach_each_subscribed_endpoint_once_signed(backend: Backen
         .unwrap();
     assert_eq!(r.status(), 200);
 
-    let got = everything.wait_for(4, Duration::from_secs(20)).await;
+    let got = everything
+        .wait_for_all(&app, 4, Duration::from_secs(20))
+        .await;
     assert_eq!(got.len(), 4, "one each: {got:#?}");
     let mut seen: Vec<(String, String)> = got
         .iter()
@@ -118,7 +120,9 @@ async fn final_states_reach_each_subscribed_endpoint_once_signed(backend: Backen
         "another endpoint's secret does not verify"
     );
 
-    let only = failures_only.wait_for(1, Duration::from_secs(20)).await;
+    let only = failures_only
+        .wait_for_all(&app, 1, Duration::from_secs(20))
+        .await;
     assert_eq!(only.len(), 1, "{only:#?}");
     assert_eq!(only[0].json()["type"], "task.failed");
     assert_eq!(verify(&failed_secret, &only), ["ok"]);

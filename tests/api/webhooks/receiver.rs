@@ -13,6 +13,8 @@ use axum::body::Bytes;
 use axum::http::{HeaderMap, StatusCode};
 use axum::routing::post;
 
+use crate::helpers::TestApp;
+
 #[derive(Debug, Clone)]
 pub struct Received {
     pub at: Instant,
@@ -90,7 +92,8 @@ impl Receiver {
         self.script.got.lock().unwrap().clone()
     }
 
-    /// Waits until `n` requests came (and a little more, to catch one too many).
+    /// Waits until `n` requests came; what came by then (one too many shows only with
+    /// [`Receiver::wait_for_all`]).
     pub async fn wait_for(&self, n: usize, within: Duration) -> Vec<Received> {
         let deadline = Instant::now() + within;
         while self.got().len() < n {
@@ -102,7 +105,14 @@ impl Receiver {
             );
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
-        tokio::time::sleep(Duration::from_millis(300)).await;
+        self.got()
+    }
+
+    /// Waits until `n` requests came and `app` has no delivery left on its way (its
+    /// deliveries' queue drained, retries included): one too many is here by then.
+    pub async fn wait_for_all(&self, app: &TestApp, n: usize, within: Duration) -> Vec<Received> {
+        self.wait_for(n, within).await;
+        app.drain_key("webhooks.deliver").await;
         self.got()
     }
 }

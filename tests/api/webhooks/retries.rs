@@ -33,7 +33,7 @@ async fn a_failing_receiver_gets_the_event_on_schedule_with_one_id(backend: Back
     .await;
     let task = tasks::submit_id(&app, &key, json!({ "kind": "copywriting", "prompt": "p" })).await;
     tasks::wait_status(&app, &key, &task, "SUCCESS").await;
-    let got = rx.wait_for(4, Duration::from_secs(30)).await;
+    let got = rx.wait_for_all(&app, 4, Duration::from_secs(30)).await;
     assert_eq!(
         got.len(),
         4,
@@ -88,7 +88,7 @@ async fn a_failing_receiver_gets_the_event_on_schedule_with_one_id(backend: Back
     assert_eq!(status, 202, "{body}");
     let (again, body) = post(&app, &key, &format!("{path}/retry"), None).await;
     assert!(again == 409 || again == 202, "{again} {body}");
-    let got = rx.wait_for(5, Duration::from_secs(10)).await;
+    let got = rx.wait_for_all(&app, 5, Duration::from_secs(10)).await;
     assert_eq!(got.len(), 5, "one more delivery, not two: {got:#?}");
     assert_eq!(got[4].id(), got[0].id());
 
@@ -101,7 +101,7 @@ async fn a_failing_receiver_gets_the_event_on_schedule_with_one_id(backend: Back
     )
     .await;
     assert_eq!(status, 202, "{sent}");
-    let got = rx.wait_for(6, Duration::from_secs(10)).await;
+    let got = rx.wait_for_all(&app, 6, Duration::from_secs(10)).await;
     assert_eq!(got[5].json()["type"], "webhook.test");
     assert_eq!(got[5].id(), sent["event_id"]);
     assert_eq!(verify(&secret, &got[5..]), ["ok"]);
@@ -203,6 +203,11 @@ async fn the_delivery_log_is_trimmed_but_pending_deliveries_stay() {
     }
     ok.wait_for(1, Duration::from_secs(10)).await;
     down.wait_for(1, Duration::from_secs(10)).await;
+    // The answer is recorded once the receiver's 200 came back.
+    wait_until(Duration::from_secs(10), "the delivery recorded", || async {
+        deliveries(&app, &key, &good).await[0]["status"] == "SUCCEEDED"
+    })
+    .await;
     let delivered = deliveries(&app, &key, &good).await;
     let pending = deliveries(&app, &key, &bad).await;
     assert_eq!(

@@ -110,9 +110,9 @@ impl AiTaskHandler {
             .collect();
         let events: Vec<crate::live::Event> = claimed
             .iter()
-            .map(|(t, ev)| crate::live::Event {
-                traceparent: traced.get(t.id.as_str()).map(|tp| (*tp).to_owned()),
-                ..ev.live()
+            .map(|(t, ev)| {
+                ev.live()
+                    .traced(traced.get(t.id.as_str()).map(|tp| (*tp).to_owned()))
             })
             .collect();
         drop(traced);

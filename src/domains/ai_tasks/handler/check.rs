@@ -14,7 +14,6 @@ use tracing::Instrument as _;
 use super::job::JobInputs;
 use crate::broker::{Envelope, Target};
 use crate::consumer::{Context, HandlerError};
-use crate::domains::ai_tasks::executor::{ExecError, Outcome};
 use crate::domains::ai_tasks::kinds::Status;
 use crate::domains::ai_tasks::messages::{
     CANCEL_JOB, CHECK_STEP, CancelJob, CheckStep, RunStep, publish_events,
@@ -24,6 +23,7 @@ use crate::domains::ai_tasks::parked::entity::APPROVAL;
 use crate::domains::ai_tasks::parked::store::{self as waits, Wait, check_message};
 use crate::domains::ai_tasks::queues::check_delay;
 use crate::domains::ai_tasks::store;
+use crate::providers::{ExecError, Outcome};
 
 /// Counts a check by what it found.
 fn checked(outcome: &'static str) {
@@ -199,7 +199,7 @@ impl AiTaskHandler {
         let delay = check_delay(w.checks + 1);
         let after = ctx.broker.topology().delay(delay).delay;
         let next = Utc::now() + chrono::Duration::from_std(after).unwrap_or_default();
-        let Some(event) = waits::repark(&ctx.db, w, next, progress)
+        let Some(event) = waits::repark(&ctx.db, &self.events, w, next, progress)
             .await
             .map_err(transient)?
         else {
@@ -224,7 +224,7 @@ impl AiTaskHandler {
         status: Status,
         error: String,
     ) -> Result<(), HandlerError> {
-        if let Some((_, ev)) = waits::end(&ctx.db, w, status, error)
+        if let Some((_, ev)) = waits::end(&ctx.db, &self.events, w, status, error)
             .await
             .map_err(transient)?
         {
@@ -243,7 +243,8 @@ impl AiTaskHandler {
             (w.deadline_at - w.parked_at).num_seconds()
         );
         let percent = self.ai.cancel_refund_started_percent;
-        if let Some((_, ev, _)) = approval::reject(&ctx.db, w, reason, "timeout", percent)
+        let events = &self.events;
+        if let Some((_, ev, _)) = approval::reject(&ctx.db, events, w, reason, "timeout", percent)
             .await
             .map_err(transient)?
         {

@@ -9,7 +9,7 @@ use sea_orm::TransactionTrait;
 
 use crate::consumer::Context;
 use crate::consumer::answers::Answer;
-use crate::domains::ai_tasks::executor::vectorize;
+use crate::providers::vectorize;
 
 use crate::domains::ai_tasks::store::{self, Committed, StepResult};
 use crate::domains::ai_tasks::usage::{Usage, pricing::Price};
@@ -88,7 +88,7 @@ impl AiTaskHandler {
                 }
             })
             .collect();
-        let applied = store::commit_steps(&txn, &results, self.max_payload).await?;
+        let applied = store::commit_steps(&txn, &self.events, &results, self.max_payload).await?;
         let mut committed = Vec::with_capacity(wave.len());
         // `None`: fenced out (canceled meanwhile, or re-driven to a newer attempt): the
         // result is discarded, the message done all the same.
@@ -120,9 +120,10 @@ impl AiTaskHandler {
         self.relay.notify();
         let events: Vec<crate::live::Event> = committed
             .iter()
-            .map(|(c, _)| crate::live::Event {
-                traceparent: traces.get(c.task.id.as_str()).map(|t| (*t).to_owned()),
-                ..c.event.live()
+            .map(|(c, _)| {
+                c.event
+                    .live()
+                    .traced(traces.get(c.task.id.as_str()).map(|t| (*t).to_owned()))
             })
             .collect();
         crate::live::publish(ctx.broker.as_ref(), &events).await;

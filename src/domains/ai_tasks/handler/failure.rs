@@ -34,7 +34,7 @@ impl AiTaskHandler {
                     message: Some(format!("retrying (attempt {next_attempt}): {error}")),
                     ..Default::default()
                 };
-                store::apply_now(&ctx.db, &run.task_id, &g, change)
+                store::apply_now(&ctx.db, &self.events, &run.task_id, &g, change)
                     .await
                     .map_err(transient)?
             }
@@ -55,6 +55,7 @@ impl AiTaskHandler {
                 let g = Guard::status(&Status::ACTIVE).at_step(run.step);
                 store::finish_unsuccessfully(
                     &ctx.db,
+                    &self.events,
                     &run.task_id,
                     &g,
                     Status::Failed,

@@ -3,9 +3,9 @@
 
 use serde_json::Value;
 
-use crate::domains::ai_tasks::executor::Job;
 use crate::domains::ai_tasks::settings::AiSettings;
 use crate::domains::ai_tasks::store::Task;
+use crate::providers::Job;
 
 /// The parts of a job parsed from its task (its params, the earlier steps' outputs).
 pub struct JobInputs {
@@ -42,8 +42,10 @@ impl JobInputs {
         Job {
             task_id: &t.id,
             user_id: &t.user_id,
-            kind: t.kind,
+            kind: t.kind.as_str(),
             step,
+            wants: t.kind.wants(step),
+            vectors: t.kind.vectorized(step),
             step_index: usize::try_from(step_index).unwrap_or(0),
             prompt: &t.prompt,
             params: &self.params,

@@ -23,13 +23,13 @@ use std::time::Duration;
 use async_trait::async_trait;
 use futures::{FutureExt as _, StreamExt as _};
 
-use super::executor::Executor;
 use super::kinds::TaskKind;
 use crate::broker::Envelope;
 use crate::consumer::answers::{self, Answers};
 use crate::consumer::{BatchHandler, Context, Fate, Fencing, HandlerError};
 use crate::domains::ai_tasks::settings::AiSettings;
 use crate::outbox::Relay;
+use crate::providers::Executor;
 
 pub struct AiTaskHandler {
     pub ai: Arc<AiSettings>,
@@ -51,6 +51,8 @@ pub struct AiTaskHandler {
     pub reports: report_writer::ReportWriter,
     /// Every running step's lease heartbeats, written together.
     pub beats: beats::BeatWriter,
+    /// Where a task's end records its events (`crate::events`).
+    pub events: crate::events::Events,
 }
 
 /// Minimum spacing of stored progress events of one task.

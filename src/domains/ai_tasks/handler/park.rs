@@ -6,11 +6,11 @@ use super::*;
 use chrono::{DateTime, Utc};
 
 use crate::consumer::{Context, HandlerError};
-use crate::domains::ai_tasks::executor::Parked;
 use crate::domains::ai_tasks::messages::publish_events;
 use crate::domains::ai_tasks::parked::store::{self as waits, Park};
 use crate::domains::ai_tasks::queues::check_delay;
 use crate::domains::ai_tasks::store::Task;
+use crate::providers::Parked;
 
 impl AiTaskHandler {
     /// Commits the park of `t`'s step (the task WAITING, its wait, its first check) and
@@ -37,7 +37,7 @@ impl AiTaskHandler {
             deadline_at,
             first_delay: ctx.broker.topology().delay(check_delay(0)).delay,
         };
-        match waits::park(&ctx.db, &park, self.max_payload).await {
+        match waits::park(&ctx.db, &self.events, &park, self.max_payload).await {
             Ok(Some((_, ev))) => {
                 metrics::counter!("conveyor_ai_parked_total", "provider" => p.provider.clone())
                     .increment(1);

@@ -22,9 +22,9 @@ use tokio_util::sync::CancellationToken;
 use super::beats::Beat;
 use super::report_writer::ReportWriter;
 use super::{FIRST_PROGRESS_AFTER, PROGRESS_EVERY};
-use crate::domains::ai_tasks::executor::Report;
 use crate::domains::ai_tasks::messages::EventKind;
 use crate::domains::ai_tasks::store::{Piece, ReportWrite};
+use crate::providers::Report;
 
 /// The step being reported on.
 pub(super) struct Reported<'a> {

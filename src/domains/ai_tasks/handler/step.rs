@@ -13,9 +13,9 @@ use super::report;
 use crate::consumer::Context;
 use crate::consumer::HandlerError;
 use crate::consumer::answers::Answer;
-use crate::domains::ai_tasks::executor::{ExecError, Outcome, Report, vectorize};
 use crate::domains::ai_tasks::parked;
 use crate::domains::ai_tasks::store::Task;
+use crate::providers::{ExecError, Outcome, Report, vectorize};
 
 /// The longest a step holds its worker to start a job that then parks (the kind's
 /// deadline covers the whole wait, which may be hours).

@@ -21,6 +21,7 @@ use crate::domains::ai_tasks::entity::task;
 use crate::domains::ai_tasks::kinds::Status;
 use crate::domains::ai_tasks::messages::TaskEvent;
 use crate::domains::ai_tasks::store::{self, Change, StoreError, Task};
+use crate::events::Events;
 
 /// Starts the approval waits of tasks whose next step needs one (in the transaction
 /// that committed the step before): `t` as it is now (at the gated step), and how long
@@ -62,6 +63,7 @@ pub async fn wait_many(
 /// when there was nothing to decide any more.
 pub async fn approve(
     db: &DatabaseConnection,
+    events: &Events,
     w: &Wait,
     actor: &str,
     comment: Option<&str>,
@@ -73,7 +75,7 @@ pub async fn approve(
         message: Some(format!("approved by {actor}")),
         ..Default::default()
     };
-    let Some((t, ev)) = store::apply(&txn, &w.task_id, &waiting(w), change).await? else {
+    let Some((t, ev)) = store::apply(&txn, events, &w.task_id, &waiting(w), change).await? else {
         txn.rollback().await?;
         return Ok(None);
     };
@@ -89,6 +91,7 @@ pub async fn approve(
 /// its event and the refund; `None` when there was nothing to decide any more.
 pub async fn reject(
     db: &DatabaseConnection,
+    events: &Events,
     w: &Wait,
     reason: String,
     actor: &str,
@@ -108,7 +111,7 @@ pub async fn reject(
         message: Some(reason.clone()),
         ..Default::default()
     };
-    let Some((t, ev)) = store::apply(&txn, &w.task_id, &waiting(w), change).await? else {
+    let Some((t, ev)) = store::apply(&txn, events, &w.task_id, &waiting(w), change).await? else {
         txn.rollback().await?;
         return Ok(None);
     };

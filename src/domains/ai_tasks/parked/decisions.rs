@@ -148,7 +148,7 @@ async fn apply(
     let decided = match decision {
         Decision::Approve => {
             let max_payload = state.core.broker.topology().max_payload_bytes;
-            approval::approve(db, w, actor, comment, max_payload)
+            approval::approve(db, &state.events, w, actor, comment, max_payload)
                 .await
                 .map_err(|e| ApiError::Internal(e.into()))?
         }
@@ -157,7 +157,8 @@ async fn apply(
                 Some(c) => format!("rejected: {c}"),
                 None => "rejected".to_owned(),
             };
-            approval::reject(db, w, reason, actor, state.ai.cancel_refund_started_percent)
+            let percent = state.ai.cancel_refund_started_percent;
+            approval::reject(db, &state.events, w, reason, actor, percent)
                 .await?
                 .map(|(t, ev, _)| (t, ev))
         }

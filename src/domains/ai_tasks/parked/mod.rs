@@ -1,5 +1,5 @@
 //! Steps that wait without holding a worker. A provider that takes minutes or hours
-//! answers a step with a job id ([`crate::domains::ai_tasks::executor::Outcome::Parked`]):
+//! answers a step with a job id ([`crate::providers::Outcome::Parked`]):
 //! the consumer commits the task `WAITING` with a wait row ([`entity`]) and its first
 //! check on a delay queue, and acks. Each check (the `ai.check` queue, handled with the
 //! other AI messages) polls the provider and re-parks with the next delay of the

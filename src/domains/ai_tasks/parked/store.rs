@@ -11,12 +11,13 @@ use sea_orm::{
 
 use super::entity::{self as wait, PROVIDER};
 use crate::broker::{Envelope, Target};
-use crate::domains::ai_tasks::executor::Parked;
 use crate::domains::ai_tasks::kinds::Status;
 use crate::domains::ai_tasks::messages::{CHECK_STEP, CheckStep, TaskEvent};
 use crate::domains::ai_tasks::queues::check_delay;
 use crate::domains::ai_tasks::store::{self, Change, Guard, StoreError, Task};
+use crate::events::Events;
 use crate::outbox;
+use crate::providers::Parked;
 
 pub use wait::Model as Wait;
 
@@ -77,6 +78,7 @@ pub struct Park<'a> {
 /// holds the task (canceled meanwhile, re-driven).
 pub async fn park(
     db: &DatabaseConnection,
+    events: &Events,
     p: &Park<'_>,
     max_payload: usize,
 ) -> Result<Option<(Task, TaskEvent)>, StoreError> {
@@ -93,7 +95,7 @@ pub async fn park(
         ..Default::default()
     };
     let guard = Guard::holder(t.attempt).at_step(t.step_index);
-    let Some((task, ev)) = store::apply(&txn, &t.id, &guard, change).await? else {
+    let Some((task, ev)) = store::apply(&txn, events, &t.id, &guard, change).await? else {
         return Ok(None);
     };
     let now = Utc::now();
@@ -144,6 +146,7 @@ pub async fn get(db: &impl ConnectionTrait, task_id: &str) -> Result<Option<Wait
 /// it with its event in the same transaction.
 pub async fn repark(
     db: &DatabaseConnection,
+    events: &Events,
     w: &Wait,
     next: DateTime<Utc>,
     progress: Option<(i32, Option<String>)>,
@@ -170,7 +173,7 @@ pub async fn repark(
             message,
             ..Default::default()
         };
-        event = store::apply(&txn, &w.task_id, &waiting(w), change)
+        event = store::apply(&txn, events, &w.task_id, &waiting(w), change)
             .await?
             .map(|(_, ev)| ev);
     }
@@ -183,6 +186,7 @@ pub async fn repark(
 /// waiting on this claim.
 pub async fn end(
     db: &DatabaseConnection,
+    events: &Events,
     w: &Wait,
     status: Status,
     error: String,
@@ -194,7 +198,7 @@ pub async fn end(
         message: Some(error),
         ..Default::default()
     };
-    let Some((t, ev)) = store::apply(&txn, &w.task_id, &waiting(w), change).await? else {
+    let Some((t, ev)) = store::apply(&txn, events, &w.task_id, &waiting(w), change).await? else {
         txn.rollback().await?;
         return Ok(None);
     };

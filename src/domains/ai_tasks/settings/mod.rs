@@ -1,8 +1,8 @@
 //! `[ai]`: the AI-task flow's settings section, read from the configuration's domain
 //! sections ([`crate::settings::Settings::section`]) and checked at start-up: the kinds
-//! here, the providers in `provider.rs`, the checks types cannot make in `validate.rs`.
+//! here, the checks types cannot make in `validate.rs`. The providers of
+//! `[ai.providers.<name>]` are [`crate::providers`]' (their type and their own checks).
 
-mod provider;
 #[cfg(test)]
 mod tests;
 mod validate;
@@ -18,7 +18,7 @@ use crate::settings::Section;
 
 use crate::settings::Settings;
 
-pub use provider::{Protocol, ProviderSettings};
+pub use crate::providers::{Protocol, ProviderSettings};
 
 /// The section in the domain registry.
 pub const SECTION: Section = Section::new("ai", check).lists(&[

@@ -100,25 +100,7 @@ impl AiSettings {
                 );
             }
         }
-        for (name, p) in &ai.providers {
-            // 0 would refuse every extraction: a typo, not a setting.
-            if p.protocol == Protocol::Ffmpeg && p.max_output_mib == 0 {
-                return bad(
-                    "ai.providers",
-                    format!("ai.providers.{name}: max_output_mib must be above 0"),
-                );
-            }
-            if p.protocol == Protocol::Openai
-                && (p.base_url.is_empty() || p.requests_per_second == 0)
-            {
-                return bad(
-                    "ai.providers",
-                    format!(
-                        "ai.providers.{name}: an openai provider needs base_url and requests_per_second above 0"
-                    ),
-                );
-            }
-        }
+        crate::providers::settings::validate(&ai.providers)?;
         for (kind, k) in &ai.kinds {
             for provider in std::iter::once(&k.provider).chain(k.steps.values()) {
                 let Some(p) = ai.providers.get(provider) else {

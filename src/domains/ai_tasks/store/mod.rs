@@ -22,7 +22,6 @@ use sea_orm::DbErr;
 use sea_orm::sea_query::ExprTrait as _;
 
 use super::entity::task;
-use crate::domains::search_sync;
 use crate::outbox::OutboxError;
 
 pub use task::Model as Task;
@@ -38,15 +37,6 @@ pub enum StoreError {
     Outbox(#[from] OutboxError),
     #[error(transparent)]
     Db(#[from] DbErr),
-}
-
-impl From<search_sync::store::StoreError> for StoreError {
-    fn from(e: search_sync::store::StoreError) -> Self {
-        match e {
-            search_sync::store::StoreError::Db(e) => StoreError::Db(e),
-            search_sync::store::StoreError::Outbox(e) => StoreError::Outbox(e),
-        }
-    }
 }
 
 pub use beats::*;

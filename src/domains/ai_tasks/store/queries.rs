@@ -1,5 +1,5 @@
 //! Reads: tasks by id, a user's tasks page by page, events after a sequence number,
-//! stale leases, a task's material.
+//! stale leases.
 
 #[allow(unused_imports)]
 use super::*;
@@ -8,7 +8,7 @@ use sea_orm::{
     ColumnTrait, ConnectionTrait, DbErr, EntityTrait, QueryFilter, QueryOrder, QuerySelect,
 };
 
-use crate::domains::ai_tasks::entity::{event, material, task};
+use crate::domains::ai_tasks::entity::{event, task};
 use crate::domains::ai_tasks::kinds::{Status, TaskKind};
 
 /// Tasks by id (a batch of step messages), in no particular order.
@@ -78,15 +78,5 @@ pub async fn stale(
         .filter(task::Column::UpdatedAt.lt(before))
         .limit(limit)
         .all(db)
-        .await
-}
-
-pub async fn material_of(
-    db: &impl ConnectionTrait,
-    task_id: &str,
-) -> Result<Option<material::Model>, DbErr> {
-    material::Entity::find()
-        .filter(material::Column::TaskId.eq(task_id))
-        .one(db)
         .await
 }

@@ -14,6 +14,7 @@ use crate::domains::ai_tasks::messages::TaskEvent;
 use crate::domains::ai_tasks::messages::{CANCEL_JOB, CancelJob};
 use crate::domains::ai_tasks::parked;
 use crate::domains::ai_tasks::queues::AI_CHECK;
+use crate::events::Events;
 use crate::outbox;
 use crate::users::credits;
 
@@ -62,6 +63,7 @@ pub fn cancel_refund(t: &Task, started_percent: u8, at_provider: bool) -> i64 {
 /// event and the refund; `None` if it had ended already.
 pub async fn cancel(
     db: &DatabaseConnection,
+    events: &Events,
     id: &str,
     started_percent: u8,
     admin: Option<&str>,
@@ -84,7 +86,7 @@ pub async fn cancel(
         message: Some("canceled".into()),
         ..Default::default()
     };
-    let Some((t, ev)) = apply(&txn, id, &guard, change).await? else {
+    let Some((t, ev)) = apply(&txn, events, id, &guard, change).await? else {
         return Ok(None);
     };
     // A parked job is asked to stop (through the outbox: the provider's API is the
@@ -143,6 +145,7 @@ pub async fn book_cancel(txn: &impl ConnectionTrait, t: &Task, refund: i64) -> R
 /// Moves a task to a terminal failure state (FAILED or CANCELED) from `from`, refunding.
 pub async fn finish_unsuccessfully(
     db: &DatabaseConnection,
+    events: &Events,
     id: &str,
     guard: &Guard<'_>,
     status: Status,
@@ -156,7 +159,7 @@ pub async fn finish_unsuccessfully(
         message,
         ..Default::default()
     };
-    let Some((t, ev)) = apply(&txn, id, guard, change).await? else {
+    let Some((t, ev)) = apply(&txn, events, id, guard, change).await? else {
         return Ok(None);
     };
     settle_credits(&txn, &t).await?;

@@ -1,5 +1,6 @@
-//! A wave of step results committed together: results, next steps, events, credits,
-//! materials and their search-sync messages, each in one statement where it can.
+//! A wave of step results committed together: results, next steps, events, credits and
+//! the finished tasks' events (their final states, and their outputs, of which search
+//! sync makes materials), each in one statement where it can.
 
 #[allow(unused_imports)]
 use super::*;
@@ -8,10 +9,11 @@ use sea_orm::{ConnectionTrait, DbErr, EntityTrait};
 
 use crate::broker::{Envelope, Target};
 use crate::domains::ai_tasks::entity::{event, task};
+use crate::domains::ai_tasks::events::{OUTPUT, Output};
 use crate::domains::ai_tasks::kinds::{Lane, Status, TaskKind};
 use crate::domains::ai_tasks::messages::TaskEvent;
 use crate::domains::ai_tasks::usage::{self, Usage, pricing::Price};
-use crate::domains::search_sync;
+use crate::events::{Event, Events};
 use crate::outbox::{self};
 use crate::storage::{self, records::GeneratedFile};
 use crate::users::credits;
@@ -48,13 +50,15 @@ pub struct Committed {
 /// Commits a wave of step results in `txn`: one conditional update per task (each holds
 /// its own result; it applies only while the attempt still holds the step), then, as one
 /// insert each for the whole wave, their events, the ledger rows that consume the
-/// finished tasks' reservations, their materials with their `search.sync` messages, and
-/// the outbox rows of the next steps, and the steps' usage rows; a finished task priced
+/// finished tasks' reservations, the outbox rows of the next steps, and the steps' usage
+/// rows; the finished tasks' events go through `events` (their outputs, and their final
+/// states for the listeners that want them), heard in `txn`; a finished task priced
 /// by the token is charged what its steps used and gets the rest of its reservation
 /// back. Per result, in order: what was committed, or `None` when it was fenced
 /// (canceled meanwhile, re-driven to a newer attempt).
 pub async fn commit_steps(
     txn: &impl ConnectionTrait,
+    events: &Events,
     results: &[StepResult<'_>],
     max_payload: usize,
 ) -> Result<Vec<Option<Committed>>, StoreError> {
@@ -70,13 +74,13 @@ pub async fn commit_steps(
             .zip(&applied)
             .filter_map(|(r, a)| a.as_ref().map(|(t, _)| (r, t)))
     };
-    let events: Vec<_> = applied
+    let rows: Vec<_> = applied
         .iter()
         .flatten()
         .map(|(_, ev)| event_row(ev))
         .collect();
-    if !events.is_empty() {
-        event::Entity::insert_many(events)
+    if !rows.is_empty() {
+        event::Entity::insert_many(rows)
             .exec_without_returning(txn)
             .await?;
     }
@@ -86,27 +90,26 @@ pub async fn commit_steps(
         .collect();
     credits::book_many(txn, &consumed).await?;
     let refunds = charge_usage(txn, done().collect()).await?;
-    let materials: Vec<search_sync::store::NewMaterial> = done()
+    // The tasks that ended: their outputs, always (search sync makes materials of
+    // them), then their final states, with one question to the listeners for both;
+    // views are built only for what a listener wants.
+    let ended: Vec<&Task> = done().filter(|(r, _)| r.last).map(|(_, t)| t).collect();
+    let interest = crate::domains::ai_tasks::notify::interest(txn, events, &ended).await?;
+    let mut recorded: Vec<Event> = done()
         .filter(|(r, _)| r.last)
-        .map(|(r, t)| search_sync::store::NewMaterial {
-            user_id: t.user_id.clone(),
-            task_id: t.id.clone(),
-            kind: t.kind.as_str().to_owned(),
-            title: t.prompt.clone(),
-            content: material_content(t.kind, &r.result),
-            vectors: r.vectors.clone(),
+        .map(|(r, t)| {
+            let output = Output {
+                task_id: t.id.clone(),
+                kind: t.kind.as_str().to_owned(),
+                prompt: t.prompt.clone(),
+                content: material_content(t.kind, &r.result),
+                vectors: r.vectors.clone(),
+            };
+            Event::with_detail(t.user_id.clone(), &OUTPUT, output)
         })
         .collect();
-    let created = search_sync::store::create_many(txn, materials).await?;
-    // The tasks that ended and the materials they left (the same tenants), with one
-    // lookup of endpoints; views are built only for what an endpoint wants.
-    let ended: Vec<&Task> = done().filter(|(r, _)| r.last).map(|(_, t)| t).collect();
-    let listeners = crate::domains::ai_tasks::notify::listeners(txn, &ended).await?;
-    if !listeners.is_empty() {
-        let mut events = crate::domains::ai_tasks::notify::events(&listeners, ended);
-        events.extend(search_sync::notify::created(&listeners, &created));
-        crate::domains::webhooks::emit::record_for(txn, &listeners, &events).await?;
-    }
+    recorded.extend(crate::domains::ai_tasks::notify::events(&interest, ended));
+    interest.record(txn, recorded).await.map_err(DbErr::from)?;
     // Files the steps wrote to the store are recorded (and counted in their owner's
     // usage) with the step's commit: a file exists for the API exactly when its step
     // does. A fenced result's files are left to the collector as orphans.
@@ -322,7 +325,7 @@ async fn update_steps_pg(
         .collect())
 }
 
-/// What a finished task's material holds: the text for text kinds, the result otherwise.
+/// What a finished task's output holds: the text for text kinds, the result otherwise.
 fn material_content(kind: TaskKind, result: &serde_json::Value) -> String {
     if kind.is_text() {
         result

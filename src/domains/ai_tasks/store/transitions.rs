@@ -13,6 +13,7 @@ use sea_orm::{
 use crate::domains::ai_tasks::entity::{event, task};
 use crate::domains::ai_tasks::kinds::Status;
 use crate::domains::ai_tasks::messages::{EventKind, TaskEvent};
+use crate::events::Events;
 
 /// What a conditional change may do.
 #[derive(Debug, Default)]
@@ -72,6 +73,7 @@ impl<'a> Guard<'a> {
 /// appended, or `None` when the guard did not hold.
 pub async fn apply(
     txn: &impl ConnectionTrait,
+    events: &Events,
     id: &str,
     guard: &Guard<'_>,
     change: Change,
@@ -82,7 +84,7 @@ pub async fn apply(
     event::Entity::insert(event_row(&ev))
         .exec_without_returning(txn)
         .await?;
-    crate::domains::ai_tasks::notify::ended(txn, &[&t]).await?;
+    crate::domains::ai_tasks::notify::ended(txn, events, &[&t]).await?;
     Ok(Some((t, ev)))
 }
 
@@ -225,12 +227,13 @@ pub(super) fn guarded_update(
 /// its event after a crash).
 pub async fn apply_now(
     db: &DatabaseConnection,
+    events: &Events,
     id: &str,
     guard: &Guard<'_>,
     change: Change,
 ) -> Result<Option<(Task, TaskEvent)>, DbErr> {
     let txn = db.begin().await?;
-    let applied = apply(&txn, id, guard, change).await?;
+    let applied = apply(&txn, events, id, guard, change).await?;
     if applied.is_some() {
         txn.commit().await?;
     } else {

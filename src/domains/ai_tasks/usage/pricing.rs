@@ -31,25 +31,8 @@ fn input_allowance() -> u32 {
     256
 }
 
-/// Token counts of a task (its steps added up).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Tokens {
-    pub input: i64,
-    pub output: i64,
-    /// At least input + output.
-    pub total: i64,
-}
-
-impl std::ops::Add for Tokens {
-    type Output = Tokens;
-    fn add(self, o: Tokens) -> Tokens {
-        Tokens {
-            input: self.input.saturating_add(o.input),
-            output: self.output.saturating_add(o.output),
-            total: self.total.saturating_add(o.total),
-        }
-    }
-}
+/// Token counts of a task (its steps added up), as its providers reported them.
+pub use crate::providers::usage::Tokens;
 
 /// How a kind is priced: its flat cost and, optionally, its tokens.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -54,7 +54,7 @@ pub(crate) async fn mark_paid(
             "must be 1 to 128 characters",
         ));
     }
-    let paid = store::mark_paid(&state.core.db, &id, reference)
+    let paid = store::mark_paid(&state.core.db, &state.notices, &id, reference)
         .await?
         .ok_or(ApiError::NotFound("order"))?;
     let (outcome, order) = match paid {

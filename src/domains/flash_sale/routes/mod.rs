@@ -16,6 +16,7 @@ use axum::extract::FromRef;
 use axum::routing::{get, post};
 
 use crate::api::Core;
+use crate::domains::flash_sale::notify::Notices;
 use crate::domains::flash_sale::publisher::Publisher;
 use crate::domains::flash_sale::service::Sales;
 use crate::error::ApiError;
@@ -26,6 +27,8 @@ pub struct FlashSales {
     pub core: Core,
     pub sales: Arc<Sales>,
     pub publisher: Publisher,
+    /// Where an order marked paid by hand records its event.
+    pub notices: Notices,
 }
 
 pub fn routes(state: FlashSales) -> Router {

@@ -28,8 +28,9 @@ pub struct PaymentRequest {
 /// The document's `PaymentRequest` as the server reads it: exactly one of `product` (one
 /// of the configured `[payments.products]`, named at start-up) and `order` (the other
 /// absent or null), so a generated client never sends what the server refuses.
-pub fn documented(settings: &crate::settings::Settings, doc: &mut utoipa::openapi::OpenApi) {
+pub fn documented(build: &crate::contract::DocContext<'_>, doc: &mut utoipa::openapi::OpenApi) {
     use serde_json::json;
+    let settings = build.settings;
     let products: Vec<String> = super::super::settings::PaymentSettings::from_settings(settings)
         .map(|s| s.products.keys().cloned().collect())
         .unwrap_or_default();

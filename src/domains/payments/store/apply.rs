@@ -20,6 +20,7 @@ use super::{
 use crate::domains::flash_sale::messages::OrderEvent;
 use crate::domains::flash_sale::store::{self as orders, Paid};
 use crate::domains::payments::entity::{event, payment};
+use crate::domains::payments::notify::Notify;
 use crate::outbox::OutboxError;
 use crate::users::{credits, membership};
 
@@ -60,10 +61,11 @@ pub enum Applied {
 /// Applies inbox row `id` once, in one transaction with its effect.
 pub async fn apply(
     db: &DatabaseConnection,
+    notify: &Notify,
     id: i64,
     max_bytes: usize,
 ) -> Result<Applied, OutboxError> {
-    let mut applied = apply_many(db, &[id], max_bytes).await?;
+    let mut applied = apply_many(db, notify, &[id], max_bytes).await?;
     applied
         .pop()
         .ok_or_else(|| DbErr::RecordNotFound(id.to_string()).into())
@@ -76,6 +78,7 @@ pub async fn apply(
 /// order as far as ids follow them.
 pub async fn apply_many(
     db: &DatabaseConnection,
+    notify: &Notify,
     ids: &[i64],
     max_bytes: usize,
 ) -> Result<Vec<Applied>, OutboxError> {
@@ -99,7 +102,7 @@ pub async fn apply_many(
         // `remove`: an id twice in the lot (a redelivery; id order puts it right after
         // the first) is applied once, then `Before`.
         let outcome = match events.remove(&ids[i]) {
-            Some(ev) => apply_in(&txn, &ev, max_bytes).await?,
+            Some(ev) => apply_in(&txn, notify, &ev, max_bytes).await?,
             None if done.last().is_some_and(|(j, _)| ids[*j] == ids[i]) => Applied::Before,
             None => Applied::NoSuchEvent,
         };
@@ -114,6 +117,7 @@ pub async fn apply_many(
 /// transition out of `RECEIVED`, or `Before` if it left `RECEIVED` already.
 async fn apply_in(
     txn: &impl ConnectionTrait,
+    notify: &Notify,
     ev: &Event,
     max_bytes: usize,
 ) -> Result<Applied, OutboxError> {
@@ -128,7 +132,7 @@ async fn apply_in(
         .ok_or_else(|| DbErr::RecordNotFound(ev.payment_id.clone()))?;
     let (outcome, note) = match ev.kind.as_str() {
         "refund" | "refund_total" => refund(txn, ev, &p).await?,
-        _ => pay(txn, &p, max_bytes).await?,
+        _ => pay(txn, notify, &p, max_bytes).await?,
     };
     // A refund before its payment waits for it (put back in line when it is paid).
     let (status, applied_at) = match outcome {
@@ -148,7 +152,7 @@ async fn apply_in(
         // fails rather than apply an effect twice.
         return Err(DbErr::Custom(format!("payment event {} moved while locked", ev.id)).into());
     }
-    crate::domains::payments::notify::applied(txn, &p.id, &outcome).await?;
+    notify.applied(txn, &p.id, &outcome).await?;
     Ok(outcome)
 }
 
@@ -156,6 +160,7 @@ async fn apply_in(
 /// effects, and its waiting refunds put back in line.
 async fn pay(
     txn: &impl ConnectionTrait,
+    notify: &Notify,
     p: &Payment,
     max_bytes: usize,
 ) -> Result<(Applied, Option<String>), OutboxError> {
@@ -167,7 +172,7 @@ async fn pay(
     }
     let mut order_event = None;
     if let Some(order_id) = &p.order_id {
-        match orders::pay(txn, order_id, &p.id).await? {
+        match orders::pay(txn, &notify.orders, order_id, &p.id).await? {
             Some(Paid::Now(_, ev)) => order_event = Some(ev),
             // An operator marked it paid by hand with this payment's reference first.
             Some(Paid::Already(o)) if o.payment_ref.as_deref() == Some(p.id.as_str()) => {}

@@ -12,6 +12,11 @@ use crate::users::entity::user;
 
 const MAX: usize = 1 << 20;
 
+/// Nobody listens: these tests are about the store alone.
+fn quiet() -> crate::domains::payments::notify::Notify {
+    crate::domains::payments::notify::Notify::new(crate::events::Events::default(), "CNY")
+}
+
 async fn db() -> DatabaseConnection {
     let db = crate::db::connect_url("sqlite::memory:", 1).await.unwrap();
     crate::db::migrate(&db).await.unwrap();
@@ -48,7 +53,7 @@ async fn received(db: &DatabaseConnection, p: &Payment, id: &str, kind: Kind) ->
 /// Receives event `id` of `kind` for payment `p` and applies it.
 async fn apply_event(db: &DatabaseConnection, p: &Payment, id: &str, kind: Kind) -> Applied {
     let row = received(db, p, id, kind).await;
-    apply(db, row, MAX).await.unwrap()
+    apply(db, &quiet(), row, MAX).await.unwrap()
 }
 
 async fn balance(db: &DatabaseConnection, user_id: &str) -> i64 {
@@ -142,12 +147,21 @@ async fn a_refund_before_its_payment_waits_then_follows_it() {
     let db = db().await;
     let (user, p) = pack(&db).await;
     let refund = received(&db, &p, "early", Kind::Refund(495)).await;
-    assert_eq!(apply(&db, refund, MAX).await.unwrap(), Applied::Waiting);
+    assert_eq!(
+        apply(&db, &quiet(), refund, MAX).await.unwrap(),
+        Applied::Waiting
+    );
     apply_event(&db, &p, "paid", Kind::Paid).await;
     // The paid event put the refund back in line; applied, it takes back half.
-    assert_eq!(taken(&apply(&db, refund, MAX).await.unwrap()), (50, 0));
+    assert_eq!(
+        taken(&apply(&db, &quiet(), refund, MAX).await.unwrap()),
+        (50, 0)
+    );
     assert_eq!(balance(&db, &user).await, 50);
-    assert_eq!(apply(&db, refund, MAX).await.unwrap(), Applied::Before);
+    assert_eq!(
+        apply(&db, &quiet(), refund, MAX).await.unwrap(),
+        Applied::Before
+    );
 }
 
 #[tokio::test]
@@ -160,7 +174,7 @@ async fn a_batch_applies_each_event_once_and_answers_in_the_order_asked() {
     // for the payment applied after it in the same transaction), answered as asked.
     let missing = paid + 1000;
     // The paid event twice (a redelivery in the same lot): applied once.
-    let out = apply_many(&db, &[paid, refund, missing, paid], MAX)
+    let out = apply_many(&db, &quiet(), &[paid, refund, missing, paid], MAX)
         .await
         .unwrap();
     assert!(
@@ -172,11 +186,11 @@ async fn a_batch_applies_each_event_once_and_answers_in_the_order_asked() {
     assert_eq!(out[3], Applied::Before);
     assert_eq!(balance(&db, &user).await, 100);
     // Again: nothing twice (the waiting refund went back in line, RECEIVED again).
-    let again = apply_many(&db, &[paid], MAX).await.unwrap();
+    let again = apply_many(&db, &quiet(), &[paid], MAX).await.unwrap();
     assert_eq!(again, [Applied::Before]);
     assert_eq!(balance(&db, &user).await, 100);
     assert!(matches!(
-        apply(&db, refund, MAX).await.unwrap(),
+        apply(&db, &quiet(), refund, MAX).await.unwrap(),
         Applied::Refunded { .. }
     ));
     assert_eq!(balance(&db, &user).await, 50);

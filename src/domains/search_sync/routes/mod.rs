@@ -13,14 +13,14 @@ use axum::routing::get;
 
 use super::backend::Search;
 use crate::api::Core;
-use crate::search::semantic::EmbedderSlot;
+use crate::search::semantic::Embedder;
 
 #[derive(Clone, FromRef)]
 pub struct Materials {
     pub core: Core,
     pub search: Arc<Search>,
-    /// Embeds the query of a search by meaning (set by the AI domain).
-    pub embedder: Arc<EmbedderSlot>,
+    /// Embeds the query of a search by meaning (`None`: its provider is not configured).
+    pub embeddings: Option<Arc<dyn Embedder>>,
 }
 
 pub fn routes(state: Materials) -> Router {

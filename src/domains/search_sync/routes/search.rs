@@ -186,10 +186,10 @@ async fn embed(state: &Materials, text: &str) -> Result<Vec<f32>, ApiError> {
             format!("1 to {MAX_SEMANTIC_CHARS} characters, not only blanks"),
         ));
     }
-    let embedder = state.embedder.get().ok_or_else(|| {
+    let embeddings = state.embeddings.as_ref().ok_or_else(|| {
         ApiError::Unavailable("search by meaning is not available in this process".into())
     })?;
-    embedder.embed_query(text).await.map_err(|e| {
+    embeddings.embed_query(text).await.map_err(|e| {
         tracing::warn!(error = %e, "embedding a search query failed");
         ApiError::Unavailable(format!("{e}; retry later"))
     })

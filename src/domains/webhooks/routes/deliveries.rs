@@ -109,7 +109,7 @@ pub(crate) async fn retry(
         .limits
         .take(&super::super::limits::SENDS, &user.id)
         .await?;
-    let give_up = chrono::Duration::seconds(state.settings.give_up_after_secs as i64);
+    let give_up = state.settings.give_up();
     let d = store::retry(&state.core.db, &e.id, &delivery, give_up)
         .await
         .map_err(|err| match err {

@@ -7,7 +7,6 @@ use serde::{Deserialize, Serialize};
 use super::Webhooks;
 use crate::api::openapi::ErrorBody;
 use crate::api::{ApiJson, AuthUser};
-use crate::domains::webhooks::emit::EVENT_TYPES;
 use crate::domains::webhooks::store::{self, NewEndpoint, Patch, StoreError};
 use crate::domains::webhooks::target;
 use crate::domains::webhooks::view::{EndpointView, EndpointWithSecret};
@@ -61,13 +60,13 @@ async fn checked_url(state: &Webhooks, url: &str) -> Result<String, ApiError> {
         .map_err(|why| ApiError::invalid("url", why))
 }
 
-fn checked_types(types: Vec<String>) -> Result<Vec<String>, ApiError> {
+fn checked_types(known: &[&str], types: Vec<String>) -> Result<Vec<String>, ApiError> {
     let mut out: Vec<String> = Vec::new();
     for t in types {
-        if !EVENT_TYPES.contains(&t.as_str()) {
+        if !known.contains(&t.as_str()) {
             return Err(ApiError::invalid(
                 "event_types",
-                format!("`{t}` is not an event type ({})", EVENT_TYPES.join(", ")),
+                format!("`{t}` is not an event type ({})", known.join(", ")),
             ));
         }
         if !out.contains(&t) {
@@ -106,7 +105,7 @@ pub(crate) async fn create(
     let new = NewEndpoint {
         url,
         description: checked_description(req.description.unwrap_or_default())?,
-        event_types: checked_types(req.event_types.unwrap_or_default())?,
+        event_types: checked_types(&state.event_types, req.event_types.unwrap_or_default())?,
     };
     let e = store::create(&state.core.db, &user.id, new, state.settings.max_endpoints)
         .await
@@ -198,7 +197,10 @@ pub(crate) async fn edit(
             None => None,
         },
         description: req.description.map(checked_description).transpose()?,
-        event_types: req.event_types.map(checked_types).transpose()?,
+        event_types: req
+            .event_types
+            .map(|t| checked_types(&state.event_types, t))
+            .transpose()?,
         enabled: req.enabled,
     };
     store::update(&state.core.db, &user.id, &id, patch)
@@ -286,7 +288,8 @@ pub(crate) async fn test(
         .limits
         .take(&super::super::limits::SENDS, &user.id)
         .await?;
-    let (event_id, delivery_id) = store::send_test(&state.core.db, &e).await?;
+    let (event_id, delivery_id) =
+        store::send_test(&state.core.db, &e, state.settings.give_up()).await?;
     state.core.relay.notify();
     Ok((
         StatusCode::ACCEPTED,

@@ -21,6 +21,9 @@ use crate::error::ApiError;
 pub struct Webhooks {
     pub core: Core,
     pub settings: Arc<WebhookSettings>,
+    /// What an endpoint may subscribe to: the public event types the domains declare,
+    /// in registry order.
+    pub event_types: Arc<[&'static str]>,
 }
 
 impl Webhooks {

@@ -84,8 +84,20 @@ async fn a_parked_job_whose_check_was_lost_is_found_by_the_sweep(backend: Backen
     let (_, key) = app.user("director", 100).await;
     let id = submit_video(&app, &key, "a lighthouse ms=200").await;
     watch(&app, &key, &id, |t| t["status"] == "WAITING").await;
-    tokio::time::sleep(Duration::from_millis(1000)).await;
+    // Its check is held in its delay (an hour), not on its way: none can have come.
+    let checks = app.queue_spec("ai.check");
+    wait_until(
+        Duration::from_secs(10),
+        "the check held in its delay",
+        || async { waiting_in(&app.platform, checks).await == (0, 1) },
+    )
+    .await;
     assert_eq!(fake.gets.load(Ordering::SeqCst), 0, "no check came");
+    // Its job ends at the provider (200 ms): the check the sweep sends finds it done.
+    wait_until(Duration::from_secs(10), "the job to end", || {
+        std::future::ready(fake.all_ended())
+    })
+    .await;
     // The wait says its check is long overdue (the message was lost a while ago).
     use conveyor::domains::ai_tasks::parked::entity as wait;
     use sea_orm::{ColumnTrait as _, EntityTrait as _, QueryFilter as _};
