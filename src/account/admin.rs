@@ -16,8 +16,8 @@ use crate::users::keys::KeyInfo;
 impl From<AdminError> for ApiError {
     fn from(e: AdminError) -> Self {
         match e {
-            AdminError::NoUser => ApiError::NotFound("user"),
-            AdminError::NoKey => ApiError::NotFound("key"),
+            AdminError::NoUser => ApiError::not_found("user"),
+            AdminError::NoKey => ApiError::not_found("key"),
             AdminError::Db(e) => e.into(),
         }
     }

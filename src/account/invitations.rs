@@ -20,9 +20,9 @@ use crate::users::invitations::{self, Invitation, InvitationError, State as Invi
 impl From<InvitationError> for ApiError {
     fn from(e: InvitationError) -> Self {
         let message = e.to_string();
-        let refused = move |code| ApiError::Refused { code, message };
+        let refused = move |code| ApiError::refused(code, message);
         match e {
-            InvitationError::NoSuchInvitation => ApiError::NotFound("invitation"),
+            InvitationError::NoSuchInvitation => ApiError::not_found("invitation"),
             InvitationError::Expired => refused("invitation_expired"),
             InvitationError::Revoked => refused("invitation_revoked"),
             InvitationError::Answered(_) => refused("invitation_answered"),

@@ -84,7 +84,7 @@ pub async fn me(
     let user = crate::users::entity::user::Entity::find_by_id(cached.id)
         .one(&state.db)
         .await?
-        .ok_or(ApiError::Unauthorized)?;
+        .ok_or(ApiError::unauthorized())?;
     let plans = state.limits.plans();
     let standing = crate::plans::standing::resolve(&state.db, plans, &user.id).await?;
     let plan = plans.get(&standing.plan);

@@ -18,17 +18,11 @@ use crate::users::orgs::{self, Org, OrgError};
 impl From<OrgError> for ApiError {
     fn from(e: OrgError) -> Self {
         match e {
-            OrgError::NoSuchOrg => ApiError::NotFound("organisation"),
-            OrgError::NoSuchUser => ApiError::NotFound("user"),
-            OrgError::InAnother => ApiError::Refused {
-                code: "in_another_org",
-                message: e.to_string(),
-            },
-            OrgError::Owner => ApiError::Refused {
-                code: "owner_cannot_leave",
-                message: e.to_string(),
-            },
-            OrgError::NotAMember => ApiError::NotFound("member"),
+            OrgError::NoSuchOrg => ApiError::not_found("organisation"),
+            OrgError::NoSuchUser => ApiError::not_found("user"),
+            OrgError::InAnother => ApiError::refused("in_another_org", e.to_string()),
+            OrgError::Owner => ApiError::refused("owner_cannot_leave", e.to_string()),
+            OrgError::NotAMember => ApiError::not_found("member"),
             OrgError::BadName => ApiError::invalid("name", e.to_string()),
             OrgError::Db(e) => e.into(),
         }
@@ -82,7 +76,7 @@ async fn view(core: &Core, o: Org) -> Result<OrgView, ApiError> {
 pub(super) async fn fresh_view(core: &Core, id: &str) -> Result<Json<OrgView>, ApiError> {
     let o = orgs::get(&core.db, id)
         .await?
-        .ok_or(ApiError::NotFound("organisation"))?;
+        .ok_or(ApiError::not_found("organisation"))?;
     Ok(Json(view(core, o).await?))
 }
 
@@ -243,13 +237,13 @@ async fn own(core: &Core, user_id: &str) -> Result<Org, ApiError> {
     let me = crate::users::entity::user::Entity::find_by_id(user_id.to_owned())
         .one(&core.db)
         .await?
-        .ok_or(ApiError::Unauthorized)?;
+        .ok_or(ApiError::unauthorized())?;
     let Some(id) = me.org_id else {
-        return Err(ApiError::NotFound("organisation"));
+        return Err(ApiError::not_found("organisation"));
     };
     orgs::get(&core.db, &id)
         .await?
-        .ok_or(ApiError::NotFound("organisation"))
+        .ok_or(ApiError::not_found("organisation"))
 }
 
 use sea_orm::EntityTrait as _;
@@ -272,7 +266,7 @@ pub async fn mine(
 async fn owned_or_self(core: &Core, user_id: &str, member: &str) -> Result<Org, ApiError> {
     let o = own(core, user_id).await?;
     if o.owner_id != user_id && member != user_id {
-        return Err(ApiError::Forbidden);
+        return Err(ApiError::forbidden());
     }
     Ok(o)
 }
@@ -281,7 +275,7 @@ async fn owned_or_self(core: &Core, user_id: &str, member: &str) -> Result<Org, 
 pub(super) async fn owned(core: &Core, user_id: &str) -> Result<Org, ApiError> {
     let o = own(core, user_id).await?;
     if o.owner_id != user_id {
-        return Err(ApiError::Forbidden);
+        return Err(ApiError::forbidden());
     }
     Ok(o)
 }

@@ -34,7 +34,7 @@ impl<S: Send + Sync> FromRequestParts<S> for CallerKey {
     async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Self, Self::Rejection> {
         bearer(&parts.headers)
             .map(|key| CallerKey(users::hash_key(key)))
-            .ok_or(ApiError::Unauthorized)
+            .ok_or(ApiError::unauthorized())
     }
 }
 
@@ -64,7 +64,7 @@ where
         if user.role() == users::Role::Admin {
             Ok(Admin(user))
         } else {
-            Err(ApiError::Forbidden)
+            Err(ApiError::forbidden())
         }
     }
 }
@@ -159,7 +159,7 @@ where
 
     async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Self::Rejection> {
         let state = Core::from_ref(state);
-        let key = bearer(&parts.headers).ok_or(ApiError::Unauthorized)?;
+        let key = bearer(&parts.headers).ok_or(ApiError::unauthorized())?;
         let hash = users::hash_key(key);
         let cache = &state.auth_cache;
         if let Some(user) = cache.get(&hash) {
@@ -173,21 +173,21 @@ where
         {
             metrics::counter!("conveyor_limit_refusals_total", "limit" => "failed_auth")
                 .increment(1);
-            return Err(ApiError::TooManyRequests {
-                code: "too_many_failed_authentications",
-                message: "too many requests with invalid API keys from this address".into(),
-                retry_after_secs: wait.as_secs().max(1),
-            });
+            return Err(ApiError::too_many(
+                "too_many_failed_authentications",
+                "too many requests with invalid API keys from this address".into(),
+                wait.as_secs().max(1),
+            ));
         }
         if !key.starts_with(users::KEY_PREFIX) || cache.failures.known_bad(&hash) {
             cache.failures.record(&hash, peer);
-            return Err(ApiError::Unauthorized);
+            return Err(ApiError::unauthorized());
         }
         // Hashed once above, for the cache and the lookup both.
         let read_at = cache.generation();
         let Some((user, key_expires)) = users::authenticate_key(&state.db, &hash).await? else {
             cache.failures.record(&hash, peer);
-            return Err(ApiError::Unauthorized);
+            return Err(ApiError::unauthorized());
         };
         cache.failures.succeeded(&hash);
         cache.put(hash, user.clone(), key_expires, read_at);

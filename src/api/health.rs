@@ -181,7 +181,7 @@ pub async fn metrics(
     let core = &state.core;
     let token = &core.server.ops_token;
     if !token.is_empty() && !is_operator(token, &headers) {
-        return Err(ApiError::Unauthorized);
+        return Err(ApiError::unauthorized());
     }
     run_probes(&state.probes).await;
     crate::telemetry::gauges::sample(

@@ -74,30 +74,21 @@ fn map_rejection(r: JsonRejection) -> ApiError {
                     .filter(|p| !p.contains(' '))
                     .map(str::to_owned)
             });
-            ApiError::Unprocessable {
-                code: "invalid_field",
-                message: if message.is_empty() { detail } else { message },
-                field,
-            }
+            ApiError::unprocessable(
+                "invalid_field",
+                if message.is_empty() { detail } else { message },
+            )
+            .with_field(field)
         }
-        JsonRejection::JsonSyntaxError(e) => ApiError::BadRequest {
-            code: "malformed_json",
-            message: e.body_text(),
-            field: None,
-        },
-        JsonRejection::MissingJsonContentType(_) => ApiError::BadRequest {
-            code: "unsupported_media_type",
-            message: "expected `Content-Type: application/json`".into(),
-            field: None,
-        },
+        JsonRejection::JsonSyntaxError(e) => ApiError::malformed("malformed_json", e.body_text()),
+        JsonRejection::MissingJsonContentType(_) => ApiError::malformed(
+            "unsupported_media_type",
+            "expected `Content-Type: application/json`".into(),
+        ),
         JsonRejection::BytesRejection(e) if e.status() == StatusCode::PAYLOAD_TOO_LARGE => {
-            ApiError::TooLarge
+            ApiError::too_large()
         }
-        other => ApiError::BadRequest {
-            code: "invalid_request",
-            message: other.body_text(),
-            field: None,
-        },
+        other => ApiError::malformed("invalid_request", other.body_text()),
     }
 }
 

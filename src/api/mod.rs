@@ -48,7 +48,7 @@ pub fn layered(routes: Router, server: &ServerSettings, streaming: Vec<&'static 
     let body_limit = server.body_limit_bytes;
     let streaming: std::sync::Arc<[&'static str]> = streaming.into();
     routes
-        .fallback(|| async { ApiError::NotFound("route") })
+        .fallback(|| async { ApiError::not_found("route") })
         .layer(DefaultBodyLimit::max(body_limit))
         .layer(
             ServiceBuilder::new()
@@ -75,7 +75,7 @@ pub fn layered(routes: Router, server: &ServerSettings, streaming: Vec<&'static 
                             match tokio::time::timeout(timeout, next.run(req)).await {
                                 Ok(resp) => resp,
                                 Err(_) => {
-                                    axum::response::IntoResponse::into_response(ApiError::Timeout)
+                                    axum::response::IntoResponse::into_response(ApiError::timeout())
                                 }
                             }
                         }
@@ -114,7 +114,7 @@ fn request_span<B>(req: &Request<B>) -> tracing::Span {
 
 fn panic_response(_: Box<dyn std::any::Any + Send + 'static>) -> Response<axum::body::Body> {
     tracing::error!("request handler panicked");
-    axum::response::IntoResponse::into_response(ApiError::Internal(anyhow::anyhow!(
+    axum::response::IntoResponse::into_response(ApiError::internal(anyhow::anyhow!(
         "handler panicked"
     )))
 }

@@ -20,11 +20,7 @@ where
     async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Self::Rejection> {
         match Query::<T>::from_request_parts(parts, state).await {
             Ok(Query(v)) => Ok(ApiQuery(v)),
-            Err(e) => Err(ApiError::BadRequest {
-                code: "invalid_query",
-                message: e.body_text(),
-                field: None,
-            }),
+            Err(e) => Err(ApiError::malformed("invalid_query", e.body_text())),
         }
     }
 }

@@ -55,11 +55,11 @@ pub fn replay(
     request_hash: &str,
 ) -> Result<(u16, serde_json::Value), ApiError> {
     if row.request_hash != request_hash {
-        return Err(ApiError::Unprocessable {
-            code: "idempotency_key_reused",
-            message: "this Idempotency-Key was used with a different request body".into(),
-            field: Some("Idempotency-Key".into()),
-        });
+        return Err(ApiError::unprocessable(
+            "idempotency_key_reused",
+            "this Idempotency-Key was used with a different request body".into(),
+        )
+        .with_field(Some("Idempotency-Key".into())));
     }
     let body = serde_json::from_str(&row.response).unwrap_or_default();
     Ok((u16::try_from(row.status).unwrap_or(200), body))

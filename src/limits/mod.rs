@@ -200,15 +200,15 @@ impl Limits {
             Ok(Some(wait)) => {
                 metrics::counter!("conveyor_limit_refusals_total", "limit" => rate.action)
                     .increment(1);
-                Err(ApiError::TooManyRequests {
-                    code: "rate_limited",
-                    message: format!(
+                Err(ApiError::too_many(
+                    "rate_limited",
+                    format!(
                         "too many {} requests for this account; retry in {} ms",
                         rate.action,
                         wait.as_millis()
                     ),
-                    retry_after_secs: wait.as_secs_f64().ceil().max(1.0) as u64,
-                })
+                    wait.as_secs_f64().ceil().max(1.0) as u64,
+                ))
             }
             Err(e) => {
                 metrics::counter!("conveyor_limit_errors_total", "limit" => rate.action)
@@ -239,9 +239,5 @@ impl Limits {
 /// A 429 for a cap (not a rate) the caller checked itself: counted under the cap's key.
 pub fn cap_refusal(cap: &Limit, code: &'static str, message: String) -> ApiError {
     metrics::counter!("conveyor_limit_refusals_total", "limit" => cap.key).increment(1);
-    ApiError::TooManyRequests {
-        code,
-        message,
-        retry_after_secs: 5,
-    }
+    ApiError::too_many(code, message, 5)
 }

@@ -57,14 +57,14 @@ pub(crate) async fn open_stream(
 ) -> Result<crate::limits::StreamPermit, crate::error::ApiError> {
     match limits.hold(&STREAMS, user_id).await {
         Some(permit) => Ok(permit),
-        None => Err(crate::error::ApiError::TooManyRequests {
-            code: "too_many_streams",
-            message: format!(
+        None => Err(crate::error::ApiError::too_many(
+            "too_many_streams",
+            format!(
                 "this account already has {} open streams on this server; close one first",
                 limits.value(&STREAMS, user_id).await
             ),
-            retry_after_secs: 5,
-        }),
+            5,
+        )),
     }
 }
 

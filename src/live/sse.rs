@@ -131,7 +131,7 @@ async fn follow(
         .sources
         .get(&stream)
         .cloned()
-        .ok_or(ApiError::NotFound("stream"))?;
+        .ok_or(ApiError::not_found("stream"))?;
     let after: Option<i64> = match headers.get("last-event-id") {
         None => None,
         Some(v) => Some(
@@ -156,12 +156,12 @@ async fn follow(
     let db = state.core.db.clone();
     // A key revoked between the authentication and the subscription above.
     if !super::control::key_is_live(&db, &key_hash).await {
-        return Err(ApiError::Unauthorized);
+        return Err(ApiError::unauthorized());
     }
     let (mut follow, opening, over) = Follow::start(source, &db, &user, &id, after)
         .await
         .map_err(|e| match e {
-            FollowError::NotFound => ApiError::NotFound("stream item"),
+            FollowError::NotFound => ApiError::not_found("stream item"),
             FollowError::Store(e) => e.into(),
         })?;
     let (tx, rx) = mpsc::channel::<SseEvent>(64);

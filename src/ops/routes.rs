@@ -98,7 +98,7 @@ pub(crate) async fn snapshot(
     _: Admin,
 ) -> Result<axum::Json<std::sync::Arc<Snapshot>>, ApiError> {
     let latest = board.latest().ok_or_else(|| {
-        ApiError::Unavailable("the ops board has not sampled yet; try again in a moment".into())
+        ApiError::unavailable("the ops board has not sampled yet; try again in a moment".into())
     })?;
     // The shared snapshot, serialized as it is (no copy per request).
     Ok(axum::Json(latest))
@@ -181,7 +181,7 @@ pub(crate) async fn set_concurrency(
         .broker
         .topology()
         .queue_spec(&queue)
-        .ok_or(ApiError::NotFound("queue"))?;
+        .ok_or(ApiError::not_found("queue"))?;
     let prefetch = u16::try_from(body.prefetch)
         .ok()
         .filter(|p| (1..=concurrency::MAX).contains(p))

@@ -15,7 +15,7 @@
 //! and `steps`); a search by meaning asks for a provider's [`Providers::embeddings`].
 //!
 //! Files: this one (the trait and what passes through it), [`registry`] (building the
-//! providers by name), [`calls`] (one named provider's instrumented calls), [`settings`]
+//! providers by name), `calls` (one named provider's instrumented calls), [`settings`]
 //! (`[ai.providers.*]` and their checks), [`usage`] (what a provider reports it used),
 //! [`http`] and [`sse`] (requests, errors by class, streams), [`gate`] and
 //! [`fleet_slots`] (the fleet's limits), [`artifacts`] (generated files into storage),

@@ -77,7 +77,7 @@ impl From<object_store::Error> for StorageError {
 /// `?` on storage calls).
 impl From<StorageError> for crate::error::ApiError {
     fn from(e: StorageError) -> Self {
-        crate::error::ApiError::Internal(anyhow::Error::new(e).context("media store"))
+        crate::error::ApiError::internal(anyhow::Error::new(e).context("media store"))
     }
 }
 

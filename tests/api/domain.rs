@@ -72,7 +72,7 @@ async fn create(
     let message = Envelope::new("probe.run", json!({ "id": id, "owner": user.id }));
     conveyor::outbox::enqueue(&txn, Target::Queue(&PROBE_WORK), &message, 65536)
         .await
-        .map_err(|e| ApiError::Internal(e.into()))?;
+        .map_err(|e| ApiError::internal(e.into()))?;
     txn.commit().await?;
     core.relay.notify();
     Ok((StatusCode::ACCEPTED, Json(json!({ "id": id }))))

@@ -36,14 +36,14 @@ pub(crate) async fn replay(
         let wait = not_until.wait_time_from(governor::clock::Clock::now(
             &governor::clock::DefaultClock::default(),
         ));
-        return Err(ApiError::TooManyRequests {
-            code: "rate_limited",
-            message: format!(
+        return Err(ApiError::too_many(
+            "rate_limited",
+            format!(
                 "replays are paced at dead_letters.replay_per_second; retry in {} ms",
                 wait.as_millis()
             ),
-            retry_after_secs: wait.as_secs().max(1),
-        });
+            wait.as_secs().max(1),
+        ));
     }
     let done = crate::dead_letters::replay(
         &state.db,

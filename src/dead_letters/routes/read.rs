@@ -101,7 +101,7 @@ pub(crate) async fn show(
     let id = parse_id(&id)?;
     let row = crate::dead_letters::get(&state.db, id)
         .await?
-        .ok_or(ApiError::NotFound("dead letter"))?;
+        .ok_or(ApiError::not_found("dead letter"))?;
     let body = serde_json::from_str(&row.body).unwrap_or_else(|_| Value::String(row.body.clone()));
     let actions = crate::dead_letters::actions(&state.db, id).await?;
     let mut view = DeadLetterView::from(row);

@@ -86,14 +86,14 @@ impl From<Action> for ActionView {
 
 /// Ids are numbers; anything else names no dead letter.
 pub(super) fn parse_id(id: &str) -> Result<i64, ApiError> {
-    id.parse().map_err(|_| ApiError::NotFound("dead letter"))
+    id.parse().map_err(|_| ApiError::not_found("dead letter"))
 }
 
 pub(super) fn operate_error(e: OperateError) -> ApiError {
     match e {
-        OperateError::NotFound(_) => ApiError::NotFound("dead letter"),
+        OperateError::NotFound(_) => ApiError::not_found("dead letter"),
         OperateError::Conflict { .. } | OperateError::NotReplayable { .. } => {
-            ApiError::Conflict(e.to_string())
+            ApiError::conflict(e.to_string())
         }
         OperateError::Db(e) => e.into(),
     }

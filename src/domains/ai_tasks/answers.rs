@@ -11,16 +11,16 @@ use super::view::TaskView;
 use crate::error::ApiError;
 
 pub fn view_json(t: Task) -> Result<Value, ApiError> {
-    serde_json::to_value(TaskView::from(t)).map_err(|e| ApiError::Internal(e.into()))
+    serde_json::to_value(TaskView::from(t)).map_err(|e| ApiError::internal(e.into()))
 }
 
 pub fn submit_error(e: StoreError) -> ApiError {
     match e {
         StoreError::InsufficientCredits { needed, balance } => {
-            ApiError::PaymentRequired { needed, balance }
+            ApiError::payment_required(needed, balance)
         }
         StoreError::TooManyInFlight { limit } => super::limits::in_flight_refusal(limit),
-        StoreError::Outbox(e) => ApiError::Internal(e.into()),
+        StoreError::Outbox(e) => ApiError::internal(e.into()),
         StoreError::Db(e) => e.into(),
     }
 }

@@ -13,14 +13,14 @@ pub fn plan_allows(
         return Ok(());
     }
     let allowing = plans.allowing(kind.as_str());
-    Err(ApiError::PlanRequired {
-        message: format!(
+    Err(ApiError::plan_required(
+        format!(
             "the {} plan does not include {} tasks; plans that do: {}",
             standing.plan,
             kind.as_str(),
             allowing.join(", ")
         ),
-        plan: standing.plan.clone(),
-        plans: allowing,
-    })
+        standing.plan.clone(),
+        allowing,
+    ))
 }

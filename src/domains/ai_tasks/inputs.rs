@@ -6,8 +6,7 @@
 use sea_orm::{DatabaseConnection, EntityTrait as _};
 use serde_json::Value;
 
-use super::TaskKind;
-use super::kinds::Lane;
+use super::kinds::{Lane, TaskKind};
 use super::settings::{AiSettings, Protocol};
 use crate::error::ApiError;
 use crate::providers::ffmpeg::length;
@@ -49,7 +48,7 @@ pub async fn check(
     };
     let upload = records::find(db, user, id)
         .await
-        .map_err(|e| ApiError::Internal(e.into()))?;
+        .map_err(|e| ApiError::internal(e.into()))?;
     match upload {
         Some(u) if u.purpose == "video" && u.status == READY => {
             lane(db, storage, ai, kind, &u, cost).await

@@ -51,7 +51,7 @@ pub struct TaskEvent {
     pub task_id: String,
     pub user_id: String,
     pub seq: i32,
-    pub status: super::Status,
+    pub status: super::kinds::Status,
     pub progress: i32,
     pub step: Option<String>,
     pub message: Option<String>,

@@ -7,7 +7,7 @@ use sea_orm::{
     ColumnTrait, DatabaseConnection, EntityTrait, PaginatorTrait, QueryFilter, QueryOrder,
 };
 
-use super::Status;
+use super::kinds::Status;
 use super::entity::task::{self, Model as Task};
 use crate::telemetry::gauges::{Gauge, age_secs};
 
@@ -94,7 +94,7 @@ fn waiting(census: Vec<super::parked::census::Census>) {
     static SEEDED: std::sync::Once = std::sync::Once::new();
     // Approvals read 0 from the first sample (the parked-overdue alert rule has a series
     // before anything ever waited).
-    SEEDED.call_once(|| seen.push((super::parked::entity::APPROVAL.into(), String::new())));
+    SEEDED.call_once(|| seen.push((super::entity::wait::APPROVAL.into(), String::new())));
     for (waiting_for, provider) in seen.iter() {
         if !census
             .iter()

@@ -7,9 +7,9 @@
 
 use sea_orm::{ConnectionTrait, DbErr};
 
+use super::entity::task::Model as Task;
 use super::events::{CANCELED, FAILED, SUCCEEDED};
 use super::kinds::Status;
-use super::store::Task;
 use super::view::TaskView;
 use crate::events::{Event, EventType, Events, Interest};
 

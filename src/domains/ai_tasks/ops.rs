@@ -13,8 +13,8 @@ use serde_json::json;
 
 use super::entity::task;
 use super::parked::census::PARKED_OVERDUE;
-use super::parked::entity::PROVIDER;
-use super::{Status, TaskKind};
+use super::entity::wait::PROVIDER;
+use super::kinds::{Status, TaskKind};
 use crate::ops::panel::Condition;
 use crate::ops::{Panel, PanelView, TableView};
 use crate::telemetry::gauges::age_secs;

@@ -33,7 +33,7 @@ pub(crate) async fn retry(
     let t = visible(&state, &user, &id).await?;
     // An admin sees others' tasks; a retry charges the owner, so it is the owner's.
     if t.user_id != user.id {
-        return Err(ApiError::NotFound("task"));
+        return Err(ApiError::not_found("task"));
     }
     let limits = &state.core.limits;
     let standing = limits.standing(&user.id).await;
@@ -52,9 +52,6 @@ pub(crate) async fn retry(
             Ok(with_location(201, body))
         }
         Retried::Before(task) => Ok(with_location(200, view_json(task)?)),
-        Retried::Refused(why) => Err(ApiError::Refused {
-            code: "not_retryable",
-            message: why.into(),
-        }),
+        Retried::Refused(why) => Err(ApiError::refused("not_retryable", why.into())),
     }
 }

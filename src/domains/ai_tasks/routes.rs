@@ -264,14 +264,14 @@ pub(crate) async fn read(
     let files =
         crate::storage::records::of_tasks(&state.core.db, std::slice::from_ref(&task.id)).await?;
     let wait = match task.status {
-        Status::Waiting => super::parked::store::get(&state.core.db, &task.id).await?,
+        Status::Waiting => store::waits::get(&state.core.db, &task.id).await?,
         _ => None,
     };
     let line = super::line::place(&state.core.db, &task).await?;
     // A step waiting for approval shows what is to be approved: the steps so far.
     let so_far = wait
         .as_ref()
-        .filter(|w| w.waiting_for == super::parked::entity::APPROVAL)
+        .filter(|w| w.waiting_for == super::entity::wait::APPROVAL)
         .and(task.result.as_deref())
         .and_then(|r| serde_json::from_str(r).ok());
     let mut view = TaskView::from(task);
@@ -341,7 +341,7 @@ pub(crate) async fn cancel(
             let now = store::get(&state.core.db, &id)
                 .await?
                 .map_or("gone", |t| t.status.as_str());
-            Err(ApiError::Conflict(format!(
+            Err(ApiError::conflict(format!(
                 "task is already {now}; only PENDING, RETRYING, PROCESSING or WAITING tasks can be canceled"
             )))
         }

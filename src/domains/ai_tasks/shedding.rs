@@ -13,7 +13,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 use tokio_util::sync::CancellationToken;
 
-use super::TaskKind;
+use super::kinds::TaskKind;
 use super::queues::{AI_MEDIA_ASR, AI_MEDIA_EXTRACT};
 use crate::broker::Broker;
 use crate::error::ApiError;
@@ -90,14 +90,14 @@ impl Shedding {
             return Ok(());
         }
         metrics::counter!("conveyor_ai_shed_total", "kind" => kind.as_str()).increment(1);
-        Err(ApiError::Overloaded {
-            code: "shedding_load",
-            message: format!(
+        Err(ApiError::overloaded(
+            "shedding_load",
+            format!(
                 "the video-analysis pipeline is {n} messages behind (ai.shedding.backlog {}): {} tasks are not taken for now",
                 s.backlog,
                 kind.as_str()
             ),
-            retry_after_secs: s.retry_after_secs,
-        })
+            s.retry_after_secs,
+        ))
     }
 }

@@ -33,6 +33,6 @@ pub(crate) async fn visible(
 ) -> Result<Task, ApiError> {
     match store::get(&state.core.db, id).await? {
         Some(t) if user.can_see(&t.user_id) => Ok(t),
-        _ => Err(ApiError::NotFound("task")),
+        _ => Err(ApiError::not_found("task")),
     }
 }

@@ -3,8 +3,9 @@
 use serde::Serialize;
 use serde_json::Value;
 
-use super::store::Task;
-use super::{Status, TaskKind};
+use super::entity::task::Model as Task;
+use super::entity::wait::{APPROVAL, Model as Wait};
+use super::kinds::{Status, TaskKind};
 
 /// What clients see of a task.
 #[derive(Debug, Serialize, utoipa::ToSchema)]
@@ -70,14 +71,14 @@ pub struct WaitingView {
 }
 
 impl WaitingView {
-    pub fn of(w: &super::parked::store::Wait) -> Self {
-        let approval = w.waiting_for == super::parked::entity::APPROVAL;
+    pub fn of(w: &Wait) -> Self {
+        let approval = w.waiting_for == APPROVAL;
         WaitingView {
             waiting_for: w.waiting_for.clone(),
             provider: (!approval).then(|| w.provider.clone()),
             since: w.parked_at,
             deadline_at: w.deadline_at,
-            approval_link: approval.then(|| super::parked::store::approval_link(w)),
+            approval_link: approval.then(|| format!("/v1/approvals/{}.{}", w.task_id, w.token)),
         }
     }
 }

@@ -19,13 +19,13 @@ pub const LIMITS: &[Limit] = &[CONCURRENT];
 pub(super) async fn hold(limits: &Limits, user_id: &str) -> Result<StreamPermit, ApiError> {
     match limits.hold(&CONCURRENT, user_id).await {
         Some(permit) => Ok(permit),
-        None => Err(ApiError::TooManyRequests {
-            code: "too_many_uploads",
-            message: format!(
+        None => Err(ApiError::too_many(
+            "too_many_uploads",
+            format!(
                 "this account already has {} uploads in progress on this server (limits.uploads_concurrent); wait for one to finish",
                 limits.value(&CONCURRENT, user_id).await
             ),
-            retry_after_secs: 5,
-        }),
+            5,
+        )),
     }
 }

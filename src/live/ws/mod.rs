@@ -69,20 +69,20 @@ pub async fn upgrade(
         if !same_origin(origin, &headers)
             && !state.settings.allowed_origins.iter().any(|o| o == origin)
         {
-            return Err(ApiError::Forbidden);
+            return Err(ApiError::forbidden());
         }
     }
-    let ticket = params.ticket.ok_or(ApiError::Unauthorized)?;
+    let ticket = params.ticket.ok_or(ApiError::unauthorized())?;
     // A forged ticket costs an UPDATE: failed redemptions share the address's budget of
     // failed authentications.
     let peer = peer.map(|axum::Extension(p)| p);
     let failures = core.auth_cache.failures();
     if let Some(wait) = failures.peer_blocked(peer) {
-        return Err(ApiError::TooManyRequests {
-            code: "too_many_failed_authentications",
-            message: "too many requests with invalid credentials from this address".into(),
-            retry_after_secs: wait.as_secs().max(1),
-        });
+        return Err(ApiError::too_many(
+            "too_many_failed_authentications",
+            "too many requests with invalid credentials from this address".into(),
+            wait.as_secs().max(1),
+        ));
     }
     // Notices from here on reach the connection; a key revoked before is caught below (a
     // ticket outlives its key's revocation by up to its TTL).
@@ -92,17 +92,17 @@ pub async fn upgrade(
         .subscribe(&crate::users::notices::KEY_NOTICES);
     let Some((user_id, key_hash)) = super::tickets::redeem(&core.db, &ticket).await? else {
         failures.record(&crate::users::hash_key(&ticket), peer);
-        return Err(ApiError::Unauthorized);
+        return Err(ApiError::unauthorized());
     };
     if let Some(h) = &key_hash
         && !super::control::key_is_live(&core.db, h).await
     {
-        return Err(ApiError::Unauthorized);
+        return Err(ApiError::unauthorized());
     }
     let user = crate::users::entity::user::Entity::find_by_id(user_id)
         .one(&core.db)
         .await?
-        .ok_or(ApiError::Unauthorized)?;
+        .ok_or(ApiError::unauthorized())?;
     let permit = super::open_stream(&core.limits, &user.id).await?;
     let live = &state.settings;
     let ws = ws

@@ -98,10 +98,7 @@ async fn probe_length(
 
 /// `upload_id`'s length: `probe`'s outcome, run at most once per upload (per
 /// [`FAILED_TTL`] when it failed) whatever the callers naming it.
-async fn length(
-    upload_id: &str,
-    probe: impl Future<Output = Option<i64>>,
-) -> Option<i64> {
+async fn length(upload_id: &str, probe: impl Future<Output = Option<i64>>) -> Option<i64> {
     let outcome = {
         let mut probed = PROBED.lock().unwrap_or_else(PoisonError::into_inner);
         if probed.len() >= MAX_ENTRIES && !probed.contains_key(upload_id) {

@@ -14,15 +14,15 @@ use tracing::Instrument as _;
 use super::job::JobInputs;
 use crate::broker::{Envelope, Target};
 use crate::consumer::{Context, HandlerError};
+use crate::domains::ai_tasks::entity::wait::APPROVAL;
 use crate::domains::ai_tasks::kinds::Status;
 use crate::domains::ai_tasks::messages::{
     CANCEL_JOB, CHECK_STEP, CancelJob, CheckStep, RunStep, publish_events,
 };
 use crate::domains::ai_tasks::parked::approval;
-use crate::domains::ai_tasks::parked::entity::APPROVAL;
-use crate::domains::ai_tasks::parked::store::{self as waits, Wait, check_message};
+use crate::domains::ai_tasks::parked::store::{self as parking, check_message};
 use crate::domains::ai_tasks::queues::check_delay;
-use crate::domains::ai_tasks::store;
+use crate::domains::ai_tasks::store::{self, waits::Wait};
 use crate::providers::{ExecError, Outcome};
 
 /// Counts a check by what it found.
@@ -91,7 +91,7 @@ impl AiTaskHandler {
         came_in: Option<&str>,
     ) -> Result<(), HandlerError> {
         let (Some(w), Some(t)) = (
-            waits::get(&ctx.db, &c.task_id).await.map_err(transient)?,
+            store::waits::get(&ctx.db, &c.task_id).await.map_err(transient)?,
             store::get(&ctx.db, &c.task_id).await.map_err(transient)?,
         ) else {
             return Ok(());
@@ -104,7 +104,7 @@ impl AiTaskHandler {
             // The task ended or moved on without its wait (a cancel removes it; this is
             // what an older build or a crash left).
             if t.status.is_terminal() {
-                waits::forget(&ctx.db, &t.id).await.map_err(transient)?;
+                store::waits::forget(&ctx.db, &t.id).await.map_err(transient)?;
             }
             checked("stale");
             return Ok(());
@@ -145,7 +145,7 @@ impl AiTaskHandler {
                 checked("running");
                 let progress = p
                     .progress
-                    .map(|pct| waits::overall(&t, pct))
+                    .map(|pct| parking::overall(&t, pct))
                     .filter(|pct| *pct != t.progress)
                     .map(|pct| (pct, p.message.clone()));
                 self.repark(ctx, &w, progress, came_in).await
@@ -199,7 +199,7 @@ impl AiTaskHandler {
         let delay = check_delay(w.checks + 1);
         let after = ctx.broker.topology().delay(delay).delay;
         let next = Utc::now() + chrono::Duration::from_std(after).unwrap_or_default();
-        let Some(event) = waits::repark(&ctx.db, &self.events, w, next, progress)
+        let Some(event) = parking::repark(&ctx.db, &self.events, w, next, progress)
             .await
             .map_err(transient)?
         else {
@@ -224,7 +224,7 @@ impl AiTaskHandler {
         status: Status,
         error: String,
     ) -> Result<(), HandlerError> {
-        if let Some((_, ev)) = waits::end(&ctx.db, &self.events, w, status, error)
+        if let Some((_, ev)) = parking::end(&ctx.db, &self.events, w, status, error)
             .await
             .map_err(transient)?
         {

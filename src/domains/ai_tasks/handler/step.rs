@@ -14,7 +14,7 @@ use crate::consumer::Context;
 use crate::consumer::HandlerError;
 use crate::consumer::answers::Answer;
 use crate::domains::ai_tasks::parked;
-use crate::domains::ai_tasks::store::Task;
+use crate::domains::ai_tasks::store::{self, Task};
 use crate::providers::{ExecError, Outcome, Report, vectorize};
 
 /// The longest a step holds its worker to start a job that then parks (the kind's
@@ -47,7 +47,7 @@ impl AiTaskHandler {
         // kept with the wait if the step parks. Steps on other providers make none.
         let parks = self.ai.parks(kind, step);
         let token = if parks {
-            parked::store::new_token()
+            store::waits::new_token()
         } else {
             String::new()
         };

@@ -7,56 +7,15 @@
 //! cancel policy's refund (the steps not run come back). Each decision is one guarded
 //! transition, so of two that race one wins and the other finds nothing to decide.
 
-use std::time::Duration;
+use sea_orm::{ConnectionTrait, DatabaseConnection, DbErr, EntityTrait, QuerySelect, TransactionTrait};
 
-use chrono::Utc;
-use sea_orm::{
-    ActiveValue::Set, ConnectionTrait, DatabaseConnection, DbErr, EntityTrait, QuerySelect,
-    TransactionTrait,
-};
-
-use super::entity::{self as wait, APPROVAL};
-use super::store::{Wait, forget, new_token, waiting};
+use super::store::waiting;
 use crate::domains::ai_tasks::entity::task;
 use crate::domains::ai_tasks::kinds::Status;
 use crate::domains::ai_tasks::messages::TaskEvent;
+use crate::domains::ai_tasks::store::waits::{Wait, forget};
 use crate::domains::ai_tasks::store::{self, Change, StoreError, Task};
 use crate::events::Events;
-
-/// Starts the approval waits of tasks whose next step needs one (in the transaction
-/// that committed the step before): `t` as it is now (at the gated step), and how long
-/// the approval may take.
-pub async fn wait_many(
-    txn: &impl ConnectionTrait,
-    gated: &[(&Task, Duration)],
-) -> Result<(), DbErr> {
-    if gated.is_empty() {
-        return Ok(());
-    }
-    let now = Utc::now();
-    let rows = gated.iter().map(|(t, timeout)| {
-        let deadline = now + chrono::Duration::from_std(*timeout).unwrap_or_default();
-        wait::ActiveModel {
-            task_id: Set(t.id.clone()),
-            attempt: Set(t.attempt),
-            step_index: Set(t.step_index),
-            waiting_for: Set(APPROVAL.into()),
-            provider: Set(String::new()),
-            job: Set(None),
-            token: Set(new_token()),
-            checks: Set(0),
-            parked_at: Set(now),
-            // The sweep sends the timeout's check when it is due.
-            check_at: Set(deadline),
-            expected_at: Set(deadline),
-            deadline_at: Set(deadline),
-        }
-    });
-    wait::Entity::insert_many(rows)
-        .exec_without_returning(txn)
-        .await
-        .map(drop)
-}
 
 /// Approves the step `w` waits before: the task back to PROCESSING (no lease yet) with
 /// the step's run message in the outbox, the wait gone, the decision audited. `None`

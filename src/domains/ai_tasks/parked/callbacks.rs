@@ -14,13 +14,14 @@ use axum::response::{IntoResponse, Response};
 use serde_json::json;
 use subtle::ConstantTimeEq as _;
 
-use super::entity::PROVIDER;
-use super::store::{self as waits, check_message};
+use super::store::check_message;
 use crate::broker::Target;
+use crate::domains::ai_tasks::entity::wait::PROVIDER;
 use crate::domains::ai_tasks::kinds::TaskKind;
 use crate::domains::ai_tasks::queues::AI_CHECK;
 use crate::domains::ai_tasks::settings::AiSettings;
 use crate::domains::ai_tasks::state::Tasks;
+use crate::domains::ai_tasks::store::waits;
 use crate::error::ApiError;
 use crate::standard_webhooks as webhook;
 
@@ -61,14 +62,14 @@ pub(crate) async fn callback(
     headers: HeaderMap,
     body: Bytes,
 ) -> Result<Response, ApiError> {
-    let not_found = || ApiError::NotFound("waiting job");
+    let not_found = || ApiError::not_found("waiting job");
     let (task_id, secret) = token
         .rsplit_once('.')
         .filter(|(_, secret)| !secret.is_empty())
         .ok_or_else(not_found)?;
     let w = waits::get(&state.core.db, task_id)
         .await
-        .map_err(|e| ApiError::Internal(e.into()))?
+        .map_err(|e| ApiError::internal(e.into()))?
         .filter(|w| w.waiting_for == PROVIDER && w.provider == provider)
         .filter(|w| bool::from(w.token.as_bytes().ct_eq(secret.as_bytes())))
         .ok_or_else(not_found)?;
@@ -83,7 +84,7 @@ pub(crate) async fn callback(
         if let Err(e) = webhook::verify(signing, &headers, &body, now) {
             tracing::warn!(task_id, provider, error = %e, "refused a provider callback");
             metrics::counter!("conveyor_ai_callbacks_total", "outcome" => "refused").increment(1);
-            return Err(ApiError::Unauthorized);
+            return Err(ApiError::unauthorized());
         }
     }
     let message = check_message(&w.task_id, w.attempt, w.checks);

@@ -5,7 +5,7 @@
 use chrono::{DateTime, Utc};
 use sea_orm::{ColumnTrait, DatabaseConnection, DbErr, EntityTrait, QueryFilter, QuerySelect};
 
-use super::entity as wait;
+use crate::domains::ai_tasks::entity::wait;
 
 /// The alert a provider whose jobs stay parked past their expected time raises.
 pub const PARKED_OVERDUE: &str = "parked_overdue";

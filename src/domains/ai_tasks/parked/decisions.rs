@@ -9,12 +9,12 @@ use serde::Deserialize;
 use subtle::ConstantTimeEq as _;
 
 use super::approval;
-use super::entity::APPROVAL;
-use super::store::{self as waits, Wait};
 use crate::api::openapi::ErrorBody;
 use crate::api::{ApiJson, AuthUser};
+use crate::domains::ai_tasks::entity::wait::APPROVAL;
 use crate::domains::ai_tasks::messages::publish_events;
 use crate::domains::ai_tasks::state::{Tasks, visible};
+use crate::domains::ai_tasks::store::waits::{self, Wait};
 use crate::domains::ai_tasks::view::TaskView;
 use crate::error::ApiError;
 
@@ -80,18 +80,15 @@ pub(crate) async fn decide(
     // As the JSON extractor words it: serde's message names the field.
     let body: DecisionRequest = serde_json::from_value(body).map_err(|e| {
         let message = e.to_string();
-        ApiError::Unprocessable {
-            code: "invalid_field",
-            field: message.split('`').nth(1).map(str::to_owned),
-            message,
-        }
+        let field = message.split('`').nth(1).map(str::to_owned);
+        ApiError::unprocessable("invalid_field", message).with_field(field)
     })?;
     let decision = body.checked()?;
     let w = waits::get(&state.core.db, &t.id)
         .await?
         .filter(|w| w.waiting_for == APPROVAL)
         .ok_or_else(|| {
-            ApiError::Conflict(format!(
+            ApiError::conflict(format!(
                 "task is {}, not waiting for an approval",
                 t.status.as_str()
             ))
@@ -120,7 +117,7 @@ pub(crate) async fn decide_by_link(
     ApiJson(body): ApiJson<DecisionRequest>,
 ) -> Result<axum::Json<TaskView>, ApiError> {
     let decision = body.checked()?;
-    let not_found = || ApiError::NotFound("approval");
+    let not_found = || ApiError::not_found("approval");
     let (task_id, secret) = token.rsplit_once('.').ok_or_else(not_found)?;
     let w = waits::get(&state.core.db, task_id)
         .await?
@@ -150,7 +147,7 @@ async fn apply(
             let max_payload = state.core.broker.topology().max_payload_bytes;
             approval::approve(db, &state.events, w, actor, comment, max_payload)
                 .await
-                .map_err(|e| ApiError::Internal(e.into()))?
+                .map_err(|e| ApiError::internal(e.into()))?
         }
         Decision::Reject => {
             let reason = match comment {
@@ -164,7 +161,7 @@ async fn apply(
         }
     };
     let Some((t, ev)) = decided else {
-        return Err(ApiError::Conflict(
+        return Err(ApiError::conflict(
             "the approval was already decided".into(),
         ));
     };

@@ -1,6 +1,8 @@
 //! The queries of waiting steps. A step parks with one transaction (the task `WAITING`,
 //! its wait row, its first check through the outbox); every check after that is fenced
-//! by the wait's check count, so at most one of two checks that raced re-parks it.
+//! by the wait's check count, so at most one of two checks that raced re-parks it. The
+//! rows as the task's own transitions touch them (read, removed with the step or the
+//! task, an approval's started) are [`store::waits`].
 
 use chrono::{DateTime, Utc};
 use sea_orm::sea_query::Expr;
@@ -9,17 +11,17 @@ use sea_orm::{
     QueryFilter, QueryOrder, QuerySelect, TransactionTrait,
 };
 
-use super::entity::{self as wait, PROVIDER};
 use crate::broker::{Envelope, Target};
+use crate::domains::ai_tasks::entity::wait::{self, PROVIDER};
 use crate::domains::ai_tasks::kinds::Status;
 use crate::domains::ai_tasks::messages::{CHECK_STEP, CheckStep, TaskEvent};
 use crate::domains::ai_tasks::queues::check_delay;
+use crate::domains::ai_tasks::store::waits::{Wait, forget};
 use crate::domains::ai_tasks::store::{self, Change, Guard, StoreError, Task};
 use crate::events::Events;
 use crate::outbox;
 use crate::providers::Parked;
 
-pub use wait::Model as Wait;
 
 /// The message that checks `task_id`'s wait after `checks` checks.
 pub fn check_message(task_id: &str, attempt: i32, checks: i32) -> Envelope {
@@ -30,16 +32,6 @@ pub fn check_message(task_id: &str, attempt: i32, checks: i32) -> Envelope {
     })
     .unwrap_or_default();
     Envelope::new(CHECK_STEP, payload).with_correlation_id(task_id.to_owned())
-}
-
-/// The path of a waiting approval's one-time link (`POST` it with a decision).
-pub fn approval_link(w: &Wait) -> String {
-    format!("/v1/approvals/{}.{}", w.task_id, w.token)
-}
-
-/// A fresh secret for a callback or approval link: 128 random bits, hex.
-pub fn new_token() -> String {
-    hex::encode(rand::random::<[u8; 16]>())
 }
 
 /// The whole task's progress when its step `t.step_index` is at `percent`.
@@ -129,18 +121,6 @@ pub async fn park(
     Ok(Some((task, ev)))
 }
 
-/// The waits of `ids` (a batch of checks), in no particular order.
-pub async fn load(db: &impl ConnectionTrait, ids: &[&str]) -> Result<Vec<Wait>, DbErr> {
-    wait::Entity::find()
-        .filter(wait::Column::TaskId.is_in(ids.iter().map(|id| (*id).to_owned())))
-        .all(db)
-        .await
-}
-
-pub async fn get(db: &impl ConnectionTrait, task_id: &str) -> Result<Option<Wait>, DbErr> {
-    wait::Entity::find_by_id(task_id.to_owned()).one(db).await
-}
-
 /// Moves the wait past check `w.checks`, the next due at `next`: `false` when another
 /// check got there first. With `progress` (the whole task's, changed), the task takes
 /// it with its event in the same transaction.
@@ -209,26 +189,6 @@ pub async fn end(
     Ok(Some((t, ev)))
 }
 
-/// Removes `task_id`'s wait (its step moved on, or its task ended).
-pub async fn forget(txn: &impl ConnectionTrait, task_id: &str) -> Result<(), DbErr> {
-    wait::Entity::delete_by_id(task_id.to_owned())
-        .exec(txn)
-        .await
-        .map(drop)
-}
-
-/// Removes the waits of `ids` (steps that finished at their provider), one statement.
-pub async fn forget_many(txn: &impl ConnectionTrait, ids: &[&str]) -> Result<(), DbErr> {
-    if ids.is_empty() {
-        return Ok(());
-    }
-    wait::Entity::delete_many()
-        .filter(wait::Column::TaskId.is_in(ids.iter().map(|id| (*id).to_owned())))
-        .exec(txn)
-        .await
-        .map(drop)
-}
-
 /// Waits due: a provider wait whose next check was due before `before` (its message
 /// is late or lost), an approval whose deadline passed `now`; oldest first.
 pub async fn overdue(
@@ -243,7 +203,7 @@ pub async fn overdue(
         .filter(
             Condition::any()
                 .add(wait::Column::CheckAt.lt(before))
-                .add(wait::Column::WaitingFor.eq(super::entity::APPROVAL)),
+                .add(wait::Column::WaitingFor.eq(wait::APPROVAL)),
         )
         .order_by_asc(wait::Column::CheckAt)
         .limit(limit)

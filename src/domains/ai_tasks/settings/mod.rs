@@ -153,7 +153,7 @@ impl AiSettings {
     /// The provider that serves step `step` of `kind`.
     pub fn provider_of(
         &self,
-        kind: super::TaskKind,
+        kind: super::kinds::TaskKind,
         step: &str,
     ) -> Option<(&str, &ProviderSettings)> {
         let k = self.kinds.get(kind.as_str())?;
@@ -162,7 +162,7 @@ impl AiSettings {
     }
 
     /// Whether step `step` of `kind` runs at a provider that parks its jobs.
-    pub fn parks(&self, kind: super::TaskKind, step: &str) -> bool {
+    pub fn parks(&self, kind: super::kinds::TaskKind, step: &str) -> bool {
         self.provider_of(kind, step)
             .is_some_and(|(_, p)| p.protocol.parks())
     }

@@ -2,7 +2,7 @@
 
 use super::{AiSettings, Protocol};
 use crate::config::ConfigError;
-use crate::domains::ai_tasks::TaskKind;
+use crate::domains::ai_tasks::kinds::TaskKind;
 
 impl AiSettings {
     /// Checks what types cannot, naming the offending key. `consumer_timeout_ms` is the

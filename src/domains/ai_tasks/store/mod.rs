@@ -17,6 +17,7 @@ mod submit;
 mod tests;
 mod transitions;
 pub mod trim;
+pub mod waits;
 
 use sea_orm::DbErr;
 use sea_orm::sea_query::ExprTrait as _;

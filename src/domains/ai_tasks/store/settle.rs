@@ -12,7 +12,6 @@ use crate::domains::ai_tasks::entity::task;
 use crate::domains::ai_tasks::kinds::Status;
 use crate::domains::ai_tasks::messages::TaskEvent;
 use crate::domains::ai_tasks::messages::{CANCEL_JOB, CancelJob};
-use crate::domains::ai_tasks::parked;
 use crate::domains::ai_tasks::queues::AI_CHECK;
 use crate::events::Events;
 use crate::outbox;
@@ -91,12 +90,12 @@ pub async fn cancel(
     };
     // A parked job is asked to stop (through the outbox: the provider's API is the
     // consumers' to call), and its wait goes with the task.
-    let wait = parked::store::get(&txn, id).await?;
+    let wait = waits::get(&txn, id).await?;
     let at_provider = wait
         .as_ref()
-        .is_some_and(|w| w.waiting_for == parked::entity::PROVIDER);
+        .is_some_and(|w| w.waiting_for == crate::domains::ai_tasks::entity::wait::PROVIDER);
     if let Some(w) = &wait {
-        parked::store::forget(&txn, id).await?;
+        waits::forget(&txn, id).await?;
         if let (true, Some(handle)) = (at_provider, &w.job) {
             let cancel = CancelJob {
                 task_id: id.to_owned(),

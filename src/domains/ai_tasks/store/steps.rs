@@ -134,14 +134,14 @@ pub async fn commit_steps(
         .filter(|(r, _)| r.task.status == Status::Waiting)
         .map(|(_, t)| t.id.as_str())
         .collect();
-    crate::domains::ai_tasks::parked::store::forget_many(txn, &parked).await?;
+    waits::forget_many(txn, &parked).await?;
     // A step that needs an approval waits for it; the others are published only once
     // this transaction committed (outbox).
     let gated: Vec<(&Task, std::time::Duration)> = done()
         .filter(|(r, _)| !r.last)
         .filter_map(|(r, t)| r.approval.map(|a| (t, a)))
         .collect();
-    crate::domains::ai_tasks::parked::approval::wait_many(txn, &gated).await?;
+    waits::wait_for_approvals(txn, &gated).await?;
     let next: Vec<(Target, Envelope)> = done()
         .filter(|(r, _)| !r.last && r.approval.is_none())
         .map(|(r, t)| {

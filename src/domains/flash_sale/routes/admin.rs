@@ -56,7 +56,7 @@ pub(crate) async fn mark_paid(
     }
     let paid = store::mark_paid(&state.core.db, &state.notices, &id, reference)
         .await?
-        .ok_or(ApiError::NotFound("order"))?;
+        .ok_or(ApiError::not_found("order"))?;
     let (outcome, order) = match paid {
         Paid::Now(o, ev) => {
             publish_events(state.core.broker.as_ref(), &[ev]).await;
@@ -101,7 +101,7 @@ pub(crate) async fn reconcile(
 ) -> Result<Json<Reconciled>, ApiError> {
     let sale = store::get_sale(&state.core.db, &id)
         .await?
-        .ok_or(ApiError::NotFound("flash sale"))?;
+        .ok_or(ApiError::not_found("flash sale"))?;
     let report = state
         .sales
         .reconcile(&state.core.db, &sale, p.repair.unwrap_or(false))

@@ -68,8 +68,5 @@ pub struct Doc;
 
 pub(super) fn stock_down(e: impl std::fmt::Display) -> ApiError {
     tracing::warn!(error = %e, "flash-sale stock store unavailable");
-    ApiError::RetryLater {
-        message: "the stock store is unavailable".into(),
-        retry_after_secs: 1,
-    }
+    ApiError::retry_later("the stock store is unavailable".into(), 1)
 }

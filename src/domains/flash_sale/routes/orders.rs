@@ -54,17 +54,11 @@ pub(crate) async fn order(
 impl From<IntakeError> for ApiError {
     fn from(e: IntakeError) -> Self {
         match e {
-            IntakeError::NoSuchSale => ApiError::NotFound("flash sale"),
+            IntakeError::NoSuchSale => ApiError::not_found("flash sale"),
             IntakeError::SoldOut | IntakeError::LimitReached | IntakeError::NotActive => {
-                ApiError::Refused {
-                    code: e.code(),
-                    message: e.to_string(),
-                }
+                ApiError::refused(e.code(), e.to_string())
             }
-            IntakeError::Unavailable(message) => ApiError::RetryLater {
-                message,
-                retry_after_secs: 1,
-            },
+            IntakeError::Unavailable(message) => ApiError::retry_later(message, 1),
             IntakeError::Db(e) => e.into(),
         }
     }
@@ -142,6 +136,6 @@ pub(crate) async fn read_order(
         Some(o) if user.can_see(&o.user_id) => {
             Ok(Json(OrderView::new(o, &state.sales.settings.currency)))
         }
-        _ => Err(ApiError::NotFound("order")),
+        _ => Err(ApiError::not_found("order")),
     }
 }

@@ -146,7 +146,7 @@ pub(crate) async fn show(
 ) -> Result<Json<SaleView>, ApiError> {
     let sale = store::get_sale(&state.core.db, &id)
         .await?
-        .ok_or(ApiError::NotFound("flash sale"))?;
+        .ok_or(ApiError::not_found("flash sale"))?;
     let remaining = state.sales.stock.remaining(&sale.id).await.ok().flatten();
     Ok(Json(SaleView::new(
         sale,

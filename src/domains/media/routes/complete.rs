@@ -40,9 +40,9 @@ pub(crate) async fn complete(
     let (db, storage) = (&state.core.db, &state.core.storage);
     let row = records::find(db, &user.id, &id)
         .await?
-        .ok_or(ApiError::NotFound("upload"))?;
+        .ok_or(ApiError::not_found("upload"))?;
     let (Some(key), Some(purpose)) = (row.store_key.clone(), Purpose::parse(&row.purpose)) else {
-        return Err(ApiError::NotFound("upload"));
+        return Err(ApiError::not_found("upload"));
     };
     if row.status != PENDING {
         return Ok(Json(UploadView::of(storage, row).await?));
@@ -50,21 +50,20 @@ pub(crate) async fn complete(
     // A completion copies and reads the whole object: it holds one of the tenant's
     // upload places until its answer, so parallel calls cannot multiply that work.
     let _place = limits::hold(&state.core.limits, &user.id).await?;
-    let incoming = Key::parse(&key).map_err(|e| ApiError::Internal(e.into()))?;
+    let incoming = Key::parse(&key).map_err(|e| ApiError::internal(e.into()))?;
     // A key of this attempt's own: two completions at once never write the same object,
     // so the one that is marked READY serves what it checked.
     let attempt = format!("{}-{:08x}", row.id, rand::random::<u32>());
     let copy = Key::new(&user.id, purpose.as_str(), &attempt, incoming.extension())
-        .map_err(|e| ApiError::Internal(e.into()))?;
+        .map_err(|e| ApiError::internal(e.into()))?;
     match storage.copy(&incoming, &copy).await {
         Ok(()) => {}
         Err(StorageError::NotFound) => {
-            return Err(ApiError::Refused {
-                code: "not_uploaded",
-                message:
-                    "no bytes have arrived for this upload yet: PUT them to its upload_url first"
-                        .into(),
-            });
+            return Err(ApiError::refused(
+                "not_uploaded",
+                "no bytes have arrived for this upload yet: PUT them to its upload_url first"
+                    .into(),
+            ));
         }
         Err(e) => return Err(e.into()),
     }
@@ -118,7 +117,7 @@ pub(crate) async fn complete(
         storage.delete(copy.as_str()).await?;
         let now = records::find(db, &user.id, &id)
             .await?
-            .ok_or(ApiError::NotFound("upload"))?;
+            .ok_or(ApiError::not_found("upload"))?;
         return Ok(Json(UploadView::of(storage, now).await?));
     };
     // Settled: what the client wrote is no longer needed (a retry after a failure
@@ -144,9 +143,8 @@ async fn reject(
     }
     records::mark_rejected(&state.core.db, row, &why).await?;
     metrics::counter!("conveyor_storage_uploads_total", "outcome" => "rejected").increment(1);
-    Err(ApiError::Unprocessable {
+    Err(ApiError::unprocessable(
         code,
-        message: format!("upload {} REJECTED: {why}", row.id),
-        field: None,
-    })
+        format!("upload {} REJECTED: {why}", row.id),
+    ))
 }

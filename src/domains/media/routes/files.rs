@@ -44,21 +44,21 @@ pub(crate) async fn download(
     ApiQuery(signed): ApiQuery<Signed>,
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
-    let key = Key::parse(&key).map_err(|_| ApiError::NotFound("file"))?;
+    let key = Key::parse(&key).map_err(|_| ApiError::not_found("file"))?;
     if let Err(why) = state.core.storage.verify_url(&key, signed.exp, &signed.sig) {
         tracing::debug!(key = %key, %why, "download URL refused");
-        return Err(ApiError::Forbidden);
+        return Err(ApiError::forbidden());
     }
     // A deleted file's URLs die with the delete, not at their expiry.
     if records::by_key(&state.core.db, key.as_str())
         .await?
         .is_none()
     {
-        return Err(ApiError::NotFound("file"));
+        return Err(ApiError::not_found("file"));
     }
     let head = match state.core.storage.head(&key).await {
         Ok(h) => h,
-        Err(StorageError::NotFound) => return Err(ApiError::NotFound("file")),
+        Err(StorageError::NotFound) => return Err(ApiError::not_found("file")),
         Err(e) => return Err(e.into()),
     };
     let etag = head

@@ -93,13 +93,12 @@ impl Meter {
         if self.over() {
             metrics::counter!("conveyor_storage_uploads_total", "outcome" => "too_large")
                 .increment(1);
-            return ApiError::TooLargeFor {
-                code: "form_too_large",
-                message: format!(
+            return ApiError::too_large_for(
+                "form_too_large",
+                format!(
                     "the form before the file's bytes (fields, part headers) is longer than {HEAD_BYTES} bytes"
                 ),
-                field: None,
-            };
+            );
         }
         malformed(e)
     }
@@ -189,13 +188,9 @@ pub(super) async fn small_field(
 /// The 408 of a form whose head (before the file's bytes) came too slowly.
 fn too_slow(field: &str) -> ApiError {
     metrics::counter!("conveyor_storage_uploads_total", "outcome" => "too_slow").increment(1);
-    ApiError::TooSlow {
-        code: "form_timeout",
-        message: format!(
+    ApiError::too_slow("form_timeout", format!(
             "the form before the file's bytes (the `purpose` field, the parts' headers) did not arrive in time (server.header_read_timeout_ms); `{field}` was awaited"
-        ),
-        field: Some(field.to_owned()),
-    }
+        )).with_field(Some(field.to_owned()))
 }
 
 async fn text(mut field: Field<'_>, name: &str, meter: &Meter) -> Result<String, ApiError> {
@@ -204,11 +199,11 @@ async fn text(mut field: Field<'_>, name: &str, meter: &Meter) -> Result<String,
         if value.len() + chunk.len() > FIELD_BYTES {
             metrics::counter!("conveyor_storage_uploads_total", "outcome" => "too_large")
                 .increment(1);
-            return Err(ApiError::TooLargeFor {
-                code: "field_too_large",
-                message: format!("the `{name}` field is longer than {FIELD_BYTES} bytes"),
-                field: Some(name.to_owned()),
-            });
+            return Err(ApiError::too_large_for(
+                "field_too_large",
+                format!("the `{name}` field is longer than {FIELD_BYTES} bytes"),
+            )
+            .with_field(Some(name.to_owned())));
         }
         value.extend_from_slice(&chunk);
     }

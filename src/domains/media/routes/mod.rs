@@ -58,7 +58,7 @@ async fn deadline(
 ) -> axum::response::Response {
     match tokio::time::timeout(state.core.server.request_timeout(), next.run(req)).await {
         Ok(resp) => resp,
-        Err(_) => axum::response::IntoResponse::into_response(crate::error::ApiError::Timeout),
+        Err(_) => axum::response::IntoResponse::into_response(crate::error::ApiError::timeout()),
     }
 }
 

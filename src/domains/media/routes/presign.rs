@@ -76,10 +76,10 @@ pub(crate) async fn create(
 ) -> Result<(StatusCode, Json<Presigned>), ApiError> {
     let storage = &state.core.storage;
     if !storage.presigns() {
-        return Err(ApiError::Refused {
-            code: "presign_unavailable",
-            message: "this deployment stores files locally: upload with POST /v1/uploads".into(),
-        });
+        return Err(ApiError::refused(
+            "presign_unavailable",
+            "this deployment stores files locally: upload with POST /v1/uploads".into(),
+        ));
     }
     let purpose = Purpose::parse(&req.purpose)
         .ok_or_else(|| ApiError::invalid("purpose", "must be one of: video, image, audio"))?;
@@ -113,7 +113,7 @@ pub(crate) async fn create(
     }
     let id = uuid::Uuid::now_v7().to_string();
     // Where the client writes; never served (completion copies it, see the module doc).
-    let key = Key::new(&user.id, INCOMING, &id, ext).map_err(|e| ApiError::Internal(e.into()))?;
+    let key = Key::new(&user.id, INCOMING, &id, ext).map_err(|e| ApiError::internal(e.into()))?;
     let declared = records::Declared {
         content_type: Some(&req.content_type),
         sha256: sha256.as_deref(),
@@ -136,7 +136,7 @@ pub(crate) async fn create(
     let put = storage
         .upload_url(&key, &terms)
         .await?
-        .ok_or_else(|| ApiError::Internal(anyhow::anyhow!("an S3 store gave no upload URL")))?;
+        .ok_or_else(|| ApiError::internal(anyhow::anyhow!("an S3 store gave no upload URL")))?;
     let upload = UploadView::of(storage, row).await?;
     Ok((
         StatusCode::CREATED,

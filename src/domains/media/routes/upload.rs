@@ -85,14 +85,9 @@ pub(crate) async fn create(
     let (parts, body) = req.into_parts();
     let req = Request::from_parts(parts, meter.body(body));
     // Not a multipart body (no boundary, another type): a JSON 400 like every other.
-    let mut multipart =
-        Multipart::from_request(req, &())
-            .await
-            .map_err(|e| ApiError::BadRequest {
-                code: "invalid_multipart",
-                message: e.body_text(),
-                field: None,
-            })?;
+    let mut multipart = Multipart::from_request(req, &())
+        .await
+        .map_err(|e| ApiError::malformed("invalid_multipart", e.body_text()))?;
     let db = &state.core.db;
     // With `?purpose=`, the limit and the quota are checked before a byte of the body
     // is read; otherwise once the `purpose` field has arrived.
@@ -179,18 +174,18 @@ pub(crate) async fn create(
             let (outcome, answer) = match &e {
                 WriteError::Rejected(why) => (
                     "rejected",
-                    ApiError::Unprocessable {
-                        code: "unsupported_media_type",
-                        message: format!("upload {} REJECTED: {why}", row.id),
-                        field: Some("file".into()),
-                    },
+                    ApiError::unprocessable(
+                        "unsupported_media_type",
+                        format!("upload {} REJECTED: {why}", row.id),
+                    )
+                    .with_field(Some("file".into())),
                 ),
                 WriteError::TooLarge { .. } => ("too_large", too_large(purpose, limit)),
                 // The body ran past the purpose's limit plus framing (no length given).
                 WriteError::Source(_) if meter.over() => ("too_large", too_large(purpose, limit)),
                 WriteError::Empty => ("empty", ApiError::invalid("file", "the file is empty")),
                 WriteError::Source(why) => ("aborted", form::malformed(why)),
-                WriteError::Store(_) => ("failed", ApiError::Internal(anyhow::anyhow!("{e}"))),
+                WriteError::Store(_) => ("failed", ApiError::internal(anyhow::anyhow!("{e}"))),
             };
             records::mark_rejected(db, &row, &e.to_string()).await?;
             metrics::counter!("conveyor_storage_uploads_total", "outcome" => outcome).increment(1);
@@ -199,7 +194,7 @@ pub(crate) async fn create(
     };
     let row = records::mark_ready(db, &row, &written, Dimensions::default())
         .await?
-        .ok_or(ApiError::NotFound("upload"))?;
+        .ok_or(ApiError::not_found("upload"))?;
     metrics::counter!("conveyor_storage_uploads_total", "outcome" => "ready").increment(1);
     metrics::counter!("conveyor_storage_bytes_written_total").increment(written.size);
     let view = UploadView::of(storage, row).await?;
@@ -260,19 +255,17 @@ pub(super) async fn caps(core: &crate::api::Core, user: &str, purpose: Purpose) 
 }
 
 pub(super) fn too_large(purpose: Purpose, limit: u64) -> ApiError {
-    ApiError::TooLargeFor {
-        code: "file_too_large",
-        message: format!("{} uploads are limited to {limit} bytes", purpose.as_str()),
-        field: None,
-    }
+    ApiError::too_large_for(
+        "file_too_large",
+        format!("{} uploads are limited to {limit} bytes", purpose.as_str()),
+    )
 }
 
 pub(super) fn over_quota(quota: u64) -> ApiError {
-    ApiError::TooLargeFor {
-        code: "storage_quota",
-        message: format!(
+    ApiError::too_large_for(
+        "storage_quota",
+        format!(
             "storing this would take you past your storage quota of {quota} bytes; delete files to make room"
         ),
-        field: None,
-    }
+    )
 }

@@ -60,7 +60,7 @@ pub(crate) async fn read(
     let row = records::find(&state.core.db, &user.id, &id)
         .await?
         .filter(|o| o.purpose != GENERATED)
-        .ok_or(ApiError::NotFound("upload"))?;
+        .ok_or(ApiError::not_found("upload"))?;
     Ok(Json(UploadView::of(&state.core.storage, row).await?))
 }
 
@@ -79,7 +79,7 @@ pub(crate) async fn remove(
 ) -> Result<StatusCode, ApiError> {
     let grace = chrono::Duration::seconds(state.core.storage.settings.delete_grace_secs as i64);
     if !records::delete_upload(&state.core.db, &user.id, &id, grace).await? {
-        return Err(ApiError::NotFound("upload"));
+        return Err(ApiError::not_found("upload"));
     }
     Ok(StatusCode::NO_CONTENT)
 }

@@ -97,7 +97,7 @@ pub(crate) async fn webhook(
     let service = &state.service;
     let conf = &service.settings.alipay;
     if service.keys.alipay.is_none() {
-        return Err(ApiError::NotFound("payment provider"));
+        return Err(ApiError::not_found("payment provider"));
     }
     let (checker, signed) = (service.clone(), body.clone());
     let checked = service
@@ -167,7 +167,7 @@ pub(crate) async fn webhook(
     let verdict = service
         .accept(&state.recorder, claim)
         .await
-        .map_err(|e| ApiError::Internal(e.into()))?;
+        .map_err(|e| ApiError::internal(e.into()))?;
     Ok(answer(matches!(verdict, Verdict::Recorded)))
 }
 

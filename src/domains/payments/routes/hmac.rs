@@ -45,17 +45,13 @@ fn refused(why: &Refused) -> ApiError {
     note_refused(PROVIDER, why);
     match why {
         Refused::Malformed(what) => malformed(what),
-        _ => ApiError::Unauthorized,
+        _ => ApiError::unauthorized(),
     }
 }
 
 /// 400 `malformed` (already logged and counted).
 fn malformed(why: &str) -> ApiError {
-    ApiError::BadRequest {
-        code: "malformed",
-        message: format!("malformed: {why}"),
-        field: None,
-    }
+    ApiError::malformed("malformed", format!("malformed: {why}"))
 }
 
 /// `POST /v1/webhooks/payments/hmac`: a provider's signed event.
@@ -132,15 +128,14 @@ pub(crate) async fn webhook(
         .service
         .accept(&state.recorder, claim)
         .await
-        .map_err(|e| ApiError::Internal(e.into()))?;
+        .map_err(|e| ApiError::internal(e.into()))?;
     match verdict {
         Verdict::Recorded => Ok(Json(json!({ "received": true }))),
-        Verdict::UnknownPayment => Err(ApiError::NotFound("payment")),
-        Verdict::Mismatch => Err(ApiError::BadRequest {
-            code: "mismatch",
-            message: "the event does not match the payment (amount or currency)".into(),
-            field: None,
-        }),
+        Verdict::UnknownPayment => Err(ApiError::not_found("payment")),
+        Verdict::Mismatch => Err(ApiError::malformed(
+            "mismatch",
+            "the event does not match the payment (amount or currency)".into(),
+        )),
         Verdict::Malformed(why) => Err(malformed(why)),
     }
 }

@@ -68,11 +68,10 @@ impl From<IntentError> for ApiError {
     fn from(e: IntentError) -> Self {
         match e {
             IntentError::UnknownProduct { .. } => ApiError::invalid("product", e.to_string()),
-            IntentError::NoSuchOrder => ApiError::NotFound("order"),
-            IntentError::OrderNotPayable(_) => ApiError::Refused {
-                code: "order_not_payable",
-                message: e.to_string(),
-            },
+            IntentError::NoSuchOrder => ApiError::not_found("order"),
+            IntentError::OrderNotPayable(_) => {
+                ApiError::refused("order_not_payable", e.to_string())
+            }
             IntentError::TooManyOpen(_) => {
                 crate::limits::cap_refusal(&limits::OPEN, "too_many_open_payments", e.to_string())
             }
@@ -135,6 +134,6 @@ pub(crate) async fn show(
             let events = store::events_of(db, &p.id).await?;
             Ok(Json(PaymentView::new(p, events)))
         }
-        _ => Err(ApiError::NotFound("payment")),
+        _ => Err(ApiError::not_found("payment")),
     }
 }

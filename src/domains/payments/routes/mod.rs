@@ -54,11 +54,8 @@ fn busy(why: Busy) -> ApiError {
     match why {
         Busy::Full => {
             metrics::counter!("conveyor_webhook_checks_busy_total").increment(1);
-            ApiError::RetryLater {
-                message: "signature checks are busy".into(),
-                retry_after_secs: 1,
-            }
+            ApiError::retry_later("signature checks are busy".into(), 1)
         }
-        Busy::Panicked => ApiError::Internal(anyhow::anyhow!("a signature check panicked")),
+        Busy::Panicked => ApiError::internal(anyhow::anyhow!("a signature check panicked")),
     }
 }

@@ -82,7 +82,7 @@ pub(crate) async fn webhook(
     let service = &state.service;
     let conf = &service.settings.wechat;
     if service.keys.wechat.is_empty() {
-        return Err(ApiError::NotFound("payment provider"));
+        return Err(ApiError::not_found("payment provider"));
     }
     let header = |name: &str| {
         headers
@@ -190,7 +190,7 @@ pub(crate) async fn webhook(
     let verdict = service
         .accept(&state.recorder, claim)
         .await
-        .map_err(|e| ApiError::Internal(e.into()))?;
+        .map_err(|e| ApiError::internal(e.into()))?;
     Ok(match verdict {
         Verdict::Recorded => wechat_answer(true, ""),
         Verdict::UnknownPayment => wechat_answer(false, "unknown payment"),

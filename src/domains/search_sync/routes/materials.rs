@@ -17,7 +17,7 @@ use crate::storage::view::FileView;
 fn store_error(e: StoreError) -> ApiError {
     match e {
         StoreError::Db(e) => e.into(),
-        StoreError::Outbox(e) => ApiError::Internal(e.into()),
+        StoreError::Outbox(e) => ApiError::internal(e.into()),
     }
 }
 
@@ -66,7 +66,7 @@ pub(crate) async fn read(
 ) -> Result<axum::Json<MaterialView>, ApiError> {
     let material = store::get_owned(&state.core.db, &user.id, &id)
         .await?
-        .ok_or(ApiError::NotFound("material"))?;
+        .ok_or(ApiError::not_found("material"))?;
     let files =
         crate::storage::records::of_tasks(&state.core.db, std::slice::from_ref(&material.task_id))
             .await?;
@@ -195,7 +195,7 @@ pub(crate) async fn edit(
         {
             return Err(e);
         }
-        Err(_) => return Err(ApiError::NotFound("material")),
+        Err(_) => return Err(ApiError::not_found("material")),
     };
     store::update(&state.core.db, &user.id, &id, patch)
         .await
@@ -204,7 +204,7 @@ pub(crate) async fn edit(
             state.core.relay.notify();
             axum::Json(m.into())
         })
-        .ok_or(ApiError::NotFound("material"))
+        .ok_or(ApiError::not_found("material"))
 }
 
 /// `DELETE /v1/materials/{id}`: gone from lists at once, from search when the sync runs.
@@ -234,6 +234,6 @@ pub(crate) async fn remove(
             state.core.relay.notify();
             Ok(StatusCode::NO_CONTENT)
         }
-        None => Err(ApiError::NotFound("material")),
+        None => Err(ApiError::not_found("material")),
     }
 }

@@ -96,11 +96,7 @@ pub(crate) async fn find(
         ));
     }
     if let Some(why) = search::query_syntax(&text) {
-        return Err(ApiError::BadRequest {
-            code: "query_syntax",
-            message: why.into(),
-            field: Some("q".into()),
-        });
+        return Err(ApiError::malformed("query_syntax", why.into()).with_field(Some("q".into())));
     }
     // Any well-formed kind: one no material has simply matches nothing. (Materials
     // know the kinds of the tasks that made them, not the task domain's list.)
@@ -152,7 +148,7 @@ pub(crate) async fn find(
     };
     let hits = state.search.index.search(&query).await.map_err(|e| {
         tracing::warn!(error = %e, "search failed");
-        ApiError::Unavailable("search is unavailable; retry later".into())
+        ApiError::unavailable("search is unavailable; retry later".into())
     })?;
     let next = offset + hits.hits.len();
     let next_cursor =
@@ -187,10 +183,10 @@ async fn embed(state: &Materials, text: &str) -> Result<Vec<f32>, ApiError> {
         ));
     }
     let embeddings = state.embeddings.as_ref().ok_or_else(|| {
-        ApiError::Unavailable("search by meaning is not available in this process".into())
+        ApiError::unavailable("search by meaning is not available in this process".into())
     })?;
     embeddings.embed_query(text).await.map_err(|e| {
         tracing::warn!(error = %e, "embedding a search query failed");
-        ApiError::Unavailable(format!("{e}; retry later"))
+        ApiError::unavailable(format!("{e}; retry later"))
     })
 }

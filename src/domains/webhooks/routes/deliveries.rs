@@ -75,7 +75,7 @@ pub(crate) async fn read(
     let e = state.endpoint(&user.id, &id).await?;
     let (d, attempts) = store::delivery(&state.core.db, &e.id, &delivery)
         .await?
-        .ok_or(ApiError::NotFound("delivery"))?;
+        .ok_or(ApiError::not_found("delivery"))?;
     let mut view = DeliveryView::from(d);
     view.log = Some(attempts.into_iter().map(Into::into).collect());
     Ok(axum::Json(view))
@@ -99,10 +99,10 @@ pub(crate) async fn retry(
 ) -> Result<(StatusCode, axum::Json<DeliveryView>), ApiError> {
     let e = state.endpoint(&user.id, &id).await?;
     if !e.enabled {
-        return Err(ApiError::Refused {
-            code: "endpoint_disabled",
-            message: "the endpoint is disabled: enable it (PATCH enabled=true) first".into(),
-        });
+        return Err(ApiError::refused(
+            "endpoint_disabled",
+            "the endpoint is disabled: enable it (PATCH enabled=true) first".into(),
+        ));
     }
     state
         .core
@@ -113,14 +113,14 @@ pub(crate) async fn retry(
     let d = store::retry(&state.core.db, &e.id, &delivery, give_up)
         .await
         .map_err(|err| match err {
-            StoreError::StillPending => ApiError::Refused {
-                code: "delivery_pending",
-                message: "the delivery is still being attempted".into(),
-            },
+            StoreError::StillPending => ApiError::refused(
+                "delivery_pending",
+                "the delivery is still being attempted".into(),
+            ),
             StoreError::Db(e) => e.into(),
-            other => ApiError::Internal(other.into()),
+            other => ApiError::internal(other.into()),
         })?
-        .ok_or(ApiError::NotFound("delivery"))?;
+        .ok_or(ApiError::not_found("delivery"))?;
     state.core.relay.notify();
     Ok((StatusCode::ACCEPTED, axum::Json(d.into())))
 }

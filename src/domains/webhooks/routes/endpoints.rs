@@ -110,11 +110,11 @@ pub(crate) async fn create(
     let e = store::create(&state.core.db, &user.id, new, state.settings.max_endpoints)
         .await
         .map_err(|e| match e {
-            StoreError::TooMany(max) => ApiError::Refused {
-                code: "too_many_endpoints",
-                message: format!("at most {max} webhook endpoints per account"),
-            },
-            other => ApiError::Internal(other.into()),
+            StoreError::TooMany(max) => ApiError::refused(
+                "too_many_endpoints",
+                format!("at most {max} webhook endpoints per account"),
+            ),
+            other => ApiError::internal(other.into()),
         })?;
     let secret = e.secret.clone();
     Ok((
@@ -206,7 +206,7 @@ pub(crate) async fn edit(
     store::update(&state.core.db, &user.id, &id, patch)
         .await?
         .map(|e| axum::Json(e.into()))
-        .ok_or(ApiError::NotFound("webhook endpoint"))
+        .ok_or(ApiError::not_found("webhook endpoint"))
 }
 
 /// `DELETE /v1/webhooks/endpoints/{id}`: no more deliveries (those still being attempted
@@ -225,7 +225,7 @@ pub(crate) async fn remove(
     if store::delete(&state.core.db, &user.id, &id).await? {
         Ok(StatusCode::NO_CONTENT)
     } else {
-        Err(ApiError::NotFound("webhook endpoint"))
+        Err(ApiError::not_found("webhook endpoint"))
     }
 }
 
@@ -246,7 +246,7 @@ pub(crate) async fn rotate(
     let overlap = chrono::Duration::seconds(state.settings.secret_overlap_secs as i64);
     let e = store::rotate(&state.core.db, &user.id, &id, overlap)
         .await?
-        .ok_or(ApiError::NotFound("webhook endpoint"))?;
+        .ok_or(ApiError::not_found("webhook endpoint"))?;
     let secret = e.secret.clone();
     Ok(axum::Json(EndpointWithSecret {
         endpoint: e.into(),
@@ -278,10 +278,10 @@ pub(crate) async fn test(
 ) -> Result<(StatusCode, axum::Json<TestSent>), ApiError> {
     let e = state.endpoint(&user.id, &id).await?;
     if !e.enabled {
-        return Err(ApiError::Refused {
-            code: "endpoint_disabled",
-            message: "the endpoint is disabled: enable it (PATCH enabled=true) first".into(),
-        });
+        return Err(ApiError::refused(
+            "endpoint_disabled",
+            "the endpoint is disabled: enable it (PATCH enabled=true) first".into(),
+        ));
     }
     state
         .core

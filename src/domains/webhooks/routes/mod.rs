@@ -38,7 +38,7 @@ impl Webhooks {
     async fn endpoint(&self, user: &str, id: &str) -> Result<super::store::Endpoint, ApiError> {
         super::store::get_owned(&self.core.db, user, id)
             .await?
-            .ok_or(ApiError::NotFound("webhook endpoint"))
+            .ok_or(ApiError::not_found("webhook endpoint"))
     }
 }
 

@@ -99,7 +99,7 @@ async fn a_parked_job_whose_check_was_lost_is_found_by_the_sweep(backend: Backen
     })
     .await;
     // The wait says its check is long overdue (the message was lost a while ago).
-    use conveyor::domains::ai_tasks::parked::entity as wait;
+    use conveyor::domains::ai_tasks::entity::wait;
     use sea_orm::{ColumnTrait as _, EntityTrait as _, QueryFilter as _};
     let past = chrono::Utc::now() - chrono::Duration::seconds(60);
     let moved = wait::Entity::update_many()
