@@ -48,8 +48,8 @@ pub struct RotatedView {
     params(("id" = String, Path, description = "User id")),
     responses(
         (status = 200, description = "The user's keys (never the keys themselves)", body = [KeyInfo]),
-        (status = 401, description = "Missing or invalid API key", body = ErrorBody),
-        (status = 403, description = "Not an admin", body = ErrorBody),
+        crate::api::openapi::Unauthorized,
+        crate::api::openapi::NotAdmin,
         (status = 404, description = "No such user", body = ErrorBody)))]
 pub async fn list_keys(
     State(core): State<Core>,
@@ -63,8 +63,8 @@ pub async fn list_keys(
     params(("id" = String, Path, description = "User id")),
     responses(
         (status = 201, description = "A new key (shown once)", body = NewKeyView),
-        (status = 401, description = "Missing or invalid API key", body = ErrorBody),
-        (status = 403, description = "Not an admin", body = ErrorBody),
+        crate::api::openapi::Unauthorized,
+        crate::api::openapi::NotAdmin,
         (status = 404, description = "No such user", body = ErrorBody)))]
 pub async fn create_key(
     State(core): State<Core>,
@@ -79,8 +79,8 @@ pub async fn create_key(
     params(("id" = String, Path, description = "User id"), ("key_id" = String, Path, description = "Key id")),
     responses(
         (status = 200, description = "Revoked, on every instance within a second; its WebSocket and SSE streams close", body = KeyInfo),
-        (status = 401, description = "Missing or invalid API key", body = ErrorBody),
-        (status = 403, description = "Not an admin", body = ErrorBody),
+        crate::api::openapi::Unauthorized,
+        crate::api::openapi::NotAdmin,
         (status = 404, description = "No such key of this user", body = ErrorBody)))]
 pub async fn revoke_key(
     State(core): State<Core>,
@@ -102,8 +102,8 @@ pub async fn revoke_key(
     params(("id" = String, Path, description = "User id"), ("key_id" = String, Path, description = "Key id")),
     responses(
         (status = 201, description = "A new key; the old one works for `auth.key_rotation_overlap_secs` more", body = RotatedView),
-        (status = 401, description = "Missing or invalid API key", body = ErrorBody),
-        (status = 403, description = "Not an admin", body = ErrorBody),
+        crate::api::openapi::Unauthorized,
+        crate::api::openapi::NotAdmin,
         (status = 404, description = "No such live key of this user", body = ErrorBody)))]
 pub async fn rotate_key(
     State(core): State<Core>,
@@ -132,8 +132,8 @@ async fn limits_view(core: &Core, user_id: &str) -> Result<UserLimits, ApiError>
     params(("id" = String, Path, description = "User id")),
     responses(
         (status = 200, description = "The user's limits", body = UserLimits),
-        (status = 401, description = "Missing or invalid API key", body = ErrorBody),
-        (status = 403, description = "Not an admin", body = ErrorBody),
+        crate::api::openapi::Unauthorized,
+        crate::api::openapi::NotAdmin,
         (status = 404, description = "No such user", body = ErrorBody)))]
 pub async fn get_limits(
     State(core): State<Core>,
@@ -150,8 +150,8 @@ pub async fn get_limits(
     responses(
         (status = 200, description = "The user's limits now (other instances apply them within 5 s)", body = UserLimits),
         (status = 400, description = "Not JSON", body = ErrorBody),
-        (status = 401, description = "Missing or invalid API key", body = ErrorBody),
-        (status = 403, description = "Not an admin", body = ErrorBody),
+        crate::api::openapi::Unauthorized,
+        crate::api::openapi::NotAdmin,
         (status = 404, description = "No such user", body = ErrorBody),
         (status = 422, description = "An unknown limit or a value that is not a non-negative integer", body = ErrorBody)))]
 pub async fn set_limits(

@@ -70,7 +70,7 @@ fn view(i: Invitation, o: Option<&org::Model>) -> InvitationView {
     request_body = NewMember,
     responses(
         (status = 202, description = "An invitation, pending until the user accepts it (`POST /v1/me/invitations/{id}/accept`); the user is not a member before. An open invitation of the same user is answered again (audited as `org.invite`)", body = InvitationView),
-        (status = 401, description = "Missing or invalid API key", body = ErrorBody),
+        crate::api::openapi::Unauthorized,
         (status = 403, description = "The caller does not own their organisation", body = ErrorBody),
         (status = 404, description = "The caller belongs to none, or no such user", body = ErrorBody),
         (status = 409, description = "`already_member`; `too_many_invitations` (100 open at once)", body = ErrorBody)))]
@@ -87,7 +87,7 @@ pub async fn invite(
 #[utoipa::path(get, path = "/v1/org/invitations", operation_id = "org_invitations", tag = "account", security(("api_key" = [])),
     responses(
         (status = 200, description = "The organisation's open invitations, newest first", body = [InvitationView]),
-        (status = 401, description = "Missing or invalid API key", body = ErrorBody),
+        crate::api::openapi::Unauthorized,
         (status = 403, description = "The caller does not own their organisation", body = ErrorBody),
         (status = 404, description = "The caller belongs to none", body = ErrorBody)))]
 pub async fn of_org(
@@ -103,7 +103,7 @@ pub async fn of_org(
     params(("id" = String, Path, description = "Invitation id")),
     responses(
         (status = 200, description = "The invitation, revoked: it can no longer be accepted (audited as `org.invite_revoke`)", body = InvitationView),
-        (status = 401, description = "Missing or invalid API key", body = ErrorBody),
+        crate::api::openapi::Unauthorized,
         (status = 403, description = "The caller does not own their organisation", body = ErrorBody),
         (status = 404, description = "The caller belongs to none, or no such invitation of their organisation", body = ErrorBody),
         (status = 409, description = "`invitation_expired`, `invitation_revoked`, `invitation_answered`: it is no longer open", body = ErrorBody)))]
@@ -120,7 +120,7 @@ pub async fn revoke(
 #[utoipa::path(get, path = "/v1/me/invitations", operation_id = "my_invitations", tag = "account", security(("api_key" = [])),
     responses(
         (status = 200, description = "The caller's open invitations, newest first (at most 100)", body = [InvitationView]),
-        (status = 401, description = "Missing or invalid API key", body = ErrorBody)))]
+        crate::api::openapi::Unauthorized))]
 pub async fn mine(
     State(core): State<Core>,
     AuthUser(user): AuthUser,
@@ -135,7 +135,7 @@ pub async fn mine(
     params(("id" = String, Path, description = "Invitation id")),
     responses(
         (status = 200, description = "The organisation joined (audited as `org.add_member`). Its plan applies unless the caller's own weighs more: a bought membership or an admin's choice of a heavier plan stays theirs", body = OrgView),
-        (status = 401, description = "Missing or invalid API key", body = ErrorBody),
+        crate::api::openapi::Unauthorized,
         (status = 404, description = "No such invitation of the caller's", body = ErrorBody),
         (status = 409, description = "`invitation_expired`, `invitation_revoked`, `invitation_answered`; `in_another_org` (leave it first)", body = ErrorBody)))]
 pub async fn accept(
@@ -152,7 +152,7 @@ pub async fn accept(
     params(("id" = String, Path, description = "Invitation id")),
     responses(
         (status = 200, description = "The invitation, declined (audited as `org.invite_decline`)", body = InvitationView),
-        (status = 401, description = "Missing or invalid API key", body = ErrorBody),
+        crate::api::openapi::Unauthorized,
         (status = 404, description = "No such invitation of the caller's", body = ErrorBody),
         (status = 409, description = "`invitation_expired`, `invitation_revoked`, `invitation_answered`", body = ErrorBody)))]
 pub async fn decline(

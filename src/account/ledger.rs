@@ -41,7 +41,7 @@ pub struct LedgerEntry {
     responses(
         (status = 200, description = "The caller's ledger, newest first", body = Page<LedgerEntry>),
         (status = 400, description = "Bad cursor or limit", body = ErrorBody),
-        (status = 401, description = "Missing or invalid API key", body = ErrorBody)))]
+        crate::api::openapi::Unauthorized))]
 pub async fn ledger(
     State(state): State<Core>,
     AuthUser(user): AuthUser,

@@ -11,7 +11,6 @@ use utoipa::ToSchema;
 
 use crate::api::AuthUser;
 use crate::api::Core;
-use crate::api::openapi::ErrorBody;
 use crate::error::ApiError;
 use crate::plans::Why;
 
@@ -74,7 +73,7 @@ pub struct MembershipView {
 
 #[utoipa::path(get, path = "/v1/me", tag = "account", security(("api_key" = [])), responses(
     (status = 200, description = "The caller: balance, membership, plan, limits and usage", body = MeView),
-    (status = 401, description = "Missing or invalid API key", body = ErrorBody)))]
+    crate::api::openapi::Unauthorized))]
 pub async fn me(
     State(state): State<Core>,
     AuthUser(cached): AuthUser,

@@ -124,8 +124,8 @@ pub(super) fn known_plan(core: &Core, plan: Option<&str>) -> Result<(), ApiError
     request_body = NewOrg,
     responses(
         (status = 201, description = "The organisation, its owner its first member", body = OrgView),
-        (status = 401, description = "Missing or invalid API key", body = ErrorBody),
-        (status = 403, description = "Not an admin", body = ErrorBody),
+        crate::api::openapi::Unauthorized,
+        crate::api::openapi::NotAdmin,
         (status = 404, description = "No such user (the owner)", body = ErrorBody),
         (status = 409, description = "`in_another_org`: the owner belongs to another", body = ErrorBody),
         (status = 422, description = "A blank or too long name", body = ErrorBody)))]
@@ -143,8 +143,8 @@ pub async fn create(
     params(("id" = String, Path, description = "Organisation id")),
     responses(
         (status = 200, description = "The organisation and its members", body = OrgView),
-        (status = 401, description = "Missing or invalid API key", body = ErrorBody),
-        (status = 403, description = "Not an admin", body = ErrorBody),
+        crate::api::openapi::Unauthorized,
+        crate::api::openapi::NotAdmin,
         (status = 404, description = "No such organisation", body = ErrorBody)))]
 pub async fn get(
     State(core): State<Core>,
@@ -159,8 +159,8 @@ pub async fn get(
     request_body = PlanChoice,
     responses(
         (status = 200, description = "The organisation with its plan now (audited as `plan.set`)", body = OrgView),
-        (status = 401, description = "Missing or invalid API key", body = ErrorBody),
-        (status = 403, description = "Not an admin", body = ErrorBody),
+        crate::api::openapi::Unauthorized,
+        crate::api::openapi::NotAdmin,
         (status = 404, description = "No such organisation", body = ErrorBody),
         (status = 422, description = "An unknown plan", body = ErrorBody)))]
 pub async fn set_plan(
@@ -180,8 +180,8 @@ pub async fn set_plan(
     request_body = NewMember,
     responses(
         (status = 200, description = "The organisation with the member added, at once: an operator's act, without an invitation (audited as `org.add_member`)", body = OrgView),
-        (status = 401, description = "Missing or invalid API key", body = ErrorBody),
-        (status = 403, description = "Not an admin", body = ErrorBody),
+        crate::api::openapi::Unauthorized,
+        crate::api::openapi::NotAdmin,
         (status = 404, description = "No such organisation or user", body = ErrorBody),
         (status = 409, description = "`in_another_org`", body = ErrorBody)))]
 pub async fn admin_add(
@@ -198,8 +198,8 @@ pub async fn admin_add(
         ("user_id" = String, Path, description = "The member")),
     responses(
         (status = 200, description = "The organisation without the member", body = OrgView),
-        (status = 401, description = "Missing or invalid API key", body = ErrorBody),
-        (status = 403, description = "Not an admin", body = ErrorBody),
+        crate::api::openapi::Unauthorized,
+        crate::api::openapi::NotAdmin,
         (status = 404, description = "No such organisation or member", body = ErrorBody),
         (status = 409, description = "`owner_cannot_leave`", body = ErrorBody)))]
 pub async fn admin_remove(
@@ -251,7 +251,7 @@ use sea_orm::EntityTrait as _;
 #[utoipa::path(get, path = "/v1/org", tag = "account", security(("api_key" = [])),
     responses(
         (status = 200, description = "The caller's organisation, its plan and members", body = OrgView),
-        (status = 401, description = "Missing or invalid API key", body = ErrorBody),
+        crate::api::openapi::Unauthorized,
         (status = 404, description = "The caller belongs to none", body = ErrorBody)))]
 pub async fn mine(
     State(core): State<Core>,
@@ -284,7 +284,7 @@ pub(super) async fn owned(core: &Core, user_id: &str) -> Result<Org, ApiError> {
     params(("user_id" = String, Path, description = "The member")),
     responses(
         (status = 200, description = "The organisation without the member (audited); a member may remove themselves (leave)", body = OrgView),
-        (status = 401, description = "Missing or invalid API key", body = ErrorBody),
+        crate::api::openapi::Unauthorized,
         (status = 403, description = "The caller neither owns their organisation nor is the member", body = ErrorBody),
         (status = 404, description = "No such member", body = ErrorBody),
         (status = 409, description = "`owner_cannot_leave`", body = ErrorBody)))]
@@ -302,8 +302,8 @@ pub async fn owner_remove(
     request_body = PlanChoice,
     responses(
         (status = 200, description = "The user's limits under the plan now (audited as `plan.set`)", body = crate::limits::UserLimits),
-        (status = 401, description = "Missing or invalid API key", body = ErrorBody),
-        (status = 403, description = "Not an admin", body = ErrorBody),
+        crate::api::openapi::Unauthorized,
+        crate::api::openapi::NotAdmin,
         (status = 404, description = "No such user", body = ErrorBody),
         (status = 422, description = "An unknown plan", body = ErrorBody)))]
 pub async fn set_user_plan(

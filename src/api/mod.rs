@@ -34,7 +34,7 @@ use settings::ServerSettings;
 
 pub use auth::{Admin, AuthUser, CallerKey};
 pub use json::ApiJson;
-pub use page::Page;
+pub use page::{IdPage, Page, PageQuery};
 pub use query::ApiQuery;
 pub use state::Core;
 

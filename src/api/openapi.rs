@@ -5,13 +5,31 @@
 //! is documented.
 
 use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
-use utoipa::{Modify, OpenApi, ToSchema};
+use utoipa::{IntoResponses, Modify, OpenApi, ToSchema};
 
 /// Every error answer: `{"error": {...}}` with a 4xx/5xx status.
 #[derive(ToSchema)]
 #[allow(dead_code)] // documents ApiError's JSON; never built
 pub struct ErrorBody {
     error: ErrorDetail,
+}
+
+/// The error answers most routes share, for `#[utoipa::path(responses(...))]` beside their
+/// own: `responses((status = 200, ...), Unauthorized)`. Each documents exactly what the
+/// tuple it replaces did.
+#[derive(IntoResponses)]
+#[allow(dead_code)] // documents; never built
+pub enum Unauthorized {
+    #[response(status = 401, description = "Missing or invalid API key")]
+    Unauthorized(ErrorBody),
+}
+
+/// An admin route's refusal of a caller who is not one (with [`Unauthorized`]).
+#[derive(IntoResponses)]
+#[allow(dead_code)]
+pub enum NotAdmin {
+    #[response(status = 403, description = "Not an admin")]
+    NotAdmin(ErrorBody),
 }
 
 #[derive(ToSchema)]

@@ -2,6 +2,7 @@
 //! SQLite (embedded), MySQL/MariaDB and PostgreSQL: one set of entities and migrations.
 
 pub mod group_commit;
+pub mod names;
 pub mod settings;
 
 use std::path::Path;
@@ -17,6 +18,7 @@ use sea_orm::{
 
 use crate::db::settings::DatabaseSettings;
 
+pub use names::StoredName;
 pub use sea_orm::DatabaseConnection as Db;
 
 /// Prepared statements kept per server connection (sqlx's default is 100).

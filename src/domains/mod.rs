@@ -226,10 +226,7 @@ impl Domain {
     }
 
     /// Lets the configuration shape the document (see [`Domain::configured_openapi`]).
-    pub const fn configured_openapi(
-        mut self,
-        f: ConfigureDoc,
-    ) -> Self {
+    pub const fn configured_openapi(mut self, f: ConfigureDoc) -> Self {
         self.configured_openapi = Some(f);
         self
     }

@@ -80,7 +80,7 @@ fn sse_event(ev: &Event) -> SseEvent {
     responses(
         (status = 200, description = "Server-Sent Events: `snapshot`, then `progress` events (`id:` is the sequence number); after a terminal event an `end` event, and the stream ends", content_type = "text/event-stream", body = SseFrame),
         (status = 400, description = "`Last-Event-ID` is not a sequence number", body = ErrorBody),
-        (status = 401, description = "Missing or invalid API key", body = ErrorBody),
+        crate::api::openapi::Unauthorized,
         (status = 404, description = "No such stream kind, or no such thing of the caller's", body = ErrorBody),
         (status = 429, description = "`too_many_streams`: this account's open streams on this server", body = ErrorBody)))]
 pub async fn stream(
@@ -100,7 +100,7 @@ pub async fn stream(
     responses(
         (status = 200, description = "Server-Sent Events of one task (the `task` stream)", content_type = "text/event-stream", body = SseFrame),
         (status = 400, description = "`Last-Event-ID` is not a sequence number", body = ErrorBody),
-        (status = 401, description = "Missing or invalid API key", body = ErrorBody),
+        crate::api::openapi::Unauthorized,
         (status = 404, description = "No such task of the caller's", body = ErrorBody),
         (status = 429, description = "`too_many_streams`: this account's open streams on this server", body = ErrorBody)))]
 pub async fn task_stream(

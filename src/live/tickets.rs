@@ -46,7 +46,7 @@ pub struct TicketView {
 
 #[utoipa::path(post, path = "/v1/ws-tickets", tag = "live", security(("api_key" = [])), responses(
     (status = 201, description = "A single-use ticket for the WebSocket upgrade (browsers cannot send headers on one)", body = TicketView),
-    (status = 401, description = "Missing or invalid API key", body = ErrorBody),
+    crate::api::openapi::Unauthorized,
     (status = 429, description = "`rate_limited`: tickets per minute of this account (`Retry-After`)", body = ErrorBody)))]
 pub async fn issue(
     State(live): State<super::Live>,

@@ -90,8 +90,8 @@ pub(crate) async fn page(
     security(("api_key" = [])),
     responses(
         (status = 200, description = "Queues, rates, history, the domains' panels, dead letters and alerts as of the latest sample", body = Snapshot),
-        (status = 401, description = "Missing or invalid API key", body = ErrorBody),
-        (status = 403, description = "Not an admin", body = ErrorBody),
+        crate::api::openapi::Unauthorized,
+        crate::api::openapi::NotAdmin,
         (status = 503, description = "No sample taken yet (the server just started)", body = ErrorBody)))]
 pub(crate) async fn snapshot(
     State(board): State<Board>,
@@ -108,8 +108,8 @@ pub(crate) async fn snapshot(
     security(("api_key" = [])),
     responses(
         (status = 200, description = "Server-Sent Events: a `snapshot` event (the body of `GET /v1/admin/ops`) at each sample", content_type = "text/event-stream", body = OpsFrame),
-        (status = 401, description = "Missing or invalid API key", body = ErrorBody),
-        (status = 403, description = "Not an admin", body = ErrorBody)))]
+        crate::api::openapi::Unauthorized,
+        crate::api::openapi::NotAdmin))]
 pub(crate) async fn stream(
     State(state): State<Ops>,
     _: Admin,
@@ -141,8 +141,8 @@ pub(crate) async fn stream(
     security(("api_key" = [])),
     responses(
         (status = 200, description = "Alerts firing now, and the latest 50 episodes newest first", body = AlertsView),
-        (status = 401, description = "Missing or invalid API key", body = ErrorBody),
-        (status = 403, description = "Not an admin", body = ErrorBody)))]
+        crate::api::openapi::Unauthorized,
+        crate::api::openapi::NotAdmin))]
 pub(crate) async fn list_alerts(
     State(core): State<Core>,
     _: Admin,
@@ -167,8 +167,8 @@ pub struct Concurrency {
     responses(
         (status = 200, description = "Stored and audited; every consumer process of the queue follows within `consumer.settings_poll_ms`", body = Concurrency),
         (status = 400, description = "Prefetch out of range (named in `field`)", body = ErrorBody),
-        (status = 401, description = "Missing or invalid API key", body = ErrorBody),
-        (status = 403, description = "Not an admin", body = ErrorBody),
+        crate::api::openapi::Unauthorized,
+        crate::api::openapi::NotAdmin,
         (status = 404, description = "No such queue", body = ErrorBody),
         (status = 422, description = "An unknown field or a value of the wrong type (named in `field`)", body = ErrorBody)))]
 pub(crate) async fn set_concurrency(

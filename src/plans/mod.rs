@@ -1,13 +1,14 @@
 //! Plans: what a tenant gets for what it pays. Each plan (`[plans.<name>]`,
 //! [`settings`]) sets limits of `[limits]`, the task kinds it may submit, its weight in
-//! a contended lane, its storage quota and upload size. A user's [`standing`] says whose
-//! share they count against (their organisation, else themselves) and which plan
-//! applies; it is read through a short cache that [`notices`] clear on every instance
-//! the moment a plan changes (a membership bought, an admin's choice, an organisation's
-//! members).
+//! a contended lane (the rule: [`share`]), its storage quota and upload size. A user's
+//! [`standing`] says whose share they count against (their organisation, else
+//! themselves) and which plan applies; it is read through a short cache that
+//! [`notices`] clear on every instance the moment a plan changes (a membership bought,
+//! an admin's choice, an organisation's members).
 
 pub mod notices;
 pub mod settings;
+pub mod share;
 pub mod standing;
 
 use std::collections::BTreeMap;

@@ -5,7 +5,7 @@ use chrono::{DateTime, Utc};
 use serde::Serialize;
 use utoipa::ToSchema;
 
-use super::records::{Object, READY};
+use super::records::{Object, ObjectStatus};
 use super::{Key, SignedUrl, Storage, StorageError};
 
 /// A file of a material or a task's result.
@@ -25,8 +25,10 @@ pub struct FileView {
 
 /// A fresh URL for `object`'s bytes, if it has any.
 pub async fn url_of(storage: &Storage, object: &Object) -> Result<Option<SignedUrl>, StorageError> {
-    match (&object.store_key, object.status.as_str()) {
-        (Some(key), READY) => Ok(Some(storage.download_url(&Key::parse(key)?).await?)),
+    match (&object.store_key, object.status) {
+        (Some(key), ObjectStatus::Ready) => {
+            Ok(Some(storage.download_url(&Key::parse(key)?).await?))
+        }
         _ => Ok(None),
     }
 }

@@ -166,7 +166,11 @@ fn rust_snippets(text: &str) -> Vec<(usize, String)> {
 fn architecture_snippets_are_quotes_of_compiled_code() {
     let page = std::fs::read_to_string(root().join("docs/architecture.md")).unwrap();
     let snippets = rust_snippets(&page);
-    assert!(snippets.len() >= 5, "the snippets were read: {}", snippets.len());
+    assert!(
+        snippets.len() >= 5,
+        "the snippets were read: {}",
+        snippets.len()
+    );
     let sources = compiled_sources();
     let drifted: Vec<String> = snippets
         .iter()

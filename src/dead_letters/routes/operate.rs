@@ -18,8 +18,8 @@ use crate::error::ApiError;
     security(("api_key" = [])), params(("id" = i64, Path, description = "Dead letter id")),
     responses(
         (status = 200, description = "Sent back to its origin queue (same message id, fresh attempts), or `already` replayed", body = OperatedView),
-        (status = 401, description = "Missing or invalid API key", body = ErrorBody),
-        (status = 403, description = "Not an admin", body = ErrorBody),
+        crate::api::openapi::Unauthorized,
+        crate::api::openapi::NotAdmin,
         (status = 404, description = "No such dead letter", body = ErrorBody),
         (status = 409, description = "Discarded, or malformed (not replayable)", body = ErrorBody),
         (status = 429, description = "Above `dead_letters.replay_per_second`; see `Retry-After`", body = ErrorBody)))]
@@ -64,8 +64,8 @@ pub(crate) async fn replay(
     security(("api_key" = [])), params(("id" = i64, Path, description = "Dead letter id")),
     responses(
         (status = 200, description = "Marked dropped on purpose, or `already` discarded", body = OperatedView),
-        (status = 401, description = "Missing or invalid API key", body = ErrorBody),
-        (status = 403, description = "Not an admin", body = ErrorBody),
+        crate::api::openapi::Unauthorized,
+        crate::api::openapi::NotAdmin,
         (status = 404, description = "No such dead letter", body = ErrorBody),
         (status = 409, description = "Already replayed", body = ErrorBody)))]
 pub(crate) async fn discard(
@@ -117,8 +117,8 @@ pub struct ReplayFilterView {
     responses(
         (status = 200, description = "What the filter matches, what this call replayed and what remains", body = ReplayFilterView),
         (status = 400, description = "Bad queue or limit (named in `field`)", body = ErrorBody),
-        (status = 401, description = "Missing or invalid API key", body = ErrorBody),
-        (status = 403, description = "Not an admin", body = ErrorBody),
+        crate::api::openapi::Unauthorized,
+        crate::api::openapi::NotAdmin,
         (status = 422, description = "An unknown field or a value of the wrong type (named in `field`)", body = ErrorBody)))]
 pub(crate) async fn replay_filter(
     State(DeadLetters {

@@ -44,9 +44,9 @@ pub(crate) struct ListQuery {
     security(("api_key" = [])), params(ListQuery),
     responses(
         (status = 200, description = "Dead letters, newest first", body = crate::api::Page<DeadLetterView>),
-        (status = 401, description = "Missing or invalid API key", body = ErrorBody),
+        crate::api::openapi::Unauthorized,
         (status = 400, description = "Bad filter, limit or cursor (named in `field`)", body = ErrorBody),
-        (status = 403, description = "Not an admin", body = ErrorBody)))]
+        crate::api::openapi::NotAdmin))]
 pub(crate) async fn list(
     State(state): State<Core>,
     _: Admin,
@@ -90,8 +90,8 @@ pub(crate) async fn list(
     security(("api_key" = [])), params(("id" = i64, Path, description = "Dead letter id")),
     responses(
         (status = 200, description = "The dead letter with its body (the envelope as it died) and audit trail", body = DeadLetterView),
-        (status = 401, description = "Missing or invalid API key", body = ErrorBody),
-        (status = 403, description = "Not an admin", body = ErrorBody),
+        crate::api::openapi::Unauthorized,
+        crate::api::openapi::NotAdmin,
         (status = 404, description = "No such dead letter", body = ErrorBody)))]
 pub(crate) async fn show(
     State(state): State<Core>,

@@ -24,8 +24,8 @@ use crate::error::ApiError;
     responses(
         (status = 200, description = "Every tenant's tasks matching the filter, newest first, with their tenant", body = crate::api::Page<TenantTask>),
         (status = 400, description = "A bad filter, limit or cursor (named in `field`)", body = ErrorBody),
-        (status = 401, description = "Missing or invalid API key", body = ErrorBody),
-        (status = 403, description = "Not an admin", body = ErrorBody)))]
+        crate::api::openapi::Unauthorized,
+        crate::api::openapi::NotAdmin))]
 pub(crate) async fn find(
     State(state): State<Tasks>,
     _: Admin,
@@ -102,8 +102,8 @@ pub struct BulkAnswer {
     responses(
         (status = 200, description = "What the filter matched and what this call did", body = BulkAnswer),
         (status = 400, description = "Not JSON, unknown fields, or a bad filter (named in `field`)", body = ErrorBody),
-        (status = 401, description = "Missing or invalid API key", body = ErrorBody),
-        (status = 403, description = "Not an admin", body = ErrorBody),
+        crate::api::openapi::Unauthorized,
+        crate::api::openapi::NotAdmin,
         (status = 422, description = "An unknown action or a bad limit (named in `field`)", body = ErrorBody)))]
 pub(crate) async fn bulk(
     State(state): State<Tasks>,

@@ -11,7 +11,7 @@ use super::settings::{AiSettings, Protocol};
 use crate::error::ApiError;
 use crate::providers::ffmpeg::length;
 use crate::storage::Storage;
-use crate::storage::records::{self, READY};
+use crate::storage::records::{self, ObjectStatus};
 
 const FIELD: &str = "params.upload_id";
 
@@ -50,7 +50,7 @@ pub async fn check(
         .await
         .map_err(|e| ApiError::internal(e.into()))?;
     match upload {
-        Some(u) if u.purpose == "video" && u.status == READY => {
+        Some(u) if u.purpose == "video" && u.status == ObjectStatus::Ready => {
             lane(db, storage, ai, kind, &u, cost).await
         }
         Some(u) if u.purpose != "video" => Err(ApiError::invalid(

@@ -45,7 +45,7 @@ fn in_flight<'a>(
     Box::pin(super::store::count_of_tenant(
         db,
         tenant,
-        &super::Status::ACTIVE,
+        &super::kinds::Status::ACTIVE,
     ))
 }
 

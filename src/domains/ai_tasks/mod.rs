@@ -13,23 +13,28 @@
 //! the previous step committed. Every step's provider usage is recorded, and kinds can
 //! be priced by the token ([`usage`]).
 //!
-//! Tenants share a lane (the queue a task waits in) by plan at claim time
-//! ([`handler::share`]: each plan's cap, and weights while several wait); a plan may
-//! leave kinds out ([`entitled`]); a waiting task tells its place in line ([`line`]).
+//! Tenants share a lane (the queue a task waits in) by plan at claim time, a waiting
+//! task tells its place in line, and some kinds give way under a heavy backlog
+//! ([`scheduling`]); a plan may leave kinds out ([`entitled`]). A step may wait without
+//! a worker, for its provider's job or a person's approval ([`parked`]).
+//!
+//! The task's lifecycle is this folder's own files: its words ([`kinds`], [`entity`],
+//! [`messages`], [`events`]), its queries ([`store`]), the consumer side ([`handler`]),
+//! the submission path ([`submitter`]), the HTTP routes ([`routes`] and the files they
+//! name) and its views. The rooms beside it: [`scheduling`], [`parked`] and [`usage`].
 
 pub mod admin;
 pub mod answers;
 pub mod cli;
-pub mod cli_find;
 pub mod entitled;
 pub mod entity;
 pub mod events;
 pub mod find;
+pub mod gauges;
 pub mod handler;
 pub mod inputs;
 pub mod kinds;
 pub mod limits;
-pub mod line;
 pub mod messages;
 pub mod metadata;
 pub mod metrics;
@@ -41,8 +46,8 @@ pub mod reaper;
 pub mod retry;
 pub mod router;
 pub mod routes;
+pub mod scheduling;
 pub mod settings;
-pub mod shedding;
 pub mod state;
 pub mod store;
 pub mod stream;
@@ -70,7 +75,7 @@ pub const DOMAIN: Domain = Domain::new("ai_tasks", "ai", queues::QUEUES, install
     .settings(settings::SECTION)
     .limits(limits::LIMITS)
     .events(events::EVENTS)
-    .gauges(metrics::GAUGES)
+    .gauges(gauges::GAUGES)
     .panels(ops::PANELS)
     .retention(RETENTION)
     .openapi(<routes::Doc as utoipa::OpenApi>::openapi)
@@ -102,10 +107,10 @@ fn install(platform: &Platform) -> BoxFuture<'_, anyhow::Result<Installed>> {
             ai: ai.clone(),
             relay: platform.relay.clone(),
             max_payload: s.broker.max_payload_bytes,
-            limits: platform.limits.clone(),
-            waiting: handler::share::Waiting::default(),
-            admitting: handler::share::Admitting::default(),
-            consumers: platform.tally.clone(),
+            share: scheduling::share::FairShare::new(
+                platform.limits.clone(),
+                platform.tally.clone(),
+            ),
             reports: handler::report_writer::start(
                 platform.db.clone(),
                 platform.broker.clone(),
@@ -147,7 +152,7 @@ fn install(platform: &Platform) -> BoxFuture<'_, anyhow::Result<Installed>> {
                         db.group_commit_writers,
                         Duration::from_millis(db.group_commit_linger_ms),
                     );
-                    let shedding = shedding::Shedding::start(
+                    let shedding = scheduling::shedding::Shedding::start(
                         &ai.shedding,
                         core.broker.clone(),
                         core.shutdown.clone(),

@@ -12,9 +12,9 @@ use sea_orm::{ColumnTrait, DatabaseConnection, EntityTrait, QueryFilter, QueryOr
 use serde_json::json;
 
 use super::entity::task;
-use super::parked::census::PARKED_OVERDUE;
 use super::entity::wait::PROVIDER;
 use super::kinds::{Status, TaskKind};
+use super::parked::census::PARKED_OVERDUE;
 use crate::ops::panel::Condition;
 use crate::ops::{Panel, PanelView, TableView};
 use crate::telemetry::gauges::age_secs;

@@ -19,7 +19,7 @@ use crate::error::ApiError;
     responses(
         (status = 201, description = "A new task: PENDING, credits reserved again, starting at the step that failed with the earlier steps' outputs (`retry_of` names this task)", body = super::view::TaskView),
         (status = 200, description = "Retried before: that retry (a double click makes one)", body = super::view::TaskView),
-        (status = 401, description = "Missing or invalid API key", body = ErrorBody),
+        crate::api::openapi::Unauthorized,
         (status = 402, description = "Insufficient credits (`needed`, `balance`)", body = ErrorBody),
         (status = 403, description = "`plan_required`: the caller's plan no longer includes the kind", body = ErrorBody),
         (status = 404, description = "No such task of the caller's", body = ErrorBody),

@@ -165,7 +165,7 @@ fn validate(state: &Tasks, req: &SubmitRequest) -> Result<(TaskKind, Value), Api
         description = "1 to 128 visible ASCII characters. Same key and body: the same answer (kept at least 24 h); same key, other body: 422")),
     responses(
         (status = 202, description = "Accepted: PENDING, credits reserved; `Location` names the task", body = TaskView),
-        (status = 401, description = "Missing or invalid API key", body = ErrorBody),
+        crate::api::openapi::Unauthorized,
         (status = 400, description = "Malformed JSON or unknown fields", body = ErrorBody),
         (status = 402, description = "Insufficient credits (`needed`, `balance`)", body = ErrorBody),
         (status = 403, description = "`plan_required`: the caller's plan (`plan`) does not include the kind; `plans` name those that do", body = ErrorBody),
@@ -253,7 +253,7 @@ pub(crate) async fn submit(
     params(("id" = String, Path, description = "Task id")),
     responses(
         (status = 200, description = "The task (status, progress, step, attempts, result or error)", body = TaskView),
-        (status = 401, description = "Missing or invalid API key", body = ErrorBody),
+        crate::api::openapi::Unauthorized,
         (status = 404, description = "No such task of the caller's (admins see every task)", body = ErrorBody)))]
 pub(crate) async fn read(
     State(state): State<Tasks>,
@@ -267,7 +267,7 @@ pub(crate) async fn read(
         Status::Waiting => store::waits::get(&state.core.db, &task.id).await?,
         _ => None,
     };
-    let line = super::line::place(&state.core.db, &task).await?;
+    let line = super::scheduling::line::place(&state.core.db, &task).await?;
     // A step waiting for approval shows what is to be approved: the steps so far.
     let so_far = wait
         .as_ref()
@@ -290,7 +290,7 @@ pub(crate) async fn read(
     params(super::find::FindQuery),
     responses(
         (status = 200, description = "The caller's tasks, newest first", body = crate::api::Page<TaskView>),
-        (status = 401, description = "Missing or invalid API key", body = ErrorBody),
+        crate::api::openapi::Unauthorized,
         (status = 400, description = "Unknown status or kind, a bad time, metadata term, limit or cursor (named in `field`)", body = ErrorBody)))]
 pub(crate) async fn list(
     State(state): State<Tasks>,
@@ -310,7 +310,7 @@ pub(crate) async fn list(
     params(("id" = String, Path, description = "Task id")),
     responses(
         (status = 200, description = "CANCELED, credits refunded; a running task stops at its next checkpoint", body = TaskView),
-        (status = 401, description = "Missing or invalid API key", body = ErrorBody),
+        crate::api::openapi::Unauthorized,
         (status = 404, description = "No such task of the caller's", body = ErrorBody),
         (status = 409, description = "Already terminal", body = ErrorBody)))]
 pub(crate) async fn cancel(

@@ -5,8 +5,8 @@ use std::sync::Arc;
 
 use axum::extract::FromRef;
 
+use super::scheduling::shedding::Shedding;
 use super::settings::AiSettings;
-use super::shedding::Shedding;
 use super::store::{self, Task};
 use super::submitter::Submitter;
 use crate::api::Core;

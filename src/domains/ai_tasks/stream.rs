@@ -22,7 +22,7 @@ impl Source for TaskStream {
         let Some(t) = store::get(db, id).await? else {
             return Ok(None);
         };
-        let line = super::line::place(db, &t).await?;
+        let line = super::scheduling::line::place(db, &t).await?;
         let (owner, seq, terminal) = (t.user_id.clone(), i64::from(t.seq), t.status.is_terminal());
         let mut view = TaskView::from(t);
         view.line = line;
@@ -37,9 +37,9 @@ impl Source for TaskStream {
     /// The waiting tasks among `ids`: their place in line, as a transient event.
     async fn between(&self, db: &DatabaseConnection, ids: &[String]) -> Result<Vec<Event>, DbErr> {
         let mut events = Vec::new();
-        let mut paces = super::line::Paces::default();
-        for t in super::line::waiting_among(db, ids).await? {
-            let Some(line) = super::line::place_with(db, &t, &mut paces).await? else {
+        let mut paces = super::scheduling::line::Paces::default();
+        for t in super::scheduling::line::waiting_among(db, ids).await? {
+            let Some(line) = super::scheduling::line::place_with(db, &t, &mut paces).await? else {
                 continue;
             };
             let data = serde_json::json!({

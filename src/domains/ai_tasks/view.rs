@@ -48,7 +48,7 @@ pub struct TaskView {
     /// `GET /v1/tasks/{id}` and a live stream's snapshot, refreshed on the stream while it
     /// waits.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub line: Option<super::line::PlaceView>,
+    pub line: Option<PlaceView>,
 }
 
 /// What a `WAITING` task waits for.
@@ -68,6 +68,24 @@ pub struct WaitingView {
     /// it to a reviewer. Only the task's owner and admins see it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub approval_link: Option<String>,
+}
+
+/// Where a PENDING task stands.
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
+pub struct PlaceView {
+    /// The line it waits in (the queue of its first step).
+    pub lane: String,
+    /// Tasks of its tenant in the lane submitted before it and not started: it starts
+    /// after them (0: it is next).
+    pub position: u64,
+    /// Tasks of every tenant waiting ahead of it in the lane (the fair share serves
+    /// tenants side by side, so it may start before many of them).
+    pub waiting_ahead: u64,
+    /// When it should start: `position + 1` tasks at the pace its tenant's work in the
+    /// lane started over the last minute (the lane's, if the tenant's has not started
+    /// twice); `null` when nothing started there lately.
+    pub estimated_start_at: Option<chrono::DateTime<chrono::Utc>>,
+    pub estimated_wait_ms: Option<u64>,
 }
 
 impl WaitingView {

@@ -77,8 +77,8 @@ pub struct ShowParams {
     responses(
         (status = 200, description = "The canary's state", body = CanaryView),
         (status = 400, description = "Bad query", body = ErrorBody),
-        (status = 401, description = "Missing or invalid API key", body = ErrorBody),
-        (status = 403, description = "Not an admin", body = ErrorBody)))]
+        crate::api::openapi::Unauthorized,
+        crate::api::openapi::NotAdmin))]
 pub(crate) async fn show(
     State(state): State<Canary>,
     _: Admin,

@@ -15,7 +15,7 @@ pub struct UploadView {
     /// `video`, `image` or `audio`.
     pub purpose: String,
     /// `PENDING` (bytes on their way), `READY`, `REJECTED` (see `reason`).
-    pub status: String,
+    pub status: crate::storage::records::ObjectStatus,
     /// Bytes stored (0 until READY).
     pub size: i64,
     /// Sniffed from the bytes (declared, for a presigned upload not yet completed).

@@ -16,9 +16,7 @@ pub mod payment {
         /// In the currency's minor unit (fen, cents).
         pub amount: i64,
         pub currency: String,
-        /// `CREATED`, `PAID`, `REFUNDED` (all of it given back) or `REFUND_DUE` (paid
-        /// for a flash-sale order that was canceled first: the money goes back).
-        pub status: String,
+        pub status: super::PaymentStatus,
         pub created_at: DateTimeUtc,
         pub paid_at: Option<DateTimeUtc>,
         /// The flash-sale order it pays, if it pays one.
@@ -55,9 +53,7 @@ pub mod event {
         pub payment_id: String,
         /// `paid`, `refund` (of `amount`) or `refund_total` (up to a total of `amount`).
         pub kind: String,
-        /// `RECEIVED`, then `APPLIED` once, by whoever applies it; `WAITING` while a
-        /// refund waits for its payment to be applied first (events out of order).
-        pub status: String,
+        pub status: super::EventStatus,
         pub received_at: DateTimeUtc,
         pub applied_at: Option<DateTimeUtc>,
         /// A refund's amount, or the refunded total (minor unit); 0 for `paid`.
@@ -70,4 +66,69 @@ pub mod event {
     pub enum Relation {}
 
     impl ActiveModelBehavior for ActiveModel {}
+}
+
+use sea_orm::entity::prelude::StringLen;
+
+/// A payment's state, stored as its name.
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Hash,
+    serde::Serialize,
+    serde::Deserialize,
+    utoipa::ToSchema,
+    sea_orm::EnumIter,
+    sea_orm::DeriveActiveEnum,
+)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+#[sea_orm(rs_type = "String", db_type = "String(StringLen::N(16))")]
+pub enum PaymentStatus {
+    #[sea_orm(string_value = "CREATED")]
+    Created,
+    /// A CREATED intent nobody paid within `payments.intent_ttl_secs`: no longer counted
+    /// as open. A payment that still arrives for it is granted as for CREATED (the money
+    /// came).
+    #[sea_orm(string_value = "EXPIRED")]
+    Expired,
+    #[sea_orm(string_value = "PAID")]
+    Paid,
+    /// All of it given back.
+    #[sea_orm(string_value = "REFUNDED")]
+    Refunded,
+    /// Money received for a flash-sale order that was canceled first (or paid by another
+    /// payment): nothing was delivered, the money goes back.
+    #[sea_orm(string_value = "REFUND_DUE")]
+    RefundDue,
+}
+
+/// An inbox event's state, stored as its name: `RECEIVED`, then `APPLIED` once, by
+/// whoever applies it; `WAITING` while a refund waits for its payment to be applied
+/// first (events out of order).
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Hash,
+    serde::Serialize,
+    serde::Deserialize,
+    utoipa::ToSchema,
+    sea_orm::EnumIter,
+    sea_orm::DeriveActiveEnum,
+)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+#[sea_orm(rs_type = "String", db_type = "String(StringLen::N(16))")]
+pub enum EventStatus {
+    #[sea_orm(string_value = "RECEIVED")]
+    Received,
+    /// A refund before its payment.
+    #[sea_orm(string_value = "WAITING")]
+    Waiting,
+    #[sea_orm(string_value = "APPLIED")]
+    Applied,
 }

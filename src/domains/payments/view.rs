@@ -23,7 +23,7 @@ pub struct PaymentView {
     /// `CREATED`, `PAID`, `REFUNDED`, `REFUND_DUE` (the order was canceled first) or
     /// `EXPIRED` (unpaid after `payments.intent_ttl_secs`; a payment that still arrives is
     /// granted).
-    pub status: String,
+    pub status: store::PaymentStatus,
     pub refunded_amount: i64,
     /// Credits a refund could not take back (spent already).
     pub shortfall: i64,
@@ -43,7 +43,7 @@ pub struct EventView {
     /// A refund's amount (`refund_total`: the total refunded by then).
     pub amount: i64,
     /// `RECEIVED`, `WAITING` (a refund before its payment) or `APPLIED`.
-    pub status: String,
+    pub status: store::EventStatus,
     pub note: Option<String>,
     pub received_at: chrono::DateTime<chrono::Utc>,
     pub applied_at: Option<chrono::DateTime<chrono::Utc>>,

@@ -69,8 +69,7 @@ pub mod delivery {
         pub endpoint_id: String,
         pub user_id: String,
         pub event_type: String,
-        /// `PENDING`, `SUCCEEDED` or `FAILED` (given up; retried by hand).
-        pub status: String,
+        pub status: super::DeliveryStatus,
         pub attempts: i32,
         pub next_attempt_at: Option<DateTimeUtc>,
         /// After this a failed attempt is the last.
@@ -112,6 +111,32 @@ pub mod attempt {
     impl ActiveModelBehavior for ActiveModel {}
 }
 
-pub const PENDING: &str = "PENDING";
-pub const SUCCEEDED: &str = "SUCCEEDED";
-pub const FAILED: &str = "FAILED";
+use sea_orm::entity::prelude::StringLen;
+
+/// A delivery's state, stored as its name.
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Hash,
+    serde::Serialize,
+    serde::Deserialize,
+    utoipa::ToSchema,
+    sea_orm::EnumIter,
+    sea_orm::DeriveActiveEnum,
+)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+#[sea_orm(rs_type = "String", db_type = "String(StringLen::N(16))")]
+pub enum DeliveryStatus {
+    /// Being attempted.
+    #[sea_orm(string_value = "PENDING")]
+    Pending,
+    /// Answered 2xx.
+    #[sea_orm(string_value = "SUCCEEDED")]
+    Succeeded,
+    /// Given up, or its endpoint was disabled or deleted; retried by hand.
+    #[sea_orm(string_value = "FAILED")]
+    Failed,
+}

@@ -20,7 +20,7 @@ use sea_orm::{
 };
 use tokio::sync::Semaphore;
 
-use super::entity::{FAILED, PENDING, SUCCEEDED, attempt, delivery, endpoint, event};
+use super::entity::{DeliveryStatus, attempt, delivery, endpoint, event};
 use super::messages::Deliver;
 use super::queues::retry_delay;
 use super::sender::{Attempt, Sender};
@@ -82,7 +82,7 @@ impl Handler for DeliveryHandler {
                 msg.delivery_id
             )));
         };
-        if d.status != PENDING || d.attempts != msg.attempts {
+        if d.status != DeliveryStatus::Pending || d.attempts != msg.attempts {
             return Ok(());
         }
         let to = endpoint::Entity::find_by_id(d.endpoint_id.clone())
@@ -139,14 +139,17 @@ impl DeliveryHandler {
         why: &str,
     ) -> Result<(), HandlerError> {
         delivery::Entity::update_many()
-            .col_expr(delivery::Column::Status, Expr::value(FAILED))
+            .col_expr(
+                delivery::Column::Status,
+                Expr::value(DeliveryStatus::Failed),
+            )
             .col_expr(delivery::Column::LastError, Expr::value(why))
             .col_expr(
                 delivery::Column::NextAttemptAt,
                 Expr::value(Option::<chrono::DateTime<Utc>>::None),
             )
             .filter(delivery::Column::Id.eq(d.id.clone()))
-            .filter(delivery::Column::Status.eq(PENDING))
+            .filter(delivery::Column::Status.eq(DeliveryStatus::Pending))
             .exec(&ctx.db)
             .await
             .map_err(db)?;
@@ -169,9 +172,9 @@ async fn record(
     let give_up = !delivered && now >= d.give_up_at;
     let next = (!delivered && !give_up).then(|| retry_delay(attempts));
     let status = match (delivered, next) {
-        (true, _) => SUCCEEDED,
-        (false, Some(_)) => PENDING,
-        (false, None) => FAILED,
+        (true, _) => DeliveryStatus::Succeeded,
+        (false, Some(_)) => DeliveryStatus::Pending,
+        (false, None) => DeliveryStatus::Failed,
     };
     let next_at = next.map(|n| now + chrono::Duration::from_std(n.delay).unwrap_or_default());
     let updated = delivery::Entity::update_many()
@@ -199,7 +202,7 @@ async fn record(
             Expr::value(delivered.then_some(now)),
         )
         .filter(delivery::Column::Id.eq(d.id.clone()))
-        .filter(delivery::Column::Status.eq(PENDING))
+        .filter(delivery::Column::Status.eq(DeliveryStatus::Pending))
         .filter(delivery::Column::Attempts.eq(d.attempts))
         .exec(txn)
         .await?;

@@ -15,7 +15,7 @@ use sea_orm::{
 };
 use serde_json::{Value, json};
 
-use super::entity::{PENDING, delivery, endpoint, event};
+use super::entity::{DeliveryStatus, delivery, endpoint, event};
 use super::messages::Deliver;
 use super::queues::WEBHOOKS_DELIVER;
 use crate::broker::Target;
@@ -216,7 +216,7 @@ pub(super) async fn insert(
                 endpoint_id: Set((*endpoint_id).to_owned()),
                 user_id: Set(e.user_id.clone()),
                 event_type: Set(e.kind.name.to_owned()),
-                status: Set(PENDING.into()),
+                status: Set(DeliveryStatus::Pending.into()),
                 attempts: Set(0),
                 next_attempt_at: Set(Some(now)),
                 give_up_at: Set(give_up),

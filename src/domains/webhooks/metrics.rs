@@ -11,7 +11,7 @@ use sea_orm::{
     ColumnTrait, DatabaseConnection, EntityTrait, PaginatorTrait as _, QueryFilter, QuerySelect,
 };
 
-use super::entity::{PENDING, delivery, endpoint};
+use super::entity::{DeliveryStatus, delivery, endpoint};
 use crate::telemetry::gauges::{Gauge, age_secs};
 
 pub const GAUGES: &[Gauge] = &[Gauge {
@@ -22,7 +22,7 @@ pub const GAUGES: &[Gauge] = &[Gauge {
 fn sample(db: &DatabaseConnection) -> BoxFuture<'_, anyhow::Result<()>> {
     Box::pin(async move {
         let pending = delivery::Entity::find()
-            .filter(delivery::Column::Status.eq(PENDING))
+            .filter(delivery::Column::Status.eq(DeliveryStatus::Pending))
             .count(db)
             .await?;
         // The oldest pending delivery and the one due first, in one read.
@@ -31,7 +31,7 @@ fn sample(db: &DatabaseConnection) -> BoxFuture<'_, anyhow::Result<()>> {
                 .select_only()
                 .column_as(delivery::Column::CreatedAt.min(), "oldest")
                 .column_as(delivery::Column::NextAttemptAt.min(), "due")
-                .filter(delivery::Column::Status.eq(PENDING))
+                .filter(delivery::Column::Status.eq(DeliveryStatus::Pending))
                 .into_tuple()
                 .one(db)
                 .await?

@@ -11,7 +11,7 @@ use sea_orm::{
 };
 use serde_json::json;
 
-use super::entity::{PENDING, attempt, delivery, endpoint, event};
+use super::entity::{DeliveryStatus, attempt, delivery, endpoint, event};
 use crate::housekeeping::Retention;
 use crate::ops::{Panel, PanelView, TableView};
 
@@ -43,7 +43,7 @@ async fn load(db: &DatabaseConnection) -> anyhow::Result<PanelView> {
         .column(delivery::Column::UserId)
         .column_as(delivery::Column::Id.count(), "n")
         .column_as(delivery::Column::CreatedAt.min(), "oldest")
-        .filter(delivery::Column::Status.eq(PENDING))
+        .filter(delivery::Column::Status.eq(DeliveryStatus::Pending))
         .group_by(delivery::Column::UserId)
         .order_by_desc(Func::count(Expr::col(delivery::Column::Id)))
         .limit(ROWS)
@@ -117,7 +117,7 @@ async fn trim(db: &DatabaseConnection, before: DateTime<Utc>) -> Result<u64, DbE
         .column(delivery::Column::Id)
         .column(delivery::Column::EventId)
         .filter(delivery::Column::CreatedAt.lt(before))
-        .filter(delivery::Column::Status.ne(PENDING))
+        .filter(delivery::Column::Status.ne(DeliveryStatus::Pending))
         .limit(5000)
         .into_tuple()
         .all(db)

@@ -8,7 +8,7 @@ use sea_orm::{
     QueryFilter, QueryOrder, QuerySelect, TransactionTrait,
 };
 
-use super::entity::{FAILED, PENDING, SUCCEEDED, attempt, delivery, endpoint};
+use super::entity::{DeliveryStatus, attempt, delivery, endpoint};
 use super::listener::{self, TEST_EVENT};
 use super::messages::Deliver;
 use super::queues::WEBHOOKS_DELIVER;
@@ -224,7 +224,7 @@ pub async fn send_test(
 pub async fn deliveries(
     db: &impl ConnectionTrait,
     endpoint_id: &str,
-    status: Option<&str>,
+    status: Option<DeliveryStatus>,
     cursor: Option<&str>,
     limit: u64,
 ) -> Result<Vec<Delivery>, DbErr> {
@@ -279,16 +279,19 @@ pub async fn retry(
     else {
         return Ok(None);
     };
-    if d.status == PENDING {
+    if d.status == DeliveryStatus::Pending {
         return Err(StoreError::StillPending);
     }
     let now = Utc::now();
     let updated = delivery::Entity::update_many()
-        .col_expr(delivery::Column::Status, Expr::value(PENDING))
+        .col_expr(
+            delivery::Column::Status,
+            Expr::value(DeliveryStatus::Pending),
+        )
         .col_expr(delivery::Column::NextAttemptAt, Expr::value(Some(now)))
         .col_expr(delivery::Column::GiveUpAt, Expr::value(now + give_up))
         .filter(delivery::Column::Id.eq(id))
-        .filter(delivery::Column::Status.is_in([FAILED, SUCCEEDED]))
+        .filter(delivery::Column::Status.is_in([DeliveryStatus::Failed, DeliveryStatus::Succeeded]))
         .filter(delivery::Column::Attempts.eq(d.attempts))
         .exec(&txn)
         .await?;

@@ -62,7 +62,7 @@ pub struct DeliveryView {
     pub event_type: String,
     /// `PENDING` (being attempted), `SUCCEEDED` (answered 2xx) or `FAILED` (given up, or
     /// its endpoint was disabled or deleted).
-    pub status: String,
+    pub status: super::entity::DeliveryStatus,
     pub attempts: i32,
     pub next_attempt_at: Option<DateTime<Utc>>,
     /// The last answer's status code, first bytes and time.

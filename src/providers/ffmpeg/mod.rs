@@ -38,7 +38,7 @@ use super::{ExecError, Executor, Job, Progress, Report};
 use crate::plans::Plans;
 use crate::providers::settings::ProviderSettings;
 use crate::storage::Storage;
-use crate::storage::records::{self, Dimensions, READY, usage};
+use crate::storage::records::{self, Dimensions, ObjectStatus, usage};
 use bounds::{Budget, Plan};
 use keep::Output;
 use process::{RunError, Watch};
@@ -121,7 +121,9 @@ impl Ffmpeg {
         records::find(&self.db, job.user_id, id)
             .await
             .map_err(|e| ExecError::Transient(format!("reading the upload: {e}")))?
-            .filter(|o| o.status == READY && o.purpose == "video" && o.store_key.is_some())
+            .filter(|o| {
+                o.status == ObjectStatus::Ready && o.purpose == "video" && o.store_key.is_some()
+            })
             .ok_or_else(|| {
                 ExecError::Permanent(format!(
                     "input_unavailable: upload {id} is not a ready video of the task's owner"

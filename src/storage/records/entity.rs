@@ -13,8 +13,7 @@ pub mod object {
         pub user_id: String,
         /// `video`, `image`, `audio` (uploads) or `generated`.
         pub purpose: String,
-        /// `PENDING`, `READY`, `REJECTED`.
-        pub status: String,
+        pub status: crate::storage::records::ObjectStatus,
         /// Where the bytes are; `None` until the kind is known.
         pub store_key: Option<String>,
         pub size: i64,

@@ -19,9 +19,41 @@ use super::write::Written;
 pub use entity::object::Model as Object;
 use entity::object::{ActiveModel, Column, Entity};
 
-pub const PENDING: &str = "PENDING";
-pub const READY: &str = "READY";
-pub const REJECTED: &str = "REJECTED";
+use sea_orm::entity::prelude::StringLen;
+
+/// A stored file's state, stored as its name.
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Hash,
+    serde::Serialize,
+    serde::Deserialize,
+    utoipa::ToSchema,
+    sea_orm::EnumIter,
+    sea_orm::DeriveActiveEnum,
+)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+#[sea_orm(rs_type = "String", db_type = "String(StringLen::N(16))")]
+pub enum ObjectStatus {
+    /// Bytes on their way.
+    #[sea_orm(string_value = "PENDING")]
+    Pending,
+    #[sea_orm(string_value = "READY")]
+    Ready,
+    /// See its `reason`.
+    #[sea_orm(string_value = "REJECTED")]
+    Rejected,
+}
+
+impl std::fmt::Display for ObjectStatus {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&crate::db::StoredName::name(*self))
+    }
+}
+
 /// The purpose of files the platform generated (as opposed to uploads).
 pub const GENERATED: &str = "generated";
 
@@ -97,7 +129,7 @@ pub async fn create_pending_with_id(
         id: Set(id.to_owned()),
         user_id: Set(user.to_owned()),
         purpose: Set(purpose.to_owned()),
-        status: Set(PENDING.to_owned()),
+        status: Set(ObjectStatus::Pending),
         store_key: Set(key.map(ToString::to_string)),
         size: Set(0),
         reserved: Set(reserved as i64),
@@ -156,7 +188,7 @@ pub(super) async fn make_ready(
     m: &Measured<'_>,
 ) -> Result<bool, DbErr> {
     let mut update = Entity::update_many()
-        .col_expr(Column::Status, Expr::value(READY))
+        .col_expr(Column::Status, Expr::value(ObjectStatus::Ready))
         .col_expr(Column::Size, Expr::value(m.size))
         .col_expr(Column::Reserved, Expr::value(m.size))
         .col_expr(Column::ContentType, Expr::value(m.content_type))
@@ -170,7 +202,7 @@ pub(super) async fn make_ready(
     }
     let done = update
         .filter(Column::Id.eq(&row.id))
-        .filter(Column::Status.eq(PENDING))
+        .filter(Column::Status.eq(ObjectStatus::Pending))
         .exec(db)
         .await?;
     if done.rows_affected != 1 {
@@ -209,7 +241,7 @@ pub async fn mark_ready(
         return Ok(None);
     }
     Ok(Some(Object {
-        status: READY.to_owned(),
+        status: ObjectStatus::Ready,
         store_key: Some(key),
         size,
         reserved: size,
@@ -233,12 +265,12 @@ pub async fn mark_rejected(
     let reason: String = reason.chars().take(500).collect();
     let now = Utc::now();
     let done = Entity::update_many()
-        .col_expr(Column::Status, Expr::value(REJECTED))
+        .col_expr(Column::Status, Expr::value(ObjectStatus::Rejected))
         .col_expr(Column::Reason, Expr::value(reason))
         .col_expr(Column::Reserved, Expr::value(0i64))
         .col_expr(Column::UpdatedAt, Expr::value(now))
         .filter(Column::Id.eq(&upload.id))
-        .filter(Column::Status.eq(PENDING))
+        .filter(Column::Status.eq(ObjectStatus::Pending))
         .exec(db)
         .await?;
     // Given back once: a completion that lost a race to another (READY or REJECTED
@@ -325,7 +357,7 @@ pub async fn record_generated(
     let now = Utc::now();
     for f in files {
         if let Some(row) = by_key(db, &f.key).await? {
-            if row.status == PENDING && row.task_id.as_deref() == Some(task_id) {
+            if row.status == ObjectStatus::Pending && row.task_id.as_deref() == Some(task_id) {
                 reserved::settle(db, &row, f).await?;
             }
             continue;
@@ -335,7 +367,7 @@ pub async fn record_generated(
             id: Set(uuid::Uuid::now_v7().to_string()),
             user_id: Set(user.to_owned()),
             purpose: Set(GENERATED.to_owned()),
-            status: Set(READY.to_owned()),
+            status: Set(ObjectStatus::Ready),
             store_key: Set(Some(f.key.clone())),
             size: Set(size),
             reserved: Set(size),
@@ -374,7 +406,7 @@ pub async fn of_tasks(
     Entity::find()
         .filter(Column::TaskId.is_in(task_ids.iter().cloned()))
         // Not those reserved by a step still storing them (or that failed to).
-        .filter(Column::Status.eq(READY))
+        .filter(Column::Status.eq(ObjectStatus::Ready))
         .filter(Column::DeletedAt.is_null())
         .order_by_asc(Column::Id)
         .all(db)
@@ -408,7 +440,7 @@ pub async fn due(
         .filter(
             Condition::any()
                 .add(Column::PurgeAt.lte(now))
-                .add(Column::Status.eq(REJECTED)),
+                .add(Column::Status.eq(ObjectStatus::Rejected)),
         )
         .limit(limit)
         .all(db)
@@ -422,7 +454,7 @@ pub async fn abandoned(
     limit: u64,
 ) -> Result<Vec<Object>, DbErr> {
     Entity::find()
-        .filter(Column::Status.eq(PENDING))
+        .filter(Column::Status.eq(ObjectStatus::Pending))
         .filter(Column::CreatedAt.lt(before))
         .limit(limit)
         .all(db)

@@ -12,7 +12,7 @@ use sea_orm::{
 };
 
 use super::entity::object::{ActiveModel, Column, Entity};
-use super::{GENERATED, GeneratedFile, Object, PENDING, usage};
+use super::{GENERATED, GeneratedFile, Object, ObjectStatus, usage};
 use crate::storage::Key;
 
 /// A file a task is about to store: where, and how many bytes.
@@ -54,7 +54,7 @@ pub async fn reserve(
             id: Set(uuid::Uuid::now_v7().to_string()),
             user_id: Set(user.to_owned()),
             purpose: Set(GENERATED.to_owned()),
-            status: Set(PENDING.to_owned()),
+            status: Set(ObjectStatus::Pending),
             store_key: Set(Some(f.key.to_string())),
             size: Set(0),
             reserved: Set(f.size as i64),
@@ -96,14 +96,14 @@ async fn release_in(
     }
     let held = Entity::find()
         .filter(Column::TaskId.eq(task_id))
-        .filter(Column::Status.eq(PENDING))
+        .filter(Column::Status.eq(ObjectStatus::Pending))
         .filter(Column::StoreKey.is_in(keys.iter().cloned()))
         .all(db)
         .await?;
     for row in held {
         let gone = Entity::delete_many()
             .filter(Column::Id.eq(&row.id))
-            .filter(Column::Status.eq(PENDING))
+            .filter(Column::Status.eq(ObjectStatus::Pending))
             .exec(db)
             .await?;
         if gone.rows_affected == 1 {
@@ -136,7 +136,7 @@ pub(super) async fn settle(
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
-    use crate::storage::records::{Dimensions, READY};
+    use crate::storage::records::{Dimensions, ObjectStatus};
 
     async fn db() -> DatabaseConnection {
         let db = crate::db::connect_url("sqlite::memory:", 1).await.unwrap();
@@ -208,7 +208,7 @@ mod tests {
         assert_eq!(rows.len(), 2);
         assert!(
             rows.iter()
-                .all(|r| r.status == READY && r.size == r.reserved)
+                .all(|r| r.status == ObjectStatus::Ready && r.size == r.reserved)
         );
         // A failed step gives its reservation back; a READY file is not touched.
         let more = [planned("t2-a", 50)];

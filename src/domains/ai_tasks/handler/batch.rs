@@ -13,6 +13,7 @@ use crate::broker::Envelope;
 use crate::consumer::answers::{Answer, Answers};
 use crate::consumer::{Context, HandlerError};
 use crate::domains::ai_tasks::messages::RunStep;
+use crate::domains::ai_tasks::scheduling::waiting::Admitted;
 use crate::domains::ai_tasks::store::{self, StepClaim, Task};
 
 /// A step message whose task is waiting for that step.
@@ -233,5 +234,28 @@ impl AiTaskHandler {
             });
         }
         Ok(out)
+    }
+
+    /// The fair share's verdict on the candidates (see [`scheduling::share`]): those
+    /// admitted, and the admissions to hold until their claims are written; the others
+    /// are answered with why they wait.
+    ///
+    /// [`scheduling::share`]: crate::domains::ai_tasks::scheduling::share
+    async fn fair_share(
+        &self,
+        ctx: &Context,
+        candidates: Vec<Candidate>,
+        answers: &mut [Option<Result<(), HandlerError>>],
+    ) -> Result<(Vec<Candidate>, Option<Admitted<'_>>), sea_orm::DbErr> {
+        let tasks: Vec<&Task> = candidates.iter().map(|c| &c.task).collect();
+        let (refused, admitted) = self.share.admit(&ctx.db, &tasks).await?;
+        let mut kept = Vec::with_capacity(candidates.len());
+        for (c, refusal) in candidates.into_iter().zip(refused) {
+            match refusal {
+                None => kept.push(c),
+                Some(e) => answers[c.index] = Some(Err(e)),
+            }
+        }
+        Ok((kept, admitted))
     }
 }

@@ -91,7 +91,9 @@ impl AiTaskHandler {
         came_in: Option<&str>,
     ) -> Result<(), HandlerError> {
         let (Some(w), Some(t)) = (
-            store::waits::get(&ctx.db, &c.task_id).await.map_err(transient)?,
+            store::waits::get(&ctx.db, &c.task_id)
+                .await
+                .map_err(transient)?,
             store::get(&ctx.db, &c.task_id).await.map_err(transient)?,
         ) else {
             return Ok(());
@@ -104,7 +106,9 @@ impl AiTaskHandler {
             // The task ended or moved on without its wait (a cancel removes it; this is
             // what an older build or a crash left).
             if t.status.is_terminal() {
-                store::waits::forget(&ctx.db, &t.id).await.map_err(transient)?;
+                store::waits::forget(&ctx.db, &t.id)
+                    .await
+                    .map_err(transient)?;
             }
             checked("stale");
             return Ok(());

@@ -12,7 +12,6 @@ pub mod job;
 mod park;
 mod report;
 pub mod report_writer;
-pub mod share;
 mod step;
 #[cfg(test)]
 mod tests;
@@ -27,6 +26,7 @@ use super::kinds::TaskKind;
 use crate::broker::Envelope;
 use crate::consumer::answers::{self, Answers};
 use crate::consumer::{BatchHandler, Context, Fate, Fencing, HandlerError};
+use crate::domains::ai_tasks::scheduling::share::FairShare;
 use crate::domains::ai_tasks::settings::AiSettings;
 use crate::outbox::Relay;
 use crate::providers::Executor;
@@ -36,17 +36,8 @@ pub struct AiTaskHandler {
     pub executor: Arc<dyn Executor>,
     pub relay: Relay,
     pub max_payload: usize,
-    /// For the fair-share rules at claim time ([`share`]): each tenant's
-    /// `limits.tasks_running` (configured, its plan's, its override) and the plans'
-    /// weights; then each lane's waiting tenants.
-    pub limits: crate::limits::Values,
-    pub waiting: share::Waiting,
-    /// This process's consumers, with each lane's worker slots as they run now (the
-    /// prefetch configured, or set at run time and followed): the least a contended
-    /// lane's shares are cut from.
-    pub consumers: Arc<crate::tally::Tally>,
-    /// What this process's batches admitted and have not claimed yet (see [`share`]).
-    pub admitting: share::Admitting,
+    /// The fair-share rules at claim time.
+    pub share: FairShare,
     /// What every running step reports (progress, streamed text), written together.
     pub reports: report_writer::ReportWriter,
     /// Every running step's lease heartbeats, written together.

@@ -7,7 +7,9 @@
 //! cancel policy's refund (the steps not run come back). Each decision is one guarded
 //! transition, so of two that race one wins and the other finds nothing to decide.
 
-use sea_orm::{ConnectionTrait, DatabaseConnection, DbErr, EntityTrait, QuerySelect, TransactionTrait};
+use sea_orm::{
+    ConnectionTrait, DatabaseConnection, DbErr, EntityTrait, QuerySelect, TransactionTrait,
+};
 
 use super::store::waiting;
 use crate::domains::ai_tasks::entity::task;

@@ -65,7 +65,7 @@ impl DecisionRequest {
     request_body = DecisionRequest,
     responses(
         (status = 200, description = "Decided: PROCESSING (the step runs) or CANCELED (refunded per the cancel policy)", body = TaskView),
-        (status = 401, description = "Missing or invalid API key", body = ErrorBody),
+        crate::api::openapi::Unauthorized,
         (status = 404, description = "No such task of the caller's", body = ErrorBody),
         (status = 409, description = "The task waits for no approval", body = ErrorBody),
         (status = 422, description = "Not a decision, or a comment too long", body = ErrorBody)))]

@@ -22,7 +22,6 @@ use crate::events::Events;
 use crate::outbox;
 use crate::providers::Parked;
 
-
 /// The message that checks `task_id`'s wait after `checks` checks.
 pub fn check_message(task_id: &str, attempt: i32, checks: i32) -> Envelope {
     let payload = serde_json::to_value(CheckStep {

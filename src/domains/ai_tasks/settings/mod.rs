@@ -80,10 +80,34 @@ pub struct AiSettings {
     pub callback_base_url: String,
     /// Shedding other kinds while the video-analysis pipeline is far behind.
     #[serde(default)]
-    pub shedding: super::shedding::SheddingSettings,
+    pub shedding: SheddingSettings,
     pub kinds: BTreeMap<String, KindSettings>,
     /// Providers by name (`[ai.providers.<name>]`); kinds name the one that serves them.
     pub providers: BTreeMap<String, ProviderSettings>,
+}
+
+/// `[ai.shedding]`: the kinds whose submissions give way while the video-analysis
+/// pipeline is far behind.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct SheddingSettings {
+    /// Messages waiting in `ai.media.extract` + `ai.media.asr` from which the listed
+    /// kinds are shed; 0: never.
+    pub backlog: u64,
+    /// The kinds shed (never `video_analysis`, the core path).
+    pub kinds: Vec<String>,
+    /// What `Retry-After` says.
+    pub retry_after_secs: u64,
+}
+
+impl Default for SheddingSettings {
+    fn default() -> Self {
+        SheddingSettings {
+            backlog: 0,
+            kinds: vec!["image".into(), "video".into(), "model3d".into()],
+            retry_after_secs: 30,
+        }
+    }
 }
 
 /// `[ai.kinds.<kind>]`.

@@ -64,7 +64,7 @@ pub struct UsageReport {
     responses(
         (status = 200, description = "The caller's provider usage and credits, by kind and provider", body = UsageReport),
         (status = 400, description = "A bad time, `from` not before `to`, or a range over 400 days", body = ErrorBody),
-        (status = 401, description = "Missing or invalid API key", body = ErrorBody)))]
+        crate::api::openapi::Unauthorized))]
 pub async fn usage(
     State(core): State<Core>,
     AuthUser(user): AuthUser,

@@ -37,8 +37,8 @@ pub struct MarkPaidView {
     responses(
         (status = 200, description = "UNPAID → PAID, or what happened instead", body = MarkPaidView),
         (status = 400, description = "No JSON body, or malformed JSON", body = ErrorBody),
-        (status = 401, description = "Missing or invalid API key", body = ErrorBody),
-        (status = 403, description = "Not an admin", body = ErrorBody),
+        crate::api::openapi::Unauthorized,
+        crate::api::openapi::NotAdmin,
         (status = 404, description = "No such order", body = ErrorBody),
         (status = 422, description = "Invalid payment_ref", body = ErrorBody)))]
 pub(crate) async fn mark_paid(
@@ -90,8 +90,8 @@ pub struct ReconcileParams {
     responses(
         (status = 200, description = "The figures and the drift", body = Reconciled),
         (status = 400, description = "`repair` is not `true` or `false`", body = ErrorBody),
-        (status = 401, description = "Missing or invalid API key", body = ErrorBody),
-        (status = 403, description = "Not an admin", body = ErrorBody),
+        crate::api::openapi::Unauthorized,
+        crate::api::openapi::NotAdmin,
         (status = 404, description = "No such sale", body = ErrorBody)))]
 pub(crate) async fn reconcile(
     State(state): State<FlashSales>,

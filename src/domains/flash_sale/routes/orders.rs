@@ -26,7 +26,7 @@ use crate::idempotency::IdempotencyKey;
     responses(
         (status = 202, description = "A unit is yours; the order is QUEUED (`Location` names it)", body = Accepted),
         (status = 400, description = "A malformed `Idempotency-Key` (named in `field`)", body = ErrorBody),
-        (status = 401, description = "Missing or invalid API key", body = ErrorBody),
+        crate::api::openapi::Unauthorized,
         (status = 404, description = "No such sale", body = ErrorBody),
         (status = 409, description = "`sold_out`, `limit_reached` or `not_active`", body = ErrorBody),
         (status = 429, description = "`rate_limited`: orders per second of this account (`Retry-After`)", body = ErrorBody),
@@ -93,7 +93,7 @@ pub struct OrderListParams {
     responses(
         (status = 200, description = "The caller's orders, newest first", body = Page<OrderView>),
         (status = 400, description = "Bad query", body = ErrorBody),
-        (status = 401, description = "Missing or invalid API key", body = ErrorBody)))]
+        crate::api::openapi::Unauthorized))]
 pub(crate) async fn list_orders(
     State(state): State<FlashSales>,
     AuthUser(user): AuthUser,
@@ -125,7 +125,7 @@ pub(crate) async fn list_orders(
     params(("id" = String, Path, description = "Order id")),
     responses(
         (status = 200, description = "The order", body = OrderView),
-        (status = 401, description = "Missing or invalid API key", body = ErrorBody),
+        crate::api::openapi::Unauthorized,
         (status = 404, description = "No such order of the caller's (a QUEUED order is not written yet)", body = ErrorBody)))]
 pub(crate) async fn read_order(
     State(state): State<FlashSales>,

@@ -43,8 +43,8 @@ pub struct SaleRequest {
     responses(
         (status = 201, description = "The sale", body = SaleView),
         (status = 400, description = "Malformed JSON or unknown fields", body = ErrorBody),
-        (status = 401, description = "Missing or invalid API key", body = ErrorBody),
-        (status = 403, description = "Not an admin", body = ErrorBody),
+        crate::api::openapi::Unauthorized,
+        crate::api::openapi::NotAdmin,
         (status = 422, description = "Invalid field (named in `field`)", body = ErrorBody)))]
 pub(crate) async fn create(
     State(state): State<FlashSales>,
@@ -115,8 +115,8 @@ pub struct ListParams {
     responses(
         (status = 200, description = "Sales, newest first", body = Page<SaleView>),
         (status = 400, description = "Bad query", body = ErrorBody),
-        (status = 401, description = "Missing or invalid API key", body = ErrorBody),
-        (status = 403, description = "Not an admin", body = ErrorBody)))]
+        crate::api::openapi::Unauthorized,
+        crate::api::openapi::NotAdmin))]
 pub(crate) async fn list(
     State(state): State<FlashSales>,
     _: Admin,
@@ -137,7 +137,7 @@ pub(crate) async fn list(
     params(("id" = String, Path, description = "Sale id")),
     responses(
         (status = 200, description = "The sale", body = SaleView),
-        (status = 401, description = "Missing or invalid API key", body = ErrorBody),
+        crate::api::openapi::Unauthorized,
         (status = 404, description = "No such sale", body = ErrorBody)))]
 pub(crate) async fn show(
     State(state): State<FlashSales>,

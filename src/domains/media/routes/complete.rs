@@ -18,7 +18,7 @@ use crate::api::openapi::ErrorBody;
 use crate::domains::media::limits;
 use crate::domains::media::view::UploadView;
 use crate::error::ApiError;
-use crate::storage::records::{self, Dimensions, PENDING};
+use crate::storage::records::{self, Dimensions, ObjectStatus};
 use crate::storage::sniff::{self, Purpose, SNIFF_BYTES};
 use crate::storage::{Key, StorageError, Written};
 
@@ -27,7 +27,7 @@ use crate::storage::{Key, StorageError, Written};
     params(("id" = String, Path, description = "Upload id")),
     responses(
         (status = 200, description = "READY (or as it already was)", body = UploadView),
-        (status = 401, description = "Missing or invalid API key", body = ErrorBody),
+        crate::api::openapi::Unauthorized,
         (status = 404, description = "No such upload of the caller's", body = ErrorBody),
         (status = 409, description = "`not_uploaded`: no object in the bucket yet", body = ErrorBody),
         (status = 422, description = "`size_mismatch`, `unsupported_media_type` or `checksum_mismatch`: the upload is REJECTED and its object removed", body = ErrorBody),
@@ -44,7 +44,7 @@ pub(crate) async fn complete(
     let (Some(key), Some(purpose)) = (row.store_key.clone(), Purpose::parse(&row.purpose)) else {
         return Err(ApiError::not_found("upload"));
     };
-    if row.status != PENDING {
+    if row.status != ObjectStatus::Pending {
         return Ok(Json(UploadView::of(storage, row).await?));
     }
     // A completion copies and reads the whole object: it holds one of the tenant's

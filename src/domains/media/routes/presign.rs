@@ -65,7 +65,7 @@ pub(crate) struct Presigned {
     request_body = PresignRequest,
     responses(
         (status = 201, description = "A PENDING upload and the URL to PUT its bytes to", body = Presigned),
-        (status = 401, description = "Missing or invalid API key", body = ErrorBody),
+        crate::api::openapi::Unauthorized,
         (status = 409, description = "`presign_unavailable`: the store is local; use POST /v1/uploads", body = ErrorBody),
         (status = 413, description = "`file_too_large` or `storage_quota`", body = ErrorBody),
         (status = 422, description = "Bad purpose, content type or size (named in `field`)", body = ErrorBody)))]

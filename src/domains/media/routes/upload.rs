@@ -63,7 +63,7 @@ struct Admitted {
     responses(
         (status = 201, description = "Stored: READY, with size, sniffed type, SHA-256 and a signed URL", body = UploadView),
         (status = 400, description = "Malformed multipart body, or fields out of order", body = ErrorBody),
-        (status = 401, description = "Missing or invalid API key", body = ErrorBody),
+        crate::api::openapi::Unauthorized,
         (status = 408, description = "`form_timeout`: the form before the file's bytes (`purpose`, the parts' headers) did not arrive within `server.header_read_timeout_ms`", body = ErrorBody),
         (status = 413, description = "`file_too_large` (the purpose's limit), `storage_quota` (the tenant's quota), `field_too_large` (a field other than `file` over 256 bytes, named in `field`) or `form_too_large` (the form before the file over 32 KiB); nothing stored", body = ErrorBody),
         (status = 422, description = "`unsupported_media_type` (the bytes are not a type the purpose takes: the upload is REJECTED), `empty_file`, or a bad `purpose`", body = ErrorBody),

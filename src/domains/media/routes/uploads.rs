@@ -6,38 +6,25 @@ use axum::http::StatusCode;
 
 use super::Media;
 use crate::api::openapi::ErrorBody;
-use crate::api::{ApiQuery, AuthUser, Page};
+use crate::api::{AuthUser, IdPage, Page, PageQuery};
 use crate::domains::media::view::UploadView;
 use crate::error::ApiError;
 use crate::storage::records::{self, GENERATED};
 
-#[derive(Debug, serde::Deserialize, utoipa::IntoParams)]
-#[serde(deny_unknown_fields)]
-#[into_params(parameter_in = Query)]
-pub(crate) struct ListQuery {
-    /// `next_cursor` of the previous page.
-    #[param(pattern = "^[0-9A-Za-z-]{1,64}$")]
-    cursor: Option<String>,
-    /// Page size, 1 to 100 (default 20).
-    #[param(minimum = 1, maximum = 100)]
-    limit: Option<u64>,
-}
-
 /// `GET /v1/uploads?cursor=&limit=`: the caller's uploads, newest first.
 #[utoipa::path(get, path = "/v1/uploads", operation_id = "list_uploads", tag = "uploads", security(("api_key" = [])),
-    params(ListQuery),
+    params(PageQuery),
     responses(
         (status = 200, description = "The caller's uploads, newest first", body = Page<UploadView>),
         (status = 400, description = "Bad limit or cursor (named in `field`)", body = ErrorBody),
-        (status = 401, description = "Missing or invalid API key", body = ErrorBody)))]
+        crate::api::openapi::Unauthorized))]
 pub(crate) async fn list(
     State(state): State<Media>,
     AuthUser(user): AuthUser,
-    ApiQuery(q): ApiQuery<ListQuery>,
+    page: IdPage,
 ) -> Result<Json<Page<UploadView>>, ApiError> {
-    let limit = crate::api::page::limit(q.limit)?;
-    let cursor = crate::api::page::id_cursor(q.cursor.as_deref())?;
-    let rows = records::list_uploads(&state.core.db, &user.id, cursor, limit).await?;
+    let limit = page.limit;
+    let rows = records::list_uploads(&state.core.db, &user.id, page.cursor(), limit).await?;
     let mut items = Vec::with_capacity(rows.len());
     for row in rows {
         items.push(UploadView::of(&state.core.storage, row).await?);
@@ -50,7 +37,7 @@ pub(crate) async fn list(
     params(("id" = String, Path, description = "Upload id")),
     responses(
         (status = 200, description = "The upload", body = UploadView),
-        (status = 401, description = "Missing or invalid API key", body = ErrorBody),
+        crate::api::openapi::Unauthorized,
         (status = 404, description = "No such upload of the caller's", body = ErrorBody)))]
 pub(crate) async fn read(
     State(state): State<Media>,
@@ -70,7 +57,7 @@ pub(crate) async fn read(
     params(("id" = String, Path, description = "Upload id")),
     responses(
         (status = 204, description = "Deleted"),
-        (status = 401, description = "Missing or invalid API key", body = ErrorBody),
+        crate::api::openapi::Unauthorized,
         (status = 404, description = "No such upload of the caller's", body = ErrorBody)))]
 pub(crate) async fn remove(
     State(state): State<Media>,

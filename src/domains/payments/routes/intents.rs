@@ -86,7 +86,7 @@ impl From<IntentError> for ApiError {
     responses(
         (status = 201, description = "The intent", body = PaymentView),
         (status = 400, description = "Neither or both of product and order", body = ErrorBody),
-        (status = 401, description = "Missing or invalid API key", body = ErrorBody),
+        crate::api::openapi::Unauthorized,
         (status = 404, description = "No such order of the caller's", body = ErrorBody),
         (status = 409, description = "`order_not_payable`: the order is not UNPAID", body = ErrorBody),
         (status = 422, description = "Unknown product", body = ErrorBody),
@@ -121,7 +121,7 @@ pub(crate) async fn create(
     params(("id" = String, Path, description = "Payment id")),
     responses(
         (status = 200, description = "The payment and its events", body = PaymentView),
-        (status = 401, description = "Missing or invalid API key", body = ErrorBody),
+        crate::api::openapi::Unauthorized,
         (status = 404, description = "No such payment of the caller's", body = ErrorBody)))]
 pub(crate) async fn show(
     State(state): State<PaymentsState>,

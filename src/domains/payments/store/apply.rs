@@ -14,9 +14,8 @@ use sea_orm::{
 };
 
 use super::inbox::enqueue_apply;
-use super::{
-    APPLIED, CREATED, EXPIRED, Event, PAID, Payment, RECEIVED, REFUND_DUE, REFUNDED, WAITING,
-};
+use super::{Event, EventStatus, Payment, PaymentStatus};
+use crate::db::StoredName as _;
 use crate::domains::flash_sale::messages::OrderEvent;
 use crate::domains::flash_sale::store::{self as orders, Paid};
 use crate::domains::payments::entity::{event, payment};
@@ -121,7 +120,7 @@ async fn apply_in(
     ev: &Event,
     max_bytes: usize,
 ) -> Result<Applied, OutboxError> {
-    if ev.status != RECEIVED {
+    if ev.status != EventStatus::Received {
         return Ok(Applied::Before);
     }
     // One event of a payment at a time (see the module doc).
@@ -136,15 +135,15 @@ async fn apply_in(
     };
     // A refund before its payment waits for it (put back in line when it is paid).
     let (status, applied_at) = match outcome {
-        Applied::Waiting => (WAITING, None),
-        _ => (APPLIED, Some(Utc::now())),
+        Applied::Waiting => (EventStatus::Waiting, None),
+        _ => (EventStatus::Applied, Some(Utc::now())),
     };
     let moved = event::Entity::update_many()
         .col_expr(event::Column::Status, Expr::value(status))
         .col_expr(event::Column::AppliedAt, Expr::value(applied_at))
         .col_expr(event::Column::Note, Expr::value(note))
         .filter(event::Column::Id.eq(ev.id))
-        .filter(event::Column::Status.eq(RECEIVED))
+        .filter(event::Column::Status.eq(EventStatus::Received))
         .exec(txn)
         .await?;
     if moved.rows_affected != 1 {
@@ -164,10 +163,10 @@ async fn pay(
     p: &Payment,
     max_bytes: usize,
 ) -> Result<(Applied, Option<String>), OutboxError> {
-    if p.status != CREATED && p.status != EXPIRED {
+    if p.status != PaymentStatus::Created && p.status != PaymentStatus::Expired {
         return Ok((
             Applied::AlreadyPaid,
-            Some(format!("payment was {} already", p.status)),
+            Some(format!("payment was {} already", p.status.name())),
         ));
     }
     let mut order_event = None;
@@ -177,7 +176,7 @@ async fn pay(
             // An operator marked it paid by hand with this payment's reference first.
             Some(Paid::Already(o)) if o.payment_ref.as_deref() == Some(p.id.as_str()) => {}
             Some(Paid::Already(_) | Paid::AfterCancel(_)) | None => {
-                set_status(txn, &p.id, REFUND_DUE).await?;
+                set_status(txn, &p.id, PaymentStatus::RefundDue).await?;
                 requeue_waiting(txn, &p.id, max_bytes).await?;
                 let note = "the order was canceled or paid otherwise: refund due";
                 return Ok((
@@ -203,7 +202,7 @@ async fn pay(
         membership_until =
             Some(membership::extend(txn, &user, months, p.plan.as_deref(), &key).await?);
     }
-    set_status(txn, &p.id, PAID).await?;
+    set_status(txn, &p.id, PaymentStatus::Paid).await?;
     requeue_waiting(txn, &p.id, max_bytes).await?;
     Ok((
         Applied::Granted {
@@ -216,7 +215,11 @@ async fn pay(
     ))
 }
 
-async fn set_status(txn: &impl ConnectionTrait, id: &str, status: &str) -> Result<(), DbErr> {
+async fn set_status(
+    txn: &impl ConnectionTrait,
+    id: &str,
+    status: PaymentStatus,
+) -> Result<(), DbErr> {
     payment::Entity::update_many()
         .col_expr(payment::Column::Status, Expr::value(status))
         .col_expr(payment::Column::PaidAt, Expr::value(Utc::now()))
@@ -236,7 +239,7 @@ async fn requeue_waiting(
         .select_only()
         .column(event::Column::Id)
         .filter(event::Column::PaymentId.eq(payment_id))
-        .filter(event::Column::Status.eq(WAITING))
+        .filter(event::Column::Status.eq(EventStatus::Waiting))
         .into_tuple()
         .all(txn)
         .await?;
@@ -244,7 +247,7 @@ async fn requeue_waiting(
         return Ok(());
     }
     event::Entity::update_many()
-        .col_expr(event::Column::Status, Expr::value(RECEIVED))
+        .col_expr(event::Column::Status, Expr::value(EventStatus::Received))
         .col_expr(event::Column::Note, Expr::value(Option::<String>::None))
         .col_expr(
             event::Column::AppliedAt,
@@ -266,7 +269,7 @@ async fn refund(
     ev: &Event,
     p: &Payment,
 ) -> Result<(Applied, Option<String>), DbErr> {
-    if p.status == CREATED || p.status == EXPIRED {
+    if p.status == PaymentStatus::Created || p.status == PaymentStatus::Expired {
         // Before its payment: wait for it instead of being lost or applied first (the
         // caller marks the event WAITING).
         return Ok((Applied::Waiting, Some("waiting for its payment".into())));
@@ -288,7 +291,7 @@ async fn refund(
     let full = refunded == p.amount;
     let mut taken = 0;
     let mut owed = 0;
-    if p.status == PAID {
+    if p.status == PaymentStatus::Paid {
         // Credits back in proportion, rounded down until the last refund takes the rest.
         owed = if full {
             p.credits - p.refunded_credits
@@ -315,7 +318,10 @@ async fn refund(
         .col_expr(payment::Column::Shortfall, Expr::value(p.shortfall + short))
         .filter(payment::Column::Id.eq(p.id.as_str()));
     if full {
-        update = update.col_expr(payment::Column::Status, Expr::value(REFUNDED));
+        update = update.col_expr(
+            payment::Column::Status,
+            Expr::value(PaymentStatus::Refunded),
+        );
     }
     update.exec(txn).await?;
     let note = (short > 0).then(|| format!("{short} credits were spent already (shortfall)"));

@@ -10,7 +10,7 @@ use sea_orm::{
     EntityTrait, PaginatorTrait, QueryFilter, QueryOrder, QuerySelect, SqlErr,
 };
 
-use super::{Kind, RECEIVED, WAITING};
+use super::{EventStatus, Kind};
 use crate::domains::payments::entity::event;
 use crate::domains::payments::messages::ApplyMessage;
 use crate::outbox::{self, OutboxError};
@@ -150,7 +150,7 @@ fn new_row(
         event_id: Set(event_id.to_owned()),
         payment_id: Set(payment_id.to_owned()),
         kind: Set(kind.as_str().to_owned()),
-        status: Set(RECEIVED.to_owned()),
+        status: Set(EventStatus::Received),
         received_at: Set(now),
         applied_at: Set(None),
         amount: Set(match kind {
@@ -189,7 +189,7 @@ pub async fn unapplied(
     event::Entity::find()
         .select_only()
         .column(event::Column::Id)
-        .filter(event::Column::Status.eq(RECEIVED))
+        .filter(event::Column::Status.eq(EventStatus::Received))
         .filter(event::Column::ReceivedAt.lt(before))
         .order_by_asc(event::Column::Id)
         .limit(limit)
@@ -201,7 +201,8 @@ pub async fn unapplied(
 /// The inbox's backlog: events not applied (received or waiting), and the oldest one's
 /// arrival.
 pub async fn backlog(db: &DatabaseConnection) -> Result<(u64, Option<DateTime<Utc>>), DbErr> {
-    let pending = event::Entity::find().filter(event::Column::Status.is_in([RECEIVED, WAITING]));
+    let pending = event::Entity::find()
+        .filter(event::Column::Status.is_in([EventStatus::Received, EventStatus::Waiting]));
     let count = pending.clone().count(db).await?;
     let oldest: Option<DateTime<Utc>> = pending
         .select_only()

@@ -8,7 +8,7 @@ use sea_orm::{
     QueryFilter, QueryOrder,
 };
 
-use super::{CREATED, EXPIRED, Event, Payment};
+use super::{Event, Payment, PaymentStatus};
 use crate::domains::payments::entity::{event, payment};
 
 /// What a new payment buys.
@@ -37,7 +37,7 @@ pub async fn create(
         credits: new.credits,
         amount: new.amount,
         currency: new.currency,
-        status: CREATED.to_owned(),
+        status: PaymentStatus::Created,
         created_at: Utc::now(),
         paid_at: None,
         order_id: new.order_id,
@@ -57,7 +57,7 @@ pub async fn create(
 pub async fn count_open(db: &impl ConnectionTrait, user_id: &str) -> Result<u64, DbErr> {
     payment::Entity::find()
         .filter(payment::Column::UserId.eq(user_id))
-        .filter(payment::Column::Status.eq(CREATED))
+        .filter(payment::Column::Status.eq(PaymentStatus::Created))
         .count(db)
         .await
 }
@@ -65,8 +65,8 @@ pub async fn count_open(db: &impl ConnectionTrait, user_id: &str) -> Result<u64,
 /// CREATED intents created before `before` become EXPIRED; how many did.
 pub async fn expire_unpaid(db: &DatabaseConnection, before: DateTime<Utc>) -> Result<u64, DbErr> {
     let done = payment::Entity::update_many()
-        .col_expr(payment::Column::Status, Expr::value(EXPIRED))
-        .filter(payment::Column::Status.eq(CREATED))
+        .col_expr(payment::Column::Status, Expr::value(PaymentStatus::Expired))
+        .filter(payment::Column::Status.eq(PaymentStatus::Created))
         .filter(payment::Column::CreatedAt.lt(before))
         .exec(db)
         .await?;

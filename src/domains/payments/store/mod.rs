@@ -20,20 +20,9 @@ pub use intents::{NewPayment, count_open, create, events_of, expire_unpaid, get}
 pub use super::entity::event::Model as Event;
 pub use super::entity::payment::Model as Payment;
 
-pub const CREATED: &str = "CREATED";
-/// A CREATED intent nobody paid within `payments.intent_ttl_secs`: no longer counted as
-/// open. A payment that still arrives for it is granted as for CREATED (the money came).
-pub const EXPIRED: &str = "EXPIRED";
-pub const PAID: &str = "PAID";
-pub const REFUNDED: &str = "REFUNDED";
-/// Money received for a flash-sale order that was canceled first (or paid by another
-/// payment): nothing was delivered, the money goes back.
-pub const REFUND_DUE: &str = "REFUND_DUE";
+pub use super::entity::{EventStatus, PaymentStatus};
 /// The inbox's event id column is this long.
 pub const MAX_EVENT_ID: usize = 128;
-pub(super) const RECEIVED: &str = "RECEIVED";
-pub(super) const WAITING: &str = "WAITING";
-pub(super) const APPLIED: &str = "APPLIED";
 
 /// What a provider event says happened.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

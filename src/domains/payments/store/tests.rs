@@ -91,12 +91,8 @@ async fn partial_refunds_take_back_in_proportion_and_the_last_takes_the_rest() {
     assert_eq!(balance(&db, &user).await, 0);
     let after = get(&db, &p.id).await.unwrap().unwrap();
     assert_eq!(
-        (
-            after.status.as_str(),
-            after.refunded_amount,
-            after.refunded_credits
-        ),
-        (REFUNDED, 990, 100)
+        (after.status, after.refunded_amount, after.refunded_credits),
+        (PaymentStatus::Refunded, 990, 100)
     );
     assert_eq!(
         apply_event(&db, &p, "r4", Kind::Refund(1)).await,

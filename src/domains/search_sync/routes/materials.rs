@@ -6,7 +6,7 @@ use serde::Deserialize;
 
 use super::Materials;
 use crate::api::openapi::ErrorBody;
-use crate::api::{ApiJson, ApiQuery, AuthUser, Page};
+use crate::api::{ApiJson, AuthUser, IdPage, Page, PageQuery};
 use crate::domains::search_sync::store::{
     self, MAX_TAG_CHARS, MAX_TAGS, MAX_TITLE_CHARS, Patch, StoreError,
 };
@@ -21,33 +21,20 @@ fn store_error(e: StoreError) -> ApiError {
     }
 }
 
-#[derive(Debug, Deserialize, utoipa::IntoParams)]
-#[serde(deny_unknown_fields)]
-#[into_params(parameter_in = Query)]
-pub(crate) struct ListQuery {
-    /// `next_cursor` of the previous page.
-    #[param(pattern = "^[0-9A-Za-z-]{1,64}$")]
-    cursor: Option<String>,
-    /// Page size, 1 to 100 (default 20).
-    #[param(minimum = 1, maximum = 100)]
-    limit: Option<u64>,
-}
-
 /// `GET /v1/materials?cursor=&limit=`: the caller's materials, newest first.
 #[utoipa::path(get, path = "/v1/materials", operation_id = "list_materials", tag = "materials", security(("api_key" = [])),
-    params(ListQuery),
+    params(PageQuery),
     responses(
         (status = 200, description = "The caller's materials, newest first", body = Page<MaterialView>),
         (status = 400, description = "Bad limit or cursor (named in `field`)", body = ErrorBody),
-        (status = 401, description = "Missing or invalid API key", body = ErrorBody)))]
+        crate::api::openapi::Unauthorized))]
 pub(crate) async fn list(
     State(state): State<Materials>,
     AuthUser(user): AuthUser,
-    ApiQuery(q): ApiQuery<ListQuery>,
+    page: IdPage,
 ) -> Result<axum::Json<Page<MaterialView>>, ApiError> {
-    let limit = crate::api::page::limit(q.limit)?;
-    let cursor = crate::api::page::id_cursor(q.cursor.as_deref())?;
-    let rows = store::list(&state.core.db, &user.id, cursor, limit).await?;
+    let limit = page.limit;
+    let rows = store::list(&state.core.db, &user.id, page.cursor(), limit).await?;
     let items: Vec<MaterialView> = rows.into_iter().map(MaterialView::from).collect();
     Ok(axum::Json(Page::new(items, limit, |m| m.id.clone())))
 }
@@ -57,7 +44,7 @@ pub(crate) async fn list(
     params(("id" = String, Path, description = "Material id")),
     responses(
         (status = 200, description = "The material", body = MaterialView),
-        (status = 401, description = "Missing or invalid API key", body = ErrorBody),
+        crate::api::openapi::Unauthorized,
         (status = 404, description = "No such material of the caller's", body = ErrorBody)))]
 pub(crate) async fn read(
     State(state): State<Materials>,
@@ -169,7 +156,7 @@ fn validate(req: PatchRequest) -> Result<Patch, ApiError> {
     responses(
         (status = 200, description = "The material after the change (a new version)", body = MaterialView),
         (status = 400, description = "Not JSON, or unknown fields", body = ErrorBody),
-        (status = 401, description = "Missing or invalid API key", body = ErrorBody),
+        crate::api::openapi::Unauthorized,
         (status = 404, description = "No such material of the caller's", body = ErrorBody),
         (status = 422, description = "A field out of bounds (named in `field`)", body = ErrorBody),
         (status = 429, description = "`rate_limited`: material edits and deletes per minute of this account (`Retry-After`)", body = ErrorBody)))]
@@ -212,7 +199,7 @@ pub(crate) async fn edit(
     params(("id" = String, Path, description = "Material id")),
     responses(
         (status = 204, description = "Deleted"),
-        (status = 401, description = "Missing or invalid API key", body = ErrorBody),
+        crate::api::openapi::Unauthorized,
         (status = 404, description = "No such material of the caller's (or already deleted)", body = ErrorBody),
         (status = 429, description = "`rate_limited`: material edits and deletes per minute of this account (`Retry-After`)", body = ErrorBody)))]
 pub(crate) async fn remove(

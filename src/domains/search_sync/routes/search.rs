@@ -80,7 +80,7 @@ pub struct SearchPage {
     responses(
         (status = 200, description = "Matches among the caller's materials", body = SearchPage),
         (status = 400, description = "Bad query, kind, cursor or limit (named in `field`)", body = ErrorBody),
-        (status = 401, description = "Missing or invalid API key", body = ErrorBody),
+        crate::api::openapi::Unauthorized,
         (status = 503, description = "The search backend (or, for `semantic`, the embeddings provider) is unavailable; retry later", body = ErrorBody)))]
 pub(crate) async fn find(
     State(state): State<Materials>,

@@ -6,8 +6,9 @@ use serde::Deserialize;
 
 use super::Webhooks;
 use crate::api::openapi::ErrorBody;
-use crate::api::{ApiQuery, AuthUser, Page};
-use crate::domains::webhooks::entity::{FAILED, PENDING, SUCCEEDED};
+use crate::api::{ApiQuery, AuthUser, IdPage, Page};
+use crate::db::StoredName as _;
+use crate::domains::webhooks::entity::DeliveryStatus;
 use crate::domains::webhooks::store::{self, StoreError};
 use crate::domains::webhooks::view::DeliveryView;
 use crate::error::ApiError;
@@ -34,7 +35,7 @@ pub(crate) struct ListQuery {
     responses(
         (status = 200, description = "The endpoint's deliveries, newest first", body = Page<DeliveryView>),
         (status = 400, description = "Bad status, limit or cursor (named in `field`)", body = ErrorBody),
-        (status = 401, description = "Missing or invalid API key", body = ErrorBody),
+        crate::api::openapi::Unauthorized,
         (status = 404, description = "No such endpoint of the caller's", body = ErrorBody)))]
 pub(crate) async fn list(
     State(state): State<Webhooks>,
@@ -42,20 +43,19 @@ pub(crate) async fn list(
     Path(id): Path<String>,
     ApiQuery(q): ApiQuery<ListQuery>,
 ) -> Result<axum::Json<Page<DeliveryView>>, ApiError> {
-    let limit = crate::api::page::limit(q.limit)?;
-    let cursor = crate::api::page::id_cursor(q.cursor.as_deref())?;
-    if let Some(s) = q
-        .status
-        .as_deref()
-        .filter(|s| ![PENDING, SUCCEEDED, FAILED].contains(s))
-    {
-        return Err(ApiError::bad_request(
-            "status",
-            format!("`{s}` is not PENDING, SUCCEEDED or FAILED"),
-        ));
-    }
+    let page = IdPage::new(q.limit, q.cursor)?;
+    let limit = page.limit;
+    let status = match q.status.as_deref() {
+        None => None,
+        Some(s) => Some(DeliveryStatus::parse(s).ok_or_else(|| {
+            ApiError::bad_request(
+                "status",
+                format!("`{s}` is not PENDING, SUCCEEDED or FAILED"),
+            )
+        })?),
+    };
     let e = state.endpoint(&user.id, &id).await?;
-    let rows = store::deliveries(&state.core.db, &e.id, q.status.as_deref(), cursor, limit).await?;
+    let rows = store::deliveries(&state.core.db, &e.id, status, page.cursor(), limit).await?;
     let items: Vec<DeliveryView> = rows.into_iter().map(Into::into).collect();
     Ok(axum::Json(Page::new(items, limit, |d| d.id.clone())))
 }
@@ -65,7 +65,7 @@ pub(crate) async fn list(
     params(("id" = String, Path, description = "Endpoint id"), ("delivery" = String, Path, description = "Delivery id")),
     responses(
         (status = 200, description = "The delivery and its attempts", body = DeliveryView),
-        (status = 401, description = "Missing or invalid API key", body = ErrorBody),
+        crate::api::openapi::Unauthorized,
         (status = 404, description = "No such endpoint or delivery of the caller's", body = ErrorBody)))]
 pub(crate) async fn read(
     State(state): State<Webhooks>,
@@ -88,7 +88,7 @@ pub(crate) async fn read(
     params(("id" = String, Path, description = "Endpoint id"), ("delivery" = String, Path, description = "Delivery id")),
     responses(
         (status = 202, description = "On its way again", body = DeliveryView),
-        (status = 401, description = "Missing or invalid API key", body = ErrorBody),
+        crate::api::openapi::Unauthorized,
         (status = 404, description = "No such endpoint or delivery of the caller's", body = ErrorBody),
         (status = 409, description = "`delivery_pending`: it is still being attempted; `endpoint_disabled`: enable the endpoint first", body = ErrorBody),
         (status = 429, description = "`rate_limited`: over `webhook_sends_per_min` (test events and manual retries); see Retry-After", body = ErrorBody)))]

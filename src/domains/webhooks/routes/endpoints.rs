@@ -93,7 +93,7 @@ fn checked_description(d: String) -> Result<String, ApiError> {
     responses(
         (status = 201, description = "Created; `secret` is shown this once", body = EndpointWithSecret),
         (status = 400, description = "Not JSON, or unknown fields", body = ErrorBody),
-        (status = 401, description = "Missing or invalid API key", body = ErrorBody),
+        crate::api::openapi::Unauthorized,
         (status = 409, description = "`too_many_endpoints`: the account has `webhooks.max_endpoints` already", body = ErrorBody),
         (status = 422, description = "A bad URL (not https, not public, credentials in it) or event type (named in `field`)", body = ErrorBody)))]
 pub(crate) async fn create(
@@ -136,7 +136,7 @@ pub struct EndpointList {
 #[utoipa::path(get, path = "/v1/webhooks/endpoints", operation_id = "list_webhook_endpoints", tag = "webhooks", security(("api_key" = [])),
     responses(
         (status = 200, description = "The caller's endpoints", body = EndpointList),
-        (status = 401, description = "Missing or invalid API key", body = ErrorBody)))]
+        crate::api::openapi::Unauthorized))]
 pub(crate) async fn list(
     State(state): State<Webhooks>,
     AuthUser(user): AuthUser,
@@ -152,7 +152,7 @@ pub(crate) async fn list(
     params(("id" = String, Path, description = "Endpoint id")),
     responses(
         (status = 200, description = "The endpoint", body = EndpointView),
-        (status = 401, description = "Missing or invalid API key", body = ErrorBody),
+        crate::api::openapi::Unauthorized,
         (status = 404, description = "No such endpoint of the caller's", body = ErrorBody)))]
 pub(crate) async fn read(
     State(state): State<Webhooks>,
@@ -170,7 +170,7 @@ pub(crate) async fn read(
     responses(
         (status = 200, description = "The endpoint after the change", body = EndpointView),
         (status = 400, description = "Not JSON, or unknown fields", body = ErrorBody),
-        (status = 401, description = "Missing or invalid API key", body = ErrorBody),
+        crate::api::openapi::Unauthorized,
         (status = 404, description = "No such endpoint of the caller's", body = ErrorBody),
         (status = 422, description = "A bad field (named in `field`)", body = ErrorBody)))]
 pub(crate) async fn edit(
@@ -215,7 +215,7 @@ pub(crate) async fn edit(
     params(("id" = String, Path, description = "Endpoint id")),
     responses(
         (status = 204, description = "Deleted"),
-        (status = 401, description = "Missing or invalid API key", body = ErrorBody),
+        crate::api::openapi::Unauthorized,
         (status = 404, description = "No such endpoint of the caller's", body = ErrorBody)))]
 pub(crate) async fn remove(
     State(state): State<Webhooks>,
@@ -236,7 +236,7 @@ pub(crate) async fn remove(
     params(("id" = String, Path, description = "Endpoint id")),
     responses(
         (status = 200, description = "The new secret, shown this once; `previous_secret_until` says how long the old one still signs", body = EndpointWithSecret),
-        (status = 401, description = "Missing or invalid API key", body = ErrorBody),
+        crate::api::openapi::Unauthorized,
         (status = 404, description = "No such endpoint of the caller's", body = ErrorBody)))]
 pub(crate) async fn rotate(
     State(state): State<Webhooks>,
@@ -267,7 +267,7 @@ pub struct TestSent {
     params(("id" = String, Path, description = "Endpoint id")),
     responses(
         (status = 202, description = "The test event is on its way", body = TestSent),
-        (status = 401, description = "Missing or invalid API key", body = ErrorBody),
+        crate::api::openapi::Unauthorized,
         (status = 404, description = "No such endpoint of the caller's", body = ErrorBody),
         (status = 409, description = "`endpoint_disabled`: enable it first", body = ErrorBody),
         (status = 429, description = "`rate_limited`: over `webhook_sends_per_min` (test events and manual retries); see Retry-After", body = ErrorBody)))]

@@ -10,36 +10,13 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use serde::{Deserialize, Serialize};
 use tokio_util::sync::CancellationToken;
 
-use super::kinds::TaskKind;
-use super::queues::{AI_MEDIA_ASR, AI_MEDIA_EXTRACT};
 use crate::broker::Broker;
+use crate::domains::ai_tasks::kinds::TaskKind;
+use crate::domains::ai_tasks::queues::{AI_MEDIA_ASR, AI_MEDIA_EXTRACT};
+use crate::domains::ai_tasks::settings::SheddingSettings;
 use crate::error::ApiError;
-
-/// `[ai.shedding]`.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-#[serde(deny_unknown_fields, default)]
-pub struct SheddingSettings {
-    /// Messages waiting in `ai.media.extract` + `ai.media.asr` from which the listed
-    /// kinds are shed; 0: never.
-    pub backlog: u64,
-    /// The kinds shed (never `video_analysis`, the core path).
-    pub kinds: Vec<String>,
-    /// What `Retry-After` says.
-    pub retry_after_secs: u64,
-}
-
-impl Default for SheddingSettings {
-    fn default() -> Self {
-        SheddingSettings {
-            backlog: 0,
-            kinds: vec!["image".into(), "video".into(), "model3d".into()],
-            retry_after_secs: 30,
-        }
-    }
-}
 
 /// The API process's view of the pipeline's backlog.
 #[derive(Clone)]

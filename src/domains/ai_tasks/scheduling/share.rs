@@ -22,24 +22,22 @@
 //!
 //! Counts come from the tasks table (one grouped count of the lane's running work per
 //! batch when a rule applies; the waiting tenants of a lane cached for
-//! [`waiting::WAITING_TTL`], and not read at all when every plan weighs the same), plus
-//! what this process's other batches admitted and have not claimed yet
-//! ([`waiting::Admitting`]), so batches side by side do not each admit a whole share.
-//! The rule itself is [`rule`].
-
-mod rule;
-mod waiting;
-
-pub use rule::{Verdict, allocate, verdict};
-pub use waiting::{Admitted, Admitting, Waiting};
+//! [`WAITING_TTL`](super::waiting::WAITING_TTL), and not read at all when every plan
+//! weighs the same), plus what this process's other batches admitted and have not
+//! claimed yet ([`Admitting`]), so batches side by side do not each admit a whole share.
+//! The rule itself is the plans' ([`crate::plans::share`]).
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
-use super::*;
-use crate::consumer::{Context, HandlerError};
+use sea_orm::{DatabaseConnection, DbErr};
+
+use super::waiting::{Admitted, Admitting, Waiters, Waiting};
+use crate::consumer::HandlerError;
 use crate::domains::ai_tasks::kinds::Status;
-use crate::domains::ai_tasks::store;
-use waiting::Waiters;
+use crate::domains::ai_tasks::limits::RUNNING;
+use crate::domains::ai_tasks::store::{self, Task};
+use crate::plans::share::{Verdict, allocate, verdict};
 
 /// One lane as a batch weighs it.
 struct Lane {
@@ -54,7 +52,31 @@ struct Lane {
 /// The tenants waiting in a lane, by weight class: (tenant, plan).
 type Classes = HashMap<u32, Vec<(String, String)>>;
 
-impl AiTaskHandler {
+/// The fair share of this process's claims: what the rules count besides the tasks table.
+pub struct FairShare {
+    /// Each tenant's `limits.tasks_running` (configured, its plan's, its override) and
+    /// the plans' weights.
+    limits: crate::limits::Values,
+    /// This process's consumers, with each lane's worker slots as they run now (the
+    /// prefetch configured, or set at run time and followed): the least a contended
+    /// lane's shares are cut from.
+    consumers: Arc<crate::tally::Tally>,
+    /// Each lane's waiting tenants.
+    waiting: Waiting,
+    /// What this process's batches admitted and have not claimed yet.
+    admitting: Admitting,
+}
+
+impl FairShare {
+    pub fn new(limits: crate::limits::Values, consumers: Arc<crate::tally::Tally>) -> Self {
+        FairShare {
+            limits,
+            consumers,
+            waiting: Waiting::default(),
+            admitting: Admitting::default(),
+        }
+    }
+
     fn weight(&self, plan: &str) -> u32 {
         self.limits.plans().get(plan).weight
     }
@@ -62,18 +84,16 @@ impl AiTaskHandler {
     /// The tenant's cap in a lane: `tasks_running` as configured, its plan's, its
     /// override.
     async fn cap(&self, tenant: &str, plan: &str) -> u32 {
-        self.limits
-            .of(&crate::domains::ai_tasks::limits::RUNNING, tenant, plan)
-            .await
+        self.limits.of(&RUNNING, tenant, plan).await
     }
 
     /// The weight classes waiting in `lane`: the table's waiting tenants and the batch's.
-    fn classes(&self, lane: &str, waiters: &Waiters, fresh: &[&Candidate]) -> Classes {
+    fn classes(&self, lane: &str, waiters: &Waiters, fresh: &[&Task]) -> Classes {
         let mut by_class = Classes::new();
         let batch = fresh
             .iter()
-            .filter(|c| c.task.lane == lane)
-            .map(|c| (&c.task.tenant_id, &c.task.plan));
+            .filter(|t| t.lane == lane)
+            .map(|t| (&t.tenant_id, &t.plan));
         for (tenant, plan) in waiters.iter().chain(batch) {
             let class = by_class.entry(self.weight(plan)).or_default();
             if !class.iter().any(|(t, _)| t == tenant) {
@@ -137,35 +157,36 @@ impl AiTaskHandler {
         w
     }
 
-    /// Applies both rules to the batch's claims of tasks not yet running; the batch's
-    /// own admissions count toward the shares of the claims after them. When a rule
-    /// applied, the caller holds the returned admissions until its claims are written.
-    pub(super) async fn fair_share(
+    /// Applies both rules to a batch's claims of `tasks` (in order) not yet running; the
+    /// batch's own admissions count toward the shares of the claims after them. What
+    /// each claim meets: `None` (admitted), or why it waits. When a rule applied, the
+    /// caller holds the returned admissions until its claims are written.
+    pub async fn admit(
         &self,
-        ctx: &Context,
-        candidates: Vec<Candidate>,
-        answers: &mut [Option<Result<(), HandlerError>>],
-    ) -> Result<(Vec<Candidate>, Option<Admitted<'_>>), sea_orm::DbErr> {
-        let is_fresh = |c: &Candidate| c.task.status != Status::Processing;
-        let fresh: Vec<&Candidate> = candidates.iter().filter(|c| is_fresh(c)).collect();
+        db: &DatabaseConnection,
+        tasks: &[&Task],
+    ) -> Result<(Vec<Option<HandlerError>>, Option<Admitted<'_>>), DbErr> {
+        let mut refused: Vec<Option<HandlerError>> = tasks.iter().map(|_| None).collect();
+        let is_fresh = |t: &Task| t.status != Status::Processing;
+        let fresh: Vec<&Task> = tasks.iter().copied().filter(|t| is_fresh(t)).collect();
         if fresh.is_empty() {
-            return Ok((candidates, None));
+            return Ok((refused, None));
         }
         let mut caps: HashMap<String, u32> = HashMap::new();
-        for c in &fresh {
-            if !caps.contains_key(&c.task.tenant_id) {
-                let cap = self.cap(&c.task.tenant_id, &c.task.plan).await;
-                caps.insert(c.task.tenant_id.clone(), cap);
+        for t in &fresh {
+            if !caps.contains_key(&t.tenant_id) {
+                let cap = self.cap(&t.tenant_id, &t.plan).await;
+                caps.insert(t.tenant_id.clone(), cap);
             }
         }
-        let mut lanes: Vec<&str> = fresh.iter().map(|c| c.task.lane.as_str()).collect();
+        let mut lanes: Vec<&str> = fresh.iter().map(|t| t.lane.as_str()).collect();
         lanes.sort_unstable();
         lanes.dedup();
         // Lanes where two weight classes wait (never, when every plan weighs the same).
         let mut weighed: HashMap<&str, Classes> = HashMap::new();
         if self.limits.plans().weights_differ() {
             for lane in &lanes {
-                let waiters = self.waiting.of(&ctx.db, self.limits.plans(), lane).await?;
+                let waiters = self.waiting.of(db, self.limits.plans(), lane).await?;
                 let classes = self.classes(lane, &waiters, &fresh);
                 if classes.len() >= 2 {
                     weighed.insert(lane, classes);
@@ -173,7 +194,7 @@ impl AiTaskHandler {
             }
         }
         if caps.values().all(|c| *c == 0) && weighed.is_empty() {
-            return Ok((candidates, None));
+            return Ok((refused, None));
         }
         for (tenant, plan) in weighed.values().flatten().flat_map(|(_, t)| t.iter()) {
             if !caps.contains_key(tenant) {
@@ -186,7 +207,7 @@ impl AiTaskHandler {
         let mut mark = self.admitting.mark();
         let mut read = Vec::with_capacity(lanes.len());
         for lane in lanes {
-            read.push((lane, store::running_by_tenant(&ctx.db, lane).await?));
+            read.push((lane, store::running_by_tenant(db, lane).await?));
         }
         let mut ledger = self.admitting.deciding();
         let elsewhere = ledger.elsewhere(&mut mark);
@@ -195,17 +216,12 @@ impl AiTaskHandler {
             let w = self.weigh(lane, running, weighed.get(lane), &caps, &elsewhere);
             weighing.insert(lane.to_owned(), w);
         }
-        let mut admitted = Vec::with_capacity(candidates.len());
         let mut keys = Vec::new();
-        for c in candidates {
-            let lane = match weighing.get_mut(&c.task.lane) {
-                Some(lane) if is_fresh(&c) => lane,
-                _ => {
-                    admitted.push(c);
-                    continue;
-                }
+        for (t, refusal) in tasks.iter().zip(&mut refused) {
+            let lane = match weighing.get_mut(&t.lane) {
+                Some(lane) if is_fresh(t) => lane,
+                _ => continue,
             };
-            let t = &c.task;
             let w = self.weight(&t.plan);
             let cap = caps.get(&t.tenant_id).copied().unwrap_or(0);
             let class_running = lane.by_class.get(&w).copied().unwrap_or(0);
@@ -219,26 +235,25 @@ impl AiTaskHandler {
                     *lane.running.entry(t.tenant_id.clone()).or_default() += 1;
                     *lane.by_class.entry(w).or_default() += 1;
                     keys.push((t.lane.clone(), t.tenant_id.clone()));
-                    admitted.push(c);
                 }
                 Verdict::OverCap { cap } => {
-                    answers[c.index] = Some(Err(HandlerError::Deferred(format!(
+                    *refusal = Some(HandlerError::Deferred(format!(
                         "tenant already runs {n} tasks in {} (limits.tasks_running {cap})",
                         t.lane
-                    ))));
+                    )));
                 }
                 Verdict::OverShare { share } => {
-                    answers[c.index] = Some(Err(HandlerError::Yielded(format!(
+                    *refusal = Some(HandlerError::Yielded(format!(
                         "plans of weight {w} run their share of {} ({class_running} of {share}) while others wait",
                         t.lane
-                    ))));
+                    )));
                 }
             }
         }
         ledger.add(&keys);
         drop(ledger);
         Ok((
-            admitted,
+            refused,
             Some(Admitted {
                 admitting: &self.admitting,
                 keys,

@@ -1,5 +1,8 @@
 //! `conveyor tasks …`: submit and watch tasks through a running server's API (with a
-//! progress bar), mounted by the registry.
+//! progress bar), mounted by the registry; finding tasks by filter and acting on them in
+//! bulk is [`find`].
+
+pub mod find;
 
 use clap::{Args, CommandFactory as _, FromArgMatches as _, Parser, Subcommand};
 use futures::future::BoxFuture;
@@ -63,7 +66,7 @@ pub enum TasksCommand {
     /// --user or --all, every tenant's: an admin's key).
     List {
         #[command(flatten)]
-        filter: super::cli_find::FilterArgs,
+        filter: find::FilterArgs,
         /// Every tenant's tasks (admins).
         #[arg(long)]
         all: bool,
@@ -74,9 +77,9 @@ pub enum TasksCommand {
     /// counted first, then done in paced slices (an admin's key).
     Bulk {
         #[arg(value_enum)]
-        action: super::cli_find::BulkAction,
+        action: find::BulkAction,
         #[command(flatten)]
-        filter: super::cli_find::FilterArgs,
+        filter: find::FilterArgs,
         /// Count only.
         #[arg(long)]
         dry_run: bool,
@@ -109,13 +112,13 @@ async fn tasks(settings: &Settings, args: TasksArgs) -> anyhow::Result<()> {
         }
         TasksCommand::Watch { id } => (id, true),
         TasksCommand::List { filter, all, limit } => {
-            return super::cli_find::list(&client, &filter, all, limit).await;
+            return find::list(&client, &filter, all, limit).await;
         }
         TasksCommand::Bulk {
             action,
             filter,
             dry_run,
-        } => return super::cli_find::bulk(&client, action, &filter, dry_run).await,
+        } => return find::bulk(&client, action, &filter, dry_run).await,
     };
     if watch {
         let task = client.watch(&id).await?;

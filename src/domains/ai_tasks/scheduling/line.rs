@@ -9,33 +9,15 @@ use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 use sea_orm::{ColumnTrait, DatabaseConnection, DbErr, EntityTrait, QueryFilter};
-use serde::Serialize;
 
-use super::entity::task;
-use super::kinds::Status;
-use super::store::{self, Task};
+use crate::domains::ai_tasks::entity::task;
+use crate::domains::ai_tasks::kinds::Status;
+use crate::domains::ai_tasks::store::{self, Task};
+use crate::domains::ai_tasks::view::PlaceView;
 
 /// Starts counted for the pace: long enough to smooth a burst, short enough to follow a
 /// change of load.
 const PACE_WINDOW: Duration = Duration::from_secs(60);
-
-/// Where a PENDING task stands.
-#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
-pub struct PlaceView {
-    /// The line it waits in (the queue of its first step).
-    pub lane: String,
-    /// Tasks of its tenant in the lane submitted before it and not started: it starts
-    /// after them (0: it is next).
-    pub position: u64,
-    /// Tasks of every tenant waiting ahead of it in the lane (the fair share serves
-    /// tenants side by side, so it may start before many of them).
-    pub waiting_ahead: u64,
-    /// When it should start: `position + 1` tasks at the pace its tenant's work in the
-    /// lane started over the last minute (the lane's, if the tenant's has not started
-    /// twice); `null` when nothing started there lately.
-    pub estimated_start_at: Option<DateTime<Utc>>,
-    pub estimated_wait_ms: Option<u64>,
-}
 
 /// Starts per second since `first`, counting `n` of them; `None` under two.
 fn pace(n: u64, first: Option<DateTime<Utc>>, now: DateTime<Utc>) -> Option<f64> {

@@ -1,5 +1,7 @@
-//! The rule itself, without I/O: how a lane's slots divide between weight classes
-//! ([`allocate`]) and what one more claim meets ([`verdict`]).
+//! Fair share between plans, as a rule without I/O: how a contended lane's slots divide
+//! between the weight classes of the plans waiting in it, max-min fair under their caps
+//! ([`allocate`]), and what one more claim of a tenant meets: its plan's cap, or its
+//! class's part ([`verdict`]). Whoever claims work applies it with its own counts.
 
 /// What one more claim of a tenant meets.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
