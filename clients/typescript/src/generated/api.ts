@@ -1514,6 +1514,11 @@ export interface components {
             /** @description `approve` or `reject`. */
             decision: string;
         };
+        /**
+         * @description A delivery's state, stored as its name.
+         * @enum {string}
+         */
+        DeliveryStatus: "PENDING" | "SUCCEEDED" | "FAILED";
         /** @description One delivery of an event to an endpoint, with its latest attempt. */
         DeliveryView: {
             /** Format: int32 */
@@ -1544,7 +1549,7 @@ export interface components {
              * @description `PENDING` (being attempted), `SUCCEEDED` (answered 2xx) or `FAILED` (given up, or
              *     its endpoint was disabled or deleted).
              */
-            status: string;
+            status: components["schemas"]["DeliveryStatus"];
         };
         /** @description The caller's endpoints. */
         EndpointList: {
@@ -1609,6 +1614,13 @@ export interface components {
             plan?: string | null;
             plans?: string[] | null;
         };
+        /**
+         * @description An inbox event's state, stored as its name: `RECEIVED`, then `APPLIED` once, by
+         *     whoever applies it; `WAITING` while a refund waits for its payment to be applied
+         *     first (events out of order).
+         * @enum {string}
+         */
+        EventStatus: "RECEIVED" | "WAITING" | "APPLIED";
         /** @description One provider event of a payment. */
         EventView: {
             /**
@@ -1626,7 +1638,7 @@ export interface components {
             /** Format: date-time */
             received_at: string;
             /** @description `RECEIVED`, `WAITING` (a refund before its payment) or `APPLIED`. */
-            status: string;
+            status: components["schemas"]["EventStatus"];
         };
         /** @description A file of a material or a task's result. */
         FileView: {
@@ -1832,6 +1844,11 @@ export interface components {
             /** @description The user who owns it (joins it; may not belong to another). */
             owner: string;
         };
+        /**
+         * @description A stored file's state, stored as its name.
+         * @enum {string}
+         */
+        ObjectStatus: "PENDING" | "READY" | "REJECTED";
         /** @description The answer to a replay or discard. */
         OperatedView: {
             /** @description It had been done before: nothing happened this time. */
@@ -1961,7 +1978,7 @@ export interface components {
                  * @description `PENDING` (being attempted), `SUCCEEDED` (answered 2xx) or `FAILED` (given up, or
                  *     its endpoint was disabled or deleted).
                  */
-                status: string;
+                status: components["schemas"]["DeliveryStatus"];
             }[];
             next_cursor?: string | null;
         };
@@ -2151,7 +2168,7 @@ export interface components {
                  */
                 size: number;
                 /** @description `PENDING` (bytes on their way), `READY`, `REJECTED` (see `reason`). */
-                status: string;
+                status: components["schemas"]["ObjectStatus"];
                 /** @description A signed download URL (READY only); relative on the embedded store. */
                 url?: string | null;
                 /** Format: date-time */
@@ -2192,6 +2209,11 @@ export interface components {
             order: string;
             product?: null;
         };
+        /**
+         * @description A payment's state, stored as its name.
+         * @enum {string}
+         */
+        PaymentStatus: "CREATED" | "EXPIRED" | "PAID" | "REFUNDED" | "REFUND_DUE";
         /** @description What a client needs to pay, provider-agnostic, and what became of it. */
         PaymentView: {
             /**
@@ -2231,7 +2253,7 @@ export interface components {
              *     `EXPIRED` (unpaid after `payments.intent_ttl_secs`; a payment that still arrives is
              *     granted).
              */
-            status: string;
+            status: components["schemas"]["PaymentStatus"];
         };
         /** @description One ping. */
         PingView: {
@@ -2701,7 +2723,7 @@ export interface components {
              */
             size: number;
             /** @description `PENDING` (bytes on their way), `READY`, `REJECTED` (see `reason`). */
-            status: string;
+            status: components["schemas"]["ObjectStatus"];
             /** @description A signed download URL (READY only); relative on the embedded store. */
             url?: string | null;
             /** Format: date-time */
