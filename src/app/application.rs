@@ -12,7 +12,7 @@ use super::compose::compose;
 use super::serving::Served;
 use super::workers::InstalledWorkers;
 use super::workers::serve_workers;
-use super::{FEATURES, feature_of, install, retention, sections, topology};
+use super::{FEATURES, install, retention, sections, topology};
 use crate::api;
 use crate::broker::settings::BrokerKind;
 use crate::bus::Bus;
@@ -66,7 +66,7 @@ impl Application {
         let mut workers = Vec::new();
         for (domain, parts) in install(&platform, domains).await? {
             let (routes, streams, probes) = (parts.routes, parts.streams, parts.probes);
-            served.push(Served::domain(feature_of(domain), routes, streams, probes));
+            served.push(Served::domain(domain.feature, routes, streams, probes));
             workers.push((domain, parts.handlers, parts.jobs));
         }
         let workers = InstalledWorkers {

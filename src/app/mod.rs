@@ -48,26 +48,8 @@ pub const FEATURES: &[&Feature] = &[
 /// Every entry of this build: the platform's features, then `domains` as the features
 /// they also are.
 pub fn entries(domains: &[&'static Domain]) -> Vec<Feature> {
-    let domains = domains.iter().map(|d| feature_of(d));
+    let domains = domains.iter().map(|d| d.feature);
     FEATURES.iter().map(|f| **f).chain(domains).collect()
-}
-
-/// What a domain declares of the parts every entry has (its routes come from its
-/// install step, which builds its service once per process).
-fn feature_of(d: &Domain) -> Feature {
-    Feature {
-        name: d.name,
-        serve: None,
-        work: None,
-        limits: d.limits,
-        gauges: d.gauges,
-        panels: d.panels,
-        retention: d.retention,
-        configured_retention: None,
-        openapi: d.openapi,
-        configured_openapi: d.configured_openapi,
-        streaming: d.streaming,
-    }
 }
 
 /// The topology of `domains`: every queue and delay they declare.

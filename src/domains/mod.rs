@@ -30,7 +30,7 @@ use crate::api::Core;
 use crate::api::health::Probe;
 use crate::broker::{DelaySpec, QueueSpec, Topology};
 use crate::consumer::Worker;
-use crate::contract::ConfigureDoc;
+use crate::contract::{ConfigureDoc, Feature};
 use crate::events::{AnyListener, EventType, Listener};
 use crate::housekeeping::Retention;
 use crate::limits::Limit;
@@ -127,7 +127,10 @@ pub struct Cli {
 }
 
 /// What a domain brings to the platform: data, plus plain functions the composition
-/// root calls. Build one with [`Domain::new`] and the setters.
+/// root calls. Build one with [`Domain::new`] and the setters. A domain is a [`Feature`]
+/// (the parts every entry of the platform has: limits, gauges, panels, retention, OpenAPI
+/// entries) plus what only a business flow has: queues, a consumer group, an install
+/// step, delays, a settings section, a command and the event types it records.
 pub struct Domain {
     /// For logs and errors.
     pub name: &'static str,
@@ -140,27 +143,14 @@ pub struct Domain {
     pub delays: &'static [&'static DelaySpec],
     /// Its settings section (`[ai]`), if it has one.
     pub settings: Option<Section>,
-    /// The per-tenant limits it enforces (keys of `[limits]` and of admin overrides).
-    pub limits: &'static [Limit],
-    /// Gauges refreshed at each scrape of `/metrics`.
-    pub gauges: &'static [Gauge],
-    /// What it shows on the ops console.
-    pub panels: &'static [Panel],
-    /// Tables of its own that housekeeping trims.
-    pub retention: &'static [Retention],
-    /// The OpenAPI entries of its routes.
-    pub openapi: fn() -> utoipa::openapi::OpenApi,
-    /// What of its document the configuration decides (names configured at start-up as
-    /// enums), applied to the whole document once it is put together.
-    pub configured_openapi: Option<ConfigureDoc>,
     /// Its CLI subcommand, mounted as `conveyor <command>`.
     pub cli: Option<Cli>,
-    /// Path prefixes of routes that stream large bodies (uploads, downloads): no
-    /// whole-request deadline (`server.request_timeout_ms`); they bound idleness instead.
-    pub streaming: &'static [&'static str],
     /// The event types it records (`crate::events`): a listener hears them, and the
     /// public ones are what tenants' webhook endpoints may subscribe to.
     pub events: &'static [&'static EventType],
+    /// The parts every entry has, read by the composition root as for a platform
+    /// feature (its routes come from the install step, not from `serve`).
+    pub feature: Feature,
 }
 
 impl Domain {
@@ -178,15 +168,9 @@ impl Domain {
             install,
             delays: &[],
             settings: None,
-            limits: &[],
-            gauges: &[],
-            panels: &[],
-            retention: &[],
-            openapi: no_openapi,
-            configured_openapi: None,
             cli: None,
-            streaming: &[],
             events: &[],
+            feature: Feature::new(name),
         }
     }
 
@@ -200,49 +184,51 @@ impl Domain {
         self
     }
 
-    pub const fn limits(mut self, limits: &'static [Limit]) -> Self {
-        self.limits = limits;
-        self
-    }
-
-    pub const fn gauges(mut self, gauges: &'static [Gauge]) -> Self {
-        self.gauges = gauges;
-        self
-    }
-
-    pub const fn panels(mut self, panels: &'static [Panel]) -> Self {
-        self.panels = panels;
-        self
-    }
-
-    pub const fn retention(mut self, rules: &'static [Retention]) -> Self {
-        self.retention = rules;
-        self
-    }
-
-    pub const fn openapi(mut self, doc: fn() -> utoipa::openapi::OpenApi) -> Self {
-        self.openapi = doc;
-        self
-    }
-
-    /// Lets the configuration shape the document (see [`Domain::configured_openapi`]).
-    pub const fn configured_openapi(mut self, f: ConfigureDoc) -> Self {
-        self.configured_openapi = Some(f);
-        self
-    }
-
     pub const fn cli(mut self, cli: Cli) -> Self {
         self.cli = Some(cli);
         self
     }
 
-    pub const fn streaming(mut self, prefixes: &'static [&'static str]) -> Self {
-        self.streaming = prefixes;
+    pub const fn events(mut self, types: &'static [&'static EventType]) -> Self {
+        self.events = types;
         self
     }
 
-    pub const fn events(mut self, types: &'static [&'static EventType]) -> Self {
-        self.events = types;
+    // The parts every entry has: `Feature`'s setters, on the domain.
+
+    pub const fn limits(mut self, limits: &'static [Limit]) -> Self {
+        self.feature = self.feature.limits(limits);
+        self
+    }
+
+    pub const fn gauges(mut self, gauges: &'static [Gauge]) -> Self {
+        self.feature = self.feature.gauges(gauges);
+        self
+    }
+
+    pub const fn panels(mut self, panels: &'static [Panel]) -> Self {
+        self.feature = self.feature.panels(panels);
+        self
+    }
+
+    pub const fn retention(mut self, rules: &'static [Retention]) -> Self {
+        self.feature = self.feature.retention(rules);
+        self
+    }
+
+    pub const fn openapi(mut self, doc: fn() -> utoipa::openapi::OpenApi) -> Self {
+        self.feature = self.feature.openapi(doc);
+        self
+    }
+
+    /// Lets the configuration shape the document (see [`Feature::configured_openapi`]).
+    pub const fn configured_openapi(mut self, f: ConfigureDoc) -> Self {
+        self.feature = self.feature.configured_openapi(f);
+        self
+    }
+
+    pub const fn streaming(mut self, prefixes: &'static [&'static str]) -> Self {
+        self.feature = self.feature.streaming(prefixes);
         self
     }
 }
@@ -266,8 +252,3 @@ pub const ALL: &[&Domain] = &[
     &canary::DOMAIN,
     &media::DOMAIN,
 ];
-
-/// No routes, so no OpenAPI entries.
-fn no_openapi() -> utoipa::openapi::OpenApi {
-    utoipa::openapi::OpenApiBuilder::new().build()
-}
