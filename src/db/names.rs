@@ -6,14 +6,24 @@
 //! string in the migrations. `StoredName` gives every such enum the edge conversions
 //! (request fields, query strings, counters) without a hand-written `match`:
 //!
-//! ```ignore
-//! #[derive(Clone, Copy, Debug, PartialEq, Eq, EnumIter, DeriveActiveEnum, Serialize, ToSchema)]
+//! ```
+//! use conveyor::db::StoredName;
+//! use sea_orm::entity::prelude::{DeriveActiveEnum, EnumIter, StringLen};
+//!
+//! #[derive(Clone, Copy, Debug, PartialEq, Eq, EnumIter, DeriveActiveEnum, serde::Serialize)]
 //! #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
 //! #[sea_orm(rs_type = "String", db_type = "String(StringLen::N(16))")]
 //! pub enum DeliveryStatus {
 //!     #[sea_orm(string_value = "PENDING")]
 //!     Pending,
+//!     #[sea_orm(string_value = "SUCCEEDED")]
+//!     Succeeded,
 //! }
+//!
+//! assert_eq!(DeliveryStatus::parse("SUCCEEDED"), Some(DeliveryStatus::Succeeded));
+//! assert_eq!(DeliveryStatus::Pending.name(), "PENDING");
+//! assert_eq!(DeliveryStatus::names(), ["PENDING", "SUCCEEDED"]);
+//! assert_eq!(DeliveryStatus::parse("pending"), None);
 //! ```
 
 use sea_orm::{ActiveEnum, Iterable};
