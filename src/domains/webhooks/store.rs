@@ -262,6 +262,19 @@ pub async fn delivery(
     Ok(Some((d, attempts)))
 }
 
+/// The state of one delivery of the endpoint (`None`: no such delivery).
+pub async fn delivery_status(
+    db: &impl ConnectionTrait,
+    endpoint_id: &str,
+    id: &str,
+) -> Result<Option<DeliveryStatus>, DbErr> {
+    Ok(delivery::Entity::find_by_id(id.to_owned())
+        .filter(delivery::Column::EndpointId.eq(endpoint_id))
+        .one(db)
+        .await?
+        .map(|d| d.status))
+}
+
 /// Sends a finished delivery (answered or given up) again: PENDING, retried for another
 /// `give_up` from now. A second click before it runs changes nothing (its message is
 /// the same attempt's).

@@ -283,7 +283,8 @@ async fn an_endpoint_failing_for_long_is_disabled_with_a_notice() {
 
 /// Deliveries asked for by hand (test events and manual retries) are a rate per tenant:
 /// beyond `webhook_sends_per_min`, 429 `rate_limited` with Retry-After, for both routes
-/// together; another tenant is not held back.
+/// together; another tenant is not held back. A retry that cannot send (a delivery still
+/// being attempted: 409 `delivery_pending`; none: 404) spends nothing.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn test_events_and_manual_retries_are_rate_limited_per_tenant() {
     let Some(mut env) = webhooks_env(Backend::Embedded, "webhook_sends_limited").await else {
@@ -294,15 +295,51 @@ async fn test_events_and_manual_retries_are_rate_limited_per_tenant() {
         .insert("webhook_sends_per_min".into(), 3);
     let app = spawn_app(&env).await;
     let rx = Receiver::start().await;
+    // Its deliveries stay PENDING: the receiver holds every request.
+    let stuck = Receiver::start().await;
+    stuck
+        .script
+        .hang
+        .store(true, std::sync::atomic::Ordering::SeqCst);
     let (_, key) = app.user("ada", 100).await;
     let (id, _) = endpoint(&app, &key, json!({ "url": rx.url })).await;
+    let (held, _) = endpoint(&app, &key, json!({ "url": stuck.url })).await;
     let test = format!("/v1/webhooks/endpoints/{id}/test");
-    let mut delivery = None;
-    for _ in 0..3 {
-        let (status, body) = post(&app, &key, &test, None).await;
-        assert_eq!(status, 202, "{body}");
-        delivery = body["delivery_id"].as_str().map(str::to_owned);
+    // 1 of 3: a delivery that finishes.
+    let (status, body) = post(&app, &key, &test, None).await;
+    assert_eq!(status, 202, "{body}");
+    let delivery = body["delivery_id"].as_str().unwrap().to_owned();
+    let shown = format!("/v1/webhooks/endpoints/{id}/deliveries/{delivery}");
+    let start = std::time::Instant::now();
+    while app.get_json(&key, &shown).await["status"] != "SUCCEEDED" {
+        assert!(start.elapsed() < Duration::from_secs(30), "never delivered");
+        tokio::time::sleep(Duration::from_millis(25)).await;
     }
+    // 2 of 3: one that is still being attempted; retrying it spends nothing.
+    let (status, body) = post(
+        &app,
+        &key,
+        &format!("/v1/webhooks/endpoints/{held}/test"),
+        None,
+    )
+    .await;
+    assert_eq!(status, 202, "{body}");
+    let pending = body["delivery_id"].as_str().unwrap().to_owned();
+    for _ in 0..3 {
+        let retry = format!("/v1/webhooks/endpoints/{held}/deliveries/{pending}/retry");
+        let (status, body) = post(&app, &key, &retry, None).await;
+        assert_eq!(status, 409, "{body}");
+        assert_eq!(body["error"]["code"], "delivery_pending", "{body}");
+    }
+    let unknown = format!(
+        "/v1/webhooks/endpoints/{id}/deliveries/{}/retry",
+        uuid::Uuid::new_v4()
+    );
+    let (status, body) = post(&app, &key, &unknown, None).await;
+    assert_eq!(status, 404, "{body}");
+    // 3 of 3, then the budget is spent.
+    let (status, body) = post(&app, &key, &test, None).await;
+    assert_eq!(status, 202, "{body}");
     let r = app
         .client
         .post(app.url(&test))
@@ -314,15 +351,8 @@ async fn test_events_and_manual_retries_are_rate_limited_per_tenant() {
     assert!(r.headers().contains_key("retry-after"), "{:?}", r.headers());
     let body: Value = r.json().await.unwrap();
     assert_eq!(body["error"]["code"], "rate_limited", "{body}");
-    // A manual retry counts against the same budget.
-    let delivery = delivery.unwrap();
-    let (status, body) = post(
-        &app,
-        &key,
-        &format!("/v1/webhooks/endpoints/{id}/deliveries/{delivery}/retry"),
-        None,
-    )
-    .await;
+    // A manual retry that would send counts against the same budget.
+    let (status, body) = post(&app, &key, &format!("{shown}/retry"), None).await;
     assert_eq!(status, 429, "{body}");
     // Another tenant has a budget of its own.
     let (_, other) = app.user("bob", 100).await;

@@ -104,6 +104,14 @@ pub(crate) async fn retry(
             "the endpoint is disabled: enable it (PATCH enabled=true) first".into(),
         ));
     }
+    // A retry that cannot send (no such delivery, or one still being attempted) is
+    // answered before the tenant's send budget is spent; the retry's own transaction
+    // checks again, so a delivery that changed in between is still refused there.
+    match store::delivery_status(&state.core.db, &e.id, &delivery).await? {
+        None => return Err(ApiError::not_found("delivery")),
+        Some(DeliveryStatus::Pending) => return Err(still_pending()),
+        Some(_) => {}
+    }
     state
         .core
         .limits
@@ -113,14 +121,18 @@ pub(crate) async fn retry(
     let d = store::retry(&state.core.db, &e.id, &delivery, give_up)
         .await
         .map_err(|err| match err {
-            StoreError::StillPending => ApiError::refused(
-                "delivery_pending",
-                "the delivery is still being attempted".into(),
-            ),
+            StoreError::StillPending => still_pending(),
             StoreError::Db(e) => e.into(),
             other => ApiError::internal(other.into()),
         })?
         .ok_or(ApiError::not_found("delivery"))?;
     state.core.relay.notify();
     Ok((StatusCode::ACCEPTED, axum::Json(d.into())))
+}
+
+fn still_pending() -> ApiError {
+    ApiError::refused(
+        "delivery_pending",
+        "the delivery is still being attempted".into(),
+    )
 }
