@@ -587,6 +587,8 @@ async fn run(fault: Fault, db_kind: Db, mut load: Load, cluster: Option<&Cluster
     let mut hit_api_node = false;
     let fault_start = Instant::now();
     let in_flight_at_fault = chrono::Utc::now();
+    // Fixed waits: each sleep below is how long its fault lasts (the scenario's input),
+    // not a stand-in for a condition.
     match fault {
         Fault::ClusterKill9 => {
             let cluster = cluster.expect("a cluster scenario has its cluster");

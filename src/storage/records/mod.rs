@@ -5,6 +5,7 @@
 
 pub mod entity;
 pub mod reserved;
+mod status;
 pub mod usage;
 
 use chrono::{DateTime, Utc};
@@ -18,41 +19,7 @@ use super::key::Key;
 use super::write::Written;
 pub use entity::object::Model as Object;
 use entity::object::{ActiveModel, Column, Entity};
-
-use sea_orm::entity::prelude::StringLen;
-
-/// A stored file's state, stored as its name.
-#[derive(
-    Debug,
-    Clone,
-    Copy,
-    PartialEq,
-    Eq,
-    Hash,
-    serde::Serialize,
-    serde::Deserialize,
-    utoipa::ToSchema,
-    sea_orm::EnumIter,
-    sea_orm::DeriveActiveEnum,
-)]
-#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
-#[sea_orm(rs_type = "String", db_type = "String(StringLen::N(16))")]
-pub enum ObjectStatus {
-    /// Bytes on their way.
-    #[sea_orm(string_value = "PENDING")]
-    Pending,
-    #[sea_orm(string_value = "READY")]
-    Ready,
-    /// See its `reason`.
-    #[sea_orm(string_value = "REJECTED")]
-    Rejected,
-}
-
-impl std::fmt::Display for ObjectStatus {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&crate::db::StoredName::name(*self))
-    }
-}
+pub use status::ObjectStatus;
 
 /// The purpose of files the platform generated (as opposed to uploads).
 pub const GENERATED: &str = "generated";

@@ -208,6 +208,7 @@ async fn completions(
                 let _ = send("data: {\"choices\": [{\"delta\": \n\n".into()).await;
             }
             if prompt == "stall" && i == 2 {
+                // The fake's behaviour, not a wait: a stream that stalls for good.
                 tokio::time::sleep(Duration::from_secs(3600)).await;
             }
             if cut && i == tokens.len() / 2 {

@@ -76,6 +76,7 @@ async fn transcriptions(headers: HeaderMap, mut form: Multipart) -> Response {
     }
     // A pipeline's first segment answers last: its transcript must still come first.
     if name.ends_with("-000.wav") {
+        // The fake's behaviour, not a wait: this answer arrives after the others.
         tokio::time::sleep(std::time::Duration::from_millis(300)).await;
     }
     let duration = seconds_of(file.len());

@@ -65,6 +65,7 @@ impl Receiver {
                     };
                     s.got.lock().unwrap().push(received);
                     if s.hang.load(Ordering::SeqCst) {
+                        // The receiver's behaviour, not a wait: a server that never answers.
                         tokio::time::sleep(Duration::from_secs(60)).await;
                     }
                     let failing = s
