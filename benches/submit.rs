@@ -11,6 +11,13 @@
 //! transactions, statements (where `pg_stat_statements` is loaded) and rows written by
 //! table — the per-task cost a feature on the task path adds shows there first.
 //!
+//! Right after the end-to-end figure, on the same broker, its peers run
+//! (`common::peers`): a bare lapin no-op consumer, Celery's no-op
+//! (`benches/peers/celery_noop.py`) and Dramatiq's no-op and one-INSERT actors
+//! (`benches/peers/dramatiq_noop.py`), with the conveyor/peer ratio of each round; the
+//! Python peers need the venv their scripts' docstrings install
+//! (`/var/tmp/conveyor-celery`, or `BENCH_CELERY_PYTHON`).
+//!
 //! `CPU ms/req` is the machine's busy CPU time per request during a level (every
 //! process: this one, the database, the broker); `bench`, `db` and `broker` are the
 //! shares of this process (HTTP client and server), the database server(s) and
@@ -20,7 +27,7 @@
 //!     cargo bench --bench submit -- 2000 pg      # requests per level, backend filter
 //!     BENCH_LEVELS=50,50,200 cargo bench --bench submit   # other client counts
 //!     BENCH_LEVELS=0 cargo bench --bench submit -- 10000 pg  # end to end and peers only
-//!     BENCH_LEVELS=0 BENCH_E2E_ROUNDS=3 cargo bench --bench submit -- 10000 pg  # 3 pairs, median ratio
+//!     BENCH_LEVELS=0 BENCH_E2E_ROUNDS=3 cargo bench --bench submit -- 10000 pg  # 3 rounds, median ratios
 //!     BENCH_TRACES=off cargo bench --bench submit -- 3000 pg   # with a service's logging
 //!     BENCH_TRACES=http://127.0.0.1:9 cargo bench --bench submit -- 3000 pg  # and spans
 //!                                   # exported to a dead collector (what tracing costs)
@@ -471,61 +478,6 @@ fn knob<T: std::str::FromStr>(name: &str) -> Option<T> {
     std::env::var(name).ok().and_then(|v| v.parse().ok())
 }
 
-/// The yardsticks of the end-to-end figure, on the same broker right after it: a bare
-/// lapin no-op consumer (the broker's practical limit) and Celery running a no-op task
-/// (`benches/peers/celery_noop.py`, with the Python in `BENCH_CELERY_PYTHON`, default
-/// `/var/tmp/conveyor-celery/bin/python`; skipped with a note when absent). Returns
-/// Celery's tasks/s when it ran.
-async fn peers(total: usize) -> Option<f64> {
-    let amqp = "amqp://guest:guest@127.0.0.1:5672/%2f";
-    match common::lapin::noop(amqp, total.max(10_000), 128, 500, false).await {
-        Ok(run) => println!(
-            "[peers] bare lapin no-op consumer (persistent, confirms, manual ack, prefetch 128): {:.0} msgs/s",
-            run.rate(total.max(10_000))
-        ),
-        Err(e) => println!("[peers] bare lapin run failed: {e}"),
-    }
-    let python = std::env::var("BENCH_CELERY_PYTHON")
-        .unwrap_or_else(|_| "/var/tmp/conveyor-celery/bin/python".into());
-    if !std::path::Path::new(&python).exists() {
-        println!("[peers] Celery skipped: no {python} (see benches/peers/celery_noop.py)");
-        return None;
-    }
-    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/benches/peers/celery_noop.py");
-    let out = tokio::process::Command::new(&python)
-        .arg(script)
-        .arg("10000")
-        .output()
-        .await;
-    match out {
-        Ok(o) if o.status.success() => {
-            let text = String::from_utf8_lossy(&o.stdout);
-            let rate = text
-                .lines()
-                .find_map(|l| l.strip_prefix("celery-noop "))
-                .unwrap_or("?");
-            println!(
-                "[peers] Celery no-op (worker -c 2 prefork, acks_late, 10,000 .delay()): {rate} tasks/s"
-            );
-            rate.trim().parse().ok()
-        }
-        Ok(o) => {
-            println!(
-                "[peers] Celery run failed: {}",
-                String::from_utf8_lossy(&o.stderr)
-                    .lines()
-                    .last()
-                    .unwrap_or("")
-            );
-            None
-        }
-        Err(e) => {
-            println!("[peers] Celery run failed: {e}");
-            None
-        }
-    }
-}
-
 #[tokio::main]
 async fn main() {
     let _ = rustls::crypto::aws_lc_rs::default_provider().install_default();
@@ -609,27 +561,18 @@ async fn main() {
     if rabbit && wanted("pg") && up("127.0.0.1:5432").await {
         let s = on_scratch_pg(real(base("sp")), &format!("bench{pid}sp"), &pg_params).await;
         bench("PostgreSQL + RabbitMQ + Redis", s, total).await;
-        // BENCH_E2E_ROUNDS=N: N rounds of conveyor then its peers, each on a database of
-        // its own, and the conveyor/Celery ratio of each round: this machine's speed
-        // drifts by a quarter between runs, a single pair says little.
-        let mut ratios = Vec::new();
+        // BENCH_E2E_ROUNDS=N: N rounds of conveyor then its peers (common::peers), each
+        // on a database of its own, and the conveyor/peer ratios of each round: this
+        // machine's speed drifts by a quarter between runs, a single pair says little.
+        let mut ratios = common::peers::Ratios::default();
         for round in 0..e2e_rounds {
             let tag = format!("ep{round}");
             let s = on_scratch_pg(real(base(&tag)), &format!("bench{pid}{tag}"), &pg_params).await;
             let rate = end_to_end("PostgreSQL + RabbitMQ + Redis", s, total, true).await;
-            if let Some(celery) = peers(total).await {
-                ratios.push(rate / celery);
-            }
+            let peers = common::peers::run(total, PG_ADMIN, &pg_params).await;
+            ratios.push(rate, &peers);
         }
-        if ratios.len() > 1 {
-            let shown: Vec<String> = ratios.iter().map(|r| format!("{r:.2}")).collect();
-            ratios.sort_by(f64::total_cmp);
-            println!(
-                "[end to end] conveyor / Celery per round: {}; median {:.2}",
-                shown.join(", "),
-                ratios[ratios.len() / 2]
-            );
-        }
+        ratios.summary();
     }
     if rabbit && wanted("mariadb") && up("127.0.0.1:3306").await {
         let mut s = real(base("sm"));

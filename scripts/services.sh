@@ -240,7 +240,23 @@ postgres_up() {
   if ! grep -q "^listen_addresses = 'localhost'" "$conf/postgresql.conf"; then
     echo "listen_addresses = 'localhost'   # conveyor: loopback only" >>"$conf/postgresql.conf"
   fi
-  if pg_isready -h 127.0.0.1 -p 5432 >/dev/null 2>&1; then
+  # Per-statement counts for the benches (`pg_stat_statements`: statements per task) and
+  # checkpoints in the log (a checkpoint during a bench is one cause of a slow run). The
+  # library loads at start only: a server already running without it is restarted once.
+  local restart=
+  if ! grep -q "^shared_preload_libraries = 'pg_stat_statements'" "$conf/postgresql.conf"; then
+    {
+      echo "shared_preload_libraries = 'pg_stat_statements'   # conveyor: bench statement counts"
+      echo "log_checkpoints = on   # conveyor"
+      echo "track_io_timing = on   # conveyor"
+    } >>"$conf/postgresql.conf"
+    restart=1
+  fi
+  if pg_isready -h 127.0.0.1 -p 5432 >/dev/null 2>&1 && [[ -n $restart ]]; then
+    say "restarting PostgreSQL $v to load pg_stat_statements"
+    timeout -k 2 60 pg_ctlcluster --skip-systemctl-redirect "$v" main restart >/dev/null 2>&1 || true
+    wait_for PostgreSQL 60 pg_isready -h 127.0.0.1 -p 5432
+  elif pg_isready -h 127.0.0.1 -p 5432 >/dev/null 2>&1; then
     say "PostgreSQL already running"
   else
     say "starting PostgreSQL $v"

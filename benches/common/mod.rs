@@ -6,6 +6,8 @@
 pub mod cpu;
 pub mod lapin;
 pub mod memory;
+pub mod peers;
+pub mod perftest;
 pub mod pg_stats;
 
 use std::time::Duration;

@@ -23,6 +23,9 @@ pub struct Snapshot {
     pub rollbacks: i64,
     /// Statements executed (every query of the database), if pg_stat_statements is loaded.
     pub statements: Option<i64>,
+    /// By statement (pg_stat_statements' normalised text): (calls, rows, milliseconds
+    /// spent executing).
+    pub by_statement: BTreeMap<String, (i64, i64, f64)>,
     /// (inserted, updated, deleted) by table.
     pub tables: BTreeMap<String, (i64, i64, i64)>,
 }
@@ -43,7 +46,29 @@ pub async fn snapshot(db: &DatabaseConnection) -> Option<Snapshot> {
         .ok()??;
     s.commits = row.try_get_by_index(0).ok()?;
     s.rollbacks = row.try_get_by_index(1).ok()?;
-    // Only where the extension is installed in this database and preloaded.
+    // Only where the extension is preloaded (scripts/services.sh does); the view exists in
+    // a database once the extension is created there (a bench's scratch database is new).
+    let _ = db
+        .execute_raw(one("CREATE EXTENSION IF NOT EXISTS pg_stat_statements"))
+        .await;
+    if let Ok(rows) = db
+        .query_all_raw(one(
+            "SELECT query, sum(calls)::bigint, sum(rows)::bigint, sum(total_exec_time)::float8 FROM pg_stat_statements WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database()) GROUP BY query",
+        ))
+        .await
+    {
+        for r in rows {
+            let (Ok(q), Ok(c), Ok(n), Ok(ms)) = (
+                r.try_get_by_index::<String>(0),
+                r.try_get_by_index::<i64>(1),
+                r.try_get_by_index::<i64>(2),
+                r.try_get_by_index::<f64>(3),
+            ) else {
+                continue;
+            };
+            s.by_statement.insert(q, (c, n, ms));
+        }
+    }
     if let Ok(Some(row)) = db
         .query_one_raw(one(
             "SELECT sum(calls)::bigint FROM pg_stat_statements WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database())",
@@ -97,6 +122,44 @@ pub fn per_unit(before: &Snapshot, after: &Snapshot, n: usize) -> Vec<String> {
     lines.push(format!("rows written {total:.2}:"));
     for (t, i, u, d) in written {
         lines.push(format!("  {t}: +{i:.2} ~{u:.2} -{d:.2}"));
+    }
+    lines.extend(statements(before, after, n));
+    lines
+}
+
+/// The statements that ran in the stretch, most frequent first: calls, rows and execution
+/// time per unit, and the statement's text cut to one line (transaction control and the
+/// bench's own snapshot queries included: they are part of what the database did).
+fn statements(before: &Snapshot, after: &Snapshot, n: usize) -> Vec<String> {
+    let per = |d: f64| d / n.max(1) as f64;
+    // A batch of 3 rows and one of 30 are different statements to PostgreSQL (their
+    // VALUES lists differ); here they are one: the text up to its second row.
+    let mut grouped: BTreeMap<String, (f64, f64, f64)> = BTreeMap::new();
+    for (q, (c, r, ms)) in &after.by_statement {
+        let (bc, br, bms) = before.by_statement.get(q).copied().unwrap_or_default();
+        let text: String = q.split_whitespace().collect::<Vec<_>>().join(" ");
+        let key = match text.find("), (") {
+            Some(at) => format!("{}), …", &text[..at]),
+            None => text,
+        };
+        let g = grouped.entry(key).or_default();
+        g.0 += (c - bc) as f64;
+        g.1 += (r - br) as f64;
+        g.2 += ms - bms;
+    }
+    let mut ran: Vec<(f64, f64, f64, &str)> = grouped
+        .iter()
+        .map(|(q, (c, r, ms))| (per(*c), per(*r), per(*ms), q.as_str()))
+        .filter(|(c, ..)| *c > 0.0)
+        .collect();
+    if ran.is_empty() {
+        return Vec::new();
+    }
+    ran.sort_by(|a, b| b.0.total_cmp(&a.0));
+    let mut lines = vec!["statements per unit (calls, rows, exec µs):".to_owned()];
+    for (c, r, ms, q) in ran.iter().filter(|(c, ..)| *c >= 0.01) {
+        let cut: String = q.chars().take(150).collect();
+        lines.push(format!("  {c:.2} {r:.2} {:.0}  {cut}", ms * 1000.0));
     }
     lines
 }
