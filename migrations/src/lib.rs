@@ -34,6 +34,7 @@ mod m20261208_000027_task_metadata;
 mod m20261209_000028_plans_orgs;
 mod m20261210_000029_trace_context;
 mod m20261211_000030_org_invitations;
+mod m20261212_000031_hot_task_updates;
 
 pub struct Migrator;
 
@@ -71,6 +72,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261209_000028_plans_orgs::Migration),
             Box::new(m20261210_000029_trace_context::Migration),
             Box::new(m20261211_000030_org_invitations::Migration),
+            Box::new(m20261212_000031_hot_task_updates::Migration),
         ]
     }
 }

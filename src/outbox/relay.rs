@@ -10,8 +10,8 @@ use std::time::Duration;
 use chrono::Utc;
 use sea_orm::sea_query::{Expr, ExprTrait as _, LockBehavior, LockType};
 use sea_orm::{
-    ColumnTrait, ConnectionTrait, DatabaseConnection, EntityTrait, QueryFilter, QueryOrder,
-    QuerySelect,
+    ColumnTrait, ConnectionTrait, DatabaseBackend, DatabaseConnection, EntityTrait, QueryFilter,
+    QueryOrder, QuerySelect, QueryTrait as _,
 };
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
@@ -97,6 +97,9 @@ impl Relay {
 
     /// Publishes one batch of pending rows; returns how many went out.
     pub async fn relay_once(&self) -> anyhow::Result<usize> {
+        if self.db.get_database_backend() == DatabaseBackend::Postgres {
+            return self.relay_marking_first().await;
+        }
         if crate::db::supports_skip_locked(&self.db) {
             // READ COMMITTED: a locking read re-checks `published_at IS NULL` on the latest
             // row version, so a row another relay just published is not selected again
@@ -106,25 +109,82 @@ impl Relay {
                 .lock_with_behavior(LockType::Update, LockBehavior::SkipLocked)
                 .all(&txn)
                 .await?;
-            let published = self.publish_and_mark(&txn, rows).await?;
+            let (ids, out) = self.outgoing(rows);
+            let published = self.publish(&out).await;
+            match &published {
+                Ok(()) => mark_sent(&txn, ids).await?,
+                Err(e) => record_failure(&txn, ids, e).await?,
+            }
             // Commit either way: on failure it records the attempt on the rows.
             txn.commit().await?;
-            Ok(published?)
+            Ok(published.map(|()| out.len())?)
         } else {
             let rows = pending(self.settings.batch_size).all(&self.db).await?;
-            Ok(self.publish_and_mark(&self.db, rows).await??)
+            let (ids, out) = self.outgoing(rows);
+            let published = self.publish(&out).await;
+            match &published {
+                Ok(()) => mark_sent(&self.db, ids).await?,
+                Err(e) => record_failure(&self.db, ids, e).await?,
+            }
+            Ok(published.map(|()| out.len())?)
         }
     }
 
-    /// Outer error: the database; inner: the broker (attempt recorded on the rows).
-    async fn publish_and_mark(
-        &self,
-        conn: &impl ConnectionTrait,
-        rows: Vec<entity::Model>,
-    ) -> Result<Result<usize, BrokerError>, sea_orm::DbErr> {
+    /// PostgreSQL: the round's rows are taken and marked sent by one statement
+    /// (`UPDATE … WHERE id IN (SELECT … FOR UPDATE SKIP LOCKED) RETURNING`), published,
+    /// and the mark committed only once the broker confirmed them; a failed publish rolls
+    /// the mark back and records the attempt. A locking read followed by an update wrote
+    /// every row twice (the lock is a write of the row on PostgreSQL): two heap writes and
+    /// WAL records per message, on every task's path.
+    async fn relay_marking_first(&self) -> anyhow::Result<usize> {
+        let txn = crate::db::begin_read_committed(&self.db).await?;
+        let take = pending(self.settings.batch_size)
+            .select_only()
+            .column(Column::Id)
+            .lock_with_behavior(LockType::Update, LockBehavior::SkipLocked)
+            .into_query();
+        let mut rows = entity::Entity::update_many()
+            .col_expr(Column::PublishedAt, Expr::value(Utc::now()))
+            .filter(Column::Id.in_subquery(take))
+            .exec_with_returning(&txn)
+            .await?;
         if rows.is_empty() {
-            return Ok(Ok(0));
+            txn.rollback().await?;
+            return Ok(0);
         }
+        // RETURNING does not keep the subquery's order; publishing does.
+        rows.sort_unstable_by_key(|r| r.id);
+        let taken: Vec<i64> = rows.iter().map(|r| r.id).collect();
+        let (ids, out) = self.outgoing(rows);
+        match self.publish(&out).await {
+            Ok(()) => {
+                // A row for a target this build does not know stays pending.
+                if ids.len() < taken.len() {
+                    let unknown: Vec<i64> =
+                        taken.into_iter().filter(|id| !ids.contains(id)).collect();
+                    entity::Entity::update_many()
+                        .col_expr(
+                            Column::PublishedAt,
+                            Expr::value(Option::<chrono::DateTime<Utc>>::None),
+                        )
+                        .filter(Column::Id.is_in(unknown))
+                        .exec(&txn)
+                        .await?;
+                }
+                txn.commit().await?;
+                Ok(out.len())
+            }
+            Err(e) => {
+                txn.rollback().await?;
+                record_failure(&self.db, ids, &e).await?;
+                Err(e.into())
+            }
+        }
+    }
+
+    /// The rows as messages, with their ids; a row naming a target this build does not
+    /// know is left out (and left pending).
+    fn outgoing(&self, rows: Vec<entity::Model>) -> (Vec<i64>, Vec<Outgoing>) {
         let mut ids = Vec::with_capacity(rows.len());
         let mut out = Vec::with_capacity(rows.len());
         for row in rows {
@@ -142,27 +202,19 @@ impl Relay {
                 traceparent: row.traceparent,
             });
         }
+        (ids, out)
+    }
+
+    /// Publishes `out` with confirms and counts what went out.
+    async fn publish(&self, out: &[Outgoing]) -> Result<(), BrokerError> {
         if out.is_empty() {
-            return Ok(Ok(0));
+            return Ok(());
         }
-        if let Err(e) = self.broker.publish_batch(&out).await {
-            entity::Entity::update_many()
-                .col_expr(Column::Attempts, Expr::col(Column::Attempts).add(1))
-                .col_expr(Column::LastError, Expr::value(e.to_string()))
-                .filter(Column::Id.is_in(ids))
-                .exec(conn)
-                .await?;
-            return Ok(Err(e));
-        }
-        entity::Entity::update_many()
-            .col_expr(Column::PublishedAt, Expr::value(Utc::now()))
-            .filter(Column::Id.is_in(ids))
-            .exec(conn)
-            .await?;
+        self.broker.publish_batch(out).await?;
         metrics::counter!("conveyor_outbox_published_total").increment(out.len() as u64);
         // One counter update per target, not per message (a batch has a few targets).
         let mut per_target: Vec<(Target, u64)> = Vec::new();
-        for m in &out {
+        for m in out {
             match per_target.iter_mut().find(|(t, _)| *t == m.target) {
                 Some((_, n)) => *n += 1,
                 None => per_target.push((m.target, 1)),
@@ -175,7 +227,7 @@ impl Relay {
             metrics::counter!("conveyor_messages_published_total", "queue" => target.key())
                 .increment(n);
         }
-        Ok(Ok(out.len()))
+        Ok(())
     }
 
     /// Rows committed but not yet published, and when the oldest was committed.
@@ -196,6 +248,32 @@ impl Relay {
 pub struct Lag {
     pub pending: u64,
     pub oldest: Option<chrono::DateTime<Utc>>,
+}
+
+async fn mark_sent(conn: &impl ConnectionTrait, ids: Vec<i64>) -> Result<(), sea_orm::DbErr> {
+    if ids.is_empty() {
+        return Ok(());
+    }
+    entity::Entity::update_many()
+        .col_expr(Column::PublishedAt, Expr::value(Utc::now()))
+        .filter(Column::Id.is_in(ids))
+        .exec(conn)
+        .await
+        .map(|_| ())
+}
+
+async fn record_failure(
+    conn: &impl ConnectionTrait,
+    ids: Vec<i64>,
+    e: &BrokerError,
+) -> Result<(), sea_orm::DbErr> {
+    entity::Entity::update_many()
+        .col_expr(Column::Attempts, Expr::col(Column::Attempts).add(1))
+        .col_expr(Column::LastError, Expr::value(e.to_string()))
+        .filter(Column::Id.is_in(ids))
+        .exec(conn)
+        .await
+        .map(|_| ())
 }
 
 fn pending(limit: u64) -> sea_orm::Select<entity::Entity> {

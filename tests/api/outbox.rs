@@ -6,7 +6,7 @@ use std::time::Duration;
 use conveyor::broker::{Envelope, Target};
 use conveyor::domains::ai_tasks::queues::AI_SHORT;
 use conveyor::outbox::{self, entity};
-use sea_orm::{EntityTrait, TransactionTrait};
+use sea_orm::{ColumnTrait as _, EntityTrait, QueryFilter as _, TransactionTrait};
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
@@ -17,7 +17,8 @@ const WAIT: Duration = Duration::from_secs(20);
 
 on_every_backend!(
     relay_publishes_committed_rows_only,
-    relays_in_parallel_publish_each_row_once
+    relays_in_parallel_publish_each_row_once,
+    a_row_for_an_unknown_target_stays_pending
 );
 
 async fn enqueue_n(platform: &conveyor::app::Platform, n: usize) -> Vec<String> {
@@ -32,6 +33,40 @@ async fn enqueue_n(platform: &conveyor::app::Platform, n: usize) -> Vec<String> 
     }
     txn.commit().await.unwrap();
     ids
+}
+
+/// A row written by a build that knows a target this one does not (a rolling upgrade)
+/// is left pending for a process that knows it; the rows beside it go out and are marked
+/// (on PostgreSQL a round marks its rows first and unmarks such a row before committing).
+async fn a_row_for_an_unknown_target_stays_pending(backend: Backend) {
+    let Some(h) = Harness::new(backend, "a_row_for_an_unknown_target_stays_pending").await else {
+        return;
+    };
+    let platform = &h.platform;
+    let ids = enqueue_n(platform, 3).await;
+    let stranger = ids[1].clone();
+    entity::Entity::update_many()
+        .col_expr(
+            entity::Column::Queue,
+            sea_orm::sea_query::Expr::value("ai.from-a-newer-build"),
+        )
+        .filter(entity::Column::MessageId.eq(stranger.clone()))
+        .exec(&platform.db)
+        .await
+        .unwrap();
+    assert_eq!(platform.relay.relay_once().await.unwrap(), 2);
+    let lag = platform.relay.lag().await.unwrap();
+    assert_eq!(lag.pending, 1, "only the unknown target's row waits");
+    let row = entity::Entity::find()
+        .filter(entity::Column::MessageId.eq(stranger))
+        .one(&platform.db)
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(row.published_at.is_none());
+    // A second round takes it again and leaves it again: it is never marked unsent.
+    assert_eq!(platform.relay.relay_once().await.unwrap(), 0);
+    assert_eq!(platform.relay.lag().await.unwrap().pending, 1);
 }
 
 async fn relay_publishes_committed_rows_only(backend: Backend) {

@@ -65,7 +65,8 @@ async fn load(db: &DatabaseConnection) -> anyhow::Result<PanelView> {
         .await?;
     let failures = task::Entity::find()
         .filter(task::Column::Status.eq(Status::Failed))
-        .order_by_desc(task::Column::UpdatedAt)
+        // When it failed (set once; `idx_tasks_failed` orders by it).
+        .order_by_desc(task::Column::FinishedAt)
         .limit(ROWS)
         .all(db)
         .await?;
