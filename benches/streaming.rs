@@ -230,6 +230,8 @@ async fn main() {
             let _ = done.send(());
         }));
     }
+    // What PostgreSQL does per 1,000 tokens (each snapshot waits outside the timing).
+    let db_before = common::pg_stats::snapshot(&platform.db).await;
     let before = common::cpu::cpu_ticks();
     let started = Instant::now();
     let workers = {
@@ -248,6 +250,7 @@ async fn main() {
     }
     let secs = started.elapsed().as_secs_f64();
     let cpu = common::cpu::cpu_ticks().since(before);
+    let db_after = common::pg_stats::snapshot(&platform.db).await;
     stop.cancel();
     let _ = server.await;
     let _ = workers.await;
@@ -286,5 +289,10 @@ async fn main() {
         per_k(cpu.broker),
         per_k(cpu.redis)
     );
+    if let (Some(b), Some(a)) = (&db_before, &db_after) {
+        for line in common::pg_stats::per_unit(b, a, relayed.div_ceil(1000)) {
+            println!("database per 1,000 tokens: {line}");
+        }
+    }
     assert_eq!(lat.len(), relayed, "every token reached its subscriber");
 }

@@ -587,14 +587,21 @@ async fn main() {
     // The scratch databases this run created.
     let mut pg_tags = vec!["sp".to_owned()];
     pg_tags.extend((0..e2e_rounds).map(|r| format!("ep{r}")));
-    for (admin, admin_db, tags) in [
-        (PG_ADMIN, "postgres", pg_tags),
-        ("mysql://root@127.0.0.1:3306", "test", vec!["sm".to_owned()]),
+    // PostgreSQL refuses to drop a database with sessions open (the platforms' pools may
+    // still hold some): `WITH (FORCE)` ends them (PostgreSQL 13+).
+    for (admin, admin_db, tags, force) in [
+        (PG_ADMIN, "postgres", pg_tags, " WITH (FORCE)"),
+        (
+            "mysql://root@127.0.0.1:3306",
+            "test",
+            vec!["sm".to_owned()],
+            "",
+        ),
     ] {
         if let Ok(conn) = Database::connect(format!("{admin}/{admin_db}")).await {
             for tag in tags {
                 let _ = conn
-                    .execute_unprepared(&format!("DROP DATABASE IF EXISTS bench{pid}{tag}"))
+                    .execute_unprepared(&format!("DROP DATABASE IF EXISTS bench{pid}{tag}{force}"))
                     .await;
             }
         }

@@ -26,8 +26,8 @@ pub struct Snapshot {
     /// By statement (pg_stat_statements' normalised text): (calls, rows, milliseconds
     /// spent executing).
     pub by_statement: BTreeMap<String, (i64, i64, f64)>,
-    /// (inserted, updated, deleted) by table.
-    pub tables: BTreeMap<String, (i64, i64, i64)>,
+    /// (inserted, updated, deleted, of the updates HOT) by table.
+    pub tables: BTreeMap<String, (i64, i64, i64, i64)>,
 }
 
 /// The counters now, after waiting [`FLUSH`]; `None` on a database other than PostgreSQL.
@@ -79,7 +79,7 @@ pub async fn snapshot(db: &DatabaseConnection) -> Option<Snapshot> {
     }
     let rows = db
         .query_all_raw(one(
-            "SELECT relname::text, n_tup_ins, n_tup_upd, n_tup_del FROM pg_stat_user_tables",
+            "SELECT relname::text, n_tup_ins, n_tup_upd, n_tup_del, n_tup_hot_upd FROM pg_stat_user_tables",
         ))
         .await
         .ok()?;
@@ -89,6 +89,7 @@ pub async fn snapshot(db: &DatabaseConnection) -> Option<Snapshot> {
             r.try_get_by_index(1).ok()?,
             r.try_get_by_index(2).ok()?,
             r.try_get_by_index(3).ok()?,
+            r.try_get_by_index(4).ok()?,
         );
         s.tables.insert(name, counts);
     }
@@ -108,20 +109,28 @@ pub fn per_unit(before: &Snapshot, after: &Snapshot, n: usize) -> Vec<String> {
             _ => "not counted (pg_stat_statements not loaded)".to_owned(),
         }
     )];
-    let mut written: Vec<(String, f64, f64, f64)> = after
+    let mut written: Vec<(String, f64, f64, f64, f64)> = after
         .tables
         .iter()
-        .map(|(t, (i, u, d))| {
-            let (bi, bu, bd) = before.tables.get(t).copied().unwrap_or_default();
-            (t.clone(), per(i - bi), per(u - bu), per(d - bd))
+        .map(|(t, (i, u, d, h))| {
+            let (bi, bu, bd, bh) = before.tables.get(t).copied().unwrap_or_default();
+            (
+                t.clone(),
+                per(i - bi),
+                per(u - bu),
+                per(d - bd),
+                per(h - bh),
+            )
         })
-        .filter(|(_, i, u, d)| i + u + d > 0.0)
+        .filter(|(_, i, u, d, _)| i + u + d > 0.0)
         .collect();
     written.sort_by(|a, b| (b.1 + b.2 + b.3).total_cmp(&(a.1 + a.2 + a.3)));
-    let total: f64 = written.iter().map(|(_, i, u, d)| i + u + d).sum();
-    lines.push(format!("rows written {total:.2}:"));
-    for (t, i, u, d) in written {
-        lines.push(format!("  {t}: +{i:.2} ~{u:.2} -{d:.2}"));
+    let total: f64 = written.iter().map(|(_, i, u, d, _)| i + u + d).sum();
+    lines.push(format!(
+        "rows written {total:.2} (+inserted ~updated, of them HOT, -deleted):"
+    ));
+    for (t, i, u, d, h) in written {
+        lines.push(format!("  {t}: +{i:.2} ~{u:.2} ({h:.2} HOT) -{d:.2}"));
     }
     lines.extend(statements(before, after, n));
     lines
@@ -137,7 +146,7 @@ fn statements(before: &Snapshot, after: &Snapshot, n: usize) -> Vec<String> {
     let mut grouped: BTreeMap<String, (f64, f64, f64)> = BTreeMap::new();
     for (q, (c, r, ms)) in &after.by_statement {
         let (bc, br, bms) = before.by_statement.get(q).copied().unwrap_or_default();
-        let text: String = q.split_whitespace().collect::<Vec<_>>().join(" ");
+        let text = placeholders_folded(&q.split_whitespace().collect::<Vec<_>>().join(" "));
         let key = match text.find("), (") {
             Some(at) => format!("{}), …", &text[..at]),
             None => text,
@@ -156,10 +165,35 @@ fn statements(before: &Snapshot, after: &Snapshot, n: usize) -> Vec<String> {
         return Vec::new();
     }
     ran.sort_by(|a, b| b.0.total_cmp(&a.0));
-    let mut lines = vec!["statements per unit (calls, rows, exec µs):".to_owned()];
+    let exec: f64 = ran.iter().map(|(_, _, ms, _)| ms).sum();
+    let mut lines = vec![format!(
+        "statements per unit (calls, rows, exec µs; executing took {:.0} µs in all):",
+        exec * 1000.0
+    )];
     for (c, r, ms, q) in ran.iter().filter(|(c, ..)| *c >= 0.01) {
         let cut: String = q.chars().take(150).collect();
         lines.push(format!("  {c:.2} {r:.2} {:.0}  {cut}", ms * 1000.0));
     }
     lines
+}
+
+/// `$1, $2, $3` → `$…`: an `IN (…)` list of 3 ids and one of 30 are one statement here.
+fn placeholders_folded(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut chars = text.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c == '$' && chars.peek().is_some_and(char::is_ascii_digit) {
+            while chars.peek().is_some_and(char::is_ascii_digit) {
+                chars.next();
+            }
+            if !out.ends_with("$…") && !out.ends_with("$…, ") {
+                out.push_str("$…");
+            } else if out.ends_with(", ") {
+                out.truncate(out.len() - 2);
+            }
+        } else {
+            out.push(c);
+        }
+    }
+    out
 }

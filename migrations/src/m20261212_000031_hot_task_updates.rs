@@ -56,10 +56,9 @@ const USER_STATUS: &str = "idx_tasks_user_status";
 const RETRY_OF: &str = "ux_tasks_retry_of";
 const TEXT_EVENTS: &str = "idx_task_events_kind_created";
 
-/// The statuses of a task not finished (as `idx_tasks_active` has always held them).
-const UNFINISHED: [&str; 3] = ["PENDING", "PROCESSING", "RETRYING"];
-/// The statuses `Status::ACTIVE` counts (a user's work under way).
-const ACTIVE_STATUSES: [&str; 4] = ["PENDING", "PROCESSING", "RETRYING", "WAITING"];
+/// The statuses of a task not finished (`Status::ACTIVE`; `idx_tasks_active` has held
+/// them since `task_waits`).
+const UNFINISHED: [&str; 4] = ["PENDING", "PROCESSING", "RETRYING", "WAITING"];
 
 fn postgres(manager: &SchemaManager) -> bool {
     manager.get_database_backend() == sea_orm::DatabaseBackend::Postgres
@@ -127,7 +126,7 @@ impl MigrationTrait for Migration {
         manager
             .create_index(
                 task_index(USER_STATUS, &[Tasks::UserId, Tasks::Status])
-                    .and_where(status(&ACTIVE_STATUSES))
+                    .and_where(status(&UNFINISHED))
                     .to_owned(),
             )
             .await?;
@@ -155,13 +154,14 @@ impl MigrationTrait for Migration {
         if !postgres(manager) {
             return Ok(());
         }
+        let status = |c: &[&str]| Expr::col(Tasks::Status).is_in(c.iter().copied());
         for name in [ACTIVE, FAILED, USER_STATUS, RETRY_OF] {
             manager.drop_index(drop_task_index(name)).await?;
         }
         manager
             .create_index(
                 task_index(ACTIVE, &[Tasks::Status, Tasks::HeartbeatAt])
-                    .and_where(Expr::col(Tasks::Status).is_in(UNFINISHED))
+                    .and_where(status(&UNFINISHED))
                     .to_owned(),
             )
             .await?;
