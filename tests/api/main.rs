@@ -33,6 +33,7 @@ mod providers;
 mod rabbitmq;
 mod search;
 mod search_sync;
+mod search_sync_batches;
 mod server;
 mod traces;
 mod typescript_client;

@@ -28,21 +28,42 @@ impl BatchHandler for SyncHandler {
         ctx: &Context,
         messages: &[Envelope],
     ) -> Vec<Result<(), HandlerError>> {
-        let parsed: Vec<Result<SyncMessage, String>> =
+        let parsed: Vec<Result<Vec<SyncMessage>, String>> =
             messages.iter().map(SyncMessage::parse).collect();
-        let valid: Vec<&SyncMessage> = parsed.iter().filter_map(|p| p.as_ref().ok()).collect();
+        let valid: Vec<&SyncMessage> = parsed
+            .iter()
+            .filter_map(|p| p.as_ref().ok())
+            .flatten()
+            .collect();
         let outcomes = self.sync(ctx, &valid).await;
         parsed
             .iter()
             .map(|p| match p {
                 Err(e) => Err(HandlerError::Permanent(e.clone())),
-                Ok(m) => match &outcomes {
+                Ok(changes) => match &outcomes {
                     Err(e) => Err(HandlerError::Transient(e.clone())),
-                    Ok(by_id) => settle(by_id.get(&m.material_id)),
+                    Ok(by_id) => settle_all(changes.iter().map(|m| by_id.get(&m.material_id))),
                 },
             })
             .collect()
     }
+}
+
+/// A message of several changes is done when each is; a change to retry sends the whole
+/// message to a retry tier (writing its done ones again is a no-op: the version fences
+/// them), and one the engine rejects for good dead-letters it, with the reason.
+fn settle_all<'a>(outcomes: impl Iterator<Item = Option<&'a Outcome>>) -> Result<(), HandlerError> {
+    let mut rejected = None;
+    for outcome in outcomes {
+        match settle(outcome) {
+            Ok(()) => {}
+            Err(e @ HandlerError::Transient(_)) => return Err(e),
+            Err(e) => {
+                rejected.get_or_insert(e);
+            }
+        }
+    }
+    rejected.map_or(Ok(()), Err)
 }
 
 fn settle(outcome: Option<&Outcome>) -> Result<(), HandlerError> {

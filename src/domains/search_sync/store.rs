@@ -11,7 +11,7 @@ use sea_orm::{
 };
 
 use super::entity::material;
-use super::messages::{SyncMessage, SyncOp};
+use super::messages::{MAX_CHANGES, SyncMessage, SyncOp};
 use super::queues::SEARCH_SYNC;
 use crate::broker::Target;
 use crate::outbox::{self, OutboxError};
@@ -125,22 +125,25 @@ async fn announce(txn: &impl ConnectionTrait, row: &Material) -> Result<(), Stor
     announce_many(txn, std::slice::from_ref(row)).await
 }
 
-/// Writes each row's `search.sync` message into the outbox, in one insert.
+/// Writes the rows' `search.sync` changes into the outbox, in one insert: as one
+/// message (of at most [`MAX_CHANGES`] each), since they commit together.
 async fn announce_many(txn: &impl ConnectionTrait, rows: &[Material]) -> Result<(), StoreError> {
-    let messages: Vec<(Target, crate::broker::Envelope)> = rows
+    let changes: Vec<SyncMessage> = rows
         .iter()
-        .map(|row| {
-            let message = SyncMessage {
-                material_id: row.id.clone(),
-                op: if row.deleted_at.is_some() {
-                    SyncOp::Delete
-                } else {
-                    SyncOp::Upsert
-                },
-                version: row.version,
-            };
-            (Target::Queue(&SEARCH_SYNC), message.envelope())
+        .map(|row| SyncMessage {
+            material_id: row.id.clone(),
+            op: if row.deleted_at.is_some() {
+                SyncOp::Delete
+            } else {
+                SyncOp::Upsert
+            },
+            version: row.version,
         })
+        .collect();
+    let messages: Vec<(Target, crate::broker::Envelope)> = changes
+        .chunks(MAX_CHANGES)
+        .filter_map(SyncMessage::envelope_of)
+        .map(|e| (Target::Queue(&SEARCH_SYNC), e))
         .collect();
     // A few ids each: far below any payload limit.
     outbox::enqueue_many(txn, &messages, usize::MAX).await?;
