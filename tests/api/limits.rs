@@ -146,9 +146,10 @@ async fn a_flooding_tenant_gets_429s_while_another_is_served(backend: Backend) {
         f64::from(ok) <= most,
         "the flood stays near its rate: {ok} accepted in {flood_secs:.1} s"
     );
-    // Loose: the suite shares two cores with other tests.
+    // Loose: the suite shares two cores with other tests (a loaded machine moved the
+    // p99 from 43 to 140 ms in one run); starving the small tenant would cost seconds.
     assert!(
-        during <= alone * 2.0 + 50.0,
+        during <= alone * 3.0 + 150.0,
         "the small tenant stays served: p99 {alone:.1} ms alone, {during:.1} ms during the flood"
     );
     done(env, app).await;

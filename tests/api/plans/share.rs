@@ -144,10 +144,15 @@ async fn a_members_work_starts_first_in_the_configured_ratio_and_free_work_still
     let (m, f) = (started[0] as f64, started[1] as f64);
     eprintln!("starts while contended: member {m}, free {f}");
     assert!(f >= 2.0, "the free user's work progresses: {started:?}");
+    // Weights 3:1 put a quarter of the starts on the free user. About 35 starts in the
+    // window make that share binomial with a spread of ±0.07 (one standard deviation),
+    // so the bounds are two of them either side: far from line order (the free flood
+    // was queued first: a share near 1) and from strict priority (none).
     let ratio = m / f;
+    let share = f / (m + f);
     assert!(
-        (2.2..=4.0).contains(&ratio),
-        "member:free starts {ratio:.2} (weights 3:1): {started:?}"
+        (0.11..=0.39).contains(&share),
+        "member:free starts {ratio:.2}, free share {share:.2} (weights 3:1): {started:?}"
     );
     done(env, app).await;
 }
