@@ -162,10 +162,10 @@ async fn start(args: &[&str], env: &[(String, String)], dir: &Path, ready: &Read
     }
 }
 
-/// The fewest consumers any of `queues` has (`None` when one cannot be read yet).
-async fn min_consumers(conn: &lapin::Connection, queues: &[String]) -> Option<u32> {
+/// The consumer count of each of `queues` (`None` when one cannot be read yet).
+async fn consumer_counts(conn: &lapin::Connection, queues: &[String]) -> Option<Vec<u32>> {
     let ch = conn.create_channel().await.ok()?;
-    let mut min = u32::MAX;
+    let mut counts = Vec::with_capacity(queues.len());
     for q in queues {
         // A passive declare of a queue that does not exist closes the channel.
         let queue = ch
@@ -179,32 +179,32 @@ async fn min_consumers(conn: &lapin::Connection, queues: &[String]) -> Option<u3
             )
             .await
             .ok()?;
-        min = min.min(queue.consumer_count());
+        counts.push(queue.consumer_count());
     }
     let _ = ch.close(0, "".into()).await;
-    Some(min)
+    Some(counts)
+}
+
+/// The fewest consumers any of `queues` has.
+async fn min_consumers(conn: &lapin::Connection, queues: &[String]) -> Option<u32> {
+    Some(
+        consumer_counts(conn, queues)
+            .await?
+            .into_iter()
+            .min()
+            .unwrap_or(u32::MAX),
+    )
 }
 
 /// The most consumers any of `queues` has.
 async fn consumers(conn: &lapin::Connection, queues: &[String]) -> Option<u32> {
-    let ch = conn.create_channel().await.ok()?;
-    let mut max = 0;
-    for q in queues {
-        let queue = ch
-            .queue_declare(
-                q.as_str().into(),
-                QueueDeclareOptions {
-                    passive: true,
-                    ..Default::default()
-                },
-                FieldTable::default(),
-            )
-            .await
-            .ok()?;
-        max = max.max(queue.consumer_count());
-    }
-    let _ = ch.close(0, "".into()).await;
-    Some(max)
+    Some(
+        consumer_counts(conn, queues)
+            .await?
+            .into_iter()
+            .max()
+            .unwrap_or(0),
+    )
 }
 
 fn row(name: &str, mut starts: Vec<Start>) {

@@ -99,94 +99,70 @@ async fn set_fillfactor(manager: &SchemaManager<'_>, percent: u8) -> Result<(), 
         .map(|_| ())
 }
 
+/// The four task indexes this migration changes, as they are after it (`hot`) or before.
+fn task_indexes(hot: bool) -> [IndexCreateStatement; 4] {
+    let status = |c: &[&str]| Expr::col(Tasks::Status).is_in(c.iter().copied());
+    let failed = || Expr::col(Tasks::Status).eq("FAILED");
+    if hot {
+        [
+            task_index(ACTIVE, &[Tasks::Status])
+                .and_where(status(&UNFINISHED))
+                .to_owned(),
+            task_index(FAILED, &[Tasks::FinishedAt])
+                .and_where(failed())
+                .to_owned(),
+            task_index(USER_STATUS, &[Tasks::UserId, Tasks::Status])
+                .and_where(status(&UNFINISHED))
+                .to_owned(),
+            task_index(RETRY_OF, &[Tasks::RetryOf])
+                .unique()
+                .and_where(Expr::col(Tasks::RetryOf).is_not_null())
+                .to_owned(),
+        ]
+    } else {
+        [
+            task_index(ACTIVE, &[Tasks::Status, Tasks::HeartbeatAt])
+                .and_where(status(&UNFINISHED))
+                .to_owned(),
+            task_index(FAILED, &[Tasks::UpdatedAt])
+                .and_where(failed())
+                .to_owned(),
+            task_index(USER_STATUS, &[Tasks::UserId, Tasks::Status]),
+            task_index(RETRY_OF, &[Tasks::RetryOf]).unique().to_owned(),
+        ]
+    }
+}
+
+/// Replaces the indexes and the fillfactor with their state after (`hot`) or before.
+async fn apply(manager: &SchemaManager<'_>, hot: bool) -> Result<(), DbErr> {
+    if !postgres(manager) {
+        return Ok(());
+    }
+    for name in [ACTIVE, FAILED, USER_STATUS, RETRY_OF] {
+        manager.drop_index(drop_task_index(name)).await?;
+    }
+    for index in task_indexes(hot) {
+        manager.create_index(index).await?;
+    }
+    manager
+        .drop_index(
+            Index::drop()
+                .name(TEXT_EVENTS)
+                .table(TaskEvents::Table)
+                .to_owned(),
+        )
+        .await?;
+    manager.create_index(text_events(hot)).await?;
+    set_fillfactor(manager, if hot { 85 } else { 100 }).await
+}
+
 #[async_trait::async_trait]
 impl MigrationTrait for Migration {
     async fn up(&self, manager: &SchemaManager) -> Result<(), DbErr> {
-        if !postgres(manager) {
-            return Ok(());
-        }
-        let status = |c: &[&str]| Expr::col(Tasks::Status).is_in(c.iter().copied());
-        for name in [ACTIVE, FAILED, USER_STATUS, RETRY_OF] {
-            manager.drop_index(drop_task_index(name)).await?;
-        }
-        manager
-            .create_index(
-                task_index(ACTIVE, &[Tasks::Status])
-                    .and_where(status(&UNFINISHED))
-                    .to_owned(),
-            )
-            .await?;
-        manager
-            .create_index(
-                task_index(FAILED, &[Tasks::FinishedAt])
-                    .and_where(Expr::col(Tasks::Status).eq("FAILED"))
-                    .to_owned(),
-            )
-            .await?;
-        manager
-            .create_index(
-                task_index(USER_STATUS, &[Tasks::UserId, Tasks::Status])
-                    .and_where(status(&UNFINISHED))
-                    .to_owned(),
-            )
-            .await?;
-        manager
-            .create_index(
-                task_index(RETRY_OF, &[Tasks::RetryOf])
-                    .unique()
-                    .and_where(Expr::col(Tasks::RetryOf).is_not_null())
-                    .to_owned(),
-            )
-            .await?;
-        manager
-            .drop_index(
-                Index::drop()
-                    .name(TEXT_EVENTS)
-                    .table(TaskEvents::Table)
-                    .to_owned(),
-            )
-            .await?;
-        manager.create_index(text_events(true)).await?;
-        set_fillfactor(manager, 85).await
+        apply(manager, true).await
     }
 
     async fn down(&self, manager: &SchemaManager) -> Result<(), DbErr> {
-        if !postgres(manager) {
-            return Ok(());
-        }
-        let status = |c: &[&str]| Expr::col(Tasks::Status).is_in(c.iter().copied());
-        for name in [ACTIVE, FAILED, USER_STATUS, RETRY_OF] {
-            manager.drop_index(drop_task_index(name)).await?;
-        }
-        manager
-            .create_index(
-                task_index(ACTIVE, &[Tasks::Status, Tasks::HeartbeatAt])
-                    .and_where(status(&UNFINISHED))
-                    .to_owned(),
-            )
-            .await?;
-        manager
-            .create_index(
-                task_index(FAILED, &[Tasks::UpdatedAt])
-                    .and_where(Expr::col(Tasks::Status).eq("FAILED"))
-                    .to_owned(),
-            )
-            .await?;
-        manager
-            .create_index(task_index(USER_STATUS, &[Tasks::UserId, Tasks::Status]))
-            .await?;
-        manager
-            .create_index(task_index(RETRY_OF, &[Tasks::RetryOf]).unique().to_owned())
-            .await?;
-        manager
-            .drop_index(
-                Index::drop()
-                    .name(TEXT_EVENTS)
-                    .table(TaskEvents::Table)
-                    .to_owned(),
-            )
-            .await?;
-        manager.create_index(text_events(false)).await?;
-        set_fillfactor(manager, 100).await
+        apply(manager, false).await
     }
 }

@@ -595,7 +595,7 @@ async fn run(fault: Fault, db_kind: Db, mut load: Load, cluster: Option<&Cluster
             let leader = cluster.leader(&format!("{}.ai.short", stack.ns));
             hit_api_node = api_node_before.as_deref() == Some(cluster.label(leader).as_str());
             cluster.kill(leader);
-            tokio::time::sleep(Duration::from_secs(5)).await;
+            fault_lasts(Duration::from_secs(5)).await;
             cluster.restart(leader);
         }
         Fault::ClusterRolling => {
@@ -612,7 +612,7 @@ async fn run(fault: Fault, db_kind: Db, mut load: Load, cluster: Option<&Cluster
             let cluster = cluster.expect("a cluster scenario has its cluster");
             hit_api_node = api_node_before.as_deref() == Some(cluster.label(0).as_str());
             cluster.partition(&["isolate", &cluster.nodes[0]]);
-            tokio::time::sleep(Duration::from_secs(10)).await;
+            fault_lasts(Duration::from_secs(10)).await;
             cluster.partition(&["heal"]);
             cluster.await_all_running(Duration::from_secs(60));
         }
@@ -625,7 +625,7 @@ async fn run(fault: Fault, db_kind: Db, mut load: Load, cluster: Option<&Cluster
             // Past the task lease (5 s) and the claim lease (10 s): its work is re-driven
             // elsewhere; when it wakes, its late results must be fenced out.
             signal(&consumers[0].0, "-STOP");
-            tokio::time::sleep(Duration::from_secs(12)).await;
+            fault_lasts(Duration::from_secs(12)).await;
             signal(&consumers[0].0, "-CONT");
         }
         Fault::RedisKeys => {
@@ -647,7 +647,7 @@ async fn run(fault: Fault, db_kind: Db, mut load: Load, cluster: Option<&Cluster
         Fault::RabbitmqStop => {
             // The broker application stops (every connection dropped), the node stays.
             rabbitmqctl("stop_app");
-            tokio::time::sleep(Duration::from_secs(10)).await;
+            fault_lasts(Duration::from_secs(10)).await;
             rabbitmqctl("start_app");
         }
         Fault::Failpoints | Fault::PoisonMix => {
@@ -675,7 +675,7 @@ async fn run(fault: Fault, db_kind: Db, mut load: Load, cluster: Option<&Cluster
         }
         Fault::RabbitmqAlarm => {
             let _restore = Watermark::lower();
-            tokio::time::sleep(Duration::from_secs(30)).await;
+            fault_lasts(Duration::from_secs(30)).await;
         }
         // The whole run is the fault.
         Fault::ConsumerTimeout => tokio::time::sleep(Duration::from_secs(load.after)).await,
@@ -702,7 +702,7 @@ async fn run(fault: Fault, db_kind: Db, mut load: Load, cluster: Option<&Cluster
                 .query_async(&mut c)
                 .await
                 .unwrap();
-            tokio::time::sleep(Duration::from_secs(10)).await;
+            fault_lasts(Duration::from_secs(10)).await;
         }
     }
     let fault_end = Instant::now();
@@ -1214,4 +1214,11 @@ async fn main() {
         failed
     );
     assert_eq!(failed, 0, "a scenario lost or doubled work");
+}
+
+/// Holds a fault for `length`. The length is the scenario's input (past a lease, past a
+/// retry tier, long enough for clients to see the outage): there is no condition to await
+/// while a fault lasts, only the recovery after it, which the scenarios poll for.
+async fn fault_lasts(length: Duration) {
+    tokio::time::sleep(length).await;
 }
